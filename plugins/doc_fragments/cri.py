@@ -1,0 +1,34 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  cri_socket:
+    description:
+      - The CRI endpoint of the container runtime on the node.
+      - A unix socket path (V(/var/run/crio/crio.sock)), a V(unix://) URL, or V(host:port).
+      - When omitted, the CRI-O socket V(/var/run/crio/crio.sock) is used if it exists, then the containerd socket
+        V(/run/containerd/containerd.sock).
+    type: str
+  cri_connect_timeout:
+    description:
+      - Seconds to wait for the runtime to accept the connection.
+    type: float
+    default: 5.0
+  cri_timeout:
+    description:
+      - Deadline in seconds for each CRI call other than image pulls.
+    type: float
+    default: 60.0
+requirements:
+  - grpcio >= 1.62.0 (on the node)
+  - protobuf >= 4.25.0 (on the node)
+notes:
+  - The module talks to the runtime through the CRI C(runtime.v1) gRPC API, as the kubelet does, so it works the same on
+    CRI-O and containerd nodes. It needs permission to open the socket, usually root (C(become=true)).
+"""

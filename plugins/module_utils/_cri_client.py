@@ -1,0 +1,257 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""A small client for the CRI ``runtime.v1`` ImageService and RuntimeService over gRPC.
+
+Runtime differences are explicit here: CRI-O listens on /var/run/crio/crio.sock, containerd on
+/run/containerd/containerd.sock; both speak the same ``runtime.v1`` API, so nothing else in the client differs.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import traceback
+
+try:
+    import grpc
+    from ._cri_proto import cri_image_pb2 as pb
+    from ._cri_proto import cri_image_pb2_grpc as pb_grpc
+except ImportError:
+    HAS_GRPC = False
+    GRPC_IMPORT_ERROR = traceback.format_exc()
+else:
+    HAS_GRPC = True
+    GRPC_IMPORT_ERROR = None
+
+# Tried in this order when no socket is given, as crictl does.
+DEFAULT_SOCKETS = (
+    ("cri-o", "/var/run/crio/crio.sock"),
+    ("containerd", "/run/containerd/containerd.sock"),
+)
+# The kubelet's limit: ListImages on a node with thousands of images exceeds grpc's 4 MiB default.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+CRI_API_VERSION = "v1"
+
+CRI_CLIENT_ARGUMENT_SPEC = dict(
+    cri_socket=dict(type="str"),
+    cri_connect_timeout=dict(type="float", default=5.0),
+    cri_timeout=dict(type="float", default=60.0),
+)
+
+# Error kinds; a retry cannot fix the ones in PERMANENT_ERROR_KINDS.
+UNAVAILABLE = "unavailable"
+PERMISSION = "permission"
+DEADLINE = "deadline"
+NOT_FOUND = "not_found"
+AUTH = "auth"
+NO_SPACE = "no_space"
+INVALID = "invalid"
+UNKNOWN = "unknown"
+PERMANENT_ERROR_KINDS = frozenset((PERMISSION, NOT_FOUND, AUTH, NO_SPACE, INVALID))
+
+# Lower-case fragments of runtime error messages, most specific first. containerd and CRI-O both
+# pass registry errors through as UNKNOWN with the text of the underlying Go error.
+_MESSAGE_KINDS = (
+    (NO_SPACE, ("no space left on device", "enospc")),
+    (AUTH, ("401 unauthorized", "unauthorized", "authentication required", "403 forbidden",
+            "access to the requested resource is not authorized", "denied:")),
+    (NOT_FOUND, ("manifest unknown", "not found", "name unknown", "404 not found")),
+    (INVALID, ("invalid reference format", "failed to parse image", "invalid image name")),
+)
+
+
+class CriError(Exception):
+    """A CRI failure with a user-facing message and a ``kind`` saying whether a retry may help."""
+
+    def __init__(self, message: str, kind: str = UNKNOWN):
+        super().__init__(message)
+        self.kind = kind
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind not in PERMANENT_ERROR_KINDS
+
+
+def classify_message(message: str) -> str:
+    lowered = message.lower()
+    for kind, fragments in _MESSAGE_KINDS:
+        if any(fragment in lowered for fragment in fragments):
+            return kind
+    return UNKNOWN
+
+
+def resolve_endpoint(socket: str | None) -> tuple[str, str | None]:
+    """Return (grpc target, unix socket path or None) for ``socket``; auto-detect when it is empty."""
+    if not socket:
+        for _runtime, path in DEFAULT_SOCKETS:
+            if os.path.exists(path):
+                return "unix://" + path, path
+        looked = ", ".join(path for _runtime, path in DEFAULT_SOCKETS)
+        raise CriError(f"no CRI socket found (looked for {looked}): is crio or containerd running? Set cri_socket.", UNAVAILABLE)
+    if socket.startswith("unix://"):
+        path = socket[len("unix://"):]
+        return "unix://" + path, path
+    if socket.startswith("/"):
+        return "unix://" + socket, socket
+    host, sep, port = socket.rpartition(":")
+    if sep and host and port.isdigit():
+        return socket, None
+    raise CriError(
+        f"cri_socket {socket!r} is neither a unix socket path (/path, unix:///path) nor host:port", INVALID
+    )
+
+
+def _check_socket_path(path: str) -> None:
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise CriError(f"nothing is listening at {path} (no such file): is crio or containerd running?", UNAVAILABLE)
+    except PermissionError:
+        raise CriError(f"permission denied reading {path}: run as root (become: true)", PERMISSION)
+    if not stat.S_ISSOCK(mode):
+        raise CriError(f"{path} is not a unix socket", INVALID)
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise CriError(f"permission denied on {path}: run as root (become: true)", PERMISSION)
+
+
+def _image_to_dict(image) -> dict:
+    return dict(
+        id=image.id,
+        repo_tags=list(image.repo_tags),
+        repo_digests=list(image.repo_digests),
+        size=image.size,
+        pinned=image.pinned,
+    )
+
+
+class CriClient:
+    """Connects lazily; usable from several threads at once (a gRPC channel is thread-safe)."""
+
+    def __init__(self, socket: str | None = None, connect_timeout: float = 5.0, timeout: float = 60.0):
+        self.target, self.socket_path = resolve_endpoint(socket)
+        self.connect_timeout = connect_timeout
+        self.timeout = timeout
+        self._channel = None
+        self._images = None
+        self._runtime = None
+
+    @classmethod
+    def from_params(cls, params: dict) -> CriClient:
+        return cls(params.get("cri_socket"), params["cri_connect_timeout"], params["cri_timeout"])
+
+    @property
+    def endpoint(self) -> str:
+        return self.socket_path or self.target
+
+    def connect(self) -> CriClient:
+        if self._channel is not None:
+            return self
+        if self.socket_path:
+            _check_socket_path(self.socket_path)
+        channel = grpc.insecure_channel(
+            self.target,
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.initial_reconnect_backoff_ms", 100),
+                ("grpc.min_reconnect_backoff_ms", 100),
+                ("grpc.max_reconnect_backoff_ms", 3000),
+            ],
+        )
+        try:
+            grpc.channel_ready_future(channel).result(timeout=self.connect_timeout)
+        except grpc.FutureTimeoutError:
+            channel.close()
+            raise CriError(
+                f"could not connect to the CRI runtime at {self.endpoint} within {self.connect_timeout:g}s: "
+                "is crio or containerd running?",
+                UNAVAILABLE,
+            )
+        self._channel = channel
+        self._images = pb_grpc.ImageServiceStub(channel)
+        self._runtime = pb_grpc.RuntimeServiceStub(channel)
+        return self
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+
+    def __enter__(self) -> CriClient:
+        return self.connect()
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _call(self, what: str, method, request, timeout: float | None = None):
+        self.connect()
+        try:
+            return method(request, timeout=self.timeout if timeout is None else timeout)
+        except grpc.RpcError as err:
+            raise self._translate(what, err, timeout) from None
+
+    def _translate(self, what: str, err, timeout: float | None) -> CriError:
+        code = err.code()
+        details = err.details() or str(code)
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            limit = self.timeout if timeout is None else timeout
+            return CriError(f"{what}: deadline of {limit:g}s exceeded", DEADLINE)
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return CriError(f"{what}: CRI runtime at {self.endpoint} unavailable: {details}", UNAVAILABLE)
+        if code == grpc.StatusCode.NOT_FOUND:
+            return CriError(f"{what}: {details}", NOT_FOUND)
+        if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+            return CriError(f"{what}: {details}", AUTH)
+        if code == grpc.StatusCode.INVALID_ARGUMENT:
+            return CriError(f"{what}: {details}", INVALID)
+        if code == grpc.StatusCode.UNIMPLEMENTED:
+            return CriError(f"{what}: the runtime at {self.endpoint} does not implement CRI runtime.v1: {details}", INVALID)
+        return CriError(f"{what}: {details}", classify_message(details))
+
+    def version(self) -> dict:
+        response = self._call("Version", self._runtime_stub().Version, pb.VersionRequest(version=CRI_API_VERSION))
+        return dict(
+            runtime_name=response.runtime_name,
+            runtime_version=response.runtime_version,
+            runtime_api_version=response.runtime_api_version,
+        )
+
+    def list_images(self) -> list[dict]:
+        response = self._call("ListImages", self._image_stub().ListImages, pb.ListImagesRequest())
+        return [_image_to_dict(image) for image in response.images]
+
+    def image_status(self, image: str) -> dict | None:
+        response = self._call(
+            f"ImageStatus {image}", self._image_stub().ImageStatus, pb.ImageStatusRequest(image=pb.ImageSpec(image=image))
+        )
+        return _image_to_dict(response.image) if response.HasField("image") and response.image.id else None
+
+    def pull_image(self, image: str, auth: dict | None = None, timeout: float | None = None) -> str:
+        request = pb.PullImageRequest(image=pb.ImageSpec(image=image))
+        if auth:
+            request.auth.CopyFrom(pb.AuthConfig(**auth))
+        return self._call(f"PullImage {image}", self._image_stub().PullImage, request, timeout).image_ref
+
+    def remove_image(self, image: str) -> None:
+        self._call(f"RemoveImage {image}", self._image_stub().RemoveImage, pb.RemoveImageRequest(image=pb.ImageSpec(image=image)))
+
+    def image_fs_info(self) -> list[dict]:
+        response = self._call("ImageFsInfo", self._image_stub().ImageFsInfo, pb.ImageFsInfoRequest())
+        return [
+            dict(
+                mountpoint=usage.fs_id.mountpoint,
+                used_bytes=usage.used_bytes.value,
+                inodes_used=usage.inodes_used.value,
+            )
+            for usage in response.image_filesystems
+        ]
+
+    def _image_stub(self):
+        self.connect()
+        return self._images
+
+    def _runtime_stub(self):
+        self.connect()
+        return self._runtime

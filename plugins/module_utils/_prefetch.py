@@ -1,0 +1,190 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Prefetch: find what a node already has, then pull the rest through CRI with a bounded worker pool.
+
+Retry policy follows the reference (machine-config-operator): exponential backoff from 1 s, factor 2, capped at
+10 s; errors a retry cannot fix fail at once, and "no space left on device" also stops the queue.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+
+from ._cri_client import AUTH, NO_SPACE, CriError
+from ._image_ref import ImageRef
+
+PRESENT = "present"
+PULLED = "pulled"
+FAILED = "failed"
+SKIPPED = "skipped"
+WOULD_PULL = "would_pull"
+STATUSES = (PRESENT, PULLED, FAILED, SKIPPED, WOULD_PULL)
+
+
+@dataclass
+class PrefetchOptions:
+    concurrency: int = 5
+    throttle: float = 0.0
+    retries: int = 5
+    retry_delay: float = 1.0
+    retry_factor: float = 2.0
+    retry_max_delay: float = 10.0
+    pull_timeout: float | None = None
+    check_mode: bool = False
+    progress_file: str | None = None
+    # Named in "no space left on device" errors.
+    image_fs: str | None = None
+
+    def backoff(self, failed_attempts: int) -> float:
+        return min(self.retry_delay * self.retry_factor ** (failed_attempts - 1), self.retry_max_delay)
+
+
+def _index_images(images: list[dict]) -> set[str]:
+    """Every name a present image answers to: repo digests and repo tags as the runtime reports them."""
+    names = set()
+    for image in images:
+        names.update(image["repo_digests"])
+        names.update(image["repo_tags"])
+    return names
+
+
+def _lookup_names(ref: ImageRef) -> list[str]:
+    if ref.digest:
+        return [f"{ref.name}@{ref.digest}"]
+    return [f"{ref.name}:{ref.tag or 'latest'}"]
+
+
+def _new_result(image: str) -> dict:
+    return dict(image=image, status=None, image_id=None, size=None, attempts=0, seconds=0.0, error=None,
+                error_kind=None, started=None, finished=None)
+
+
+class _Progress:
+    """Counts shared by the workers; optionally mirrored to a JSON file that a poller can read."""
+
+    def __init__(self, results: list[dict], path: str | None):
+        self.results = results
+        self.path = path
+        self.lock = threading.Lock()
+        self.started = time.time()
+
+    def update(self) -> None:
+        if not self.path:
+            return
+        with self.lock:
+            done = [r for r in self.results if r["status"] is not None]
+            snapshot = dict(
+                total=len(self.results),
+                done=len(done),
+                counts={status: sum(1 for r in done if r["status"] == status) for status in STATUSES},
+                bytes=sum(r["size"] or 0 for r in done if r["status"] == PULLED),
+                elapsed=round(time.time() - self.started, 3),
+                current=[r["image"] for r in self.results if r["started"] and r["status"] is None],
+            )
+            directory = os.path.dirname(os.path.abspath(self.path))
+            fd, tmp = tempfile.mkstemp(prefix=".progress-", dir=directory)
+            with os.fdopen(fd, "w") as handle:
+                json.dump(snapshot, handle)
+            os.replace(tmp, self.path)
+
+
+def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, sleep=time.sleep) -> dict:
+    """Pull ``refs`` (already de-duplicated) that the runtime lacks.
+
+    ``auth_for(ref)`` returns (CRI AuthConfig fields or None, a description of where they came from that holds
+    no secret). Returns ``dict(images=[...], totals={...})``.
+    """
+    started = time.time()
+    present_names = _index_images(client.list_images())
+    results = [_new_result(str(ref)) for ref in refs]
+    progress = _Progress(results, options.progress_file)
+    pending = queue.Queue()
+    for ref, result in zip(refs, results):
+        if any(name in present_names for name in _lookup_names(ref)):
+            result["status"] = PRESENT
+        else:
+            pending.put((ref, result))
+    progress.update()
+
+    stop = threading.Event()
+
+    def worker():
+        while True:
+            try:
+                ref, result = pending.get_nowait()
+            except queue.Empty:
+                return
+            if stop.is_set():
+                result["status"] = SKIPPED
+                result["error"] = "not attempted: an earlier pull ran out of disk space"
+                continue
+            _fetch_one(client, ref, result, auth_for, options, stop, sleep)
+            progress.update()
+            if result["attempts"] and options.throttle:
+                sleep(options.throttle)
+
+    workers = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(options.concurrency, pending.qsize())))]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    progress.update()
+
+    counts = {status: sum(1 for r in results if r["status"] == status) for status in STATUSES}
+    totals = dict(
+        requested=len(results),
+        bytes_pulled=sum(r["size"] or 0 for r in results if r["status"] == PULLED),
+        seconds=round(time.time() - started, 3),
+        **counts,
+    )
+    return dict(images=results, totals=totals)
+
+
+def _fetch_one(client, ref: ImageRef, result: dict, auth_for, options: PrefetchOptions, stop, sleep) -> None:
+    image = str(ref)
+    auth_source = "no pull attempted"
+    result["started"] = time.time()
+    try:
+        # ListImages missed it; ImageStatus resolves names exactly as the runtime will (e.g. an index digest).
+        status = client.image_status(image)
+        if status is not None:
+            result.update(status=PRESENT, image_id=status["id"], size=status["size"])
+            return
+        if options.check_mode:
+            result["status"] = WOULD_PULL
+            return
+        auth, auth_source = auth_for(ref)
+        while True:
+            result["attempts"] += 1
+            try:
+                image_id = client.pull_image(image, auth, timeout=options.pull_timeout)
+            except CriError as err:
+                if err.kind == NO_SPACE:
+                    stop.set()
+                if not err.retryable or result["attempts"] > options.retries or stop.is_set():
+                    raise
+                sleep(options.backoff(result["attempts"]))
+                continue
+            pulled = client.image_status(image_id) or {}
+            result.update(status=PULLED, image_id=image_id, size=pulled.get("size"))
+            return
+    except CriError as err:
+        message = str(err)
+        if err.kind == AUTH:
+            message = f"registry {ref.registry} rejected the pull credentials ({auth_source}): {message}"
+        elif err.kind == NO_SPACE and options.image_fs:
+            message = f"image filesystem {options.image_fs} is full: {message}"
+        if result["attempts"] > 1:
+            message += f" (gave up after {result['attempts']} attempts)"
+        result.update(status=FAILED, error=message, error_kind=err.kind)
+    finally:
+        result["finished"] = time.time()
+        result["seconds"] = round(result["finished"] - result["started"], 3)

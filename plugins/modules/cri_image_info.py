@@ -1,0 +1,156 @@
+#!/usr/bin/python
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cri_image_info
+short_description: Report a node's container runtime, its images and its image filesystem
+version_added: 0.1.0
+description:
+  - Asks the node's container runtime (CRI-O or containerd) through the CRI C(runtime.v1) API for its name and version,
+    its images (all, or the ones named in O(images)) and the filesystem that holds them.
+author:
+  - pinned.images developers
+extends_documentation_fragment:
+  - pinned.images.cri
+attributes:
+  check_mode:
+    support: full
+    details: The module only reads.
+  diff_mode:
+    support: none
+options:
+  images:
+    description:
+      - Report only these images; the ones the runtime does not have are listed in RV(missing).
+      - Tags and digests are both accepted here.
+    type: list
+    elements: str
+seealso:
+  - module: pinned.images.prefetch
+"""
+
+EXAMPLES = r"""
+- name: Read what the runtime holds
+  become: true
+  pinned.images.cri_image_info:
+  register: node_images
+
+- name: Check that the payload is on the node
+  become: true
+  pinned.images.cri_image_info:
+    images:
+      - quay.io/org/app@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9
+  register: payload
+
+- name: Fail when something is missing
+  ansible.builtin.assert:
+    that: payload.missing | length == 0
+"""
+
+RETURN = r"""
+runtime:
+  description: The runtime's name, version and CRI API version, and the endpoint used.
+  returned: always
+  type: dict
+  sample:
+    runtime_name: cri-o
+    runtime_version: 1.31.3
+    runtime_api_version: v1
+    endpoint: /var/run/crio/crio.sock
+images:
+  description: The runtime's images (only the requested ones when O(images) is set).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: Image ID.
+      type: str
+    repo_tags:
+      description: Tags the image is known by.
+      type: list
+      elements: str
+    repo_digests:
+      description: Digest references the image is known by.
+      type: list
+      elements: str
+    size:
+      description: Size in bytes as the runtime reports it.
+      type: int
+    pinned:
+      description: Whether the runtime reports the image as pinned (exempt from kubelet image garbage collection).
+      type: bool
+    requested:
+      description: The requested references this image answers to (only with O(images)).
+      type: list
+      elements: str
+missing:
+  description: Requested images the runtime does not have.
+  returned: always
+  type: list
+  elements: str
+image_filesystems:
+  description:
+    - The filesystems holding images. C(total_bytes) and C(free_bytes) are read from the mountpoint when it exists on
+      this host, and are null otherwise.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - mountpoint: /var/lib/containers/storage/overlay-images
+      used_bytes: 5368709120
+      inodes_used: 41234
+      total_bytes: 128849018880
+      free_bytes: 64424509440
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, GRPC_IMPORT_ERROR, HAS_GRPC, CriClient, CriError
+
+
+def _with_local_usage(filesystem: dict) -> dict:
+    try:
+        stats = os.statvfs(filesystem["mountpoint"])
+    except OSError:
+        return dict(filesystem, total_bytes=None, free_bytes=None)
+    return dict(filesystem, total_bytes=stats.f_blocks * stats.f_frsize, free_bytes=stats.f_bavail * stats.f_frsize)
+
+
+def main():
+    argument_spec = dict(images=dict(type="list", elements="str"))
+    argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    if not HAS_GRPC:
+        module.fail_json(msg=missing_required_lib("grpcio and protobuf"), exception=GRPC_IMPORT_ERROR)
+
+    requested = module.params["images"]
+    try:
+        with CriClient.from_params(module.params) as client:
+            runtime = dict(client.version(), endpoint=client.endpoint)
+            filesystems = [_with_local_usage(fs) for fs in client.image_fs_info()]
+            if requested is None:
+                images, missing = client.list_images(), []
+            else:
+                # ImageStatus resolves each name exactly as a pull or the kubelet would.
+                by_id, missing = {}, []
+                for name in requested:
+                    image = client.image_status(name)
+                    if image is None:
+                        missing.append(name)
+                    else:
+                        by_id.setdefault(image["id"], dict(image, requested=[]))["requested"].append(name)
+                images = list(by_id.values())
+    except CriError as err:
+        module.fail_json(msg=str(err), error_kind=err.kind)
+    module.exit_json(changed=False, runtime=runtime, images=images, missing=missing, image_filesystems=filesystems)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""pinned.images.prefetch and cri_image_info through real `ansible`, against real containerd and registries."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from conftest import adhoc, node_socket, remove_all_images
+
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
+
+
+def plain_images(lab):
+    images = lab.images()
+    return [images[name].reference for name in ("plain-small", "plain-shared-a", "plain-shared-b", "plain-multiarch")]
+
+
+def repo_digests(socket):
+    with CriClient(socket) as client:
+        return sorted(d for image in client.list_images() for d in image["repo_digests"])
+
+
+def test_pull_into_empty_node_then_rerun_is_unchanged(lab, empty_node):
+    refs = plain_images(lab)
+    rc, result, output = adhoc("pinned.images.prefetch", dict(images=refs + refs[:1], cri_socket=empty_node))
+    assert rc == 0, output
+    assert result["changed"] is True
+    assert [r["status"] for r in result["images"]] == ["pulled"] * 4
+    assert result["totals"]["requested"] == 4
+    assert result["totals"]["bytes_pulled"] == sum(r["size"] for r in result["images"]) > 0
+    assert result["runtime"]["runtime_name"] == "containerd"
+    for ref in refs:
+        assert ref in repo_digests(empty_node)
+
+    rc, again, output = adhoc("pinned.images.prefetch", dict(images=refs, cri_socket=empty_node))
+    assert rc == 0, output
+    assert again["changed"] is False
+    assert [r["status"] for r in again["images"]] == ["present"] * 4
+
+
+def test_check_mode_pulls_nothing(lab, empty_node):
+    refs = plain_images(lab)
+    rc, result, output = adhoc("pinned.images.prefetch", dict(images=refs, cri_socket=empty_node), check=True)
+    assert rc == 0, output
+    assert result["changed"] is False
+    assert [r["status"] for r in result["images"]] == ["would_pull"] * 4
+    assert repo_digests(empty_node) == []
+
+
+def test_multiarch_index_resolves_to_node_platform(lab, empty_node):
+    record = lab.images()["plain-multiarch"]
+    rc, result, output = adhoc("pinned.images.prefetch", dict(images=[record.reference], cri_socket=empty_node))
+    assert rc == 0, output
+    assert result["images"][0]["image_id"] == record.image_id
+
+
+def test_login_registry_with_good_credentials(lab, empty_node):
+    auth = lab.status()["registries"]["auth"]
+    ref = lab.images()["auth-small"].reference
+    rc, result, output = adhoc(
+        "pinned.images.prefetch", dict(images=[ref], cri_socket=empty_node, auth_file=auth["docker_config"])
+    )
+    assert rc == 0, output
+    assert result["images"][0]["status"] == "pulled"
+    _user, password = lab.credentials()
+    assert password not in output
+
+
+def test_login_registry_with_bad_credentials_fails_once_clearly(lab, empty_node):
+    auth = lab.status()["registries"]["auth"]
+    ref = lab.images()["auth-shared-a"].reference
+    rc, result, output = adhoc(
+        "pinned.images.prefetch",
+        dict(images=[ref], cri_socket=empty_node, auth_file=auth["bad_docker_config"], retry_delay=5),
+    )
+    assert rc != 0
+    image = result["images"][0]
+    assert image["status"] == "failed"
+    assert image["error_kind"] == "auth"
+    assert image["attempts"] == 1
+    assert f"registry {auth['host']} rejected the pull credentials" in result["msg"]
+    bad_config = open(auth["bad_docker_config"]).read()
+    for secret in _secrets_of(bad_config) | {lab.credentials()[1]}:
+        assert secret not in output
+
+
+def _secrets_of(docker_config_text):
+    import base64
+    import json
+
+    secrets = set()
+    for entry in json.loads(docker_config_text)["auths"].values():
+        if "auth" in entry:
+            secrets.add(entry["auth"])
+            secrets.add(base64.b64decode(entry["auth"]).decode().split(":", 1)[1])
+    return secrets
+
+
+def test_anonymous_pull_from_login_registry_is_an_auth_failure(lab, empty_node, tmp_path):
+    no_credentials = tmp_path / "config.json"
+    no_credentials.write_text('{"auths": {}}')
+    auth = lab.status()["registries"]["auth"]
+    ref = lab.images()["auth-small"].reference
+    rc, result, output = adhoc(
+        "pinned.images.prefetch", dict(images=[ref], cri_socket=empty_node, auth_file=str(no_credentials))
+    )
+    assert rc != 0
+    image = result["images"][0]
+    assert image["error_kind"] == "auth"
+    assert image["attempts"] == 1
+    assert f"no credentials for {auth['host']} in {no_credentials}; pulled anonymously" in image["error"]
+
+
+def test_unknown_digest_fails_without_retries(lab, empty_node):
+    small = lab.images()["plain-small"]
+    missing = small.reference.rsplit("@", 1)[0] + "@sha256:" + "0" * 64
+    rc, result, output = adhoc("pinned.images.prefetch", dict(images=[missing], cri_socket=empty_node, retry_delay=5))
+    assert rc != 0
+    image = result["images"][0]
+    assert image["status"] == "failed"
+    assert image["error_kind"] == "not_found"
+    assert image["attempts"] == 1
+
+
+def test_fail_on_error_false_reports_and_succeeds(lab, empty_node):
+    small = lab.images()["plain-small"]
+    missing = small.reference.rsplit("@", 1)[0] + "@sha256:" + "1" * 64
+    rc, result, output = adhoc(
+        "pinned.images.prefetch", dict(images=[small.reference, missing], cri_socket=empty_node, fail_on_error=False)
+    )
+    assert rc == 0, output
+    assert [r["status"] for r in result["images"]] == ["pulled", "failed"]
+    assert result["totals"]["failed"] == 1
+
+
+def test_registry_stopped_mid_run_retries_then_fails_clearly(lab, empty_node):
+    refs = plain_images(lab)
+    lab.stop_registry("plain")
+    try:
+        rc, result, output = adhoc(
+            "pinned.images.prefetch",
+            dict(images=refs[:2], cri_socket=empty_node, retries=2, retry_delay=0.2, concurrency=1),
+        )
+    finally:
+        lab.start_registry("plain")
+    assert rc != 0
+    for image in result["images"]:
+        assert image["status"] == "failed"
+        assert image["attempts"] == 3
+        assert "gave up after 3 attempts" in image["error"]
+        assert "connection refused" in image["error"]
+
+
+def restart_after_failed_pull(lab, node: str, ref: str) -> threading.Thread:
+    """Start the plain registry once the node's containerd has logged a failed pull of ``ref``."""
+    log = lab.status()["nodes"][node]["log"]
+    offset = os.path.getsize(log)
+    failure = f'PullImage \\"{ref}\\" failed'
+
+    def watch():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with open(log, encoding="utf-8", errors="replace") as handle:
+                handle.seek(offset)
+                if failure in handle.read():
+                    break
+            time.sleep(0.1)
+        lab.start_registry("plain")
+
+    thread = threading.Thread(target=watch)
+    thread.start()
+    return thread
+
+
+def test_registry_back_during_retries_succeeds(lab, empty_node):
+    ref = lab.images()["plain-shared-b"].reference
+    lab.stop_registry("plain")
+    restarter = restart_after_failed_pull(lab, "worker-0", ref)
+    try:
+        rc, result, output = adhoc(
+            "pinned.images.prefetch",
+            dict(images=[ref], cri_socket=empty_node, retries=6, retry_delay=0.5, retry_max_delay=1),
+        )
+    finally:
+        restarter.join()
+    assert rc == 0, output
+    assert result["images"][0]["status"] == "pulled"
+    assert result["images"][0]["attempts"] > 1
+
+
+def test_wrong_socket_path_fails_fast_and_clearly(tmp_path):
+    socket = str(tmp_path / "no-runtime.sock")
+    started = time.monotonic()
+    rc, result, output = adhoc("pinned.images.prefetch", dict(images=[], cri_socket=socket))
+    assert rc != 0
+    assert result["msg"] == f"nothing is listening at {socket} (no such file): is crio or containerd running?"
+    assert time.monotonic() - started < 60
+
+
+def test_invalid_references_are_all_named_and_nothing_is_pulled(lab, empty_node):
+    rc, result, output = adhoc(
+        "pinned.images.prefetch",
+        dict(images=["quay.io/a/b:latest", plain_images(lab)[0], "bad name"], cri_socket=empty_node),
+    )
+    assert rc != 0
+    assert "images[0]" in result["msg"] and "not pinned by digest" in result["msg"]
+    assert "images[2]" in result["msg"] and "whitespace" in result["msg"]
+    assert repo_digests(empty_node) == []
+
+
+def test_cri_image_info_reports_runtime_images_and_filesystem(lab):
+    socket = node_socket(lab, "worker-1")
+    remove_all_images(socket)
+    refs = plain_images(lab)
+    rc, _, output = adhoc("pinned.images.prefetch", dict(images=refs[:2], cri_socket=socket))
+    assert rc == 0, output
+    rc, info, output = adhoc("pinned.images.cri_image_info", dict(cri_socket=socket, images=refs))
+    assert rc == 0, output
+    assert info["runtime"]["runtime_name"] == "containerd"
+    assert sorted(info["missing"]) == sorted(refs[2:])
+    assert sorted(r for image in info["images"] for r in image["requested"]) == sorted(refs[:2])
+    fs = info["image_filesystems"][0]
+    assert fs["mountpoint"].startswith(lab.status()["dir"])
+    assert fs["free_bytes"] > 0 and fs["total_bytes"] >= fs["free_bytes"]
+
+    rc, everything, output = adhoc("pinned.images.cri_image_info", dict(cri_socket=socket))
+    assert rc == 0, output
+    assert len(everything["images"]) == 2
