@@ -1,0 +1,319 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The CRI-O ``pinned_images`` drop-in: validation, rendering and reading back.
+
+The text is byte-identical to what OpenShift's machine-config-operator writes to
+``/etc/crio/crio.conf.d/50-pinned-images`` (its struct encoded with BurntSushi/toml's default encoder:
+two-space indent per table level, no blank lines, a single-line array with ``", "`` separators, basic
+strings, one trailing newline)::
+
+    [crio]
+      [crio.image]
+        pinned_images = ["quay.io/a/b@sha256:<64 hex>", "registry.example.com/c@sha256:<64 hex>"]
+
+Public API
+----------
+``DEFAULT_PATH``: ``/etc/crio/crio.conf.d/50-pinned-images``.
+``PinnedImagesError(ValueError)``: ``.problems`` lists every bad entry (index, value, why).
+``validate_pinned_images(images, require_digest=True) -> list[str]``
+    Digest references with the registry host written out; with ``require_digest=False`` also tag
+    references and CRI-O's glob (``quay.io/foo/*``) and keyword (``*bar*``) patterns.
+    Returns the MCO list: blank names dropped, de-duplicated, sorted.
+``render_pinned_images(images) -> str``: the drop-in text for an already validated list (kept in the given order).
+``parse_pinned_images(text) -> list[str]``: ``crio.image.pinned_images`` of a drop-in (``[]`` when unset);
+    raises PinnedImagesError for text that is not TOML of that shape.
+``same_content(old, new) -> bool``: the MCO's rewrite test (equal after trimming surrounding whitespace).
+``is_pattern(name)``, ``missing_images(client, images) -> list[str]`` (``client.image_status(name)`` is None
+    for an absent image; patterns are skipped), ``MissingImagesError`` (``.missing``).
+``reload_crio(method, run_command=None, pid_file=None, service="crio")``: ``none`` | ``systemd``
+    (``systemctl reload crio``; the unit's reload sends SIGHUP) | ``signal`` (SIGHUP to the pid in ``pid_file``);
+    raises ``ReloadError``.
+``sync_pinned_images(path, images, state, check_mode, force, check_presence, reload, run_command, pid_file)``
+    The whole node-side step; returns ``{changed, path, images, reloaded, diff}``. A ReloadError raised after
+    the write carries ``.result``.
+``HAS_TOML_PARSER``: whether ``tomllib`` (3.11+) or ``tomli`` was found; without either, only text in this
+module's own layout can be read back.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
+
+try:
+    import tomllib as _toml
+
+    HAS_TOML_PARSER = True
+    TOML_IMPORT_ERROR = None
+except ImportError:  # Python < 3.11
+    try:
+        import tomli as _toml
+
+        HAS_TOML_PARSER = True
+        TOML_IMPORT_ERROR = None
+    except ImportError as _exc:
+        _toml = None
+        HAS_TOML_PARSER = False
+        TOML_IMPORT_ERROR = _exc
+
+DEFAULT_PATH = "/etc/crio/crio.conf.d/50-pinned-images"
+# Characters an image reference or a CRI-O pattern body may hold.
+_PATTERN_BODY_RE = re.compile(r"[A-Za-z0-9._:/@\[\]-]+")
+
+# BurntSushi/toml's basic-string escapes (the MCO's encoder); validated input never needs them.
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+class PinnedImagesError(ValueError):
+    """Bad pinned_images entries or an unreadable drop-in; ``problems`` lists each."""
+
+    def __init__(self, problems):
+        if isinstance(problems, str):
+            problems = [problems]
+        self.problems = list(problems)
+        if len(self.problems) == 1:
+            message = self.problems[0]
+        else:
+            message = f"{len(self.problems)} problems found:\n" + "\n".join("- " + p for p in self.problems)
+        super().__init__(message)
+
+
+def _quote(value: str) -> str:
+    out = []
+    for ch in value:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append("\\u%04x" % ord(ch))
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def render_pinned_images(images) -> str:
+    """The drop-in text, exactly as the machine-config-operator encodes it."""
+    images = list(images)
+    if any(not isinstance(name, str) for name in images):
+        raise PinnedImagesError("every pinned image must be a string")
+    text = "[crio]\n  [crio.image]\n"
+    if images:  # the MCO's field is omitempty
+        text += "    pinned_images = [" + ", ".join(_quote(name) for name in images) + "]\n"
+    return text
+
+
+def _describe(value) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return repr(text if len(text) <= 100 else text[:97] + "...")
+
+
+def _check_entry(value, require_digest: bool) -> str | None:
+    if not isinstance(value, str):
+        return f"must be a string, got {type(value).__name__}"
+    if not value.strip():
+        return None  # blank entries are dropped, as the MCO does
+    if value != value.strip() or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        return f"{_describe(value)} contains whitespace or control characters"
+    if "*" in value:
+        if require_digest:
+            return f"{_describe(value)} is a pattern; patterns are allowed only with require_digest=false"
+        if value.startswith("*") and value.endswith("*") and len(value) > 2:
+            body, kind = value[1:-1], "keyword pattern"
+        elif value.endswith("*") and len(value) > 1:
+            body, kind = value[:-1], "glob pattern"
+        else:
+            return (
+                f"{_describe(value)} is not a CRI-O pattern: use a glob with one trailing '*' (quay.io/foo/*) "
+                "or a keyword between two '*' (*bar*)"
+            )
+        if "*" in body or not _PATTERN_BODY_RE.fullmatch(body):
+            return f"{_describe(value)} is not a valid {kind}: only one wildcard at the end (glob) or at both ends (keyword)"
+        return None
+    try:
+        ref = parse_image_ref(value, require_digest=require_digest)
+    except ImageReferenceError as exc:
+        return str(exc)
+    first = value.split("/", 1)[0]
+    if "/" not in value or first != ref.registry:
+        return (
+            f"{_describe(value)} does not name its registry; CRI-O matches pinned_images against fully "
+            f"qualified names, so write {str(ref)!r}"
+        )
+    return None
+
+
+def validate_pinned_images(images, require_digest: bool = True) -> list:
+    """Check every entry (all problems in one error); return the blank-free, unique, sorted list."""
+    if images is None:
+        images = []
+    if isinstance(images, str) or not isinstance(images, (list, tuple)):
+        raise PinnedImagesError(f"pinned images must be a list, got {type(images).__name__}")
+    problems = []
+    for index, value in enumerate(images):
+        problem = _check_entry(value, require_digest)
+        if problem:
+            problems.append(f"images[{index}]: {problem}")
+    if problems:
+        raise PinnedImagesError(problems)
+    return sorted({name for name in images if name.strip()})
+
+
+_OWN_LAYOUT_RE = re.compile(
+    r'\s*\[crio\]\s*\[crio\.image\]\s*(?:pinned_images\s*=\s*\[((?:\s*"[^"\\]*"\s*,?)*)\s*\])?\s*'
+)
+
+
+def parse_pinned_images(text) -> list:
+    """``crio.image.pinned_images`` of a drop-in; ``[]`` when the key is absent."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PinnedImagesError(f"the drop-in is not UTF-8: {exc}") from exc
+    if not HAS_TOML_PARSER:
+        match = _OWN_LAYOUT_RE.fullmatch(text)
+        if not match:
+            raise PinnedImagesError(
+                "cannot read the drop-in: it is not in this collection's layout and no TOML parser "
+                f"(tomllib or tomli) is installed ({TOML_IMPORT_ERROR})"
+            )
+        return re.findall(r'"([^"\\]*)"', match.group(1) or "")
+    try:
+        data = _toml.loads(text)
+    except Exception as exc:  # tomllib.TOMLDecodeError or tomli's
+        raise PinnedImagesError(f"the drop-in is not valid TOML: {exc}") from exc
+    image = data.get("crio", {}).get("image", {}) if isinstance(data.get("crio", {}), dict) else {}
+    if not isinstance(image, dict):
+        raise PinnedImagesError("crio.image in the drop-in is not a table")
+    pinned = image.get("pinned_images", [])
+    if not isinstance(pinned, list) or not all(isinstance(name, str) for name in pinned):
+        raise PinnedImagesError("crio.image.pinned_images in the drop-in is not a list of strings")
+    return list(pinned)
+
+
+def same_content(old, new) -> bool:
+    """The MCO rewrites the file only when it differs after trimming surrounding whitespace."""
+    if old is None:
+        return False
+    if isinstance(old, str):
+        old = old.encode("utf-8")
+    if isinstance(new, str):
+        new = new.encode("utf-8")
+    return old.strip() == new.strip()
+
+
+# --------------------------------------------------------------------------- node-side state
+
+
+class MissingImagesError(PinnedImagesError):
+    """Images that are not present in the runtime; ``missing`` lists them."""
+
+    def __init__(self, missing):
+        self.missing = list(missing)
+        super().__init__(
+            [f"{name} is not present in the container runtime" for name in self.missing]
+        )
+        self.args = (
+            f"refusing to pin {len(self.missing)} image(s) that are not present in the container runtime "
+            "(prefetch them first, or set force=true): " + ", ".join(self.missing),
+        )
+
+    def __str__(self):
+        return self.args[0]
+
+
+class ReloadError(RuntimeError):
+    """CRI-O could not be told to reload its configuration."""
+
+
+def is_pattern(name: str) -> bool:
+    """True for CRI-O glob/keyword patterns, which name no single image."""
+    return "*" in name
+
+
+def missing_images(client, images) -> list:
+    """The images ``client.image_status`` reports absent (patterns are skipped)."""
+    return [name for name in images if not is_pattern(name) and client.image_status(name) is None]
+
+
+def reload_crio(method: str, run_command=None, pid_file=None, service: str = "crio") -> None:
+    """``systemd``: ``systemctl reload <service>`` through ``run_command(argv) -> (rc, out, err)``;
+    ``signal``: SIGHUP to the pid in ``pid_file``; ``none``: nothing."""
+    import os
+    import signal
+
+    if method == "none":
+        return
+    if method == "systemd":
+        if run_command is None:
+            raise ReloadError("no way to run systemctl was given")
+        rc, out, err = run_command(["systemctl", "reload", service])
+        if rc != 0:
+            detail = (err or out or "").strip()
+            raise ReloadError(f"systemctl reload {service} failed (rc={rc}): {detail}")
+        return
+    if method == "signal":
+        if not pid_file:
+            raise ReloadError("reload=signal needs pid_file")
+        try:
+            with open(pid_file, encoding="ascii") as handle:
+                text = handle.read().strip()
+        except OSError as exc:
+            raise ReloadError(f"cannot read the CRI-O pid from {pid_file}: {exc.strerror or exc}") from exc
+        if not text.isdigit() or int(text) <= 1:
+            raise ReloadError(f"{pid_file} does not hold a process id: {text[:40]!r}")
+        try:
+            os.kill(int(text), signal.SIGHUP)
+        except OSError as exc:
+            raise ReloadError(f"cannot send SIGHUP to CRI-O (pid {text} from {pid_file}): {exc.strerror or exc}") from exc
+        return
+    raise ReloadError(f"unknown reload method {method!r}; use none, systemd or signal")
+
+
+def sync_pinned_images(path, images, state: str = "present", check_mode: bool = False, force: bool = False,
+                       check_presence=None, reload: str = "none", run_command=None, pid_file=None) -> dict:
+    """Bring the drop-in at ``path`` to ``images`` (already validated and sorted), as the MCO does.
+
+    Present with images: render; when the file would change and ``force`` is false, ``check_presence(images)``
+    must return no missing image (MissingImagesError otherwise, nothing written); write atomically, rewriting
+    only when the text differs beyond surrounding whitespace. Absent, or no images: remove the file.
+    Reload only when the content changed (not in check mode). Returns
+    ``{changed, path, images, reloaded, diff}``.
+    """
+    from ansible_collections.pinned.images.plugins.module_utils._atomic_file import (
+        atomic_write,
+        read_bytes,
+        remove_file,
+    )
+
+    images = list(images or [])
+    if state == "absent" or not images:
+        outcome = remove_file(path, check_mode=check_mode)
+        content_changed = outcome["changed"]
+        images = []
+    else:
+        content = render_pinned_images(images)
+        before = read_bytes(path)
+        content_changed = not same_content(before, content)
+        if content_changed and not force and check_presence is not None:
+            missing = check_presence(images)
+            if missing:
+                raise MissingImagesError(missing)
+        outcome = atomic_write(path, content, mode=0o644, check_mode=check_mode, same=same_content)
+    result = {
+        "changed": outcome["changed"],
+        "path": path,
+        "images": images,
+        "reloaded": False,
+        "diff": outcome["diff"],
+    }
+    if content_changed and not check_mode and reload != "none":
+        try:
+            reload_crio(reload, run_command=run_command, pid_file=pid_file)
+        except ReloadError as exc:
+            exc.result = result
+            raise
+        result["reloaded"] = True
+    return result

@@ -1,0 +1,299 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""MachineConfig objects that deliver the CRI-O pinned-images drop-in through the machine-config-operator.
+
+One MachineConfig per pool::
+
+    apiVersion: machineconfiguration.openshift.io/v1
+    kind: MachineConfig
+    metadata:
+      labels:
+        machineconfiguration.openshift.io/role: <pool>
+      name: 99-<pool>-pinned-images
+    spec:
+      config:
+        ignition:
+          version: 3.2.0
+        storage:
+          files:
+          - contents:
+              source: data:;base64,<the drop-in, see _crio_config>
+            mode: 420
+            overwrite: true
+            path: /etc/crio/crio.conf.d/50-pinned-images
+
+Public API
+----------
+``MachineConfigError(ValueError)``
+``SUPPORTED_IGNITION_VERSIONS`` (3.1.0 .. 3.4.0), ``DEFAULT_IGNITION_VERSION`` (3.2.0),
+``DEFAULT_NAME_TEMPLATE`` (``99-{pool}-pinned-images``; ``{pool}`` is replaced by the pool name).
+``machine_config_name(pool_name, template=DEFAULT_NAME_TEMPLATE) -> str`` (validated RFC 1123 subdomain)
+``data_url(content) -> str`` / ``decode_data_url(url) -> bytes`` (``data:;base64,...``)
+``render_machine_config(pool_name, images, name_template=..., ignition_version=..., path=DEFAULT_PATH) -> dict``
+    ``images`` must already be validated (see ``_crio_config.validate_pinned_images``); it is rendered in
+    the given order, so pass the sorted list for MCO-identical bytes.
+``render_for_pools(pools, sets=None, images=None, ...) -> list[dict]``
+    Per pool (names, pool dicts or ``MachineConfigPool``): ``{pool, name, images, set_names, machine_config}``;
+    ``machine_config`` is None when the pool has no images. With ``images`` every pool gets that list;
+    otherwise each pool gets the union of its sets (``_pinned_image_set.images_for_pool``).
+``dump_yaml(obj) -> str``: block-style YAML with sorted keys; the same object always gives the same bytes.
+``machine_config_drop_in(obj) -> str | None``: the drop-in text carried by a rendered MachineConfig.
+``file_path(dest, name)``: ``<dest>/<name>.yaml``.
+``sync_files(entries, dest, state, check_mode) -> {changed, files, diffs}``: atomic, byte-stable files.
+``sync_cluster(entries, client, state, check_mode) -> {changed, applied, deleted, diffs}``: server-side apply
+    (field manager ``pinned-images``) only when the managed parts differ; deletes MachineConfigs of empty pools
+    and, with ``state=absent``, of every pool.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+
+from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH, render_pinned_images
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+    API_VERSION,
+    ROLE_LABEL,
+    as_pool,
+    images_for_pool,
+)
+
+try:
+    import yaml
+
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError as _exc:  # pragma: no cover - PyYAML ships with ansible-core
+    yaml = None
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = _exc
+
+MACHINE_CONFIG_KIND = "MachineConfig"
+SUPPORTED_IGNITION_VERSIONS = ("3.1.0", "3.2.0", "3.3.0", "3.4.0")
+DEFAULT_IGNITION_VERSION = "3.2.0"
+DEFAULT_NAME_TEMPLATE = "99-{pool}-pinned-images"
+FILE_MODE = 0o644  # 420, as Ignition wants it: a decimal integer
+DATA_URL_PREFIX = "data:;base64,"
+
+_DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+class MachineConfigError(ValueError):
+    """A MachineConfig cannot be rendered from the given input."""
+
+
+def check_ignition_version(version) -> str:
+    if version not in SUPPORTED_IGNITION_VERSIONS:
+        raise MachineConfigError(
+            f"ignition_version {version!r} is not supported; choose one of {', '.join(SUPPORTED_IGNITION_VERSIONS)}"
+        )
+    return version
+
+
+def machine_config_name(pool_name: str, template: str = DEFAULT_NAME_TEMPLATE) -> str:
+    """The MachineConfig name for a pool; the result must be an RFC 1123 subdomain."""
+    if not isinstance(template, str) or not template:
+        raise MachineConfigError("the name template must be a non-empty string")
+    name = template.replace("{pool}", pool_name)
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(name):
+        raise MachineConfigError(
+            f"MachineConfig name {name!r} (from template {template!r}) is not a valid RFC 1123 subdomain "
+            "(lower-case letters, digits, '-' and '.', at most 253 characters)"
+        )
+    return name
+
+
+def data_url(content) -> str:
+    if isinstance(content, str):
+        content = content.encode("utf-8")
+    return DATA_URL_PREFIX + base64.b64encode(content).decode("ascii")
+
+
+def decode_data_url(url: str) -> bytes:
+    if not isinstance(url, str) or not url.startswith("data:") or "," not in url:
+        raise MachineConfigError(f"not a data URL: {url[:40] if isinstance(url, str) else url!r}")
+    header, payload = url[5:].split(",", 1)
+    if header.split(";")[-1] == "base64":
+        return base64.b64decode(payload, validate=True)
+    from urllib.parse import unquote_to_bytes
+
+    return unquote_to_bytes(payload)
+
+
+def render_machine_config(pool_name: str, images, name_template: str = DEFAULT_NAME_TEMPLATE,
+                          ignition_version: str = DEFAULT_IGNITION_VERSION, path: str = DEFAULT_PATH) -> dict:
+    """One MachineConfig that writes the drop-in for ``images`` on the pool's nodes."""
+    check_ignition_version(ignition_version)
+    images = list(images)
+    if not images:
+        raise MachineConfigError(f"pool {pool_name!r}: no images to pin; a MachineConfig would pin nothing")
+    return {
+        "apiVersion": API_VERSION,
+        "kind": MACHINE_CONFIG_KIND,
+        "metadata": {
+            "name": machine_config_name(pool_name, name_template),
+            "labels": {ROLE_LABEL: pool_name},
+        },
+        "spec": {
+            "config": {
+                "ignition": {"version": ignition_version},
+                "storage": {
+                    "files": [
+                        {
+                            "path": path,
+                            "mode": FILE_MODE,
+                            "overwrite": True,
+                            "contents": {"source": data_url(render_pinned_images(images))},
+                        }
+                    ]
+                },
+            }
+        },
+    }
+
+
+def render_for_pools(pools, sets=None, images=None, name_template: str = DEFAULT_NAME_TEMPLATE,
+                     ignition_version: str = DEFAULT_IGNITION_VERSION, path: str = DEFAULT_PATH) -> list:
+    """Render per pool; see the module docstring."""
+    check_ignition_version(ignition_version)
+    results, names = [], {}
+    for value in pools:
+        pool = as_pool(value)
+        if images is not None:
+            pool_images, set_names = list(images), []
+        else:
+            pool_images, set_names = images_for_pool(pool, sets or [])
+        name = machine_config_name(pool.name, name_template)
+        if name in names:
+            raise MachineConfigError(
+                f"pools {names[name]!r} and {pool.name!r} both get the MachineConfig name {name!r}; "
+                "put {pool} in the name template"
+            )
+        names[name] = pool.name
+        machine_config = None
+        if pool_images:
+            machine_config = render_machine_config(pool.name, pool_images, name_template, ignition_version, path)
+        results.append(
+            {"pool": pool.name, "name": name, "images": pool_images, "set_names": set_names,
+             "machine_config": machine_config}
+        )
+    return results
+
+
+if HAS_YAML:
+
+    class _StableDumper(yaml.SafeDumper):
+        """The pure-Python safe dumper, so libyaml's presence cannot change the bytes."""
+
+        def ignore_aliases(self, data):
+            return True
+
+
+def dump_yaml(obj) -> str:
+    """Block-style YAML, sorted keys, two-space indent, no line folding."""
+    if not HAS_YAML:  # pragma: no cover
+        raise MachineConfigError(f"PyYAML is needed to write YAML ({YAML_IMPORT_ERROR})")
+    return yaml.dump(
+        obj,
+        Dumper=_StableDumper,
+        default_flow_style=False,
+        sort_keys=True,
+        indent=2,
+        width=4096,
+        allow_unicode=True,
+        explicit_start=False,
+    )
+
+
+def machine_config_drop_in(obj) -> str | None:
+    """The drop-in text a rendered MachineConfig carries, or None."""
+    try:
+        files = obj["spec"]["config"]["storage"]["files"]
+    except (KeyError, TypeError):
+        return None
+    for item in files:
+        source = (item.get("contents") or {}).get("source")
+        if source:
+            return decode_data_url(source).decode("utf-8")
+    return None
+
+
+# --------------------------------------------------------------------------- files and cluster
+
+
+def file_path(dest: str, name: str) -> str:
+    return os.path.join(dest, name + ".yaml")
+
+
+def sync_files(entries, dest: str, state: str = "present", check_mode: bool = False) -> dict:
+    """Write ``<dest>/<name>.yaml`` for entries with a MachineConfig; remove it for the others or when absent.
+
+    Returns ``{changed, files, diffs}``; ``files`` lists the paths written or up to date (present) or removed
+    (absent and empty pools).
+    """
+    from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write, remove_file
+
+    changed, files, diffs = False, [], []
+    if state == "present" and not check_mode and any(e["machine_config"] for e in entries):
+        os.makedirs(dest, mode=0o755, exist_ok=True)
+    for entry in entries:
+        path = file_path(dest, entry["name"])
+        if state == "present" and entry["machine_config"] is not None:
+            outcome = atomic_write(path, dump_yaml(entry["machine_config"]), mode=0o644, check_mode=check_mode)
+            files.append(path)
+        else:
+            outcome = remove_file(path, check_mode=check_mode)
+            if outcome["changed"]:
+                files.append(path)
+        if outcome["changed"]:
+            changed = True
+            diffs.append(outcome["diff"])
+    return {"changed": changed, "files": files, "diffs": diffs}
+
+
+def _managed_view(obj, pool_name: str) -> dict:
+    """The parts of a stored MachineConfig this collection manages."""
+    metadata = obj.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    view = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {"name": metadata.get("name"), "labels": {ROLE_LABEL: labels.get(ROLE_LABEL)}},
+        "spec": {"config": (obj.get("spec") or {}).get("config")},
+    }
+    return view
+
+
+def sync_cluster(entries, client, state: str = "present", check_mode: bool = False,
+                 field_manager: str = "pinned-images") -> dict:
+    """Server-side apply the entries' MachineConfigs (only when they differ); delete those of empty pools or
+    all of them when absent. ``client`` has ``get``, ``apply`` and ``delete`` as ``_k8s_client.K8sClient``.
+
+    Returns ``{changed, applied, deleted, diffs}`` (names); in check mode the server is asked for a dry run.
+    """
+    changed, applied, deleted, diffs = False, [], [], []
+    for entry in entries:
+        name = entry["name"]
+        desired = entry["machine_config"] if state == "present" else None
+        existing = client.get(API_VERSION, MACHINE_CONFIG_KIND, name)
+        if desired is not None:
+            if existing is not None and _managed_view(existing, entry["pool"]) == desired:
+                continue
+            client.apply(desired, field_manager=field_manager, dry_run=check_mode)
+            applied.append(name)
+            before = dump_yaml(_managed_view(existing, entry["pool"])) if existing is not None else ""
+            diffs.append({"before": before, "after": dump_yaml(desired),
+                          "before_header": f"MachineConfig/{name}" + ("" if existing else " (absent)"),
+                          "after_header": f"MachineConfig/{name}"})
+            changed = True
+        elif existing is not None:
+            if client.delete(API_VERSION, MACHINE_CONFIG_KIND, name, dry_run=check_mode):
+                deleted.append(name)
+                diffs.append({"before": dump_yaml(_managed_view(existing, entry["pool"])), "after": "",
+                              "before_header": f"MachineConfig/{name}",
+                              "after_header": f"MachineConfig/{name} (absent)"})
+                changed = True
+    return {"changed": changed, "applied": applied, "deleted": deleted, "diffs": diffs}

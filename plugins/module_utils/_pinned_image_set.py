@@ -1,0 +1,702 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""PinnedImageSet and MachineConfigPool model: loading, validation, pool and node selection.
+
+Validation follows the ``machineconfiguration.openshift.io/v1`` CRDs (openAPIV3Schema and CEL rules), so
+a set that loads here is one the API server accepts; selection follows the machine-config-operator.
+
+Public API
+----------
+``PinnedImageSetError(ValueError)``
+    One error for every problem found; ``.problems`` is a list of strings, each naming the source,
+    the set, the field path (with the list index) and why it is wrong.
+``PinnedImageSet`` (frozen dataclass)
+    ``name``, ``labels`` (dict), ``images`` (tuple of names, as given), ``pool_selector`` (the seed-style
+    ``spec.machineConfigPoolSelector`` or None), ``source`` (str or None); ``to_dict()`` renders the
+    API object (``include_pool_selector=True`` keeps the seed-only field, which the v1 API prunes).
+``MachineConfigPool`` (frozen dataclass)
+    ``name``, ``labels``, ``machine_config_selector``, ``node_selector``, ``pinned_image_sets``
+    (tuple of explicitly referenced set names), ``source``.
+``load_sets(sources) -> (sets, pools)``
+    ``sources`` is a list (or one item) of: a PinnedImageSet / MachineConfigPool object dict (or a
+    ``kind: List`` of them), a ``PinnedImageSet`` / ``MachineConfigPool`` instance, or a path to a YAML
+    file (multi-document; documents of other kinds are ignored) or a directory (``*.yaml``/``*.yml``,
+    sorted, not recursive). Validates everything and raises one PinnedImageSetError listing every problem.
+    Sets with the same name must be identical (exact repeats are dropped).
+``validate_set(obj, source=None) -> PinnedImageSet`` and ``validate_pool(obj, source=None) -> MachineConfigPool``
+``default_pool(name) -> MachineConfigPool``
+    A pool shaped like OpenShift's built-in ones: machineConfigSelector ``role: <name>``, nodeSelector
+    ``node-role.kubernetes.io/<name>: ""``, label ``pools.operator.machineconfiguration.openshift.io/<name>: ""``.
+``as_pool(value) -> MachineConfigPool``
+    A MachineConfigPool, a pool object dict, or a pool name (-> ``default_pool``).
+``label_selector_matches(selector, labels) -> bool``
+    Kubernetes LabelSelector semantics: matchLabels and matchExpressions (In, NotIn, Exists,
+    DoesNotExist) are ANDed; an empty selector matches everything, a missing (None) one nothing.
+``set_matches_pool(pool, image_set) -> bool`` and ``sets_for_pool(pool, sets) -> list[PinnedImageSet]``
+    A set belongs to a pool when the pool names it in ``spec.pinnedImageSets``, when its labels match the
+    pool's ``spec.machineConfigSelector``, or when its ``spec.machineConfigPoolSelector`` matches the pool's
+    labels. Result keeps the order of ``sets``. ``missing_set_refs(pool, sets)`` lists referenced names
+    that are not among ``sets``.
+``pools_for_node(node_labels, pools) -> list[MachineConfigPool]``
+    As the MCO does: pools whose non-empty ``spec.nodeSelector`` matches (an empty or missing nodeSelector
+    matches no node; Windows nodes are in no pool); then ``master`` wins over a custom pool, a custom pool
+    over ``worker``, and ``worker`` is kept next to a custom pool: ``[custom|master, worker]``,
+    ``[master]`` or ``[worker]``. More than one custom pool raises PinnedImageSetError.
+``unique_sorted_images(names) -> list[str]``
+    Blank names dropped, de-duplicated, sorted (the list the MCO writes to the CRI-O drop-in).
+``images_for_sets(sets) -> list[str]`` and ``images_for_pool(pool, sets) -> (images, set_names)``
+``images_for_node(node_labels, pools, sets) -> (images, set_names)``
+    Union over the node's pools' sets; ``set_names`` in discovery order without repeats.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass, field
+
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
+
+try:
+    import yaml
+
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+    _YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+except ImportError as _exc:  # pragma: no cover - PyYAML ships with ansible-core
+    yaml = None
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = _exc
+    _YamlLoader = None
+
+API_GROUP = "machineconfiguration.openshift.io"
+API_VERSION = API_GROUP + "/v1"
+PINNED_IMAGE_SET_KIND = "PinnedImageSet"
+MACHINE_CONFIG_POOL_KIND = "MachineConfigPool"
+ROLE_LABEL = API_GROUP + "/role"
+POOL_LABEL_PREFIX = "pools.operator." + API_GROUP + "/"
+NODE_ROLE_LABEL_PREFIX = "node-role.kubernetes.io/"
+OS_LABEL = "kubernetes.io/os"
+MASTER_POOL = "master"
+WORKER_POOL = "worker"
+
+# Limits of the v1 CRDs.
+MAX_PINNED_IMAGES = 500
+MAX_IMAGE_NAME_LENGTH = 447
+MAX_POOL_SET_REFS = 100
+MAX_NAME_LENGTH = 253
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+_DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# spec.pinnedImageSets[].name pattern of the MachineConfigPool CRD (letters of both cases allowed there).
+_POOL_SET_REF_RE = re.compile(
+    r"([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])(\.([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9\-]{0,61}[a-zA-Z0-9]))*"
+)
+# The two CEL rules of PinnedImageRef.name (RE2 '$' is end of text, hence fullmatch).
+_CEL_DIGEST_RE = re.compile(r"sha256:[a-f0-9]{64}")
+_CEL_NAME_RE = re.compile(r"([a-zA-Z0-9-]+\.)+[a-zA-Z0-9-]+(:[0-9]{2,5})?/([a-zA-Z0-9_-]{0,61}/)?[a-zA-Z0-9_.-]*")
+_LABEL_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+class PinnedImageSetError(ValueError):
+    """Invalid pinned image sets or pools; ``problems`` lists every problem found."""
+
+    def __init__(self, problems):
+        if isinstance(problems, str):
+            problems = [problems]
+        self.problems = list(problems)
+        count = len(self.problems)
+        if count == 1:
+            message = self.problems[0]
+        else:
+            message = f"{count} problems found:\n" + "\n".join("- " + p for p in self.problems)
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class PinnedImageSet:
+    """A validated PinnedImageSet."""
+
+    name: str
+    labels: dict = field(default_factory=dict)
+    images: tuple = ()
+    pool_selector: dict | None = None
+    source: str | None = None
+
+    def to_dict(self, include_pool_selector: bool = False) -> dict:
+        """The API object; the seed-style pool selector only when asked (the v1 API prunes it)."""
+        metadata = {"name": self.name}
+        if self.labels:
+            metadata["labels"] = dict(self.labels)
+        spec = {"pinnedImages": [{"name": name} for name in self.images]}
+        if include_pool_selector and self.pool_selector is not None:
+            spec["machineConfigPoolSelector"] = copy.deepcopy(self.pool_selector)
+        return {"apiVersion": API_VERSION, "kind": PINNED_IMAGE_SET_KIND, "metadata": metadata, "spec": spec}
+
+
+@dataclass(frozen=True)
+class MachineConfigPool:
+    """The parts of a MachineConfigPool that select sets and nodes."""
+
+    name: str
+    labels: dict = field(default_factory=dict)
+    machine_config_selector: dict | None = None
+    node_selector: dict | None = None
+    pinned_image_sets: tuple = ()
+    source: str | None = None
+
+
+def _short(value, limit: int = 100) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return repr(text) if isinstance(value, str) else text
+
+
+def _type_name(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, dict):
+        return "mapping"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if isinstance(value, (int, float)):
+        return "number"
+    return type(value).__name__
+
+
+def _where(source, kind, name) -> str:
+    parts = []
+    if source:
+        parts.append(str(source))
+    if name is not None:
+        parts.append(f"{kind} {name!r}")
+    elif kind:
+        parts.append(kind)
+    return ": ".join(parts)
+
+
+def _check_dns_subdomain(value, what: str) -> str | None:
+    if not isinstance(value, str) or not value:
+        return f"{what} is required and must be a non-empty string"
+    if len(value) > MAX_NAME_LENGTH:
+        return f"{what} {_short(value)} is {len(value)} characters long; at most {MAX_NAME_LENGTH} are allowed"
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        return (
+            f"{what} {_short(value)} is not a valid RFC 1123 subdomain (lower-case letters, digits, '-' and '.', "
+            "starting and ending with a letter or digit)"
+        )
+    return None
+
+
+def _check_labels(labels, what: str) -> list:
+    """Kubernetes label syntax: [prefix/]name = value."""
+    if labels is None:
+        return []
+    if not isinstance(labels, dict):
+        return [f"{what} must be a mapping of strings, got {_type_name(labels)}"]
+    problems = []
+    for key, value in labels.items():
+        if not isinstance(key, str):
+            problems.append(f"{what} key {_short(key)} must be a string")
+            continue
+        prefix, slash, name = key.rpartition("/")
+        if (slash and _check_dns_subdomain(prefix, "prefix")) or not name or len(name) > 63 or not _LABEL_NAME_RE.fullmatch(name):
+            problems.append(f"{what} key {_short(key)} is not a valid label key")
+        if not isinstance(value, str):
+            problems.append(f"{what}[{key!r}] must be a string, got {_type_name(value)} (quote it in YAML)")
+        elif value and (len(value) > 63 or not _LABEL_NAME_RE.fullmatch(value)):
+            problems.append(f"{what}[{key!r}] value {_short(value)} is not a valid label value")
+    return problems
+
+
+def _check_selector(selector, what: str) -> list:
+    """Problems of a metav1.LabelSelector, as LabelSelectorAsSelector reports them."""
+    if selector is None:
+        return []
+    if not isinstance(selector, dict):
+        return [f"{what} must be a mapping (matchLabels, matchExpressions), got {_type_name(selector)}"]
+    problems = []
+    unknown = sorted(str(k) for k in selector if k not in ("matchLabels", "matchExpressions"))
+    if unknown:
+        problems.append(f"{what} has unknown field(s) {', '.join(unknown)}; allowed are matchLabels and matchExpressions")
+    problems.extend(_check_labels(selector.get("matchLabels"), what + ".matchLabels"))
+    expressions = selector.get("matchExpressions")
+    if expressions is None:
+        return problems
+    if not isinstance(expressions, list):
+        return problems + [f"{what}.matchExpressions must be a list, got {_type_name(expressions)}"]
+    for index, expr in enumerate(expressions):
+        where = f"{what}.matchExpressions[{index}]"
+        if not isinstance(expr, dict):
+            problems.append(f"{where} must be a mapping with key, operator and values")
+            continue
+        key = expr.get("key")
+        operator = expr.get("operator")
+        values = expr.get("values")
+        if not isinstance(key, str) or not key:
+            problems.append(f"{where}.key is required and must be a non-empty string")
+        if operator not in _SELECTOR_OPERATORS:
+            problems.append(f"{where}.operator {_short(operator)} is not one of {', '.join(_SELECTOR_OPERATORS)}")
+            continue
+        if values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
+            problems.append(f"{where}.values must be a list of strings")
+            continue
+        if operator in ("In", "NotIn") and not values:
+            problems.append(f"{where}: operator {operator} needs at least one value")
+        if operator in ("Exists", "DoesNotExist") and values:
+            problems.append(f"{where}: operator {operator} takes no values")
+    return problems
+
+
+def label_selector_matches(selector, labels) -> bool:
+    """Kubernetes LabelSelector matching; None matches nothing, {} matches everything."""
+    if selector is None:
+        return False
+    problems = _check_selector(selector, "label selector")
+    if problems:
+        raise PinnedImageSetError(problems)
+    labels = labels or {}
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if key not in labels or labels[key] != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key = expr["key"]
+        operator = expr["operator"]
+        values = expr.get("values") or []
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _selector_is_empty(selector) -> bool:
+    return selector is None or (not selector.get("matchLabels") and not selector.get("matchExpressions"))
+
+
+def _check_image_name(value) -> str | None:
+    """Why ``value`` is not a valid PinnedImageRef.name, or None."""
+    if not isinstance(value, str):
+        return f"must be a string, got {_type_name(value)}"
+    if not value:
+        return "is empty"
+    if len(value) > MAX_IMAGE_NAME_LENGTH:
+        return f"{_short(value)} is {len(value)} characters long; at most {MAX_IMAGE_NAME_LENGTH} are allowed"
+    parts = value.split("@")
+    if len(parts) != 2 or not _CEL_DIGEST_RE.fullmatch(parts[1]):
+        try:
+            ref = parse_image_ref(value, require_digest=False)
+        except ImageReferenceError:
+            ref = None
+        if ref is not None and ref.tag and not ref.digest:
+            return (
+                f"{_short(value)} is a tag reference; PinnedImageSet takes digests only "
+                "(name@sha256:<64 lower-case hex digits>)"
+            )
+        return f"{_short(value)} must end with a valid '@sha256:<digest>' suffix, where '<digest>' is 64 lower-case hex digits"
+    try:
+        parse_image_ref(value, require_digest=True)
+    except ImageReferenceError as exc:
+        return str(exc)
+    if not _CEL_NAME_RE.fullmatch(parts[0]):
+        return (
+            f"{_short(value)} does not have the host[:port][/namespace]/name form the PinnedImageSet API requires: "
+            "the registry host must be written out and contain a dot, and at most one namespace "
+            "(letters, digits, '-', '_') may come between host and name"
+        )
+    return None
+
+
+def _check_api_version_kind(obj, kind: str) -> list:
+    problems = []
+    if obj.get("apiVersion") != API_VERSION:
+        problems.append(f"apiVersion is {_short(obj.get('apiVersion'))}; it must be {API_VERSION!r}")
+    if obj.get("kind") != kind:
+        problems.append(f"kind is {_short(obj.get('kind'))}; it must be {kind!r}")
+    return problems
+
+
+def _metadata(obj) -> tuple:
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return None, {}, ["metadata must be a mapping with at least a name"]
+    name = metadata.get("name")
+    problems = []
+    problem = _check_dns_subdomain(name, "metadata.name")
+    if problem:
+        problems.append(problem)
+    problems.extend(_check_labels(metadata.get("labels"), "metadata.labels"))
+    labels = metadata.get("labels") if isinstance(metadata.get("labels"), dict) else {}
+    return (name if isinstance(name, str) and name else None), labels, problems
+
+
+def _check_set(obj, source) -> tuple:
+    """(PinnedImageSet or None, problems) for one object."""
+    if not isinstance(obj, dict):
+        return None, [_where(source, PINNED_IMAGE_SET_KIND, None) + f": must be a mapping, got {_type_name(obj)}"]
+    problems = _check_api_version_kind(obj, PINNED_IMAGE_SET_KIND)
+    name, labels, meta_problems = _metadata(obj)
+    problems.extend(meta_problems)
+    images = []
+    pool_selector = None
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        problems.append("spec must be a mapping with pinnedImages")
+    else:
+        pinned = spec.get("pinnedImages")
+        if not isinstance(pinned, list):
+            problems.append(f"spec.pinnedImages is required and must be a list, got {_type_name(pinned)}")
+        else:
+            if not pinned:
+                problems.append("spec.pinnedImages must list at least one image")
+            if len(pinned) > MAX_PINNED_IMAGES:
+                problems.append(f"spec.pinnedImages has {len(pinned)} items; at most {MAX_PINNED_IMAGES} are allowed")
+            seen = {}
+            for index, entry in enumerate(pinned):
+                where = f"spec.pinnedImages[{index}]"
+                if not isinstance(entry, dict) or "name" not in entry:
+                    problems.append(f"{where} must be a mapping with a name, got {_short(entry)}")
+                    continue
+                value = entry["name"]
+                problem = _check_image_name(value)
+                if problem:
+                    problems.append(f"{where}.name {problem}")
+                    continue
+                if value in seen:
+                    problems.append(f"{where}.name {_short(value)} duplicates spec.pinnedImages[{seen[value]}]")
+                    continue
+                seen[value] = index
+                images.append(value)
+        if "machineConfigPoolSelector" in spec:
+            pool_selector = spec.get("machineConfigPoolSelector")
+            problems.extend(_check_selector(pool_selector, "spec.machineConfigPoolSelector"))
+    if problems:
+        prefix = _where(source, PINNED_IMAGE_SET_KIND, name)
+        return None, [f"{prefix}: {p}" if prefix else p for p in problems]
+    return (
+        PinnedImageSet(
+            name=name,
+            labels=dict(labels),
+            images=tuple(images),
+            pool_selector=copy.deepcopy(pool_selector),
+            source=str(source) if source is not None else None,
+        ),
+        [],
+    )
+
+
+def _check_pool(obj, source) -> tuple:
+    if not isinstance(obj, dict):
+        return None, [_where(source, MACHINE_CONFIG_POOL_KIND, None) + f": must be a mapping, got {_type_name(obj)}"]
+    problems = _check_api_version_kind(obj, MACHINE_CONFIG_POOL_KIND)
+    name, labels, meta_problems = _metadata(obj)
+    problems.extend(meta_problems)
+    spec = obj.get("spec")
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, dict):
+        problems.append(f"spec must be a mapping, got {_type_name(spec)}")
+        spec = {}
+    mc_selector = spec.get("machineConfigSelector")
+    node_selector = spec.get("nodeSelector")
+    problems.extend(_check_selector(mc_selector, "spec.machineConfigSelector"))
+    problems.extend(_check_selector(node_selector, "spec.nodeSelector"))
+    refs = []
+    raw_refs = spec.get("pinnedImageSets")
+    if raw_refs is not None:
+        if not isinstance(raw_refs, list):
+            problems.append(f"spec.pinnedImageSets must be a list, got {_type_name(raw_refs)}")
+        else:
+            if len(raw_refs) > MAX_POOL_SET_REFS:
+                problems.append(f"spec.pinnedImageSets has {len(raw_refs)} items; at most {MAX_POOL_SET_REFS} are allowed")
+            for index, ref in enumerate(raw_refs):
+                where = f"spec.pinnedImageSets[{index}]"
+                ref_name = ref.get("name") if isinstance(ref, dict) else None
+                if not isinstance(ref_name, str) or not ref_name:
+                    problems.append(f"{where} must be a mapping with a non-empty name")
+                elif len(ref_name) > MAX_NAME_LENGTH or not _POOL_SET_REF_RE.fullmatch(ref_name):
+                    problems.append(f"{where}.name {_short(ref_name)} is not a valid RFC 1123 subdomain")
+                elif ref_name in refs:
+                    problems.append(f"{where}.name {ref_name!r} is listed twice")
+                else:
+                    refs.append(ref_name)
+    if problems:
+        prefix = _where(source, MACHINE_CONFIG_POOL_KIND, name)
+        return None, [f"{prefix}: {p}" if prefix else p for p in problems]
+    return (
+        MachineConfigPool(
+            name=name,
+            labels=dict(labels),
+            machine_config_selector=copy.deepcopy(mc_selector),
+            node_selector=copy.deepcopy(node_selector),
+            pinned_image_sets=tuple(refs),
+            source=str(source) if source is not None else None,
+        ),
+        [],
+    )
+
+
+def validate_set(obj, source=None) -> PinnedImageSet:
+    """Validate one PinnedImageSet object; raise PinnedImageSetError listing every problem."""
+    result, problems = _check_set(obj, source)
+    if problems:
+        raise PinnedImageSetError(problems)
+    return result
+
+
+def validate_pool(obj, source=None) -> MachineConfigPool:
+    """Validate one MachineConfigPool object; raise PinnedImageSetError listing every problem."""
+    result, problems = _check_pool(obj, source)
+    if problems:
+        raise PinnedImageSetError(problems)
+    return result
+
+
+def default_pool(name: str) -> MachineConfigPool:
+    """A pool shaped like OpenShift's built-in ``master`` and ``worker`` pools."""
+    problem = _check_dns_subdomain(name, "pool name")
+    if problem:
+        raise PinnedImageSetError(problem)
+    return MachineConfigPool(
+        name=name,
+        labels={POOL_LABEL_PREFIX + name: ""},
+        machine_config_selector={"matchLabels": {ROLE_LABEL: name}},
+        node_selector={"matchLabels": {NODE_ROLE_LABEL_PREFIX + name: ""}},
+        pinned_image_sets=(),
+        source=None,
+    )
+
+
+def as_pool(value) -> MachineConfigPool:
+    """A MachineConfigPool from an instance, an object dict or a bare pool name."""
+    if isinstance(value, MachineConfigPool):
+        return value
+    if isinstance(value, str):
+        return default_pool(value)
+    return validate_pool(value)
+
+
+def _yaml_documents(path: str) -> tuple:
+    """(documents, problems) of a YAML file."""
+    if not HAS_YAML:  # pragma: no cover
+        return [], [f"{path}: PyYAML is needed to read YAML files ({YAML_IMPORT_ERROR})"]
+    try:
+        with open(path, "rb") as handle:
+            return list(yaml.load_all(handle, Loader=_YamlLoader)), []
+    except OSError as exc:
+        return [], [f"{path}: cannot read: {exc.strerror or exc}"]
+    except yaml.YAMLError as exc:
+        return [], [f"{path}: not valid YAML: {exc}".replace("\n", " ")]
+
+
+def _expand(obj, source, from_file: bool, sets: list, pools: list, problems: list) -> None:
+    """Sort one object into sets or pools; files ignore other kinds, direct input does not."""
+    if obj is None and from_file:
+        return
+    if isinstance(obj, PinnedImageSet):
+        sets.append(obj)
+        return
+    if isinstance(obj, MachineConfigPool):
+        pools.append(obj)
+        return
+    if not isinstance(obj, dict):
+        problems.append(f"{source}: expected a Kubernetes object (mapping), got {_type_name(obj)}")
+        return
+    kind = obj.get("kind")
+    if kind == "List" or (kind is None and isinstance(obj.get("items"), list) and "spec" not in obj):
+        items = obj.get("items")
+        if not isinstance(items, list):
+            problems.append(f"{source}: List has no items list")
+            return
+        for index, item in enumerate(items):
+            _expand(item, f"{source} items[{index}]", from_file, sets, pools, problems)
+        return
+    if kind == PINNED_IMAGE_SET_KIND:
+        result, found = _check_set(obj, source)
+        problems.extend(found)
+        if result is not None:
+            sets.append(result)
+    elif kind == MACHINE_CONFIG_POOL_KIND:
+        result, found = _check_pool(obj, source)
+        problems.extend(found)
+        if result is not None:
+            pools.append(result)
+    elif not from_file:
+        problems.append(
+            f"{source}: kind is {_short(kind)}; expected {PINNED_IMAGE_SET_KIND} or {MACHINE_CONFIG_POOL_KIND}"
+        )
+
+
+def _load_file(path: str, sets: list, pools: list, problems: list) -> None:
+    documents, found = _yaml_documents(path)
+    problems.extend(found)
+    many = len(documents) > 1
+    for index, document in enumerate(documents):
+        source = f"{path} (document {index + 1})" if many else path
+        _expand(document, source, True, sets, pools, problems)
+
+
+def _pool_fields(pool) -> tuple:
+    return (pool.labels, pool.machine_config_selector, pool.node_selector, pool.pinned_image_sets)
+
+
+def load_sets(sources) -> tuple:
+    """Load and validate sets and pools from dicts, instances, YAML files and directories.
+
+    Returns ``(sets, pools)``; raises PinnedImageSetError naming every problem found in any source.
+    """
+    if sources is None:
+        sources = []
+    elif isinstance(sources, (str, bytes, os.PathLike, dict, PinnedImageSet, MachineConfigPool)):
+        sources = [sources]
+    sets, pools, problems = [], [], []
+    for position, item in enumerate(sources):
+        if isinstance(item, (str, bytes, os.PathLike)):
+            path = os.fsdecode(item)
+            if os.path.isdir(path):
+                try:
+                    names = sorted(n for n in os.listdir(path) if n.endswith(YAML_SUFFIXES))
+                except OSError as exc:
+                    problems.append(f"{path}: cannot list directory: {exc.strerror or exc}")
+                    continue
+                for name in names:
+                    full = os.path.join(path, name)
+                    if os.path.isfile(full):
+                        _load_file(full, sets, pools, problems)
+            elif os.path.exists(path):
+                _load_file(path, sets, pools, problems)
+            else:
+                problems.append(f"{path}: no such file or directory")
+        else:
+            _expand(item, f"sets[{position}]", False, sets, pools, problems)
+
+    unique_sets = []
+    by_name = {}
+    for item in sets:
+        first = by_name.get(item.name)
+        if first is None:
+            by_name[item.name] = item
+            unique_sets.append(item)
+        elif (first.labels, first.images, first.pool_selector) != (item.labels, item.images, item.pool_selector):
+            problems.append(
+                f"{item.source or 'input'}: {PINNED_IMAGE_SET_KIND} {item.name!r} is also defined, differently, "
+                f"in {first.source or 'input'}; set names are cluster-wide and must be unique"
+            )
+    unique_pools = []
+    pools_by_name = {}
+    for pool in pools:
+        first = pools_by_name.get(pool.name)
+        if first is None:
+            pools_by_name[pool.name] = pool
+            unique_pools.append(pool)
+        elif _pool_fields(first) != _pool_fields(pool):
+            problems.append(
+                f"{pool.source or 'input'}: {MACHINE_CONFIG_POOL_KIND} {pool.name!r} is also defined, differently, "
+                f"in {first.source or 'input'}"
+            )
+    if problems:
+        raise PinnedImageSetError(problems)
+    return unique_sets, unique_pools
+
+
+def set_matches_pool(pool, image_set: PinnedImageSet) -> bool:
+    """True when the pool references the set, selects its labels, or the set selects the pool."""
+    pool = as_pool(pool)
+    if image_set.name in pool.pinned_image_sets:
+        return True
+    if pool.machine_config_selector is not None and label_selector_matches(pool.machine_config_selector, image_set.labels):
+        return True
+    if image_set.pool_selector is not None and label_selector_matches(image_set.pool_selector, pool.labels):
+        return True
+    return False
+
+
+def sets_for_pool(pool, sets) -> list:
+    """The sets that belong to ``pool``, in the order of ``sets``."""
+    pool = as_pool(pool)
+    result, seen = [], set()
+    for image_set in sets:
+        if image_set.name not in seen and set_matches_pool(pool, image_set):
+            seen.add(image_set.name)
+            result.append(image_set)
+    return result
+
+
+def missing_set_refs(pool, sets) -> list:
+    """Names the pool references in spec.pinnedImageSets that are not among ``sets``."""
+    pool = as_pool(pool)
+    known = {s.name for s in sets}
+    return [name for name in pool.pinned_image_sets if name not in known]
+
+
+def pools_for_node(node_labels, pools) -> list:
+    """The pools a node belongs to, with the MCO's master > custom > worker rule."""
+    node_labels = node_labels or {}
+    if node_labels.get(OS_LABEL) == "windows":
+        return []
+    master = worker = None
+    custom = []
+    for pool in (as_pool(p) for p in pools):
+        selector = pool.node_selector
+        if _selector_is_empty(selector) or not label_selector_matches(selector, node_labels):
+            continue
+        if pool.name == MASTER_POOL:
+            master = pool
+        elif pool.name == WORKER_POOL:
+            worker = pool
+        else:
+            custom.append(pool)
+    if len(custom) > 1:
+        raise PinnedImageSetError(
+            f"the node belongs to {len(custom)} custom pools ({', '.join(p.name for p in custom)}); "
+            "the machine-config-operator allows at most one"
+        )
+    if custom:
+        return [master or custom[0]] + ([worker] if worker else [])
+    if master:
+        return [master]
+    return [worker] if worker else []
+
+
+def unique_sorted_images(names) -> list:
+    """Blank names dropped, de-duplicated, sorted: the list the MCO writes."""
+    unique = set()
+    for name in names:
+        if isinstance(name, str) and name.strip():
+            unique.add(name)
+    return sorted(unique)
+
+
+def images_for_sets(sets) -> list:
+    """The union of the sets' images, blank names dropped, de-duplicated, sorted."""
+    return unique_sorted_images(name for image_set in sets for name in image_set.images)
+
+
+def images_for_pool(pool, sets) -> tuple:
+    """(images, set_names) of one pool."""
+    chosen = sets_for_pool(pool, sets)
+    return images_for_sets(chosen), [s.name for s in chosen]
+
+
+def images_for_node(node_labels, pools, sets) -> tuple:
+    """(images, set_names): the union over the sets of every pool the node belongs to."""
+    chosen, seen = [], set()
+    for pool in pools_for_node(node_labels, pools):
+        for image_set in sets_for_pool(pool, sets):
+            if image_set.name not in seen:
+                seen.add(image_set.name)
+                chosen.append(image_set)
+    return images_for_sets(chosen), [s.name for s in chosen]

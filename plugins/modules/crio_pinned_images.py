@@ -1,0 +1,328 @@
+#!/usr/bin/python
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: crio_pinned_images
+short_description: Pin container images on a CRI-O node with the pinned_images drop-in
+version_added: 0.1.0
+author:
+  - pinned.images developers (@pinned-images)
+description:
+  - Writes the CRI-O configuration drop-in that lists the images CRI-O reports as pinned, so the kubelet's image
+    garbage collection never removes them. The file is byte-identical to the one OpenShift's machine-config-operator
+    writes for the same images (C([crio]) / C([crio.image]) / C(pinned_images = [...]), sorted, de-duplicated).
+  - The images come from O(images), or from PinnedImageSet objects (O(sets)); with O(pools) or O(node_labels) only
+    the sets of this node's pools are used, as the machine-config-operator selects them.
+  - Before the file changes, every image must be present in the container runtime (checked with the CRI
+    C(ImageStatus) call), unless O(force=true). Prefetch the images first, for example with M(pinned.images.prefetch).
+  - The file is replaced atomically and rewritten only when its content changes; CRI-O is then told to reload.
+  - An empty list of images (O(images=[]), or sets that select nothing for this node), or O(state=absent),
+    removes the file. With O(state=present), one of O(images) and O(sets) is required.
+  - This is for CRI-O only. containerd pins an image through the image label C(io.cri-containerd.pinned=pinned),
+    which this module does not set.
+extends_documentation_fragment:
+  - pinned.images.cri
+options:
+  images:
+    description:
+      - The images to pin.
+      - With O(require_digest=true) each must be a digest reference with its registry written out,
+        V(quay.io/org/name@sha256:<64 hex digits>).
+      - Mutually exclusive with O(sets).
+    type: list
+    elements: str
+  sets:
+    description:
+      - PinnedImageSet objects (dictionaries) or paths on the managed node to YAML files or directories
+        (C(*.yaml) and C(*.yml), not recursive) that hold them.
+      - Files may hold several documents; documents of other kinds are ignored, except MachineConfigPool objects,
+        which are used as pools for O(node_labels).
+      - Every set is validated as the C(machineconfiguration.openshift.io/v1) API does (digests only, at most
+        500 images, unique names, RFC 1123 names); all problems are reported at once and nothing is written.
+      - Without O(pools) and O(node_labels) the images of all sets are pinned.
+      - Mutually exclusive with O(images).
+    type: list
+    elements: raw
+  pools:
+    description:
+      - Machine config pools, as names or MachineConfigPool objects.
+      - Without O(node_labels), the pools this node belongs to; the sets of these pools are used. A bare name means
+        a pool shaped like OpenShift's built-in ones (it selects sets labelled
+        C(machineconfiguration.openshift.io/role=<name>)).
+      - With O(node_labels), further candidate pools next to the MachineConfigPool objects found in O(sets).
+      - Requires O(sets).
+    type: list
+    elements: raw
+    aliases: [pool]
+  node_labels:
+    description:
+      - The labels of this node. The node's pools are picked by each pool's C(spec.nodeSelector), with the
+        machine-config-operator's rules (C(master) wins over a custom pool, a custom pool over C(worker), and
+        C(worker) sets still apply next to a custom pool).
+      - When no pool is given or found in O(sets), OpenShift's built-in C(master) and C(worker) pools are assumed.
+      - Requires O(sets).
+    type: dict
+  path:
+    description:
+      - The drop-in file.
+    type: path
+    default: /etc/crio/crio.conf.d/50-pinned-images
+  state:
+    description:
+      - V(present) writes the drop-in; V(absent) removes it.
+    type: str
+    choices: [present, absent]
+    default: present
+  require_digest:
+    description:
+      - Accept only digest references in O(images).
+      - With V(false), tag references and CRI-O's patterns are accepted too, a glob with one trailing C(*)
+        (V(quay.io/org/*)) or a keyword between two C(*) (V(*pause*)). Patterns are not checked for presence.
+    type: bool
+    default: true
+  force:
+    description:
+      - Write the file even when some images are not present in the container runtime.
+      - Pinning an absent image protects nothing and hides a failed prefetch; the default refuses and lists every
+        missing image.
+    type: bool
+    default: false
+  reload:
+    description:
+      - How to make CRI-O read the changed file; only done when the content changed.
+      - V(systemd) runs C(systemctl reload crio) (the unit sends SIGHUP). V(signal) sends SIGHUP to the process
+        whose id is in O(pid_file). V(none) leaves it to you.
+    type: str
+    choices: [none, systemd, signal]
+    default: systemd
+  pid_file:
+    description:
+      - File holding the CRI-O process id, for O(reload=signal).
+    type: path
+attributes:
+  check_mode:
+    support: full
+    description: Nothing is written and CRI-O is not reloaded; presence is still checked.
+  diff_mode:
+    support: full
+    description: Shows the drop-in before and after.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs on POSIX hosts.
+requirements:
+  - PyYAML (on the node, to read set files)
+  - tomllib (Python 3.11+) or tomli, optional, to read an existing drop-in
+notes:
+  - The file is compared with the wanted text after trimming surrounding whitespace, as the machine-config-operator
+    does, so a file it wrote is not rewritten.
+  - On OpenShift, nodes whose pools have PinnedImageSets get this file from the machine-config-operator; do not manage
+    it with both.
+  - Paths in O(sets) are read on the managed node; give them as absolute paths.
+seealso:
+  - module: pinned.images.prefetch
+  - module: pinned.images.machine_config
+"""
+
+EXAMPLES = r"""
+- name: Pin two prefetched images
+  pinned.images.crio_pinned_images:
+    images:
+      - quay.io/openshift-release-dev/ocp-release@sha256:0000000000000000000000000000000000000000000000000000000000000000
+      - registry.example.com/team/app@sha256:1111111111111111111111111111111111111111111111111111111111111111
+  become: true
+
+- name: Pin the images of the worker pool's PinnedImageSets, from files on the node
+  pinned.images.crio_pinned_images:
+    sets:
+      - /etc/pinned-images/sets
+    pools: [worker]
+  become: true
+
+- name: Pick the node's pools from its labels and the pools in the set files
+  pinned.images.crio_pinned_images:
+    sets: [/etc/pinned-images/cluster.yaml]
+    node_labels: "{{ node_info.resources[0].metadata.labels }}"
+  become: true
+
+- name: Preview the change without reloading CRI-O
+  pinned.images.crio_pinned_images:
+    images: "{{ wanted_images }}"
+    reload: none
+  check_mode: true
+  diff: true
+
+- name: Stop pinning
+  pinned.images.crio_pinned_images:
+    state: absent
+  become: true
+"""
+
+RETURN = r"""
+path:
+  description: The drop-in file.
+  returned: always
+  type: str
+  sample: /etc/crio/crio.conf.d/50-pinned-images
+images:
+  description: The pinned images as written (sorted, de-duplicated); empty when the file is absent.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - quay.io/openshift-release-dev/ocp-release@sha256:0000000000000000000000000000000000000000000000000000000000000000
+set_names:
+  description: The PinnedImageSets whose images were used, in the order they were found; empty with O(images).
+  returned: always
+  type: list
+  elements: str
+  sample: [worker-pinned-images]
+reloaded:
+  description: Whether CRI-O was told to reload.
+  returned: always
+  type: bool
+  sample: true
+missing:
+  description: Images not present in the runtime, when the module refused to pin them.
+  returned: failure
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
+    CRI_CLIENT_ARGUMENT_SPEC,
+    GRPC_IMPORT_ERROR,
+    HAS_GRPC,
+    CriClient,
+    CriError,
+)
+from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
+    DEFAULT_PATH,
+    MissingImagesError,
+    PinnedImagesError,
+    ReloadError,
+    missing_images,
+    sync_pinned_images,
+    validate_pinned_images,
+)
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+    PinnedImageSetError,
+    as_pool,
+    default_pool,
+    images_for_node,
+    images_for_sets,
+    load_sets,
+    sets_for_pool,
+)
+
+
+def _pools(values, known) -> list:
+    """Pools from names or objects; a name defined in the set files means that definition."""
+    by_name = {pool.name: pool for pool in known}
+    return [by_name[value] if isinstance(value, str) and value in by_name else as_pool(value) for value in values]
+
+
+def _wanted(params) -> tuple:
+    """(images, set_names) from the options; raises PinnedImageSetError / PinnedImagesError."""
+    if params["sets"] is None:
+        return validate_pinned_images(params["images"] or [], require_digest=params["require_digest"]), []
+    sets, file_pools = load_sets(params["sets"])
+    given = _pools(params["pools"] or [], file_pools)
+    if params["node_labels"] is not None:
+        names = {pool.name for pool in file_pools}
+        candidates = file_pools + [pool for pool in given if pool.name not in names]
+        if not candidates:
+            candidates = [default_pool("master"), default_pool("worker")]
+        return images_for_node(params["node_labels"], candidates, sets)
+    if params["pools"] is not None:
+        chosen, seen = [], set()
+        for pool in given:
+            for image_set in sets_for_pool(pool, sets):
+                if image_set.name not in seen:
+                    seen.add(image_set.name)
+                    chosen.append(image_set)
+        return images_for_sets(chosen), [s.name for s in chosen]
+    return images_for_sets(sets), [s.name for s in sets]
+
+
+def main():
+    argument_spec = dict(
+        images=dict(type="list", elements="str"),
+        sets=dict(type="list", elements="raw"),
+        pools=dict(type="list", elements="raw", aliases=["pool"]),
+        node_labels=dict(type="dict"),
+        path=dict(type="path", default=DEFAULT_PATH),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+        require_digest=dict(type="bool", default=True),
+        force=dict(type="bool", default=False),
+        reload=dict(type="str", default="systemd", choices=["none", "systemd", "signal"]),
+        pid_file=dict(type="path"),
+    )
+    argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        supports_check_mode=True,
+        mutually_exclusive=[("images", "sets")],
+        required_by={"pools": "sets", "node_labels": "sets"},
+        required_if=[("reload", "signal", ("pid_file",)), ("state", "present", ("images", "sets"), True)],
+    )
+    params = module.params
+    path = params["path"]
+    result = dict(changed=False, path=path, images=[], set_names=[], reloaded=False)
+
+    images, set_names = [], []
+    if params["state"] == "present":
+        try:
+            images, set_names = _wanted(params)
+        except (PinnedImageSetError, PinnedImagesError) as exc:
+            module.fail_json(msg=str(exc), problems=exc.problems, **result)
+    result["set_names"] = set_names
+
+    def check_presence(wanted):
+        if not HAS_GRPC:
+            module.fail_json(msg=missing_required_lib("grpcio and protobuf"), exception=GRPC_IMPORT_ERROR, **result)
+        with CriClient.from_params(params) as client:
+            return missing_images(client, wanted)
+
+    def run_command(argv):
+        systemctl = module.get_bin_path(argv[0], required=True)
+        return module.run_command([systemctl] + list(argv[1:]))
+
+    try:
+        outcome = sync_pinned_images(
+            path,
+            images,
+            state=params["state"],
+            check_mode=module.check_mode,
+            force=params["force"],
+            check_presence=check_presence,
+            reload=params["reload"],
+            run_command=run_command,
+            pid_file=params["pid_file"],
+        )
+    except MissingImagesError as exc:
+        module.fail_json(msg=str(exc), missing=exc.missing, **result)
+    except CriError as exc:
+        module.fail_json(msg=f"cannot check that the images are present: {exc}", **result)
+    except ReloadError as exc:
+        partial = getattr(exc, "result", {})
+        result.update(changed=partial.get("changed", True), images=partial.get("images", images))
+        module.fail_json(msg=f"{path} was written, but CRI-O was not reloaded: {exc}", **result)
+    except AtomicFileError as exc:
+        module.fail_json(msg=str(exc), **result)
+
+    result.update(changed=outcome["changed"], images=outcome["images"], reloaded=outcome["reloaded"])
+    if module._diff:
+        result["diff"] = outcome["diff"]
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

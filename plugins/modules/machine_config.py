@@ -1,0 +1,325 @@
+#!/usr/bin/python
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: machine_config
+short_description: Render MachineConfigs that deliver the CRI-O pinned-images drop-in to OpenShift pools
+version_added: 0.1.0
+author:
+  - pinned.images developers (@pinned-images)
+description:
+  - Renders one C(machineconfiguration.openshift.io/v1) MachineConfig per machine config pool. It makes Ignition write
+    C(/etc/crio/crio.conf.d/50-pinned-images) (mode 0644), byte-identical to the drop-in the machine-config-operator
+    writes for PinnedImageSets, so CRI-O pins the images and the kubelet never garbage-collects them.
+  - The images come from O(images) (the same list for every pool) or from PinnedImageSet objects (O(sets)); each pool
+    gets the union of the sets that select it. A pool left without images gets no MachineConfig (an existing one
+    is removed).
+  - The MachineConfigs can be written as YAML files into O(dest) (for a GitOps repository; atomic, and byte-stable
+    for the same input), applied to the cluster with server-side apply (O(apply=true), field manager
+    C(pinned-images)), or only returned.
+  - B(Warning:) unless the machine-config-operator of the cluster has a reload rule for this path, a new or changed
+    MachineConfig makes it drain and reboot every node of the pool, one after the other (as many at once as the
+    pool's C(maxUnavailable) allows).
+  - B(Warning:) the images must already be present on every node of the pool (prefetched, for example with
+    M(pinned.images.prefetch)). The drop-in only pins; a node that lacks an image does not pull it because of it, and
+    a pinned image that is absent is protected from nothing.
+  - The drop-in is read by CRI-O only; containerd nodes are not pinned by it.
+extends_documentation_fragment:
+  - pinned.images.k8s_auth
+options:
+  pools:
+    description:
+      - The machine config pools to render for, as names (V(worker)) or MachineConfigPool objects.
+      - A name defined by a MachineConfigPool object in O(sets) means that object; otherwise a bare name means a pool
+        shaped like OpenShift's built-in ones, which selects sets labelled C(machineconfiguration.openshift.io/role=<name>).
+      - When omitted, the MachineConfigPool objects found in O(sets) are used.
+    type: list
+    elements: raw
+  sets:
+    description:
+      - PinnedImageSet objects (dictionaries) or paths on the host running the module to YAML files or directories
+        (C(*.yaml) and C(*.yml), not recursive) that hold them. MachineConfigPool objects in the files are used as pools.
+      - Validated as the C(machineconfiguration.openshift.io/v1) API does; all problems are reported at once and
+        nothing is written or applied.
+      - Mutually exclusive with O(images).
+    type: list
+    elements: raw
+  images:
+    description:
+      - The images to pin on every pool in O(pools).
+      - Mutually exclusive with O(sets).
+    type: list
+    elements: str
+  require_digest:
+    description:
+      - Accept only digest references in O(images). With V(false), tag references and CRI-O's glob (V(quay.io/org/*))
+        and keyword (V(*pause*)) patterns are accepted too.
+    type: bool
+    default: true
+  name:
+    description:
+      - The name of each MachineConfig; C({pool}) is replaced by the pool name.
+      - The result must be an RFC 1123 subdomain and different for each pool.
+      - MachineConfigs are merged in name order; the default C(99-) prefix makes this drop-in win over earlier ones.
+    type: str
+    default: 99-{pool}-pinned-images
+  ignition_version:
+    description:
+      - The Ignition config version of C(spec.config). V(3.2.0) is accepted by every machine-config-operator that
+        serves v1 MachineConfigs.
+    type: str
+    choices: ['3.1.0', '3.2.0', '3.3.0', '3.4.0']
+    default: '3.2.0'
+  dest:
+    description:
+      - A directory to write each MachineConfig into, as C(<name>.yaml). It is created when missing.
+    type: path
+  apply:
+    description:
+      - Server-side apply the MachineConfigs to the cluster (field manager C(pinned-images)), or delete them with
+        O(state=absent). Objects whose managed parts already match are not touched.
+    type: bool
+    default: false
+  state:
+    description:
+      - V(present) writes and/or applies the MachineConfigs.
+      - V(absent) removes the files from O(dest) and, with O(apply=true), deletes the MachineConfigs from the cluster.
+    type: str
+    choices: [present, absent]
+    default: present
+attributes:
+  check_mode:
+    support: full
+    description: Nothing is written; the cluster is asked for a server-side dry run.
+  diff_mode:
+    support: full
+    description: Shows each changed file or object before and after.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs on POSIX hosts.
+requirements:
+  - PyYAML
+notes:
+  - The kubernetes Python library is needed only with O(apply=true).
+  - The module runs where it is delegated to (usually the controller); paths in O(sets) and O(dest) are on that host.
+seealso:
+  - module: pinned.images.crio_pinned_images
+  - module: pinned.images.prefetch
+"""
+
+EXAMPLES = r"""
+- name: Write MachineConfigs for the worker pool into a GitOps repository
+  pinned.images.machine_config:
+    pools: [worker]
+    sets: [pinned-image-sets/]
+    dest: gitops/cluster-config/machineconfigs
+  delegate_to: localhost
+
+- name: Apply them to the cluster (images already prefetched on every node of the pools)
+  pinned.images.machine_config:
+    pools: [master, worker]
+    images:
+      - quay.io/openshift-release-dev/ocp-release@sha256:0000000000000000000000000000000000000000000000000000000000000000
+    apply: true
+    kubeconfig: ~/.kube/config
+  delegate_to: localhost
+
+- name: Only render, to inspect the objects
+  pinned.images.machine_config:
+    pools: [worker]
+    sets: [pinned-image-sets/worker.yaml]
+  register: rendered
+  delegate_to: localhost
+
+- name: Remove the MachineConfigs again
+  pinned.images.machine_config:
+    pools: [worker]
+    state: absent
+    apply: true
+    dest: gitops/cluster-config/machineconfigs
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+machine_configs:
+  description: The rendered MachineConfig objects, one per pool that has images (empty with O(state=absent)).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - apiVersion: machineconfiguration.openshift.io/v1
+      kind: MachineConfig
+      metadata:
+        labels:
+          machineconfiguration.openshift.io/role: worker
+        name: 99-worker-pinned-images
+      spec:
+        config:
+          ignition:
+            version: 3.2.0
+          storage:
+            files:
+              - contents:
+                  source: "data:;base64,W2NyaW9dCiAgW2NyaW8uaW1hZ2VdCiAgICBwaW5uZWRfaW1hZ2VzID0gWyJxdWF5LmlvL29w..."
+                mode: 420
+                overwrite: true
+                path: /etc/crio/crio.conf.d/50-pinned-images
+pools:
+  description: Per pool, the MachineConfig name, the images and the PinnedImageSets used.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pool:
+      description: The pool name.
+      type: str
+    name:
+      description: The MachineConfig name.
+      type: str
+    images:
+      description: The pinned images (sorted, de-duplicated); empty when the pool gets no MachineConfig.
+      type: list
+      elements: str
+    set_names:
+      description: The PinnedImageSets that selected the pool.
+      type: list
+      elements: str
+files:
+  description: With O(dest), the files written or already up to date; with O(state=absent) or for pools without
+    images, the files removed.
+  returned: always
+  type: list
+  elements: str
+  sample: [gitops/cluster-config/machineconfigs/99-worker-pinned-images.yaml]
+applied:
+  description: With O(apply=true), the MachineConfigs created or updated on the cluster (would be, in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: [99-worker-pinned-images]
+deleted:
+  description: With O(apply=true), the MachineConfigs deleted from the cluster (would be, in check mode).
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError
+from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
+    PinnedImagesError,
+    validate_pinned_images,
+)
+from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
+    HAS_KUBERNETES,
+    K8S_AUTH_ARG_SPEC,
+    KUBERNETES_IMPORT_ERROR,
+    K8sClient,
+    K8sError,
+)
+from ansible_collections.pinned.images.plugins.module_utils._machine_config import (
+    DEFAULT_IGNITION_VERSION,
+    DEFAULT_NAME_TEMPLATE,
+    SUPPORTED_IGNITION_VERSIONS,
+    MachineConfigError,
+    render_for_pools,
+    sync_cluster,
+    sync_files,
+)
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+    PinnedImageSetError,
+    as_pool,
+    load_sets,
+)
+
+
+def _plan(params) -> list:
+    """Per-pool entries; raises PinnedImageSetError, PinnedImagesError or MachineConfigError."""
+    sets, file_pools = [], []
+    if params["sets"] is not None:
+        sets, file_pools = load_sets(params["sets"])
+    by_name = {pool.name: pool for pool in file_pools}
+    if params["pools"] is not None:
+        pools = [by_name[v] if isinstance(v, str) and v in by_name else as_pool(v) for v in params["pools"]]
+    else:
+        pools = file_pools
+    if not pools:
+        raise MachineConfigError("no pools: give pools, or MachineConfigPool objects in sets")
+    images = None
+    if params["state"] == "absent":
+        images = []
+    elif params["sets"] is None:
+        images = validate_pinned_images(params["images"] or [], require_digest=params["require_digest"])
+    return render_for_pools(pools, sets=sets, images=images, name_template=params["name"],
+                            ignition_version=params["ignition_version"])
+
+
+def main():
+    argument_spec = dict(
+        pools=dict(type="list", elements="raw"),
+        sets=dict(type="list", elements="raw"),
+        images=dict(type="list", elements="str"),
+        require_digest=dict(type="bool", default=True),
+        name=dict(type="str", default=DEFAULT_NAME_TEMPLATE),
+        ignition_version=dict(type="str", default=DEFAULT_IGNITION_VERSION, choices=list(SUPPORTED_IGNITION_VERSIONS)),
+        dest=dict(type="path"),
+        apply=dict(type="bool", default=False),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+    )
+    argument_spec.update(K8S_AUTH_ARG_SPEC)
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        supports_check_mode=True,
+        mutually_exclusive=[("images", "sets")],
+        required_if=[("state", "present", ("images", "sets"), True)],
+    )
+    params = module.params
+    result = dict(changed=False, machine_configs=[], pools=[], files=[], applied=[], deleted=[])
+
+    try:
+        entries = _plan(params)
+    except (PinnedImageSetError, PinnedImagesError) as exc:
+        module.fail_json(msg=str(exc), problems=exc.problems, **result)
+    except MachineConfigError as exc:
+        module.fail_json(msg=str(exc), **result)
+
+    result["machine_configs"] = [e["machine_config"] for e in entries if e["machine_config"] is not None]
+    result["pools"] = [
+        {"pool": e["pool"], "name": e["name"], "images": e["images"], "set_names": e["set_names"]} for e in entries
+    ]
+    diffs = []
+    try:
+        if params["dest"]:
+            outcome = sync_files(entries, params["dest"], state=params["state"], check_mode=module.check_mode)
+            result["files"] = outcome["files"]
+            result["changed"] |= outcome["changed"]
+            diffs.extend(outcome["diffs"])
+    except AtomicFileError as exc:
+        module.fail_json(msg=str(exc), **result)
+
+    if params["apply"]:
+        if not HAS_KUBERNETES:
+            module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR), **result)
+        try:
+            with K8sClient.from_params(params) as client:
+                outcome = sync_cluster(entries, client, state=params["state"], check_mode=module.check_mode)
+        except K8sError as exc:
+            module.fail_json(msg=str(exc), **result)
+        result["applied"] = outcome["applied"]
+        result["deleted"] = outcome["deleted"]
+        result["changed"] |= outcome["changed"]
+        diffs.extend(outcome["diffs"])
+
+    if module._diff and diffs:
+        result["diff"] = diffs
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

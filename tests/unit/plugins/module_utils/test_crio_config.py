@@ -1,0 +1,248 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The CRI-O drop-in: the exact bytes the machine-config-operator writes, validation, reading back, sync."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from ansible_collections.pinned.images.plugins.module_utils import _crio_config as cc
+from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
+    DEFAULT_PATH,
+    MissingImagesError,
+    PinnedImagesError,
+    ReloadError,
+    missing_images,
+    parse_pinned_images,
+    reload_crio,
+    render_pinned_images,
+    same_content,
+    sync_pinned_images,
+    validate_pinned_images,
+)
+
+A = "quay.io/openshift-release-dev/ocp-release@sha256:" + "0" * 64
+B = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + "1" * 64
+C = "registry.example.com:5000/team/app@sha256:" + "ab" * 32
+
+# What pkg/daemon/pinned_image_set.go (createCrioConfigFileBytes, BurntSushi/toml encoder, 2-space indent)
+# writes for [A, B], written out byte by byte.
+EXPECTED_TWO = (
+    b"[crio]\n"
+    b"  [crio.image]\n"
+    b'    pinned_images = ["quay.io/openshift-release-dev/ocp-release@sha256:'
+    b"0000000000000000000000000000000000000000000000000000000000000000"
+    b'", "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:'
+    b"1111111111111111111111111111111111111111111111111111111111111111"
+    b'"]\n'
+)
+EXPECTED_ONE = (
+    b"[crio]\n  [crio.image]\n    pinned_images = "
+    b'["registry.example.com:5000/team/app@sha256:abababababababababababababababababababababababababababababababab"]\n'
+)
+
+
+def test_default_path():
+    assert DEFAULT_PATH == "/etc/crio/crio.conf.d/50-pinned-images"
+
+
+def test_render_matches_the_mco_bytes():
+    assert render_pinned_images([A, B]).encode() == EXPECTED_TWO
+    assert render_pinned_images([C]).encode() == EXPECTED_ONE
+
+
+def test_render_of_an_empty_list_omits_the_key_like_omitempty():
+    assert render_pinned_images([]) == "[crio]\n  [crio.image]\n"
+
+
+def test_rendered_text_is_toml_with_the_list():
+    text = render_pinned_images([A, B, C])
+    assert tomllib.loads(text) == {"crio": {"image": {"pinned_images": [A, B, C]}}}
+    assert parse_pinned_images(text) == [A, B, C]
+    assert parse_pinned_images(text.encode()) == [A, B, C]
+
+
+def test_quoting_follows_the_go_encoder():
+    text = render_pinned_images(['a"b', "c\\d", "e\tf", "\x01", "\x7f"])
+    assert text.splitlines()[2] == '    pinned_images = ["a\\"b", "c\\\\d", "e\\tf", "\\u0001", "\\u007f"]'
+    assert tomllib.loads(text)["crio"]["image"]["pinned_images"] == ['a"b', "c\\d", "e\tf", "\x01", "\x7f"]
+
+
+def test_validate_sorts_dedupes_and_drops_blanks():
+    assert validate_pinned_images([C, B, A, B, "", "  "]) == [A, B, C]
+    assert validate_pinned_images(None) == []
+
+
+def test_validate_lists_every_bad_entry():
+    bad = [A, "quay.io/org/app:latest", "nginx@sha256:" + "0" * 64, "quay.io/org/*", 7, " " + A, "quay.io/UP@sha256:" + "0" * 64]
+    with pytest.raises(PinnedImagesError) as info:
+        validate_pinned_images(bad)
+    problems = info.value.problems
+    assert len(problems) == 6
+    assert problems[0].startswith("images[1]: ") and "not pinned by digest" in problems[0]
+    assert problems[1].startswith("images[2]: ") and "docker.io/library/nginx@sha256:" in problems[1]
+    assert problems[2].startswith("images[3]: ") and "require_digest=false" in problems[2]
+    assert problems[3].startswith("images[4]: ") and "must be a string" in problems[3]
+    assert problems[4].startswith("images[5]: ") and "whitespace" in problems[4]
+    assert problems[5].startswith("images[6]: ")
+
+
+def test_patterns_and_tags_only_without_require_digest():
+    allowed = ["quay.io/org/*", "*pause*", "quay.io/org/app:latest", A]
+    assert validate_pinned_images(allowed, require_digest=False) == sorted(allowed)
+    with pytest.raises(PinnedImagesError) as info:
+        validate_pinned_images(["*", "**", "quay.io/*/x", "*a*b*", "a b*", "*bar"], require_digest=False)
+    assert len(info.value.problems) == 6
+
+
+def test_validate_refuses_a_string():
+    with pytest.raises(PinnedImagesError, match="must be a list"):
+        validate_pinned_images(A)
+
+
+def test_parse_errors():
+    with pytest.raises(PinnedImagesError, match="not valid TOML"):
+        parse_pinned_images("[crio\n")
+    with pytest.raises(PinnedImagesError, match="not a list of strings"):
+        parse_pinned_images("[crio.image]\npinned_images = [1]\n")
+    assert parse_pinned_images("[crio.runtime]\nx = 1\n") == []
+
+
+def test_parse_without_a_toml_library(monkeypatch):
+    monkeypatch.setattr(cc, "HAS_TOML_PARSER", False)
+    assert parse_pinned_images(render_pinned_images([A, C])) == [A, C]
+    assert parse_pinned_images(render_pinned_images([])) == []
+    with pytest.raises(PinnedImagesError, match="no TOML parser"):
+        parse_pinned_images("[crio.runtime]\nx = 1\n")
+
+
+def test_same_content_trims_like_the_mco():
+    new = render_pinned_images([A])
+    assert same_content(new, new)
+    assert same_content("\n" + new.rstrip("\n") + "  \n\n", new)
+    assert not same_content(None, new)
+    assert not same_content(render_pinned_images([B]), new)
+
+
+class FakeCri:
+    def __init__(self, present):
+        self.present = set(present)
+        self.asked = []
+
+    def image_status(self, image):
+        self.asked.append(image)
+        return {"id": "sha256:x", "repo_tags": [], "repo_digests": [image], "size": 1, "pinned": False} if image in self.present else None
+
+
+def test_missing_images_uses_image_status_and_skips_patterns():
+    client = FakeCri({A})
+    assert missing_images(client, [A, B, "quay.io/org/*", C]) == [B, C]
+    assert client.asked == [A, B, C]
+
+
+def test_sync_writes_checks_presence_and_is_idempotent(tmp_path):
+    path = str(tmp_path / "50-pinned-images")
+    client = FakeCri({A, B})
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return 0, "", ""
+
+    def presence(images):
+        return missing_images(client, images)
+
+    result = sync_pinned_images(path, [A, B], check_presence=presence, reload="systemd", run_command=run)
+    assert result["changed"] and result["reloaded"]
+    assert open(path, "rb").read() == EXPECTED_TWO
+    assert os.stat(path).st_mode & 0o777 == 0o644
+    assert calls == [["systemctl", "reload", "crio"]]
+    assert result["diff"]["before"] == "" and result["diff"]["after"] == EXPECTED_TWO.decode()
+
+    client.asked.clear()
+    again = sync_pinned_images(path, [A, B], check_presence=presence, reload="systemd", run_command=run)
+    assert not again["changed"] and not again["reloaded"] and client.asked == [] and len(calls) == 1
+
+    # A file the MCO wrote with extra surrounding whitespace is left alone.
+    with open(path, "ab") as handle:
+        handle.write(b"\n\n")
+    assert not sync_pinned_images(path, [A, B], check_presence=presence)["changed"]
+
+
+def test_sync_refuses_missing_images_and_writes_nothing(tmp_path):
+    path = tmp_path / "50-pinned-images"
+    path.write_bytes(EXPECTED_ONE)
+    client = FakeCri({A})
+    with pytest.raises(MissingImagesError) as info:
+        sync_pinned_images(str(path), [A, B, C], check_presence=lambda images: missing_images(client, images))
+    assert info.value.missing == [B, C]
+    assert "2 image(s)" in str(info.value) and B in str(info.value)
+    assert path.read_bytes() == EXPECTED_ONE
+    forced = sync_pinned_images(str(path), [A, B], force=True, check_presence=lambda images: pytest.fail("asked"))
+    assert forced["changed"] and path.read_bytes() == EXPECTED_TWO
+
+
+def test_sync_check_mode_writes_nothing_and_returns_a_diff(tmp_path):
+    path = tmp_path / "50-pinned-images"
+    result = sync_pinned_images(str(path), [A, B], check_mode=True, reload="systemd",
+                                run_command=lambda argv: pytest.fail("reloaded in check mode"))
+    assert result["changed"] and not result["reloaded"]
+    assert result["diff"]["after"] == EXPECTED_TWO.decode()
+    assert not path.exists()
+
+
+def test_sync_empty_or_absent_removes(tmp_path):
+    path = tmp_path / "50-pinned-images"
+    path.write_bytes(EXPECTED_TWO)
+    calls = []
+    result = sync_pinned_images(str(path), [], reload="systemd", run_command=lambda argv: calls.append(argv) or (0, "", ""))
+    assert result["changed"] and result["reloaded"] and not path.exists()
+    assert result["diff"]["before"] == EXPECTED_TWO.decode() and result["diff"]["after"] == ""
+    assert not sync_pinned_images(str(path), [A], state="absent")["changed"]
+
+
+def test_reload_failure_carries_the_result(tmp_path):
+    path = tmp_path / "50-pinned-images"
+    with pytest.raises(ReloadError) as info:
+        sync_pinned_images(str(path), [A], reload="systemd", run_command=lambda argv: (1, "", "Unit crio.service not loaded."))
+    assert "rc=1" in str(info.value) and "not loaded" in str(info.value)
+    assert info.value.result["changed"] and path.exists()
+
+
+def test_reload_by_signal(tmp_path):
+    child = subprocess.Popen([sys.executable, "-c", "import signal, sys, time\n"
+                              "signal.signal(signal.SIGHUP, lambda *a: sys.exit(42))\n"
+                              "print('ready', flush=True)\n"
+                              "time.sleep(30)\n"], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline().strip() == b"ready"
+        pid_file = tmp_path / "crio.pid"
+        pid_file.write_text(f"{child.pid}\n")
+        reload_crio("signal", pid_file=str(pid_file))
+        assert child.wait(timeout=10) == 42
+    finally:
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+
+
+@pytest.mark.parametrize("content, why", [(None, "cannot read"), ("abc", "does not hold"), ("1", "does not hold")])
+def test_reload_by_signal_errors(tmp_path, content, why):
+    pid_file = tmp_path / "crio.pid"
+    if content is not None:
+        pid_file.write_text(content)
+    with pytest.raises(ReloadError, match=why):
+        reload_crio("signal", pid_file=str(pid_file))
+
+
+def test_reload_none_and_unknown():
+    reload_crio("none")
+    with pytest.raises(ReloadError):
+        reload_crio("bogus")
+    with pytest.raises(ReloadError):
+        reload_crio("systemd")

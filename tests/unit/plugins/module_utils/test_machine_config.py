@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""MachineConfig rendering: CRD-valid, Ignition-shaped, byte-stable, and carrying the exact drop-in."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from ansible_collections.pinned.images.plugins.module_utils._crio_config import render_pinned_images
+from ansible_collections.pinned.images.plugins.module_utils._machine_config import (
+    MachineConfigError,
+    data_url,
+    decode_data_url,
+    dump_yaml,
+    machine_config_drop_in,
+    machine_config_name,
+    render_for_pools,
+    render_machine_config,
+    sync_cluster,
+    sync_files,
+)
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import ROLE_LABEL, validate_set
+
+CRD = Path("/work/shared/reference/openshift-api/machineconfigs.crd.yaml")
+A = "quay.io/openshift-release-dev/ocp-release@sha256:" + "0" * 64
+B = "registry.example.com/team/app@sha256:" + "1" * 64
+
+# The whole file, literally: keys sorted, block style, two-space indent, lists not indented under their key.
+EXPECTED_YAML = (
+    "apiVersion: machineconfiguration.openshift.io/v1\n"
+    "kind: MachineConfig\n"
+    "metadata:\n"
+    "  labels:\n"
+    "    machineconfiguration.openshift.io/role: worker\n"
+    "  name: 99-worker-pinned-images\n"
+    "spec:\n"
+    "  config:\n"
+    "    ignition:\n"
+    "      version: 3.2.0\n"
+    "    storage:\n"
+    "      files:\n"
+    "      - contents:\n"
+    "          source: data:;base64,"
+    + base64.b64encode(
+        b'[crio]\n  [crio.image]\n    pinned_images = ["quay.io/openshift-release-dev/ocp-release@sha256:'
+        + b"0" * 64
+        + b'", "registry.example.com/team/app@sha256:'
+        + b"1" * 64
+        + b'"]\n'
+    ).decode()
+    + "\n"
+    "        mode: 420\n"
+    "        overwrite: true\n"
+    "        path: /etc/crio/crio.conf.d/50-pinned-images\n"
+)
+
+
+def schema():
+    crd = yaml.safe_load(CRD.read_text())
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def test_render_is_crd_valid_and_carries_the_drop_in():
+    mc = render_machine_config("worker", [A, B])
+    jsonschema.validate(mc, schema())
+    assert mc["metadata"] == {"name": "99-worker-pinned-images", "labels": {ROLE_LABEL: "worker"}}
+    files = mc["spec"]["config"]["storage"]["files"]
+    assert files == [{
+        "path": "/etc/crio/crio.conf.d/50-pinned-images",
+        "mode": 420,
+        "overwrite": True,
+        "contents": {"source": files[0]["contents"]["source"]},
+    }]
+    assert files[0]["contents"]["source"].startswith("data:;base64,")
+    assert decode_data_url(files[0]["contents"]["source"]) == render_pinned_images([A, B]).encode()
+    assert machine_config_drop_in(mc) == render_pinned_images([A, B])
+
+
+def test_yaml_is_byte_stable_and_exact():
+    text = dump_yaml(render_machine_config("worker", [A, B]))
+    assert text == EXPECTED_YAML
+    assert dump_yaml(render_machine_config("worker", [A, B])) == text
+    loaded = yaml.safe_load(text)
+    assert loaded == render_machine_config("worker", [A, B])
+    jsonschema.validate(loaded, schema())
+
+
+@pytest.mark.parametrize("version", ["3.1.0", "3.2.0", "3.3.0", "3.4.0"])
+def test_ignition_versions(version):
+    mc = render_machine_config("master", [A], ignition_version=version)
+    assert mc["spec"]["config"]["ignition"]["version"] == version
+
+
+@pytest.mark.parametrize("version", ["2.2.0", "3.0.0", "3.5.0", "3.2", None])
+def test_other_ignition_versions_are_refused(version):
+    with pytest.raises(MachineConfigError, match="not supported"):
+        render_machine_config("master", [A], ignition_version=version)
+
+
+def test_names():
+    assert machine_config_name("infra") == "99-infra-pinned-images"
+    assert machine_config_name("infra", "50-pins-{pool}") == "50-pins-infra"
+    with pytest.raises(MachineConfigError, match="RFC 1123"):
+        machine_config_name("infra", "Pins_{pool}")
+    with pytest.raises(MachineConfigError):
+        machine_config_name("infra", "")
+
+
+def test_data_urls():
+    assert data_url("x") == "data:;base64,eA=="
+    assert decode_data_url("data:,a%20b") == b"a b"
+    with pytest.raises(MachineConfigError):
+        decode_data_url("http://x")
+
+
+def test_render_for_pools_from_sets():
+    sets = [
+        validate_set({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "PinnedImageSet",
+                      "metadata": {"name": "w", "labels": {ROLE_LABEL: "worker"}},
+                      "spec": {"pinnedImages": [{"name": B}, {"name": A}]}}),
+    ]
+    entries = render_for_pools(["worker", "master"], sets=sets)
+    assert [(e["pool"], e["name"], e["images"], e["set_names"]) for e in entries] == [
+        ("worker", "99-worker-pinned-images", [A, B], ["w"]),
+        ("master", "99-master-pinned-images", [], []),
+    ]
+    assert entries[1]["machine_config"] is None
+    assert machine_config_drop_in(entries[0]["machine_config"]) == render_pinned_images([A, B])
+
+
+def test_render_for_pools_needs_distinct_names():
+    with pytest.raises(MachineConfigError, match="both get the MachineConfig name"):
+        render_for_pools(["worker", "master"], images=[A], name_template="99-pins")
+
+
+def test_render_needs_images():
+    with pytest.raises(MachineConfigError, match="no images"):
+        render_machine_config("worker", [])
+
+
+def test_sync_files_atomic_and_stable(tmp_path):
+    dest = tmp_path / "mcs"
+    entries = render_for_pools(["worker", "master"], images=[A, B])
+    check = sync_files(entries, str(dest), check_mode=True)
+    assert check["changed"] and not dest.exists()
+    first = sync_files(entries, str(dest))
+    both = [str(dest / "99-worker-pinned-images.yaml"), str(dest / "99-master-pinned-images.yaml")]
+    assert first["changed"] and first["files"] == both
+    assert (dest / "99-worker-pinned-images.yaml").read_text() == EXPECTED_YAML
+    again = sync_files(render_for_pools(["worker", "master"], images=[B, A][::-1]), str(dest))
+    assert not again["changed"] and again["diffs"] == []
+    # Pools left without images lose their files.
+    emptied = render_for_pools(["worker", "master"], images=None, sets=[])
+    assert sync_files(emptied, str(dest))["files"] == both
+    assert sorted(p.name for p in dest.iterdir()) == []
+
+
+class FakeK8s:
+    def __init__(self, objects=None):
+        self.objects = dict(objects or {})
+        self.calls = []
+
+    def get(self, api_version, kind, name):
+        self.calls.append(("get", name))
+        return self.objects.get(name)
+
+    def apply(self, obj, field_manager="pinned-images", dry_run=False):
+        self.calls.append(("apply", obj["metadata"]["name"], field_manager, dry_run))
+        if not dry_run:
+            stored = dict(obj)
+            stored["metadata"] = dict(obj["metadata"], uid="u", resourceVersion="1")
+            self.objects[obj["metadata"]["name"]] = stored
+        return obj
+
+    def delete(self, api_version, kind, name, dry_run=False):
+        self.calls.append(("delete", name, dry_run))
+        if name not in self.objects:
+            return False
+        if not dry_run:
+            del self.objects[name]
+        return True
+
+
+def test_sync_cluster_applies_only_differences():
+    client = FakeK8s()
+    entries = render_for_pools(["worker"], images=[A])
+    result = sync_cluster(entries, client, check_mode=True)
+    assert result["applied"] == ["99-worker-pinned-images"] and client.objects == {}
+    assert client.calls[-1] == ("apply", "99-worker-pinned-images", "pinned-images", True)
+    result = sync_cluster(entries, client)
+    assert result["changed"] and "99-worker-pinned-images" in client.objects
+    client.calls.clear()
+    result = sync_cluster(entries, client)
+    assert not result["changed"] and client.calls == [("get", "99-worker-pinned-images")]
+    changed = sync_cluster(render_for_pools(["worker"], images=[A, B]), client)
+    assert changed["applied"] == ["99-worker-pinned-images"]
+    assert "pinned_images" not in changed["diffs"][0]["before"]  # the data URL holds it; the diff shows the object
+    gone = sync_cluster(entries, client, state="absent")
+    assert gone["deleted"] == ["99-worker-pinned-images"] and client.objects == {}
+    assert not sync_cluster(entries, client, state="absent")["changed"]

@@ -1,0 +1,265 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""crio_pinned_images main(): options, presence check, check/diff mode, idempotence, errors that write nothing."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+import yaml
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
+from ansible_collections.pinned.images.plugins.modules import crio_pinned_images as module
+
+API = "machineconfiguration.openshift.io/v1"
+ROLE = "machineconfiguration.openshift.io/role"
+A = "quay.io/org/a@sha256:" + "a" * 64
+B = "quay.io/org/b@sha256:" + "b" * 64
+C = "registry.example.com/c@sha256:" + "c" * 64
+EXPECTED_AB = (
+    '[crio]\n  [crio.image]\n    pinned_images = ["quay.io/org/a@sha256:' + "a" * 64
+    + '", "quay.io/org/b@sha256:' + "b" * 64 + '"]\n'
+)
+
+
+class FakeCriClient:
+    """Stands in for CriClient: the presence check only calls image_status."""
+
+    present = set()
+    error_message = None
+    opened = 0
+    asked = []
+
+    def __init__(self, params):
+        self.params = params
+
+    @classmethod
+    def from_params(cls, params):
+        if cls.error_message:
+            raise CriError(cls.error_message)
+        return cls(params)
+
+    def __enter__(self):
+        type(self).opened += 1
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def image_status(self, image):
+        type(self).asked.append(image)
+        if image in self.present:
+            return {"id": "sha256:1", "repo_tags": [], "repo_digests": [image], "size": 1, "pinned": False}
+        return None
+
+
+@pytest.fixture
+def cri(monkeypatch):
+    FakeCriClient.present = {A, B, C}
+    FakeCriClient.error_message = None
+    FakeCriClient.opened = 0
+    FakeCriClient.asked = []
+    monkeypatch.setattr(module, "CriClient", FakeCriClient)
+    monkeypatch.setattr(module, "HAS_GRPC", True)
+    return FakeCriClient
+
+
+@pytest.fixture
+def systemctl(monkeypatch):
+    calls = []
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return "/usr/bin/" + name
+
+    def run_command(self, args, **kwargs):
+        calls.append(args)
+        return 0, "", ""
+
+    monkeypatch.setattr(AnsibleModule, "get_bin_path", get_bin_path)
+    monkeypatch.setattr(AnsibleModule, "run_command", run_command)
+    return calls
+
+
+def run(args, capsys, check_mode=False, diff=False):
+    args = dict(args)
+    if check_mode:
+        args["_ansible_check_mode"] = True
+    if diff:
+        args["_ansible_diff"] = True
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as info:
+            module.main()
+    result = json.loads(capsys.readouterr().out)
+    result["rc"] = info.value.code
+    return result
+
+
+def test_pins_and_reloads_then_is_idempotent(tmp_path, capsys, cri, systemctl):
+    path = tmp_path / "50-pinned-images"
+    result = run({"images": [B, A, B], "path": str(path)}, capsys, diff=True)
+    assert result["rc"] == 0 and result["changed"] and result["reloaded"]
+    assert result["images"] == [A, B] and result["path"] == str(path) and result["set_names"] == []
+    assert path.read_text() == EXPECTED_AB
+    assert result["diff"]["after"] == EXPECTED_AB and result["diff"]["before"] == ""
+    assert systemctl == [["/usr/bin/systemctl", "reload", "crio"]]
+    assert cri.asked == [A, B]
+
+    cri.asked.clear()
+    again = run({"images": [A, B], "path": str(path)}, capsys)
+    assert again["rc"] == 0 and not again["changed"] and not again["reloaded"]
+    assert cri.opened == 1 and cri.asked == [] and len(systemctl) == 1
+
+
+def test_check_mode_writes_nothing_and_returns_a_diff(tmp_path, capsys, cri, systemctl):
+    path = tmp_path / "50-pinned-images"
+    result = run({"images": [A, B], "path": str(path)}, capsys, check_mode=True, diff=True)
+    assert result["changed"] and not result["reloaded"]
+    assert result["diff"]["after"] == EXPECTED_AB
+    assert not path.exists() and systemctl == []
+
+
+def test_missing_images_are_all_listed_and_nothing_is_written(tmp_path, capsys, cri, systemctl):
+    cri.present = {A}
+    path = tmp_path / "50-pinned-images"
+    result = run({"images": [A, B, C], "path": str(path)}, capsys)
+    assert result["rc"] == 1 and result["failed"]
+    assert result["missing"] == [B, C]
+    assert B in result["msg"] and C in result["msg"] and "force" in result["msg"]
+    assert not path.exists() and systemctl == []
+
+    forced = run({"images": [A, B, C], "path": str(path), "force": True, "reload": "none"}, capsys)
+    assert forced["changed"] and path.exists() and not forced["reloaded"]
+
+
+def test_runtime_unreachable_is_a_clear_failure(tmp_path, capsys, cri):
+    cri.error_message = "nothing is listening at /run/x.sock (no such file): is crio or containerd running?"
+    result = run({"images": [A], "path": str(tmp_path / "f"), "reload": "none"}, capsys)
+    assert result["rc"] == 1 and "cannot check that the images are present" in result["msg"]
+    assert "/run/x.sock" in result["msg"]
+    assert not (tmp_path / "f").exists()
+
+
+def test_bad_images_fail_with_every_problem(tmp_path, capsys, cri):
+    path = tmp_path / "f"
+    result = run({"images": [A, "quay.io/x:latest", "quay.io/y/*"], "path": str(path)}, capsys)
+    assert result["rc"] == 1
+    assert len(result["problems"]) == 2
+    assert result["problems"][0].startswith("images[1]: ") and result["problems"][1].startswith("images[2]: ")
+    assert not path.exists() and cri.opened == 0
+
+
+def test_patterns_without_require_digest(tmp_path, capsys, cri):
+    path = tmp_path / "f"
+    result = run({"images": ["quay.io/y/*", "*pause*", A], "require_digest": False, "path": str(path),
+                  "reload": "none"}, capsys)
+    assert result["rc"] == 0 and result["images"] == ["*pause*", A, "quay.io/y/*"]
+    assert cri.asked == [A]
+
+
+def write_sets(tmp_path, *docs):
+    path = tmp_path / "sets.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return str(path)
+
+
+def pis(name, images, labels=None):
+    meta = {"name": name}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": API, "kind": "PinnedImageSet", "metadata": meta,
+            "spec": {"pinnedImages": [{"name": i} for i in images]}}
+
+
+def test_sets_union_and_pool_selection(tmp_path, capsys, cri):
+    sets_file = write_sets(tmp_path, pis("w", [B, A], {ROLE: "worker"}), pis("m", [C], {ROLE: "master"}))
+    path = tmp_path / "f"
+    base = {"sets": [sets_file], "path": str(path), "reload": "none"}
+    everything = run(base, capsys, check_mode=True)
+    assert everything["images"] == [A, B, C] and everything["set_names"] == ["w", "m"]
+    worker = run(dict(base, pools=["worker"]), capsys, check_mode=True)
+    assert worker["images"] == [A, B] and worker["set_names"] == ["w"]
+    alias = run(dict(base, pool="master"), capsys, check_mode=True)
+    assert alias["images"] == [C]
+    node = run(dict(base, node_labels={"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/worker": ""}),
+               capsys)
+    assert node["images"] == [C] and node["set_names"] == ["m"]
+    assert path.read_text() == '[crio]\n  [crio.image]\n    pinned_images = ["' + C + '"]\n'
+
+
+def test_node_labels_with_pools_from_the_set_files(tmp_path, capsys, cri):
+    infra = {"apiVersion": API, "kind": "MachineConfigPool", "metadata": {"name": "infra"},
+             "spec": {"nodeSelector": {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
+                      "machineConfigSelector": {"matchLabels": {ROLE: "infra"}}}}
+    sets_file = write_sets(tmp_path, infra, pis("i", [A], {ROLE: "infra"}), pis("w", [B], {ROLE: "worker"}))
+    labels = {"node-role.kubernetes.io/infra": "", "node-role.kubernetes.io/worker": ""}
+    result = run({"sets": [sets_file], "node_labels": labels,
+                  "pools": ["worker"], "path": str(tmp_path / "f"), "reload": "none"}, capsys, check_mode=True)
+    assert result["images"] == [A, B] and result["set_names"] == ["i", "w"]
+
+
+def test_bad_sets_fail_with_every_problem_and_nothing_is_written(tmp_path, capsys, cri, systemctl):
+    path = tmp_path / "f"
+    path.write_text(EXPECTED_AB)
+    bad = pis("Bad_Name", ["quay.io/org/a:latest", A, A] + [f"quay.io/org/x@sha256:{n:064x}" for n in range(498)])
+    result = run({"sets": [write_sets(tmp_path, bad)], "path": str(path)}, capsys)
+    assert result["rc"] == 1
+    text = "\n".join(result["problems"])
+    assert "metadata.name 'Bad_Name'" in text
+    assert "has 501 items; at most 500" in text
+    assert "spec.pinnedImages[0].name 'quay.io/org/a:latest' is a tag reference" in text
+    assert "spec.pinnedImages[2].name" in text and "duplicates spec.pinnedImages[1]" in text
+    assert len(result["problems"]) == 4
+    assert path.read_text() == EXPECTED_AB and systemctl == [] and cri.opened == 0
+
+
+def test_empty_list_and_absent_remove_the_file(tmp_path, capsys, cri, systemctl):
+    path = tmp_path / "f"
+    path.write_text(EXPECTED_AB)
+    result = run({"images": [], "path": str(path)}, capsys, diff=True)
+    assert result["changed"] and result["reloaded"] and not path.exists()
+    assert result["diff"]["before"] == EXPECTED_AB and result["diff"]["after"] == ""
+    assert not run({"state": "absent", "path": str(path)}, capsys)["changed"]
+    path.write_text(EXPECTED_AB)
+    gone = run({"state": "absent", "path": str(path), "reload": "none"}, capsys)
+    assert gone["changed"] and not path.exists() and gone["images"] == []
+
+
+def test_reload_by_signal(tmp_path, capsys, cri):
+    child = subprocess.Popen([sys.executable, "-c", "import signal, sys, time\n"
+                              "signal.signal(signal.SIGHUP, lambda *a: sys.exit(42))\n"
+                              "print('ready', flush=True)\ntime.sleep(30)\n"], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline().strip() == b"ready"
+        pid_file = tmp_path / "crio.pid"
+        pid_file.write_text(str(child.pid))
+        result = run({"images": [A], "path": str(tmp_path / "f"), "reload": "signal", "pid_file": str(pid_file)}, capsys)
+        assert result["rc"] == 0 and result["reloaded"]
+        assert child.wait(timeout=10) == 42
+    finally:
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+
+
+def test_reload_failure_reports_the_written_file(tmp_path, capsys, cri, monkeypatch):
+    monkeypatch.setattr(AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: "/bin/" + name)
+    monkeypatch.setattr(AnsibleModule, "run_command", lambda self, args, **kw: (5, "", "Failed to reload crio.service"))
+    result = run({"images": [A], "path": str(tmp_path / "f")}, capsys)
+    assert result["rc"] == 1 and result["changed"] and not result["reloaded"]
+    assert "was written, but CRI-O was not reloaded" in result["msg"] and "Failed to reload" in result["msg"]
+
+
+def test_option_rules(tmp_path, capsys, cri):
+    both = run({"images": [A], "sets": [], "path": str(tmp_path / "f")}, capsys)
+    assert both["rc"] == 1 and "mutually exclusive" in both["msg"]
+    signal_without_pid = run({"images": [A], "reload": "signal", "path": str(tmp_path / "f")}, capsys)
+    assert signal_without_pid["rc"] == 1 and "pid_file" in signal_without_pid["msg"]
+    nothing = run({"path": str(tmp_path / "f")}, capsys)
+    assert nothing["rc"] == 1 and "images, sets" in nothing["msg"]
+    pools_without_sets = run({"images": [A], "pools": ["worker"], "path": str(tmp_path / "f")}, capsys)
+    assert pools_without_sets["rc"] == 1 and "sets" in pools_without_sets["msg"]

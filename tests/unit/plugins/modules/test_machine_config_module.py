@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""machine_config main(): files in dest, server-side apply and delete against the fake API server, check/diff mode."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+import yaml
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.pinned.images.plugins.modules import machine_config as module
+
+API = "machineconfiguration.openshift.io/v1"
+ROLE = "machineconfiguration.openshift.io/role"
+A = "quay.io/org/a@sha256:" + "a" * 64
+B = "quay.io/org/b@sha256:" + "b" * 64
+DROP_IN_AB = (
+    '[crio]\n  [crio.image]\n    pinned_images = ["quay.io/org/a@sha256:' + "a" * 64
+    + '", "quay.io/org/b@sha256:' + "b" * 64 + '"]\n'
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_cluster(monkeypatch):
+    for name in ("K8S_AUTH_KUBECONFIG", "K8S_AUTH_CONTEXT", "K8S_AUTH_HOST", "K8S_AUTH_API_KEY", "K8S_AUTH_VERIFY_SSL",
+                 "K8S_AUTH_SSL_CA_CERT", "K8S_AUTH_CERT_FILE", "K8S_AUTH_KEY_FILE", "K8S_AUTH_PROXY", "KUBECONFIG",
+                 "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def run(args, capsys, check_mode=False, diff=False):
+    args = dict(args)
+    if check_mode:
+        args["_ansible_check_mode"] = True
+    if diff:
+        args["_ansible_diff"] = True
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as info:
+            module.main()
+    result = json.loads(capsys.readouterr().out)
+    result["rc"] = info.value.code
+    return result
+
+
+def pis(name, images, labels=None):
+    meta = {"name": name}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": API, "kind": "PinnedImageSet", "metadata": meta,
+            "spec": {"pinnedImages": [{"name": i} for i in images]}}
+
+
+def drop_in(mc) -> str:
+    source = mc["spec"]["config"]["storage"]["files"][0]["contents"]["source"]
+    assert source.startswith("data:;base64,")
+    return base64.b64decode(source[len("data:;base64,"):]).decode()
+
+
+def test_render_only(capsys):
+    result = run({"pools": ["worker"], "images": [B, A]}, capsys)
+    assert result["rc"] == 0 and not result["changed"]
+    assert result["files"] == [] and result["applied"] == [] and result["deleted"] == []
+    (mc,) = result["machine_configs"]
+    assert mc["metadata"] == {"name": "99-worker-pinned-images", "labels": {ROLE: "worker"}}
+    assert mc["spec"]["config"]["ignition"]["version"] == "3.2.0"
+    assert drop_in(mc) == DROP_IN_AB
+    assert result["pools"] == [{"pool": "worker", "name": "99-worker-pinned-images", "images": [A, B], "set_names": []}]
+
+
+def test_dest_files_are_written_once_and_stable(tmp_path, capsys):
+    dest = tmp_path / "gitops" / "machineconfigs"
+    args = {"pools": ["worker", "master"], "images": [A, B], "dest": str(dest), "ignition_version": "3.4.0",
+            "name": "50-{pool}-pins"}
+    check = run(args, capsys, check_mode=True, diff=True)
+    assert check["changed"] and not dest.exists() and len(check["diff"]) == 2
+    first = run(args, capsys)
+    assert first["changed"]
+    assert first["files"] == [str(dest / "50-worker-pins.yaml"), str(dest / "50-master-pins.yaml")]
+    content = (dest / "50-worker-pins.yaml").read_bytes()
+    loaded = yaml.safe_load(content)
+    assert loaded == first["machine_configs"][0]
+    assert loaded["spec"]["config"]["ignition"]["version"] == "3.4.0"
+    assert drop_in(loaded) == DROP_IN_AB
+    again = run(dict(args, images=[B, A, A]), capsys)
+    assert not again["changed"] and (dest / "50-worker-pins.yaml").read_bytes() == content
+    gone = run({"pools": ["worker", "master"], "dest": str(dest), "state": "absent", "name": "50-{pool}-pins"}, capsys)
+    assert gone["changed"] and sorted(p.name for p in dest.iterdir()) == []
+
+
+def test_sets_pick_images_per_pool(tmp_path, capsys):
+    sets_dir = tmp_path / "sets"
+    sets_dir.mkdir()
+    (sets_dir / "w.yaml").write_text(yaml.safe_dump(pis("w", [B, A], {ROLE: "worker"})))
+    (sets_dir / "m.yml").write_text(yaml.safe_dump(pis("m", [A], {ROLE: "master"})))
+    result = run({"pools": ["worker", "master", "infra"], "sets": [str(sets_dir)]}, capsys)
+    assert [(p["pool"], p["images"], p["set_names"]) for p in result["pools"]] == [
+        ("worker", [A, B], ["w"]), ("master", [A], ["m"]), ("infra", [], [])]
+    names = [mc["metadata"]["name"] for mc in result["machine_configs"]]
+    assert names == ["99-worker-pinned-images", "99-master-pinned-images"]
+
+
+def test_bad_sets_fail_with_every_problem_and_nothing_is_written(tmp_path, capsys, fake_apiserver):
+    dest = tmp_path / "out"
+    bad = pis("Bad_Name", ["quay.io/org/a:v1", A, A] + [f"quay.io/org/x@sha256:{n:064x}" for n in range(498)])
+    result = run({"pools": ["worker"], "sets": [bad], "dest": str(dest), "apply": True,
+                  "host": fake_apiserver.url, "api_key": fake_apiserver.token}, capsys)
+    assert result["rc"] == 1
+    assert len(result["problems"]) == 4
+    text = "\n".join(result["problems"])
+    assert "sets[0]: PinnedImageSet 'Bad_Name': metadata.name" in text
+    assert "501 items" in text and "is a tag reference" in text and "duplicates" in text
+    assert not dest.exists()
+    assert fake_apiserver.mutating_requests() == [] and fake_apiserver.objects == {}
+    assert fake_apiserver.token not in json.dumps(result)
+
+
+def test_option_errors(capsys):
+    assert "ignition_version" in run({"pools": ["worker"], "images": [A], "ignition_version": "2.2.0"}, capsys)["msg"]
+    assert "any of the following are missing: images, sets" in run({"pools": ["worker"]}, capsys)["msg"]
+    assert "no pools" in run({"images": [A]}, capsys)["msg"]
+    bad_name = run({"pools": ["worker"], "images": [A], "name": "Pins_{pool}"}, capsys)
+    assert bad_name["rc"] == 1 and "RFC 1123" in bad_name["msg"]
+
+
+def test_apply_and_delete_against_the_api_server(capsys, fake_apiserver):
+    auth = {"host": fake_apiserver.url, "api_key": fake_apiserver.token}
+    args = dict(auth, pools=["worker"], images=[A, B], apply=True)
+
+    check = run(args, capsys, check_mode=True, diff=True)
+    assert check["rc"] == 0 and check["changed"] and check["applied"] == ["99-worker-pinned-images"]
+    assert fake_apiserver.objects == {}
+    assert "99-worker-pinned-images" in check["diff"][0]["after"]
+
+    first = run(args, capsys)
+    assert first["rc"] == 0, first
+    assert first["changed"] and first["applied"] == ["99-worker-pinned-images"]
+    stored = fake_apiserver.get("MachineConfig", "99-worker-pinned-images")
+    assert stored["metadata"]["labels"] == {ROLE: "worker"}
+    assert drop_in(stored) == DROP_IN_AB
+    assert ("pinned-images", "Apply") in fake_apiserver.managers("MachineConfig", "99-worker-pinned-images")
+
+    fake_apiserver.clear_requests()
+    again = run(args, capsys)
+    assert not again["changed"] and again["applied"] == []
+    assert fake_apiserver.mutating_requests() == []
+
+    changed = run(dict(args, images=[A]), capsys, diff=True)
+    assert changed["changed"] and changed["applied"] == ["99-worker-pinned-images"]
+    assert drop_in(fake_apiserver.get("MachineConfig", "99-worker-pinned-images")).count("sha256:") == 1
+    assert changed["diff"][0]["before"] != changed["diff"][0]["after"]
+
+    check_delete = run(dict(auth, pools=["worker"], apply=True, state="absent"), capsys, check_mode=True)
+    assert check_delete["deleted"] == ["99-worker-pinned-images"]
+    assert fake_apiserver.get("MachineConfig", "99-worker-pinned-images") is not None
+    deleted = run(dict(auth, pools=["worker"], apply=True, state="absent"), capsys)
+    assert deleted["changed"] and deleted["deleted"] == ["99-worker-pinned-images"]
+    assert fake_apiserver.get("MachineConfig", "99-worker-pinned-images") is None
+    assert not run(dict(auth, pools=["worker"], apply=True, state="absent"), capsys)["changed"]
+
+
+def test_empty_pool_deletes_its_machine_config(capsys, fake_apiserver):
+    auth = {"host": fake_apiserver.url, "api_key": fake_apiserver.token}
+    assert run(dict(auth, pools=["worker"], images=[A], apply=True), capsys)["changed"]
+    emptied = run(dict(auth, pools=["worker"], images=[], apply=True), capsys)
+    assert emptied["changed"] and emptied["deleted"] == ["99-worker-pinned-images"] and emptied["machine_configs"] == []
+    assert fake_apiserver.get("MachineConfig", "99-worker-pinned-images") is None
+
+
+def test_api_errors_are_reported_without_the_token(capsys, fake_apiserver):
+    fake_apiserver.forbid("patch", "machineconfigs")
+    result = run({"host": fake_apiserver.url, "api_key": fake_apiserver.token, "pools": ["worker"], "images": [A],
+                  "apply": True}, capsys)
+    assert result["rc"] == 1 and ("403" in result["msg"] or "forbidden" in result["msg"].lower())
+    assert fake_apiserver.token not in json.dumps(result)
+    wrong = run({"host": fake_apiserver.url, "api_key": "wrong-token-value", "pools": ["worker"], "images": [A],
+                 "apply": True}, capsys)
+    assert wrong["rc"] == 1 and "wrong-token-value" not in json.dumps(wrong)
