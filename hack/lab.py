@@ -241,7 +241,7 @@ def _free_ports(count: int) -> list[int]:
     # All sockets stay bound until every port is known, so the ports are distinct.
     sockets = []
     try:
-        for _ in range(count):
+        for _index in range(count):
             sock = socket.socket()
             sock.bind(("127.0.0.1", 0))
             sockets.append(sock)

@@ -131,7 +131,8 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, s
             if result["attempts"] and options.throttle:
                 sleep(options.throttle)
 
-    workers = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(options.concurrency, pending.qsize())))]
+    worker_count = max(1, min(options.concurrency, pending.qsize()))
+    workers = [threading.Thread(target=worker, daemon=True) for _index in range(worker_count)]
     for thread in workers:
         thread.start()
     for thread in workers:

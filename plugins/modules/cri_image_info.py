@@ -13,15 +13,18 @@ description:
   - Asks the node's container runtime (CRI-O or containerd) through the CRI C(runtime.v1) API for its name and version,
     its images (all, or the ones named in O(images)) and the filesystem that holds them.
 author:
-  - pinned.images developers
+  - pinned.images developers (@pinned-images)
 extends_documentation_fragment:
   - pinned.images.cri
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
     details: The module only reads.
   diff_mode:
     support: none
+  platform:
+    platforms: posix
 options:
   images:
     description:

@@ -19,15 +19,18 @@ description:
     V(skipped).
   - Registry credentials come from the node pull secret (a docker config JSON) and never appear in the output.
 author:
-  - pinned.images developers
+  - pinned.images developers (@pinned-images)
 extends_documentation_fragment:
   - pinned.images.cri
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
     details: Pulls nothing; images the node lacks are reported as V(would_pull).
   diff_mode:
     support: none
+  platform:
+    platforms: posix
 options:
   images:
     description:
@@ -268,10 +271,7 @@ def main():
         credentials = auth_config.credentials_for(ref.name)
         if credentials is None:
             return None, f"no credentials for {ref.registry} in {auth_source}; pulled anonymously"
-        fields = credentials.cri_auth_fields()
-        # containerd parses server_address as a URL and rejects a bare host:port; the kubelet leaves it empty too.
-        fields.pop("server_address", None)
-        return fields, f"credentials for {credentials.server_address} from {auth_source}"
+        return credentials.cri_auth_fields(), f"credentials for {credentials.server_address} from {auth_source}"
 
     options = PrefetchOptions(
         concurrency=params["concurrency"],

@@ -139,7 +139,7 @@ def test_registries_answer_and_the_login_registry_wants_good_credentials_over_tl
     plain, auth = lab.state["registries"]["plain"], lab.state["registries"]["auth"]
     username, password = lab.credentials()
     assert get(plain, "/v2/")[0] == 200
-    status, headers, _ = get(auth, "/v2/")
+    status, headers, _body = get(auth, "/v2/")
     assert status == 401 and headers["WWW-Authenticate"].startswith("Basic")
     assert get(auth, "/v2/", (username, password + "x"))[0] == 401
     assert get(auth, "/v2/", (username, password))[0] == 200

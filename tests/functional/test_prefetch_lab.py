@@ -214,7 +214,7 @@ def test_cri_image_info_reports_runtime_images_and_filesystem(lab):
     socket = node_socket(lab, "worker-1")
     remove_all_images(socket)
     refs = plain_images(lab)
-    rc, _, output = adhoc("pinned.images.prefetch", dict(images=refs[:2], cri_socket=socket))
+    rc, _result, output = adhoc("pinned.images.prefetch", dict(images=refs[:2], cri_socket=socket))
     assert rc == 0, output
     rc, info, output = adhoc("pinned.images.cri_image_info", dict(cri_socket=socket, images=refs))
     assert rc == 0, output

@@ -16,10 +16,10 @@ class RuntimeServiceStub(object):
             channel: A grpc.Channel.
         """
         self.Version = channel.unary_unary(
-                '/runtime.v1.RuntimeService/Version',
-                request_serializer=cri__image__pb2.VersionRequest.SerializeToString,
-                response_deserializer=cri__image__pb2.VersionResponse.FromString,
-                )
+            "/runtime.v1.RuntimeService/Version",
+            request_serializer=cri__image__pb2.VersionRequest.SerializeToString,
+            response_deserializer=cri__image__pb2.VersionResponse.FromString,
+        )
 
 
 class RuntimeServiceServicer(object):
@@ -28,43 +28,54 @@ class RuntimeServiceServicer(object):
     def Version(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
+        context.set_details("Method not implemented!")
+        raise NotImplementedError("Method not implemented!")
 
 
 def add_RuntimeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'Version': grpc.unary_unary_rpc_method_handler(
-                    servicer.Version,
-                    request_deserializer=cri__image__pb2.VersionRequest.FromString,
-                    response_serializer=cri__image__pb2.VersionResponse.SerializeToString,
-            ),
+        "Version": grpc.unary_unary_rpc_method_handler(
+            servicer.Version,
+            request_deserializer=cri__image__pb2.VersionRequest.FromString,
+            response_serializer=cri__image__pb2.VersionResponse.SerializeToString,
+        ),
     }
-    generic_handler = grpc.method_handlers_generic_handler(
-            'runtime.v1.RuntimeService', rpc_method_handlers)
+    generic_handler = grpc.method_handlers_generic_handler("runtime.v1.RuntimeService", rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
 
 
- # This class is part of an EXPERIMENTAL API.
+# This class is part of an EXPERIMENTAL API.
 class RuntimeService(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod
-    def Version(request,
+    def Version(
+        request,
+        target,
+        options=(),
+        channel_credentials=None,
+        call_credentials=None,
+        insecure=False,
+        compression=None,
+        wait_for_ready=None,
+        timeout=None,
+        metadata=None,
+    ):
+        return grpc.experimental.unary_unary(
+            request,
             target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/runtime.v1.RuntimeService/Version',
+            "/runtime.v1.RuntimeService/Version",
             cri__image__pb2.VersionRequest.SerializeToString,
             cri__image__pb2.VersionResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+        )
 
 
 class ImageServiceStub(object):
@@ -77,30 +88,30 @@ class ImageServiceStub(object):
             channel: A grpc.Channel.
         """
         self.ListImages = channel.unary_unary(
-                '/runtime.v1.ImageService/ListImages',
-                request_serializer=cri__image__pb2.ListImagesRequest.SerializeToString,
-                response_deserializer=cri__image__pb2.ListImagesResponse.FromString,
-                )
+            "/runtime.v1.ImageService/ListImages",
+            request_serializer=cri__image__pb2.ListImagesRequest.SerializeToString,
+            response_deserializer=cri__image__pb2.ListImagesResponse.FromString,
+        )
         self.ImageStatus = channel.unary_unary(
-                '/runtime.v1.ImageService/ImageStatus',
-                request_serializer=cri__image__pb2.ImageStatusRequest.SerializeToString,
-                response_deserializer=cri__image__pb2.ImageStatusResponse.FromString,
-                )
+            "/runtime.v1.ImageService/ImageStatus",
+            request_serializer=cri__image__pb2.ImageStatusRequest.SerializeToString,
+            response_deserializer=cri__image__pb2.ImageStatusResponse.FromString,
+        )
         self.PullImage = channel.unary_unary(
-                '/runtime.v1.ImageService/PullImage',
-                request_serializer=cri__image__pb2.PullImageRequest.SerializeToString,
-                response_deserializer=cri__image__pb2.PullImageResponse.FromString,
-                )
+            "/runtime.v1.ImageService/PullImage",
+            request_serializer=cri__image__pb2.PullImageRequest.SerializeToString,
+            response_deserializer=cri__image__pb2.PullImageResponse.FromString,
+        )
         self.RemoveImage = channel.unary_unary(
-                '/runtime.v1.ImageService/RemoveImage',
-                request_serializer=cri__image__pb2.RemoveImageRequest.SerializeToString,
-                response_deserializer=cri__image__pb2.RemoveImageResponse.FromString,
-                )
+            "/runtime.v1.ImageService/RemoveImage",
+            request_serializer=cri__image__pb2.RemoveImageRequest.SerializeToString,
+            response_deserializer=cri__image__pb2.RemoveImageResponse.FromString,
+        )
         self.ImageFsInfo = channel.unary_unary(
-                '/runtime.v1.ImageService/ImageFsInfo',
-                request_serializer=cri__image__pb2.ImageFsInfoRequest.SerializeToString,
-                response_deserializer=cri__image__pb2.ImageFsInfoResponse.FromString,
-                )
+            "/runtime.v1.ImageService/ImageFsInfo",
+            request_serializer=cri__image__pb2.ImageFsInfoRequest.SerializeToString,
+            response_deserializer=cri__image__pb2.ImageFsInfoResponse.FromString,
+        )
 
 
 class ImageServiceServicer(object):
@@ -109,152 +120,211 @@ class ImageServiceServicer(object):
     def ListImages(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
+        context.set_details("Method not implemented!")
+        raise NotImplementedError("Method not implemented!")
 
     def ImageStatus(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
+        context.set_details("Method not implemented!")
+        raise NotImplementedError("Method not implemented!")
 
     def PullImage(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
+        context.set_details("Method not implemented!")
+        raise NotImplementedError("Method not implemented!")
 
     def RemoveImage(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
+        context.set_details("Method not implemented!")
+        raise NotImplementedError("Method not implemented!")
 
     def ImageFsInfo(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
+        context.set_details("Method not implemented!")
+        raise NotImplementedError("Method not implemented!")
 
 
 def add_ImageServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'ListImages': grpc.unary_unary_rpc_method_handler(
-                    servicer.ListImages,
-                    request_deserializer=cri__image__pb2.ListImagesRequest.FromString,
-                    response_serializer=cri__image__pb2.ListImagesResponse.SerializeToString,
-            ),
-            'ImageStatus': grpc.unary_unary_rpc_method_handler(
-                    servicer.ImageStatus,
-                    request_deserializer=cri__image__pb2.ImageStatusRequest.FromString,
-                    response_serializer=cri__image__pb2.ImageStatusResponse.SerializeToString,
-            ),
-            'PullImage': grpc.unary_unary_rpc_method_handler(
-                    servicer.PullImage,
-                    request_deserializer=cri__image__pb2.PullImageRequest.FromString,
-                    response_serializer=cri__image__pb2.PullImageResponse.SerializeToString,
-            ),
-            'RemoveImage': grpc.unary_unary_rpc_method_handler(
-                    servicer.RemoveImage,
-                    request_deserializer=cri__image__pb2.RemoveImageRequest.FromString,
-                    response_serializer=cri__image__pb2.RemoveImageResponse.SerializeToString,
-            ),
-            'ImageFsInfo': grpc.unary_unary_rpc_method_handler(
-                    servicer.ImageFsInfo,
-                    request_deserializer=cri__image__pb2.ImageFsInfoRequest.FromString,
-                    response_serializer=cri__image__pb2.ImageFsInfoResponse.SerializeToString,
-            ),
+        "ListImages": grpc.unary_unary_rpc_method_handler(
+            servicer.ListImages,
+            request_deserializer=cri__image__pb2.ListImagesRequest.FromString,
+            response_serializer=cri__image__pb2.ListImagesResponse.SerializeToString,
+        ),
+        "ImageStatus": grpc.unary_unary_rpc_method_handler(
+            servicer.ImageStatus,
+            request_deserializer=cri__image__pb2.ImageStatusRequest.FromString,
+            response_serializer=cri__image__pb2.ImageStatusResponse.SerializeToString,
+        ),
+        "PullImage": grpc.unary_unary_rpc_method_handler(
+            servicer.PullImage,
+            request_deserializer=cri__image__pb2.PullImageRequest.FromString,
+            response_serializer=cri__image__pb2.PullImageResponse.SerializeToString,
+        ),
+        "RemoveImage": grpc.unary_unary_rpc_method_handler(
+            servicer.RemoveImage,
+            request_deserializer=cri__image__pb2.RemoveImageRequest.FromString,
+            response_serializer=cri__image__pb2.RemoveImageResponse.SerializeToString,
+        ),
+        "ImageFsInfo": grpc.unary_unary_rpc_method_handler(
+            servicer.ImageFsInfo,
+            request_deserializer=cri__image__pb2.ImageFsInfoRequest.FromString,
+            response_serializer=cri__image__pb2.ImageFsInfoResponse.SerializeToString,
+        ),
     }
-    generic_handler = grpc.method_handlers_generic_handler(
-            'runtime.v1.ImageService', rpc_method_handlers)
+    generic_handler = grpc.method_handlers_generic_handler("runtime.v1.ImageService", rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
 
 
- # This class is part of an EXPERIMENTAL API.
+# This class is part of an EXPERIMENTAL API.
 class ImageService(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod
-    def ListImages(request,
+    def ListImages(
+        request,
+        target,
+        options=(),
+        channel_credentials=None,
+        call_credentials=None,
+        insecure=False,
+        compression=None,
+        wait_for_ready=None,
+        timeout=None,
+        metadata=None,
+    ):
+        return grpc.experimental.unary_unary(
+            request,
             target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/runtime.v1.ImageService/ListImages',
+            "/runtime.v1.ImageService/ListImages",
             cri__image__pb2.ListImagesRequest.SerializeToString,
             cri__image__pb2.ListImagesResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+        )
 
     @staticmethod
-    def ImageStatus(request,
+    def ImageStatus(
+        request,
+        target,
+        options=(),
+        channel_credentials=None,
+        call_credentials=None,
+        insecure=False,
+        compression=None,
+        wait_for_ready=None,
+        timeout=None,
+        metadata=None,
+    ):
+        return grpc.experimental.unary_unary(
+            request,
             target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/runtime.v1.ImageService/ImageStatus',
+            "/runtime.v1.ImageService/ImageStatus",
             cri__image__pb2.ImageStatusRequest.SerializeToString,
             cri__image__pb2.ImageStatusResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+        )
 
     @staticmethod
-    def PullImage(request,
+    def PullImage(
+        request,
+        target,
+        options=(),
+        channel_credentials=None,
+        call_credentials=None,
+        insecure=False,
+        compression=None,
+        wait_for_ready=None,
+        timeout=None,
+        metadata=None,
+    ):
+        return grpc.experimental.unary_unary(
+            request,
             target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/runtime.v1.ImageService/PullImage',
+            "/runtime.v1.ImageService/PullImage",
             cri__image__pb2.PullImageRequest.SerializeToString,
             cri__image__pb2.PullImageResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+        )
 
     @staticmethod
-    def RemoveImage(request,
+    def RemoveImage(
+        request,
+        target,
+        options=(),
+        channel_credentials=None,
+        call_credentials=None,
+        insecure=False,
+        compression=None,
+        wait_for_ready=None,
+        timeout=None,
+        metadata=None,
+    ):
+        return grpc.experimental.unary_unary(
+            request,
             target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/runtime.v1.ImageService/RemoveImage',
+            "/runtime.v1.ImageService/RemoveImage",
             cri__image__pb2.RemoveImageRequest.SerializeToString,
             cri__image__pb2.RemoveImageResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+        )
 
     @staticmethod
-    def ImageFsInfo(request,
+    def ImageFsInfo(
+        request,
+        target,
+        options=(),
+        channel_credentials=None,
+        call_credentials=None,
+        insecure=False,
+        compression=None,
+        wait_for_ready=None,
+        timeout=None,
+        metadata=None,
+    ):
+        return grpc.experimental.unary_unary(
+            request,
             target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/runtime.v1.ImageService/ImageFsInfo',
+            "/runtime.v1.ImageService/ImageFsInfo",
             cri__image__pb2.ImageFsInfoRequest.SerializeToString,
             cri__image__pb2.ImageFsInfoResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+        )

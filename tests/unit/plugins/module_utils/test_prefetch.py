@@ -77,7 +77,7 @@ def run(runtime, refs, **options):
 def test_present_images_cost_one_list_call_and_no_pulls():
     refs = [ref(i) for i in range(100)]
     runtime = ScriptedRuntime(present=[str(r) for r in refs])
-    report, _ = run(runtime, refs)
+    report, _sleeps = run(runtime, refs)
     assert runtime.calls == [("ListImages",)]
     assert report["totals"]["present"] == 100
     assert report["totals"]["pulled"] == 0
@@ -86,7 +86,7 @@ def test_present_images_cost_one_list_call_and_no_pulls():
 def test_missing_images_are_pulled_and_sized():
     refs = [ref(1), ref(2)]
     runtime = ScriptedRuntime(present=[str(ref(1))])
-    report, _ = run(runtime, refs)
+    report, _sleeps = run(runtime, refs)
     statuses = [r["status"] for r in report["images"]]
     assert statuses == ["present", "pulled"]
     assert report["images"][1]["size"] == 100
@@ -128,7 +128,7 @@ def test_permanent_errors_are_not_retried(kind):
 def test_auth_failure_names_registry_and_source():
     image = str(ref(1))
     runtime = ScriptedRuntime(outcomes={image: [CriError("401 Unauthorized", AUTH)]})
-    report, _ = run(runtime, [ref(1)])
+    report, _sleeps = run(runtime, [ref(1)])
     assert "registry registry.example:5000 rejected" in report["images"][0]["error"]
     assert "no credentials" in report["images"][0]["error"]
 
@@ -154,7 +154,7 @@ def test_concurrency_bounds_parallel_pulls():
 def test_one_worker_never_overlaps():
     refs = [ref(i) for i in range(5)]
     runtime = ScriptedRuntime(pull_seconds=0.01)
-    report, _ = run(runtime, refs, concurrency=1)
+    report, _sleeps = run(runtime, refs, concurrency=1)
     spans = sorted((r["started"], r["finished"]) for r in report["images"])
     assert all(prev[1] <= nxt[0] for prev, nxt in zip(spans, spans[1:]))
     assert runtime.max_active == 1
@@ -163,14 +163,14 @@ def test_one_worker_never_overlaps():
 def test_throttle_waits_after_each_pull_only():
     refs = [ref(1), ref(2), ref(3)]
     runtime = ScriptedRuntime(present=[str(ref(2))])
-    _, sleeps = run(runtime, refs, concurrency=1, throttle=1.5)
+    _report, sleeps = run(runtime, refs, concurrency=1, throttle=1.5)
     assert sleeps == [1.5, 1.5]
 
 
 def test_check_mode_pulls_nothing():
     refs = [ref(1), ref(2)]
     runtime = ScriptedRuntime(present=[str(ref(1))])
-    report, _ = run(runtime, refs, check_mode=True)
+    report, _sleeps = run(runtime, refs, check_mode=True)
     assert [r["status"] for r in report["images"]] == ["present", "would_pull"]
     assert not [c for c in runtime.calls if c[0] == "PullImage"]
 
