@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 DOCKER_HUB = "docker.io"
+DOCKER_HUB_ALIASES = frozenset((DOCKER_HUB, "index.docker.io", "registry-1.docker.io"))
 # The distribution grammar caps the repository name (host and path) at 255 characters.
 MAX_NAME_LENGTH = 255
 # Long enough for any valid reference; stops hostile multi-kilobyte input before the regexes run.
@@ -111,12 +112,13 @@ def parse_image_ref(value, require_digest: bool = True) -> ImageRef:
         )
 
     registry, path = _split_domain(remainder)
-    if registry is not DOCKER_HUB and not _DOMAIN_RE.match(registry):
+    if not _DOMAIN_RE.match(registry):
         raise ImageReferenceError(f"image reference {_describe(value)} has invalid registry host {_describe(registry)}")
-    if registry is DOCKER_HUB and "/" not in path:
-        path = "library/" + path
-    if registry in ("index.docker.io", "registry-1.docker.io"):
+    if registry in DOCKER_HUB_ALIASES:
         registry = DOCKER_HUB
+        # Official images live under library/, whichever spelling of the Hub was used.
+        if "/" not in path:
+            path = "library/" + path
     for component in path.split("/"):
         if not _PATH_COMPONENT_RE.match(component):
             raise ImageReferenceError(

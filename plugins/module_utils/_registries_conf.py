@@ -1,0 +1,369 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Registry mirrors and blocks from containers-registries.conf(5) v2, plus an explicit list.
+
+The CRI runtime decides on its own where it pulls from; this module predicts the same pull sources
+(mirrors first, then the primary location) so that manifests can be read for the disk estimate and
+credentials can be chosen per source. Matching follows containers/image ``sysregistriesv2``: the longest
+matching prefix wins, a prefix is ``host``, ``host/path`` (optionally with tag or digest) or ``*.example.com``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ._image_ref import (
+    DOCKER_HUB,
+    ImageRef,
+    ImageReferenceError,
+    parse_image_ref,
+)
+
+try:
+    import tomllib as _toml
+except ImportError:  # Python < 3.11 on the node
+    try:
+        import tomli as _toml
+    except ImportError:
+        _toml = None
+
+DEFAULT_REGISTRIES_CONF = "/etc/containers/registries.conf"
+DEFAULT_REGISTRIES_CONF_D = "/etc/containers/registries.conf.d"
+# registries.conf files are small; refuse to parse anything absurd.
+MAX_CONF_SIZE = 4 * 1024 * 1024
+PULL_FROM_MIRROR_VALUES = ("", "all", "digest-only", "tag-only")
+_DOCKER_HUB_ALIASES = ("docker.io", "index.docker.io", "registry-1.docker.io")
+
+
+class RegistriesConfError(ValueError):
+    """registries.conf or the explicit mirror list is unreadable or invalid."""
+
+
+class RegistryBlockedError(RegistriesConfError):
+    """The image's registry is marked ``blocked``; the runtime would refuse the pull."""
+
+
+@dataclass(frozen=True)
+class Mirror:
+    location: str
+    insecure: bool = False
+    pull_from_mirror: str = ""
+
+
+@dataclass(frozen=True)
+class Registry:
+    prefix: str
+    location: str
+    insecure: bool = False
+    blocked: bool = False
+    mirrors: tuple = ()
+    mirror_by_digest_only: bool = False
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class PullSource:
+    """One place the runtime would try: ``reference`` is the image rewritten onto it."""
+
+    reference: ImageRef
+    registry: str
+    insecure: bool = False
+    mirror: bool = False
+
+    def __str__(self) -> str:
+        return str(self.reference)
+
+
+def _matching_prefix_length(ref: str, prefix: str) -> int:
+    """Length of ``ref`` covered by ``prefix``, or -1 (containers/image ``refMatchingPrefix``)."""
+    if prefix.startswith("*."):
+        suffix = prefix[1:]
+        index = ref.find(suffix)
+        if index == -1 or "/" in ref[:index]:
+            return -1
+        index += len(suffix)
+        if index == len(ref) or ref[index] in "/@":
+            return index
+        # A port on the host is not covered by "*.example.com".
+        return -1
+    if ref == prefix:
+        return len(prefix)
+    if ref.startswith(prefix) and ref[len(prefix)] in "/@:":
+        # ':' here starts a tag; never a port: the host part of a prefix is always whole.
+        if ref[len(prefix)] == ":" and "/" not in prefix:
+            return -1
+        return len(prefix)
+    return -1
+
+
+def _check_location(value, where: str, what: str) -> str:
+    if not isinstance(value, str):
+        raise RegistriesConfError(f"{where}: {what} must be a string, got {type(value).__name__}")
+    value = value.strip()
+    if value.startswith(("http://", "https://")):
+        raise RegistriesConfError(f"{where}: {what} {value!r}: URI schemes are not supported")
+    value = value.rstrip("/")
+    if any(ch.isspace() for ch in value):
+        raise RegistriesConfError(f"{where}: {what} {value!r} contains whitespace")
+    return value
+
+
+def _check_bool(value, where: str, what: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise RegistriesConfError(f"{where}: {what} must be true or false, got {value!r}")
+    return value
+
+
+def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only, where) -> Registry:
+    location = _check_location(location or "", where, "location")
+    prefix = _check_location(prefix or "", where, "prefix")
+    if not prefix:
+        if not location:
+            raise RegistriesConfError(f"{where}: both location and prefix are unset")
+        prefix = location
+    if "*" in prefix:
+        if not prefix.startswith("*.") or "*" in prefix[1:] or any(ch in prefix for ch in "/@:"):
+            raise RegistriesConfError(
+                f"{where}: prefix {prefix!r}: a wildcard prefix must look like *.example.com"
+            )
+    elif not location:
+        raise RegistriesConfError(f"{where}: location is unset and prefix {prefix!r} is not a *.example.com wildcard")
+    if location:
+        _check_location_host(location, where)
+    if mirrors is None:
+        mirrors = []
+    if not isinstance(mirrors, list):
+        raise RegistriesConfError(f"{where}: mirror must be a list, got {type(mirrors).__name__}")
+    parsed = []
+    for index, mirror in enumerate(mirrors):
+        mwhere = f"{where} mirror[{index}]"
+        if not isinstance(mirror, dict):
+            raise RegistriesConfError(f"{mwhere} must be a table, got {type(mirror).__name__}")
+        mlocation = _check_location(mirror.get("location") or "", mwhere, "location")
+        if not mlocation:
+            raise RegistriesConfError(f"{mwhere}: location is unset")
+        _check_location_host(mlocation, mwhere)
+        pull_from = mirror.get("pull-from-mirror", mirror.get("pull_from_mirror")) or ""
+        if pull_from not in PULL_FROM_MIRROR_VALUES:
+            raise RegistriesConfError(
+                f"{mwhere}: pull-from-mirror {pull_from!r} is not one of all, digest-only, tag-only"
+            )
+        parsed.append(Mirror(mlocation, _check_bool(mirror.get("insecure"), mwhere, "insecure"), pull_from))
+    by_digest_only = _check_bool(by_digest_only, where, "mirror-by-digest-only")
+    if by_digest_only and any(m.pull_from_mirror for m in parsed):
+        # containers/image refuses this combination too.
+        raise RegistriesConfError(f"{where}: pull-from-mirror cannot be combined with mirror-by-digest-only")
+    return Registry(
+        prefix=prefix,
+        location=location,
+        insecure=_check_bool(insecure, where, "insecure"),
+        blocked=_check_bool(blocked, where, "blocked"),
+        mirrors=tuple(parsed),
+        mirror_by_digest_only=by_digest_only,
+        source=where,
+    )
+
+
+def _check_location_host(location: str, where: str):
+    """A location must name a registry host, optionally with a path (``mirror.example.com[:port][/path]``)."""
+    problem = f"{where}: location {location!r} is not a registry host with an optional path"
+    try:
+        parsed = parse_image_ref(location + ("" if "/" in location else "/x"), require_digest=False)
+    except ImageReferenceError:
+        raise RegistriesConfError(problem) from None
+    host = location.split("/", 1)[0]
+    if parsed.tag or parsed.digest or (parsed.registry == DOCKER_HUB and host not in _DOCKER_HUB_ALIASES):
+        raise RegistriesConfError(problem)
+
+
+def parse_registries_conf(text: str, source: str = "<registries.conf>") -> list:
+    """The ``[[registry]]`` entries of a v2 registries.conf document."""
+    if _toml is None:
+        raise RegistriesConfError(
+            f"{source}: reading registries.conf needs Python 3.11+ (tomllib) or the 'tomli' package on this host"
+        )
+    try:
+        document = _toml.loads(text)
+    except _toml.TOMLDecodeError as exc:
+        raise RegistriesConfError(f"{source}: not valid TOML: {exc}") from None
+    if "registries" in document:
+        raise RegistriesConfError(
+            f"{source}: uses the v1 format ([registries.search], [registries.insecure], [registries.block]), "
+            "which is not supported; convert it to v2 [[registry]] tables (see containers-registries.conf(5))"
+        )
+    entries = document.get("registry", [])
+    if not isinstance(entries, list):
+        raise RegistriesConfError(f"{source}: 'registry' must be an array of tables ([[registry]])")
+    registries = []
+    for index, entry in enumerate(entries):
+        where = f"{source}: [[registry]] #{index + 1}"
+        if not isinstance(entry, dict):
+            raise RegistriesConfError(f"{where} must be a table")
+        registries.append(
+            _build_registry(
+                entry.get("prefix"), entry.get("location"), entry.get("insecure"), entry.get("blocked"),
+                entry.get("mirror"), entry.get("mirror-by-digest-only"), where,
+            )
+        )
+    return registries
+
+
+_LIST_KEYS = frozenset(("prefix", "location", "insecure", "blocked", "mirrors", "mirror_by_digest_only"))
+_MIRROR_KEYS = frozenset(("location", "insecure", "pull_from_mirror"))
+
+
+def registries_from_list(items, source: str = "registry_mirrors") -> list:
+    """Registries from the module's ``registry_mirrors`` parameter (same fields, snake_case)."""
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise RegistriesConfError(f"{source} must be a list, got {type(items).__name__}")
+    registries = []
+    for index, item in enumerate(items):
+        where = f"{source}[{index}]"
+        if not isinstance(item, dict):
+            raise RegistriesConfError(f"{where} must be a dict, got {type(item).__name__}")
+        unknown = sorted(set(item) - _LIST_KEYS)
+        if unknown:
+            raise RegistriesConfError(f"{where}: unknown keys {', '.join(map(str, unknown))}; "
+                                      f"allowed are {', '.join(sorted(_LIST_KEYS))}")
+        mirrors = item.get("mirrors")
+        for mindex, mirror in enumerate(mirrors or []):
+            if isinstance(mirror, dict):
+                unknown = sorted(set(mirror) - _MIRROR_KEYS)
+                if unknown:
+                    raise RegistriesConfError(
+                        f"{where} mirrors[{mindex}]: unknown keys {', '.join(map(str, unknown))}; "
+                        f"allowed are {', '.join(sorted(_MIRROR_KEYS))}"
+                    )
+        registries.append(
+            _build_registry(item.get("prefix"), item.get("location"), item.get("insecure"), item.get("blocked"),
+                            mirrors, item.get("mirror_by_digest_only"), where)
+        )
+    return registries
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_CONF_SIZE + 1)
+    except FileNotFoundError:
+        raise RegistriesConfError(f"registries file {path} does not exist") from None
+    except IsADirectoryError:
+        raise RegistriesConfError(f"registries file {path} is a directory") from None
+    except OSError as exc:
+        raise RegistriesConfError(f"registries file {path} is not readable: {exc.strerror or exc}") from None
+    if len(data) > MAX_CONF_SIZE:
+        raise RegistriesConfError(f"registries file {path} is larger than {MAX_CONF_SIZE} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RegistriesConfError(f"registries file {path}: not UTF-8 text") from None
+
+
+def _merge(base: list, updates: list) -> list:
+    # As containers/image merges drop-ins: a later entry replaces an earlier one with the same prefix.
+    merged = {reg.prefix: reg for reg in base}
+    merged.update((reg.prefix, reg) for reg in updates)
+    return list(merged.values())
+
+
+@dataclass
+class RegistriesConf:
+    registries: list = field(default_factory=list)
+    files: list = field(default_factory=list)
+
+    def find_registry(self, ref: ImageRef):
+        """The entry with the longest prefix matching ``ref``, or None; on a tie an exact host beats a wildcard."""
+        text = str(ref)
+        best, best_rank = None, None
+        for reg in self.registries:
+            length = _matching_prefix_length(text, reg.prefix)
+            if length < 0:
+                continue
+            rank = (length, not reg.prefix.startswith("*."))
+            if best_rank is None or rank > best_rank:
+                best, best_rank = reg, rank
+        return best
+
+    def pull_sources(self, ref: ImageRef) -> list:
+        """Where the runtime would pull ``ref`` from, in order; RegistryBlockedError when blocked."""
+        reg = self.find_registry(ref)
+        if reg is None:
+            return [PullSource(ref, ref.registry, False, False)]
+        if reg.blocked:
+            raise RegistryBlockedError(
+                f"image {ref} is blocked by registry entry prefix {reg.prefix!r} ({reg.source})"
+            )
+        digested = ref.digest is not None
+        sources = []
+        for mirror in reg.mirrors:
+            if reg.mirror_by_digest_only and not digested:
+                continue
+            if mirror.pull_from_mirror == "digest-only" and not digested:
+                continue
+            if mirror.pull_from_mirror == "tag-only" and digested:
+                continue
+            sources.append(self._rewrite(ref, reg, mirror.location, mirror.insecure, True))
+        sources.append(self._rewrite(ref, reg, reg.location, reg.insecure, False))
+        return sources
+
+    @staticmethod
+    def _rewrite(ref: ImageRef, reg: Registry, location: str, insecure: bool, mirror: bool) -> PullSource:
+        if not location:
+            # A wildcard entry without location pulls from the image's own host.
+            return PullSource(ref, ref.registry, insecure, mirror)
+        text = str(ref)
+        rewritten = location + text[_matching_prefix_length(text, reg.prefix):]
+        try:
+            new_ref = parse_image_ref(rewritten, require_digest=False)
+        except ImageReferenceError as exc:
+            raise RegistriesConfError(
+                f"image {ref} rewritten by prefix {reg.prefix!r} ({reg.source}) to location {location!r} "
+                f"is not a valid reference: {exc}"
+            ) from None
+        return PullSource(new_ref, new_ref.registry, insecure, mirror)
+
+
+def load_registries_conf(path=None, mirrors=None, default_path: str = DEFAULT_REGISTRIES_CONF,
+                         conf_d=None, default_conf_d: str = DEFAULT_REGISTRIES_CONF_D) -> RegistriesConf:
+    """Read registries.conf and its drop-in directory, then apply ``mirrors`` (the explicit list) on top.
+
+    ``path`` None means ``default_path`` when it exists, with ``default_conf_d``; an explicit ``path`` must exist.
+    Drop-ins (``*.conf``, in name order) are read only from ``conf_d`` or, for the default file, ``default_conf_d``.
+    """
+    conf = RegistriesConf()
+    if path is None:
+        if default_path and os.path.exists(default_path):
+            path = default_path
+        if conf_d is None:
+            conf_d = default_conf_d
+    if path is not None:
+        path = os.fspath(path)
+        conf.registries = parse_registries_conf(_read(path), path)
+        conf.files.append(path)
+    if conf_d and os.path.isdir(conf_d):
+        for name in sorted(os.listdir(conf_d)):
+            if not name.endswith(".conf"):
+                continue
+            drop_in = os.path.join(conf_d, name)
+            conf.registries = _merge(conf.registries, parse_registries_conf(_read(drop_in), drop_in))
+            conf.files.append(drop_in)
+    conf.registries = _merge(conf.registries, registries_from_list(mirrors))
+    return conf
+
+
+def credentials_for_source(config, source: PullSource, ref: ImageRef):
+    """Credentials for one pull source: its most specific key, else the image's own name/host, else None.
+
+    ``config`` is a ``_registry_auth.DockerConfig``.
+    """
+    credentials = config.credentials_for(source.reference.name)
+    if credentials is None and source.reference.name != ref.name:
+        credentials = config.credentials_for(ref.name)
+    return credentials

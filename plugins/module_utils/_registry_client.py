@@ -1,0 +1,660 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""A Docker Registry HTTP API v2 client for manifests only (never blobs), for the disk estimate.
+
+Authentication: anonymous, basic, and the bearer-token flow announced by ``WWW-Authenticate`` (token GET with
+basic credentials or anonymous; OAuth2 ``refresh_token`` POST for identity tokens; a registry token is sent as is).
+TLS is verified unless the source is insecure; CAs (``*.crt``) and client pairs (``*.cert``/``*.key``) come from
+``certs.d/<host[:port]>/`` directories, as containers/image and docker read them. Connections are kept alive and
+tokens cached per repository scope, so an estimate costs about one token and one or two manifest requests an image.
+Errors name the registry and what happened; secrets never appear in them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import json
+import os
+import platform as _platform
+import re
+import socket
+import ssl
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from urllib.parse import quote, urlencode, urlsplit
+
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_SCHEMA1 = ("application/vnd.docker.distribution.manifest.v1+json",
+                  "application/vnd.docker.distribution.manifest.v1+prettyjws")
+INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
+MANIFEST_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
+ACCEPT = ", ".join(INDEX_TYPES + MANIFEST_TYPES)
+_KNOWN_TYPES = INDEX_TYPES + MANIFEST_TYPES + DOCKER_SCHEMA1
+
+DEFAULT_CERTS_DIRS = ("/etc/containers/certs.d", "/etc/docker/certs.d")
+DEFAULT_TIMEOUT = 30.0
+# distribution refuses manifests above 4 MiB; so do we.
+MAX_MANIFEST_SIZE = 4 * 1024 * 1024
+MAX_SMALL_BODY = 1024 * 1024
+# Docker Hub's API lives on another host than its name.
+_API_HOSTS = {"docker.io": "registry-1.docker.io"}
+# An index may point to an index; real images never nest deeper.
+_MAX_INDEX_DEPTH = 3
+# Tokens are renewed this long before they expire.
+_TOKEN_MARGIN = 10.0
+_DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$")
+_SCHEME_RE = re.compile(r"\s*,?\s*([A-Za-z][A-Za-z0-9_-]*)")
+_PARAM_RE = re.compile(r'\s*([A-Za-z0-9_.-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)\s*,?')
+
+
+class RegistryError(Exception):
+    """A registry request failed; ``registry`` names the registry (host[:port])."""
+
+    def __init__(self, message: str, registry: str = ""):
+        super().__init__(message)
+        self.registry = registry
+
+
+class RegistryAuthRejected(RegistryError):
+    """Credentials were missing or rejected (HTTP 401/403, or by the token server)."""
+
+
+class ManifestUnknownError(RegistryError):
+    """The registry does not know the repository or manifest (HTTP 404, MANIFEST_UNKNOWN, NAME_UNKNOWN)."""
+
+
+class RegistryConnectionError(RegistryError):
+    """The registry could not be reached: refused, timed out, unresolvable, reset."""
+
+
+class RegistryTLSError(RegistryConnectionError):
+    """TLS verification or the handshake failed, or certs.d holds unusable files."""
+
+
+class DigestMismatchError(RegistryError):
+    """The manifest's sha256 differs from the digest that was asked for."""
+
+
+class ManifestFormatError(RegistryError):
+    """The manifest is not JSON, not a supported media type, or has malformed fields."""
+
+
+class PlatformNotFoundError(RegistryError):
+    """A manifest list / OCI index has no manifest for the requested platform."""
+
+
+@dataclass(frozen=True)
+class Platform:
+    os: str
+    architecture: str
+    variant: str = ""
+
+    def __str__(self) -> str:
+        return "/".join(p for p in (self.os, self.architecture, self.variant) if p)
+
+
+# uname -m -> GOARCH and variant, as image indexes name platforms.
+_MACHINE_TO_GOARCH = {
+    "x86_64": ("amd64", ""), "amd64": ("amd64", ""),
+    "aarch64": ("arm64", ""), "arm64": ("arm64", ""),
+    "armv7l": ("arm", "v7"), "armv6l": ("arm", "v6"), "armv5tel": ("arm", "v5"),
+    "i386": ("386", ""), "i686": ("386", ""),
+    "ppc64le": ("ppc64le", ""), "s390x": ("s390x", ""), "riscv64": ("riscv64", ""),
+    "mips64": ("mips64", ""), "loongarch64": ("loong64", ""),
+}
+
+
+def host_platform() -> Platform:
+    """This machine as an index platform (x86_64 -> linux/amd64, armv7l -> linux/arm/v7, ...)."""
+    machine = _platform.machine().lower()
+    architecture, variant = _MACHINE_TO_GOARCH.get(machine, (machine, ""))
+    os_name = "linux" if sys.platform.startswith("linux") else sys.platform
+    return Platform(os_name, architecture, variant)
+
+
+def parse_platform(value) -> Platform:
+    """``os/arch[/variant]`` (``linux/arm64/v8``) -> Platform; a Platform passes through; None -> this host."""
+    if value is None:
+        return host_platform()
+    if isinstance(value, Platform):
+        return value
+    parts = value.split("/") if isinstance(value, str) else []
+    if len(parts) not in (2, 3) or not all(re.match(r"^[a-z0-9_.-]+$", p) for p in parts):
+        raise ValueError(f"platform {value!r} is not os/architecture[/variant], e.g. linux/amd64 or linux/arm/v7")
+    return Platform(*parts)
+
+
+def _variant_preference(wanted: Platform) -> list:
+    """Variants acceptable for ``wanted``, best first (arm64 == arm64/v8; arm/v7 runs v6 and v5)."""
+    if wanted.architecture == "arm64":
+        order = [wanted.variant or "v8", "v8", ""]
+    elif wanted.architecture == "arm":
+        level = int(wanted.variant[1:]) if re.match(r"^v[5-8]$", wanted.variant or "") else 7
+        order = [f"v{n}" for n in range(level, 4, -1)] + [""]
+    else:
+        order = [wanted.variant, ""]
+    seen = []
+    for variant in order:
+        if variant not in seen:
+            seen.append(variant)
+    return seen
+
+
+@dataclass(frozen=True)
+class ManifestInfo:
+    """``digest``/``media_type`` of what was asked for; ``platform_digest`` of the image manifest used."""
+
+    digest: str
+    media_type: str
+    platform_digest: str
+    layers: tuple
+    config_size: int
+    platform: str = ""
+    reference: str = ""
+
+    @property
+    def compressed_size(self) -> int:
+        return sum(size for _digest, size in self.layers)
+
+
+def parse_challenges(header: str) -> list:
+    """``WWW-Authenticate`` -> [(scheme, {param: value})], scheme in lower case."""
+    challenges = []
+    pos = 0
+    while pos < len(header):
+        match = _SCHEME_RE.match(header, pos)
+        if not match:
+            break
+        scheme, pos = match.group(1).lower(), match.end()
+        params = {}
+        while True:
+            param = _PARAM_RE.match(header, pos)
+            if not param:
+                break
+            value = param.group(2)
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = re.sub(r"\\(.)", r"\1", value[1:-1])
+            params[param.group(1).lower()] = value
+            pos = param.end()
+        challenges.append((scheme, params))
+    return challenges
+
+
+def _error_detail(body: bytes) -> str:
+    """``CODE: message`` from a registry error body, short."""
+    try:
+        errors = json.loads(body.decode("utf-8")).get("errors") or []
+        first = errors[0]
+        text = f"{first.get('code', '')}: {first.get('message', '')}".strip(": ")
+    except (ValueError, AttributeError, IndexError, TypeError, UnicodeDecodeError):
+        return ""
+    return text[:200]
+
+
+def _error_code(body: bytes) -> str:
+    detail = _error_detail(body)
+    return detail.split(":", 1)[0] if detail else ""
+
+
+class _Response:
+    __slots__ = ("status", "headers", "body")
+
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+class RegistryClient:
+    """Reads manifests. ``request_count`` counts every HTTP request attempted (token requests included).
+
+    Safe to share between threads: connections are per thread, token and scheme caches are shared.
+    """
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, certs_dirs=DEFAULT_CERTS_DIRS,
+                 user_agent: str = "pinned.images"):
+        self.timeout = timeout
+        self.certs_dirs = tuple(certs_dirs or ())
+        self.user_agent = user_agent
+        self.request_count = 0
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._contexts = {}
+        self._schemes = {}
+        self._challenges = {}
+        self._tokens = {}
+
+    # --- public API -------------------------------------------------------------------------------------------
+
+    def get_manifest(self, ref, credentials=None, insecure: bool = False, reference: str | None = None):
+        """GET one manifest of ``ref`` (an ImageRef): ``(body, media_type, digest)``, digest verified."""
+        wanted = reference or ref.digest or ref.tag or "latest"
+        response = self._registry_request("GET", ref, wanted, credentials, insecure)
+        body = response.body
+        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        if wanted.startswith("sha256:") and digest != wanted:
+            raise DigestMismatchError(
+                f"registry {ref.registry} returned a manifest for {ref.name}@{wanted} whose sha256 is {digest}",
+                ref.registry,
+            )
+        announced = response.headers.get("Docker-Content-Digest", "")
+        if announced.startswith("sha256:") and announced != digest:
+            raise DigestMismatchError(
+                f"registry {ref.registry} announced digest {announced} for {ref.name}:{wanted} "
+                f"but the manifest's sha256 is {digest}",
+                ref.registry,
+            )
+        media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip()
+        return body, media_type, digest
+
+    def head_manifest(self, ref, credentials=None, insecure: bool = False, reference: str | None = None):
+        """HEAD one manifest: ``(digest, media_type, size)`` from the headers (digest may be empty)."""
+        wanted = reference or ref.digest or ref.tag or "latest"
+        response = self._registry_request("HEAD", ref, wanted, credentials, insecure)
+        media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip()
+        try:
+            size = int(response.headers.get("Content-Length", "-1"))
+        except ValueError:
+            size = -1
+        return response.headers.get("Docker-Content-Digest", ""), media_type, size
+
+    def manifest_info(self, ref, credentials=None, insecure: bool = False, platform=None) -> ManifestInfo:
+        """Layers of ``ref`` for ``platform`` (default: this host); an index is resolved to that platform."""
+        wanted = parse_platform(platform)
+        body, media_type, digest = self.get_manifest(ref, credentials, insecure)
+        top_digest, top_type = digest, None
+        chosen_platform = ""
+        for _depth in range(_MAX_INDEX_DEPTH):
+            document = self._decode(ref, digest, body)
+            media_type = document.get("mediaType") or (media_type if media_type in _KNOWN_TYPES else "") or \
+                self._guess_type(document)
+            if top_type is None:
+                top_type = media_type
+            if media_type in INDEX_TYPES:
+                entry = self._select(ref, digest, document, wanted)
+                chosen_platform = str(wanted)
+                body, media_type, digest = self.get_manifest(ref, credentials, insecure, entry)
+                continue
+            if media_type in MANIFEST_TYPES:
+                layers, config_size = self._layers(ref, digest, document)
+                return ManifestInfo(top_digest, top_type, digest, layers, config_size, chosen_platform, str(ref))
+            if media_type in DOCKER_SCHEMA1:
+                raise ManifestFormatError(
+                    f"{ref}: registry {ref.registry} serves only a Docker schema 1 manifest, which is not supported",
+                    ref.registry,
+                )
+            raise ManifestFormatError(
+                f"{ref}: registry {ref.registry} returned unsupported manifest media type {media_type!r}", ref.registry
+            )
+        raise ManifestFormatError(f"{ref}: image indexes nested more than {_MAX_INDEX_DEPTH} deep", ref.registry)
+
+    # --- manifest documents -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _decode(ref, digest: str, body: bytes) -> dict:
+        try:
+            document = json.loads(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise ManifestFormatError(f"{ref}: manifest {digest} is not JSON", ref.registry) from None
+        if not isinstance(document, dict):
+            raise ManifestFormatError(f"{ref}: manifest {digest} is not a JSON object", ref.registry)
+        return document
+
+    @staticmethod
+    def _guess_type(document: dict) -> str:
+        # OCI allows manifests without mediaType; registries then send a generic Content-Type.
+        if isinstance(document.get("manifests"), list):
+            return OCI_INDEX
+        if isinstance(document.get("layers"), list):
+            return OCI_MANIFEST
+        if document.get("schemaVersion") == 1:
+            return DOCKER_SCHEMA1[0]
+        return ""
+
+    @staticmethod
+    def _size(value) -> int:
+        # bool is an int in Python but never a size.
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(value)
+        return value
+
+    def _layers(self, ref, digest: str, document: dict):
+        try:
+            config = document.get("config") or {}
+            config_size = self._size(config.get("size", 0))
+            layers = []
+            for layer in document.get("layers") or []:
+                layer_digest = layer["digest"]
+                if not isinstance(layer_digest, str) or not _DIGEST_RE.match(layer_digest):
+                    raise ValueError(layer_digest)
+                layers.append((layer_digest, self._size(layer["size"])))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise ManifestFormatError(
+                f"{ref}: manifest {digest} has a malformed config or layer entry", ref.registry
+            ) from None
+        return tuple(layers), config_size
+
+    @staticmethod
+    def _select(ref, digest: str, document: dict, wanted: Platform) -> str:
+        candidates = []
+        for entry in document.get("manifests") or []:
+            plat = entry.get("platform") if isinstance(entry, dict) else None
+            if not isinstance(plat, dict) or not isinstance(entry.get("digest"), str):
+                continue
+            candidates.append((str(plat.get("os", "")), str(plat.get("architecture", "")),
+                               str(plat.get("variant", "") or ""), entry["digest"]))
+        for variant in _variant_preference(wanted):
+            for os_name, arch, entry_variant, entry_digest in candidates:
+                if os_name == wanted.os and arch == wanted.architecture and entry_variant == variant:
+                    if not re.match(r"^sha256:[0-9a-f]{64}$", entry_digest):
+                        raise ManifestFormatError(
+                            f"{ref}: index {digest} names {wanted} by an unsupported digest {entry_digest[:80]!r}",
+                            ref.registry,
+                        )
+                    return entry_digest
+        available = sorted({str(Platform(o, a, v)) for o, a, v, _digest in candidates if o != "unknown"})
+        raise PlatformNotFoundError(
+            f"{ref}: index {digest} has no manifest for platform {wanted}; "
+            f"available: {', '.join(available) or 'none'}",
+            ref.registry,
+        )
+
+    # --- requests with authentication -------------------------------------------------------------------------
+
+    def _registry_request(self, method: str, ref, wanted: str, credentials, insecure: bool) -> _Response:
+        registry = ref.registry
+        path = f"/v2/{quote(ref.repository)}/manifests/{quote(wanted, safe=':')}"
+        headers = {"Accept": ACCEPT}
+        scope = f"repository:{ref.repository}:pull"
+        secrets = credentials.secrets() if credentials is not None else set()
+        authorization = self._known_authorization(registry, scope, credentials, insecure)
+        if authorization:
+            headers["Authorization"] = authorization
+        response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE)
+        # Basic credentials that were sent and refused stay refused; a bearer token may have expired.
+        if response.status == 401 and not (authorization and authorization.startswith("Basic ")):
+            challenge = self._remember_challenge(registry, response)
+            if authorization:
+                self._drop_tokens(registry)
+            headers["Authorization"] = self._authorize(registry, challenge, scope, credentials, insecure)
+            response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE)
+        self._raise_for_status(response, ref, wanted, credentials, secrets)
+        return response
+
+    def _known_authorization(self, registry, scope, credentials, insecure):
+        """Authorization for a registry whose challenge is already known, saving the 401 round trip."""
+        challenge = self._challenges.get(registry)
+        if challenge is None:
+            return None
+        return self._authorize(registry, challenge, scope, credentials, insecure)
+
+    def _remember_challenge(self, registry: str, response: _Response):
+        header = ", ".join(response.headers.get_all("WWW-Authenticate") or [])
+        challenges = dict(parse_challenges(header)) if header else {}
+        for scheme in ("bearer", "basic"):
+            if scheme in challenges:
+                challenge = (scheme, challenges[scheme])
+                self._challenges[registry] = challenge
+                return challenge
+        raise RegistryAuthRejected(
+            f"registry {registry} requires authentication but announced no supported scheme "
+            f"(WWW-Authenticate: {header[:100]!r})",
+            registry,
+        )
+
+    def _authorize(self, registry, challenge, scope, credentials, insecure) -> str:
+        scheme, params = challenge
+        if scheme == "basic":
+            if credentials is None or not (credentials.username or credentials.password):
+                raise RegistryAuthRejected(
+                    f"registry {registry} requires authentication (basic) and no credentials were found for it",
+                    registry,
+                )
+            raw = f"{credentials.username}:{credentials.password}".encode("utf-8")
+            return "Basic " + base64.b64encode(raw).decode("ascii")
+        if credentials is not None and credentials.registry_token:
+            return "Bearer " + credentials.registry_token
+        return "Bearer " + self._token(registry, params, scope, credentials, insecure)
+
+    def _drop_tokens(self, registry: str):
+        with self._lock:
+            for key in [k for k in self._tokens if k[0] == registry]:
+                del self._tokens[key]
+
+    def _token(self, registry, params, scope, credentials, insecure) -> str:
+        realm = params.get("realm", "")
+        service = params.get("service", "")
+        # Our own scope, not the challenge's: a remembered challenge names the repository that triggered it.
+        scopes = [scope]
+        identity = credentials and (credentials.username, credentials.password, credentials.identity_token)
+        key = (registry, realm, service, tuple(scopes), identity)
+        cached = self._tokens.get(key)
+        if cached and cached[1] > time.monotonic():
+            return cached[0]
+        split = urlsplit(realm)
+        if split.scheme not in ("http", "https") or not split.netloc:
+            raise RegistryAuthRejected(f"registry {registry} announced an unusable token realm {realm[:100]!r}",
+                                       registry)
+        has_secret = credentials is not None and bool(
+            credentials.username or credentials.password or credentials.identity_token)
+        if has_secret and split.scheme == "http" and not insecure:
+            raise RegistryAuthRejected(
+                f"registry {registry} announced a plain-HTTP token realm {split.netloc}; credentials are sent "
+                "over plain HTTP only for registries marked insecure",
+                registry,
+            )
+        query = [("service", service)] if service else []
+        query += [("scope", s) for s in scopes]
+        headers = {"Accept": "application/json"}
+        path = split.path or "/"
+        who = "anonymous"
+        if credentials is not None and credentials.identity_token:
+            # OAuth2 refresh-token grant, as docker does with identity tokens.
+            who = "the identity token"
+            form = [("grant_type", "refresh_token"), ("refresh_token", credentials.identity_token),
+                    ("client_id", self.user_agent)] + query
+            body = urlencode(form).encode("ascii")
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            method = "POST"
+            if split.query:
+                path += "?" + split.query
+        else:
+            body = None
+            method = "GET"
+            if credentials is not None and (credentials.username or credentials.password):
+                who = f"user {credentials.username!r}"
+                raw = f"{credentials.username}:{credentials.password}".encode("utf-8")
+                headers["Authorization"] = "Basic " + base64.b64encode(raw).decode("ascii")
+            path += "?" + "&".join(q for q in (split.query, urlencode(query)) if q)
+        response = self._send(split.netloc, insecure, method, path, headers, MAX_SMALL_BODY,
+                              scheme=split.scheme, body=body, registry=registry)
+        if response.status in (401, 403):
+            raise RegistryAuthRejected(
+                f"token server {split.netloc} of registry {registry} rejected {who} "
+                f"(HTTP {response.status}) for scope {' '.join(scopes)}",
+                registry,
+            )
+        if response.status != 200:
+            raise RegistryError(
+                f"token server {split.netloc} of registry {registry} answered HTTP {response.status}", registry
+            )
+        try:
+            answer = json.loads(response.body.decode("utf-8"))
+            token = answer.get("token") or answer.get("access_token")
+            lifetime = float(answer.get("expires_in") or 60)
+        except (ValueError, AttributeError, TypeError, UnicodeDecodeError):
+            token = None
+        if not isinstance(token, str) or not token:
+            raise RegistryError(f"token server {split.netloc} of registry {registry} returned no token", registry)
+        with self._lock:
+            self._tokens[key] = (token, time.monotonic() + max(lifetime - _TOKEN_MARGIN, 1.0))
+        return token
+
+    def _raise_for_status(self, response: _Response, ref, wanted: str, credentials, secrets):
+        status = response.status
+        if status == 200:
+            return
+        registry = ref.registry
+        detail = _error_detail(response.body)
+        for secret in sorted(secrets, key=len, reverse=True):
+            detail = detail.replace(secret, "<redacted>")
+        suffix = f" ({detail})" if detail else ""
+        target = f"{ref.name}@{wanted}" if wanted.startswith("sha256:") else f"{ref.name}:{wanted}"
+        if status in (401, 403):
+            if credentials is None:
+                who = "anonymous access"
+                suffix += "; no credentials were found for it"
+            elif credentials.username:
+                who = f"the credentials of user {credentials.username!r}"
+            else:
+                who = "the token"
+            verb = "rejected" if status == 401 else "denied"
+            raise RegistryAuthRejected(
+                f"registry {registry} {verb} {who} for {ref.repository} (HTTP {status}){suffix}", registry
+            )
+        if status == 404:
+            code = _error_code(response.body)
+            what = "repository unknown" if code == "NAME_UNKNOWN" else "manifest unknown"
+            raise ManifestUnknownError(f"{what}: registry {registry} has no {target}{suffix}", registry)
+        raise RegistryError(f"registry {registry} answered HTTP {status} for {target}{suffix}", registry)
+
+    # --- transport --------------------------------------------------------------------------------------------
+
+    def _context(self, host: str, insecure: bool) -> ssl.SSLContext:
+        key = (host, insecure)
+        context = self._contexts.get(key)
+        if context is not None:
+            return context
+        if insecure:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        else:
+            context = ssl.create_default_context()
+        for base in self.certs_dirs:
+            directory = os.path.join(base, host)
+            if not os.path.isdir(directory):
+                continue
+            for name in sorted(os.listdir(directory)):
+                path = os.path.join(directory, name)
+                try:
+                    if name.endswith(".crt") and not insecure:
+                        context.load_verify_locations(cafile=path)
+                    elif name.endswith(".cert"):
+                        key_path = path[: -len(".cert")] + ".key"
+                        if not os.path.exists(key_path):
+                            raise RegistryTLSError(f"client certificate {path} has no matching key {key_path}", host)
+                        context.load_cert_chain(path, key_path)
+                except (ssl.SSLError, OSError) as exc:
+                    raise RegistryTLSError(f"cannot load {path} for registry {host}: {exc}", host) from None
+        with self._lock:
+            self._contexts[key] = context
+        return context
+
+    def _connection(self, scheme: str, netloc: str, tls_host: str, insecure: bool):
+        pool = getattr(self._local, "pool", None)
+        if pool is None:
+            pool = self._local.pool = {}
+        key = (scheme, netloc, insecure)
+        connection = pool.get(key)
+        if connection is not None:
+            return connection, True
+        if scheme == "https":
+            connection = http.client.HTTPSConnection(netloc, timeout=self.timeout,
+                                                     context=self._context(tls_host, insecure))
+        else:
+            connection = http.client.HTTPConnection(netloc, timeout=self.timeout)
+        pool[key] = connection
+        return connection, False
+
+    def _discard(self, scheme: str, netloc: str, insecure: bool):
+        connection = self._local.pool.pop((scheme, netloc, insecure), None)
+        if connection is not None:
+            connection.close()
+
+    def _send(self, host: str, insecure: bool, method: str, path: str, headers: dict, limit: int,
+              scheme: str | None = None, body=None, registry: str | None = None) -> _Response:
+        """One request to ``host`` (a registry name, or a token realm's netloc when ``scheme`` is given)."""
+        registry = registry or host
+        netloc = host if scheme else _API_HOSTS.get(host, host)
+        if scheme is None:
+            # Plain HTTP is remembered, and used, only for sources marked insecure.
+            scheme = self._schemes.get(host, "https") if insecure else "https"
+        headers = dict(headers, **{"User-Agent": self.user_agent})
+        while True:
+            try:
+                return self._exchange(scheme, netloc, host, insecure, method, path, headers, body, limit)
+            except (ssl.SSLError, ConnectionResetError, http.client.BadStatusLine) as exc:
+                # An insecure registry may speak plain HTTP: fall back once, as containers/image does.
+                if insecure and scheme == "https" and host == registry:
+                    scheme = "http"
+                    with self._lock:
+                        self._schemes[host] = "http"
+                    continue
+                raise self._connection_error(exc, registry, scheme, netloc, host) from None
+            except (OSError, http.client.HTTPException) as exc:
+                raise self._connection_error(exc, registry, scheme, netloc, host) from None
+
+    def _exchange(self, scheme, netloc, tls_host, insecure, method, path, headers, body, limit) -> _Response:
+        for attempt in (1, 2):
+            connection, reused = self._connection(scheme, netloc, tls_host, insecure)
+            with self._lock:
+                self.request_count += 1
+            try:
+                connection.request(method, path, body=body, headers=headers)
+                response = connection.getresponse()
+                data = b"" if method == "HEAD" else response.read(limit + 1)
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self._discard(scheme, netloc, insecure)
+                # A kept-alive connection the server closed meanwhile: retry once on a new one.
+                if reused and attempt == 1:
+                    continue
+                raise
+            except BaseException:
+                self._discard(scheme, netloc, insecure)
+                raise
+            if len(data) > limit:
+                self._discard(scheme, netloc, insecure)
+                raise RegistryError(f"registry {tls_host} sent a response larger than {limit} bytes for {path}",
+                                    tls_host)
+            if response.will_close:
+                self._discard(scheme, netloc, insecure)
+            return _Response(response.status, response.headers, data)
+        raise AssertionError("unreachable")
+
+    def _connection_error(self, exc, registry, scheme, netloc, tls_host) -> RegistryError:
+        where = f"registry {registry} at {scheme}://{netloc}"
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return RegistryTLSError(
+                f"TLS verification failed for {where}: {exc.verify_message or exc.reason}; add its CA as "
+                f"certs.d/{tls_host}/ca.crt or mark the registry insecure",
+                registry,
+            )
+        if isinstance(exc, ssl.SSLError):
+            hint = "; it may speak plain HTTP, which is used only for insecure registries" if (
+                exc.reason == "WRONG_VERSION_NUMBER") else ""
+            return RegistryTLSError(f"TLS handshake failed with {where}: {exc.reason or exc}{hint}", registry)
+        if isinstance(exc, ConnectionRefusedError):
+            return RegistryConnectionError(f"cannot connect to {where}: connection refused", registry)
+        if isinstance(exc, (socket.timeout, TimeoutError)):
+            return RegistryConnectionError(f"{where} timed out after {self.timeout:g} s", registry)
+        if isinstance(exc, socket.gaierror):
+            return RegistryConnectionError(f"cannot resolve {where}: {exc.strerror or exc}", registry)
+        if isinstance(exc, OSError):
+            return RegistryConnectionError(f"cannot talk to {where}: {exc.strerror or exc}", registry)
+        return RegistryConnectionError(f"bad HTTP exchange with {where}: {type(exc).__name__}", registry)
+
+    def close(self):
+        """Close this thread's kept-alive connections."""
+        for connection in getattr(self._local, "pool", {}).values():
+            connection.close()
+        self._local.pool = {}

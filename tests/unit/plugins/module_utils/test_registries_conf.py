@@ -1,0 +1,340 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""registries.conf v2 parsing, prefix matching, mirror rewriting and per-source credentials."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from ansible_collections.pinned.images.plugins.module_utils import _registries_conf
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._registries_conf import (
+    RegistriesConf,
+    RegistriesConfError,
+    RegistryBlockedError,
+    credentials_for_source,
+    load_registries_conf,
+    parse_registries_conf,
+    registries_from_list,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import parse_docker_config
+
+DIGEST = "sha256:" + "ab" * 32
+
+CONF = """
+unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+short-name-mode = "enforcing"
+
+[[registry]]
+prefix = "quay.io"
+location = "quay.io"
+  [[registry.mirror]]
+  location = "mirror.local:5000/quay"
+  [[registry.mirror]]
+  location = "backup.local"
+  insecure = true
+
+[[registry]]
+prefix = "quay.io/special"
+location = "special.example.com/repos"
+insecure = true
+
+[[registry]]
+location = "docker.io"
+mirror-by-digest-only = true
+  [[registry.mirror]]
+  location = "hub-mirror.local"
+
+[[registry]]
+prefix = "*.corp.example.com"
+  [[registry.mirror]]
+  location = "cache.corp.example.com"
+
+[[registry]]
+prefix = "*.example.com"
+blocked = true
+
+[[registry]]
+prefix = "evil.io"
+location = "evil.io"
+blocked = true
+
+[[registry]]
+location = "tags.io"
+  [[registry.mirror]]
+  location = "digests-mirror.io"
+  pull-from-mirror = "digest-only"
+  [[registry.mirror]]
+  location = "tags-mirror.io"
+  pull-from-mirror = "tag-only"
+  [[registry.mirror]]
+  location = "all-mirror.io"
+  pull-from-mirror = "all"
+
+[[registry]]
+prefix = "pinned.io/app:v1"
+location = "other.io/app-v1"
+
+[aliases]
+"fedora" = "registry.fedoraproject.org/fedora"
+"""
+
+
+@pytest.fixture(scope="module")
+def conf():
+    return RegistriesConf(parse_registries_conf(CONF, "registries.conf"))
+
+
+# (image, [(source reference, insecure, mirror), ...])
+SOURCE_CASES = [
+    ("quay.io/ns/app@" + DIGEST, [
+        ("mirror.local:5000/quay/ns/app@" + DIGEST, False, True),
+        ("backup.local/ns/app@" + DIGEST, True, True),
+        ("quay.io/ns/app@" + DIGEST, False, False),
+    ]),
+    ("quay.io/ns/app:v1", [
+        ("mirror.local:5000/quay/ns/app:v1", False, True),
+        ("backup.local/ns/app:v1", True, True),
+        ("quay.io/ns/app:v1", False, False),
+    ]),
+    # Longest prefix wins.
+    ("quay.io/special/tool@" + DIGEST, [("special.example.com/repos/tool@" + DIGEST, True, False)]),
+    ("quay.io/special@" + DIGEST, [("special.example.com/repos@" + DIGEST, True, False)]),
+    # Component boundary: quay.io/specialist is not under quay.io/special.
+    ("quay.io/specialist/x@" + DIGEST, [
+        ("mirror.local:5000/quay/specialist/x@" + DIGEST, False, True),
+        ("backup.local/specialist/x@" + DIGEST, True, True),
+        ("quay.io/specialist/x@" + DIGEST, False, False),
+    ]),
+    # mirror-by-digest-only.
+    ("busybox@" + DIGEST, [
+        ("hub-mirror.local/library/busybox@" + DIGEST, False, True),
+        ("docker.io/library/busybox@" + DIGEST, False, False),
+    ]),
+    ("busybox:1.36", [("docker.io/library/busybox:1.36", False, False)]),
+    # Wildcard without location: mirror, then the image's own host.
+    ("reg.corp.example.com/a/b@" + DIGEST, [
+        ("cache.corp.example.com/a/b@" + DIGEST, False, True),
+        ("reg.corp.example.com/a/b@" + DIGEST, False, False),
+    ]),
+    ("x.y.corp.example.com/a@" + DIGEST, [
+        ("cache.corp.example.com/a@" + DIGEST, False, True),
+        ("x.y.corp.example.com/a@" + DIGEST, False, False),
+    ]),
+    # Ports are never covered by a host prefix (containers/image matches them by accident; see docs).
+    ("quay.io:8443/ns/app@" + DIGEST, [("quay.io:8443/ns/app@" + DIGEST, False, False)]),
+    ("reg.corp.example.com:5000/a@" + DIGEST, [("reg.corp.example.com:5000/a@" + DIGEST, False, False)]),
+    # No entry: the image itself.
+    ("ghcr.io/o/r@" + DIGEST, [("ghcr.io/o/r@" + DIGEST, False, False)]),
+    # pull-from-mirror per mirror.
+    ("tags.io/a@" + DIGEST, [
+        ("digests-mirror.io/a@" + DIGEST, False, True),
+        ("all-mirror.io/a@" + DIGEST, False, True),
+        ("tags.io/a@" + DIGEST, False, False),
+    ]),
+    ("tags.io/a:v2", [
+        ("tags-mirror.io/a:v2", False, True),
+        ("all-mirror.io/a:v2", False, True),
+        ("tags.io/a:v2", False, False),
+    ]),
+    # A prefix with a tag matches only that tag.
+    ("pinned.io/app:v1", [("other.io/app-v1", False, False)]),
+    ("pinned.io/app:v1@" + DIGEST, [("other.io/app-v1@" + DIGEST, False, False)]),
+    ("pinned.io/app:v2", [("pinned.io/app:v2", False, False)]),
+]
+
+
+@pytest.mark.parametrize("image, expected", SOURCE_CASES)
+def test_pull_sources(conf, image, expected):
+    sources = conf.pull_sources(parse_image_ref(image, require_digest=False))
+    assert [(str(s.reference), s.insecure, s.mirror) for s in sources] == expected
+    for source in sources:
+        assert source.registry == source.reference.registry
+        assert str(source) == str(source.reference)
+
+
+@pytest.mark.parametrize("image", ["a.example.com/x@" + DIGEST, "evil.io/x@" + DIGEST, "a.b.example.com/x:t"])
+def test_blocked(conf, image):
+    with pytest.raises(RegistryBlockedError) as info:
+        conf.pull_sources(parse_image_ref(image, require_digest=False))
+    assert "blocked" in str(info.value) and "registries.conf" in str(info.value)
+    assert isinstance(info.value, RegistriesConfError)
+
+
+def test_exact_prefix_beats_wildcard_of_same_length():
+    conf = RegistriesConf(registries_from_list([
+        {"prefix": "*.example.com", "blocked": True},
+        {"prefix": "reg.example.com", "location": "reg.example.com"},
+    ]))
+    sources = conf.pull_sources(parse_image_ref("reg.example.com/a:t", require_digest=False))
+    assert [str(s) for s in sources] == ["reg.example.com/a:t"]
+
+
+BAD_CONF = [
+    ('[registries.search]\nregistries = ["docker.io"]\n', "v1 format"),
+    ('[registries.insecure]\nregistries = []\n', "v1 format"),
+    ("[[registry]]\nlocation = \n", "not valid TOML"),
+    ("registry = 5\n", "array of tables"),
+    ("[[registry]]\ninsecure = true\n", "both location and prefix are unset"),
+    ('[[registry]]\nprefix = "quay.io"\n', "location is unset"),
+    ('[[registry]]\nlocation = "https://quay.io"\n', "URI schemes are not supported"),
+    ('[[registry]]\nlocation = 5\n', "location must be a string"),
+    ('[[registry]]\nlocation = "quay.io"\ninsecure = "yes"\n', "insecure must be true or false"),
+    ('[[registry]]\nlocation = "quay.io"\nblocked = 1\n', "blocked must be true or false"),
+    ('[[registry]]\nprefix = "*.example.com/ns"\n', "wildcard prefix must look like"),
+    ('[[registry]]\nprefix = "reg.*.com"\nlocation = "a.io"\n', "wildcard prefix must look like"),
+    ('[[registry]]\nprefix = "*.example.com:5000"\n', "wildcard prefix must look like"),
+    ('[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\ninsecure = true\n', "mirror[0]: location is unset"),
+    ('[[registry]]\nlocation = "quay.io"\nmirror = 3\n', "mirror must be a list"),
+    ('[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\nlocation = "m.io"\npull-from-mirror = "x"\n',
+     "pull-from-mirror 'x'"),
+    ('[[registry]]\nlocation = "quay.io"\nmirror-by-digest-only = true\n[[registry.mirror]]\nlocation = "m.io"\n'
+     'pull-from-mirror = "all"\n', "cannot be combined"),
+    ('[[registry]]\nlocation = "mirror"\n', "not a registry host"),
+    ('[[registry]]\nlocation = "quay.io/NS"\n', "not a registry host"),
+    ('[[registry]]\nlocation = "quay.io/ns:tag"\n', "not a registry host"),
+    ('[[registry]]\nlocation = "quay io"\n', "contains whitespace"),
+]
+
+
+@pytest.mark.parametrize("text, message", BAD_CONF)
+def test_bad_conf(text, message):
+    with pytest.raises(RegistriesConfError) as info:
+        parse_registries_conf(text, "/etc/containers/registries.conf")
+    assert message in str(info.value)
+    assert str(info.value).startswith("/etc/containers/registries.conf")
+
+
+def test_prefix_defaults_to_location_and_trailing_slash():
+    (reg,) = parse_registries_conf('[[registry]]\nlocation = "quay.io/ns/"\n', "x")
+    assert reg.prefix == "quay.io/ns" and reg.location == "quay.io/ns"
+
+
+def test_ignored_keys():
+    text = 'unqualified-search-registries = ["x.io"]\ncredential-helpers = ["a"]\n[aliases]\n"a" = "x.io/a"\n'
+    assert parse_registries_conf(text, "x") == []
+
+
+BAD_LIST = [
+    ("x", "must be a list"),
+    (["x"], "registry_mirrors[0] must be a dict"),
+    ([{"prefix": "quay.io", "location": "q.io", "bogus": 1}], "unknown keys bogus"),
+    ([{"location": "q.io", "mirrors": [{"location": "m.io", "insecur": True}]}], "mirrors[0]: unknown keys insecur"),
+    ([{"location": "q.io", "mirrors": ["m.io"]}], "mirror[0] must be a table"),
+    ([{"prefix": "quay.io"}], "location is unset"),
+    ([{"location": "q.io", "mirrors": [{"location": None}]}], "location is unset"),
+]
+
+
+@pytest.mark.parametrize("items, message", BAD_LIST)
+def test_bad_list(items, message):
+    with pytest.raises(RegistriesConfError) as info:
+        registries_from_list(items)
+    assert message in str(info.value)
+
+
+def test_list_accepts_ansible_nones():
+    (reg,) = registries_from_list([{
+        "prefix": None, "location": "quay.io", "insecure": None, "blocked": None, "mirror_by_digest_only": None,
+        "mirrors": [{"location": "m.io", "insecure": None, "pull_from_mirror": None}],
+    }])
+    assert reg.prefix == "quay.io" and not reg.insecure and not reg.blocked and reg.mirrors[0].location == "m.io"
+
+
+def test_load_files_drop_ins_and_explicit_list(tmp_path):
+    main = tmp_path / "registries.conf"
+    main.write_text('[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\nlocation = "file-mirror.io"\n'
+                    '[[registry]]\nlocation = "ghcr.io"\n[[registry.mirror]]\nlocation = "gh-mirror.io"\n')
+    conf_d = tmp_path / "registries.conf.d"
+    conf_d.mkdir()
+    (conf_d / "10-ghcr.conf").write_text('[[registry]]\nlocation = "ghcr.io"\nblocked = true\n')
+    (conf_d / "20-other.conf").write_text('[[registry]]\nlocation = "other.io"\ninsecure = true\n')
+    (conf_d / "README").write_text("not toml at all [[[")
+
+    ghcr = parse_image_ref("ghcr.io/a@" + DIGEST)
+    quay = parse_image_ref("quay.io/a@" + DIGEST)
+
+    conf = load_registries_conf(default_path=str(main), default_conf_d=str(conf_d))
+    assert conf.files == [str(main), str(conf_d / "10-ghcr.conf"), str(conf_d / "20-other.conf")]
+    with pytest.raises(RegistryBlockedError, match="10-ghcr.conf"):
+        conf.pull_sources(ghcr)
+    assert conf.pull_sources(parse_image_ref("other.io/a@" + DIGEST))[0].insecure
+
+    # The explicit list overrides an entry with the same prefix and keeps the others.
+    conf = load_registries_conf(default_path=str(main), default_conf_d=str(conf_d), mirrors=[
+        {"prefix": "ghcr.io", "location": "ghcr.io"},
+        {"prefix": "quay.io", "location": "quay.io", "mirrors": [{"location": "param-mirror.io", "insecure": True}]},
+    ])
+    assert [str(s) for s in conf.pull_sources(ghcr)] == ["ghcr.io/a@" + DIGEST]
+    assert [(str(s), s.insecure) for s in conf.pull_sources(quay)] == [
+        ("param-mirror.io/a@" + DIGEST, True), ("quay.io/a@" + DIGEST, False)]
+
+    # An explicit path reads no default drop-ins.
+    conf = load_registries_conf(str(main), default_conf_d=str(conf_d))
+    assert conf.files == [str(main)]
+    assert [str(s) for s in conf.pull_sources(ghcr)] == ["gh-mirror.io/a@" + DIGEST, "ghcr.io/a@" + DIGEST]
+
+
+def test_load_defaults_absent(tmp_path):
+    conf = load_registries_conf(default_path=str(tmp_path / "none"), default_conf_d=str(tmp_path / "none.d"))
+    assert conf.files == [] and conf.registries == []
+    ref = parse_image_ref("quay.io/a@" + DIGEST)
+    assert [str(s) for s in conf.pull_sources(ref)] == [str(ref)]
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("missing", "does not exist"), ("directory", "is a directory"), ("binary", "not UTF-8"), ("huge", "larger than"),
+])
+def test_load_errors_name_the_file(tmp_path, kind, message):
+    path = tmp_path / "registries.conf"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "binary":
+        path.write_bytes(b"\xff\xfe")
+    elif kind == "huge":
+        path.write_bytes(b"#" * (4 * 1024 * 1024 + 1))
+    with pytest.raises(RegistriesConfError) as info:
+        load_registries_conf(str(path), default_conf_d=None)
+    assert str(path) in str(info.value) and message in str(info.value)
+
+
+def test_missing_toml_library(monkeypatch):
+    monkeypatch.setattr(_registries_conf, "_toml", None)
+    with pytest.raises(RegistriesConfError, match="tomli"):
+        parse_registries_conf("", "registries.conf")
+    # An explicit list alone needs no TOML library.
+    assert load_registries_conf(default_path=None, default_conf_d=None, mirrors=[{"location": "q.io"}]).registries
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+# (auth keys, image, expected username per source in order; None = anonymous)
+CREDENTIAL_CASES = [
+    # Mirror's own key, then the image's own host as fallback.
+    (["mirror.local:5000", "quay.io"], "quay.io/ns/app", ["mirror.local:5000", "quay.io", "quay.io"]),
+    (["quay.io"], "quay.io/ns/app", ["quay.io", "quay.io", "quay.io"]),
+    # The most specific key of the mirror location path.
+    (["mirror.local:5000/quay/ns", "mirror.local:5000", "backup.local/ns/app"], "quay.io/ns/app",
+     ["mirror.local:5000/quay/ns", "backup.local/ns/app", None]),
+    # The image's own repository-path key is used for fallbacks too.
+    (["quay.io/ns"], "quay.io/ns/app", ["quay.io/ns", "quay.io/ns", "quay.io/ns"]),
+    ([], "quay.io/ns/app", [None, None, None]),
+    (["hub-mirror.local", "https://index.docker.io/v1/"], "busybox",
+     ["hub-mirror.local", "https://index.docker.io/v1/"]),
+]
+
+
+@pytest.mark.parametrize("keys, image, expected", CREDENTIAL_CASES)
+def test_credentials_for_source(conf, keys, image, expected):
+    # The username is the key's index, so keys may contain ':'.
+    auth = parse_docker_config(json.dumps({"auths": {k: {"auth": b64(f"{i}:pw")} for i, k in enumerate(keys)}}), "a")
+    ref = parse_image_ref(image + "@" + DIGEST)
+    found = []
+    for source in conf.pull_sources(ref):
+        creds = credentials_for_source(auth, source, ref)
+        found.append(keys[int(creds.username)] if creds else None)
+    assert found == expected

@@ -1,0 +1,254 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Docker-config parsing and the most-specific-key lookup of _registry_auth."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+
+import pytest
+
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import (
+    DockerConfig,
+    RegistryAuthError,
+    RegistryCredentials,
+    load_docker_config,
+    parse_docker_config,
+    scrub,
+)
+
+SECRET = "s3cr3t:with:colons"
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def config(auths) -> DockerConfig:
+    return parse_docker_config(json.dumps({"auths": auths}), "test.json")
+
+
+# (keys in the file, image name, key expected to win or None)
+LOOKUP_CASES = [
+    (["quay.io"], "quay.io/ns/repo", "quay.io"),
+    (["https://quay.io"], "quay.io/ns/repo", "https://quay.io"),
+    (["https://quay.io/"], "quay.io/ns/repo", "https://quay.io/"),
+    (["http://quay.io/v2/"], "quay.io/ns/repo", "http://quay.io/v2/"),
+    (["QUAY.IO"], "quay.io/ns/repo", "QUAY.IO"),
+    (["quay.io", "quay.io/ns"], "quay.io/ns/repo", "quay.io/ns"),
+    (["quay.io/ns", "quay.io"], "quay.io/ns/repo", "quay.io/ns"),
+    (["quay.io/ns", "quay.io/ns/repo"], "quay.io/ns/repo", "quay.io/ns/repo"),
+    (["https://quay.io/ns/repo/", "quay.io"], "quay.io/ns/repo", "https://quay.io/ns/repo/"),
+    # Prefixes only match on component boundaries.
+    (["quay.io/ns"], "quay.io/nsx/repo", None),
+    (["quay.io/ns", "quay.io"], "quay.io/nsx/repo", "quay.io"),
+    (["quay.io/ns/repo/extra"], "quay.io/ns/repo", None),
+    # Ports are part of the host.
+    (["reg:5000"], "reg:5000/a/b", "reg:5000"),
+    (["reg:5000"], "reg/a/b", None),
+    (["reg"], "reg:5000/a/b", None),
+    (["reg:5000", "reg:5001"], "reg:5001/a", "reg:5001"),
+    (["127.0.0.1:5000/team"], "127.0.0.1:5000/team/app", "127.0.0.1:5000/team"),
+    # Docker Hub spellings.
+    (["https://index.docker.io/v1/"], "docker.io/library/busybox", "https://index.docker.io/v1/"),
+    (["index.docker.io"], "docker.io/library/busybox", "index.docker.io"),
+    (["registry-1.docker.io"], "docker.io/library/busybox", "registry-1.docker.io"),
+    (["docker.io"], "docker.io/library/busybox", "docker.io"),
+    (["docker.io"], "index.docker.io/library/busybox", "docker.io"),
+    (["https://index.docker.io/v1/", "docker.io/library"], "docker.io/library/busybox", "docker.io/library"),
+    (["docker.io"], "quay.io/library/busybox", None),
+    # Wildcards: one label per '*', below an exact host at the same depth, below any longer path.
+    (["*.example.com"], "reg.example.com/a", "*.example.com"),
+    (["*.example.com"], "a.b.example.com/a", None),
+    (["*.example.com"], "example.com/a", None),
+    (["*.example.com", "reg.example.com"], "reg.example.com/a", "reg.example.com"),
+    (["reg.example.com", "*.example.com/a"], "reg.example.com/a/b", "*.example.com/a"),
+    (["*.example.com:5000"], "reg.example.com/a", None),
+    # Host only, no path.
+    (["quay.io"], "quay.io", "quay.io"),
+    # Ties between two spellings of one key: the first in the file wins.
+    (["docker.io", "https://index.docker.io/v1/"], "docker.io/x/y", "docker.io"),
+    (["https://index.docker.io/v1/", "docker.io"], "docker.io/x/y", "https://index.docker.io/v1/"),
+    ([], "quay.io/a", None),
+]
+
+
+@pytest.mark.parametrize("keys, name, expected", LOOKUP_CASES)
+def test_most_specific_key_wins(keys, name, expected):
+    cfg = config({key: {"auth": b64(f"user-{i}:pw-{i}")} for i, key in enumerate(keys)})
+    creds = cfg.credentials_for(name)
+    if expected is None:
+        assert creds is None
+    else:
+        assert creds is not None
+        assert creds.username == f"user-{keys.index(expected)}"
+
+
+ENTRY_CASES = [
+    ({"auth": b64("alice:" + SECRET)}, ("alice", SECRET, "", "")),
+    ({"auth": b64("alice:")}, ("alice", "", "", "")),
+    ({"auth": b64(":pw")}, ("", "pw", "", "")),
+    ({"auth": "  " + b64("alice:pw") + "\n"}, ("alice", "pw", "", "")),
+    ({"auth": b64("ünï:cødé")}, ("ünï", "cødé", "", "")),
+    ({"username": "bob", "password": SECRET}, ("bob", SECRET, "", "")),
+    ({"username": "bob", "password": "x", "auth": b64("alice:y")}, ("alice", "y", "", "")),
+    ({"auth": "", "username": "bob", "password": "x"}, ("bob", "x", "", "")),
+    ({"identitytoken": "idt"}, ("", "", "idt", "")),
+    ({"username": "<token>", "identitytoken": "idt"}, ("<token>", "", "idt", "")),
+    ({"registrytoken": "rt"}, ("", "", "", "rt")),
+    ({"auth": b64("a:b"), "email": "a@example.com", "unknown": [1]}, ("a", "b", "", "")),
+    ({"username": None, "password": "x"}, ("", "x", "", "")),
+]
+
+
+@pytest.mark.parametrize("entry, expected", ENTRY_CASES)
+def test_entry_fields(entry, expected):
+    creds = config({"reg.example.com": entry}).credentials_for("reg.example.com/a")
+    assert (creds.username, creds.password, creds.identity_token, creds.registry_token) == expected
+    assert creds.server_address == "reg.example.com"
+
+
+@pytest.mark.parametrize("entry", [{}, {"email": "a@b"}, {"auth": ""}, {"username": "", "password": ""}])
+def test_empty_entries_are_ignored(entry):
+    cfg = config({"reg.example.com/ns": entry, "reg.example.com": {"auth": b64("host:pw")}})
+    assert cfg.credentials_for("reg.example.com/ns/app").username == "host"
+
+
+BAD_CASES = [
+    ("[]", "top level must be a JSON object"),
+    ('"text"', "top level must be a JSON object"),
+    ("{", "not valid JSON"),
+    ("", "not valid JSON"),
+    ("{'auths': {}}", "not valid JSON"),
+    ('{"auths": []}', "'auths' must be an object"),
+    ('{"auths": "x"}', "'auths' must be an object"),
+    ('{"auths": {"reg": "x"}}', "auths['reg'] must be an object"),
+    ('{"auths": {"reg": {"auth": 5}}}', "auths['reg']: field 'auth' must be a string"),
+    ('{"auths": {"reg": {"username": ["a"]}}}', "field 'username' must be a string"),
+    ('{"auths": {"reg": {"password": {}}}}', "field 'password' must be a string"),
+    ('{"auths": {"reg": {"identitytoken": 1}}}', "field 'identitytoken' must be a string"),
+    ('{"auths": {"reg": {"registrytoken": true}}}', "field 'registrytoken' must be a string"),
+    ('{"auths": {"reg": {"auth": "!!!notbase64"}}}', "auths['reg']: field 'auth' is not valid base64"),
+    ('{"auths": {"reg": {"auth": "YWxpY2U6cHc"}}}', "is not valid base64"),  # missing padding
+    ('{"auths": {"reg": {"auth": "%s"}}}' % b64("nocolon"), "does not decode to 'username:password'"),
+    ('{"auths": {"reg": {"auth": "%s"}}}' % base64.b64encode(b"\xff\xfe:\x80").decode(), "does not decode to UTF-8"),
+    ('{"auths": {"": {"auth": "%s"}}}' % b64("a:b"), "key has no registry host"),
+    ('{"auths": {"https:///ns": {"auth": "%s"}}}' % b64("a:b"), "key has no registry host"),
+    ("[" * 100000 + "]" * 100000, "not valid JSON"),
+]
+
+
+@pytest.mark.parametrize("text, message", BAD_CASES)
+def test_bad_documents(text, message):
+    with pytest.raises(RegistryAuthError) as info:
+        parse_docker_config(text, "/etc/pull.json")
+    assert message in str(info.value)
+    assert str(info.value).startswith("/etc/pull.json")
+
+
+def test_error_never_quotes_the_secret():
+    bad = "!!" + SECRET + "!!"
+    texts = [
+        json.dumps({"auths": {"reg": {"auth": bad}}}),
+        '{"auths": {"reg": {"auth": "%s"}} ' % bad,  # truncated JSON around the secret
+        json.dumps({"auths": {"reg": {"password": SECRET, "username": 5}}}),
+    ]
+    for text in texts:
+        with pytest.raises(RegistryAuthError) as info:
+            parse_docker_config(text, "f.json")
+        assert SECRET not in str(info.value)
+        assert SECRET not in repr(info.value)
+        # "from None" keeps the decoder's exception (which may quote input) out of tracebacks.
+        assert info.value.__suppress_context__ or info.value.__context__ is None
+
+
+def test_legacy_dockercfg_layout():
+    cfg = parse_docker_config(json.dumps({"quay.io": {"auth": b64("old:pw")}}), "x")
+    assert cfg.credentials_for("quay.io/a/b").username == "old"
+
+
+@pytest.mark.parametrize("document", [{}, {"credsStore": "desktop"}, {"auths": None}, {"auths": {}}])
+def test_documents_without_credentials(document):
+    cfg = parse_docker_config(json.dumps(document), "x")
+    assert len(cfg) == 0
+    assert cfg.credentials_for("quay.io/a") is None
+    assert cfg.secrets() == set()
+
+
+def test_redaction_and_cri_fields():
+    blob = b64("alice:" + SECRET)
+    cfg = config({"reg:5000": {"auth": blob, "identitytoken": "IDTOKEN", "registrytoken": "REGTOKEN"}})
+    creds = cfg.credentials_for("reg:5000/a")
+    for text in (repr(creds), str(creds), f"{creds}", repr(cfg), repr([creds])):
+        for secret in (SECRET, blob, "IDTOKEN", "REGTOKEN"):
+            assert secret not in text
+    assert "alice" in repr(creds) and "<redacted>" in repr(creds)
+    assert creds.cri_auth_fields() == {
+        "username": "alice",
+        "password": SECRET,
+        "identity_token": "IDTOKEN",
+        "registry_token": "REGTOKEN",
+    }
+    assert cfg.secrets() == {SECRET, blob, "alice:" + SECRET, "IDTOKEN", "REGTOKEN"}
+    message = f"pull failed: Basic {blob} rejected for alice:{SECRET} token IDTOKEN"
+    scrubbed = scrub(message, cfg.secrets())
+    for secret in cfg.secrets():
+        assert secret not in scrubbed
+    assert "alice" not in scrubbed  # part of "alice:<secret>", replaced whole
+
+
+def test_cri_fields_only_non_empty():
+    creds = RegistryCredentials(username="u", password="p")
+    assert creds.cri_auth_fields() == {"username": "u", "password": "p"}
+    assert creds.secrets() == {"p"}
+    assert RegistryCredentials(identity_token="t").cri_auth_fields() == {"identity_token": "t"}
+    assert RegistryCredentials(username="u", password="p") == RegistryCredentials(username="u", password="p")
+
+
+def test_load_default_path(tmp_path):
+    default = tmp_path / "config.json"
+    assert len(load_docker_config(default_path=str(default))) == 0
+    assert load_docker_config(default_path=str(default)).path is None
+    default.write_text(json.dumps({"auths": {"quay.io": {"auth": b64("k:pw")}}}))
+    cfg = load_docker_config(default_path=str(default))
+    assert cfg.path == str(default)
+    assert cfg.credentials_for("quay.io/x").username == "k"
+
+
+def test_load_explicit_path(tmp_path):
+    explicit = tmp_path / "auth.json"
+    explicit.write_bytes(b"\xef\xbb\xbf" + json.dumps({"auths": {"quay.io": {"auth": b64("k:pw")}}}).encode())
+    assert load_docker_config(explicit).credentials_for("quay.io/x").password == "pw"
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("missing", "does not exist"),
+    ("directory", "is a directory"),
+    ("binary", "not UTF-8 text"),
+    ("huge", "larger than"),
+    ("unreadable", "not readable"),
+])
+def test_load_errors_name_the_file(tmp_path, monkeypatch, kind, message):
+    path = tmp_path / "auth.json"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "binary":
+        path.write_bytes(b"\xff\xfe\x00garbage")
+    elif kind == "huge":
+        path.write_bytes(b" " * (4 * 1024 * 1024 + 1))
+    elif kind == "unreadable":
+        path.write_text("{}")
+        real_open = open
+
+        def failing_open(*args, **kwargs):
+            if os.fspath(args[0]) == str(path):
+                raise PermissionError(13, "Permission denied")
+            return real_open(*args, **kwargs)
+
+        # Root reads any file whatever its mode, so simulate EACCES.
+        monkeypatch.setattr("builtins.open", failing_open)
+    with pytest.raises(RegistryAuthError) as info:
+        load_docker_config(str(path), default_path=None)
+    assert str(path) in str(info.value)
+    assert message in str(info.value)
