@@ -372,6 +372,48 @@ class Lab:
             env["CONTAINER_RUNTIME_ENDPOINT"] = next(iter(nodes.values()))["endpoint"]
         return env
 
+    def inventory(self, python: str | None = None) -> dict[str, Any]:
+        """An Ansible inventory of the nodes (``inventory`` command); makes each node's drop-in directory.
+
+        Every node is a host with the local connection (the nodes are processes on this machine), its own CRI
+        socket, and its own CRI-O drop-in path and prefetch progress file under the lab directory, so the
+        ``pinned.images.node`` role can run on all of them at once. Groups: ``control_plane`` and ``workers``.
+        The containerd nodes have no CRI-O: pinning is forced on (``node_pin``) and nothing is reloaded, so the
+        drop-in shows what CRI-O would read. Pulls authenticate with the lab's docker config.
+        """
+        if not self.state.get("nodes"):
+            raise LabError("no lab at %s" % self.path)
+        groups: dict[str, dict[str, Any]] = {"control_plane": {}, "workers": {}}
+        for name, node in self.state["nodes"].items():
+            base = Path(node["root"]).parent
+            dropin_dir = base / "crio.conf.d"
+            dropin_dir.mkdir(parents=True, exist_ok=True)
+            group = "control_plane" if node["role"] == "control-plane" else "workers"
+            groups[group][name] = {
+                "node_cri_socket": node["endpoint"],
+                "node_dropin_path": str(dropin_dir / "50-pinned-images"),
+                "node_progress_file": str(base / "prefetch-progress.json"),
+            }
+        return {
+            "all": {
+                "vars": {
+                    "ansible_connection": "local",
+                    "ansible_python_interpreter": python or sys.executable,
+                    "node_auth_file": self.state["registries"]["auth"]["docker_config"],
+                    "node_pin": "true",
+                    "node_crio_reload": "none",
+                },
+                "children": {group: {"hosts": hosts} for group, hosts in groups.items()},
+            }
+        }
+
+    def write_inventory(self, path: str | os.PathLike[str] | None = None, python: str | None = None) -> Path:
+        """Write :meth:`inventory` as YAML to `path` (default ``<lab>/inventory.yml``); return the path."""
+        target = Path(path) if path else self.path / "inventory.yml"
+        header = "# Ansible inventory of the pinned.images lab at %s (hack/lab.py inventory)\n" % self.path
+        _write(target, header + _to_yaml(self.inventory(python)))
+        return target
+
     # ---- up / down ---------------------------------------------------------------------------------------
 
     def up(
@@ -880,6 +922,20 @@ disabled_plugins = {q(list(DISABLED_PLUGINS))}
             )
 
 
+def _to_yaml(value: Any, indent: int = 0) -> str:
+    """YAML block style for dicts of dicts and scalars (strings as JSON strings, which YAML reads the same)."""
+    lines = []
+    pad = "  " * indent
+    for key, item in value.items():
+        if isinstance(item, dict):
+            lines.append("%s%s:%s" % (pad, key, "" if item else " {}"))
+            if item:
+                lines.append(_to_yaml(item, indent + 1).rstrip("\n"))
+        else:
+            lines.append("%s%s: %s" % (pad, key, json.dumps(item)))
+    return "\n".join(lines) + "\n"
+
+
 def _check_tmpfs_size(size: str) -> None:
     if not TMPFS_SIZE.match(size):
         raise LabError("bad tmpfs size %r: use a number with an optional k/m/g suffix, e.g. 64M" % size)
@@ -1017,6 +1073,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     status = commands.add_parser("status", parents=[common], help="print the lab; exit 1 unless it runs")
     status.add_argument("--json", action="store_true", help="print the state as JSON")
     commands.add_parser("env", parents=[common], help='print shell exports: eval "$(hack/lab.py env)"')
+    inventory = commands.add_parser("inventory", parents=[common], help="write an Ansible inventory of the nodes")
+    inventory.add_argument("-o", "--output", help="file to write (default <lab>/inventory.yml; - for stdout)")
+    inventory.add_argument("--python", help="ansible_python_interpreter of the nodes (default: this python)")
     args = parser.parse_args(argv)
 
     try:
@@ -1034,6 +1093,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "env":
             for key, value in lab.env().items():
                 print("export %s=%s" % (key, shlex.quote(value)))
+            return 0
+        elif args.command == "inventory":
+            if args.output == "-":
+                sys.stdout.write(_to_yaml(lab.inventory(args.python)))
+            else:
+                print(lab.write_inventory(args.output, args.python))
             return 0
         else:
             result = lab.status()

@@ -47,19 +47,30 @@ class PrefetchOptions:
         return min(self.retry_delay * self.retry_factor ** (failed_attempts - 1), self.retry_max_delay)
 
 
-def _index_images(images: list[dict]) -> set[str]:
-    """Every name a present image answers to: repo digests and repo tags as the runtime reports them."""
-    names = set()
-    for image in images:
-        names.update(image["repo_digests"])
-        names.update(image["repo_tags"])
-    return names
-
-
 def _lookup_names(ref: ImageRef) -> list[str]:
     if ref.digest:
         return [f"{ref.name}@{ref.digest}"]
     return [f"{ref.name}:{ref.tag or 'latest'}"]
+
+
+def find_present(client, refs: list[ImageRef]) -> dict:
+    """Map each image (str) the runtime already has to its CRI image dict.
+
+    One ListImages call answers for the images the runtime lists under the same name; ImageStatus is asked only
+    about the rest, since it resolves names exactly as a pull will (an index digest, a mirror).
+    """
+    listed = {}
+    for image in client.list_images():
+        for name in image["repo_digests"] + image["repo_tags"]:
+            listed[name] = image
+    present = {}
+    for ref in refs:
+        image = next((listed[name] for name in _lookup_names(ref) if name in listed), None)
+        if image is None:
+            image = client.image_status(str(ref))
+        if image is not None:
+            present[str(ref)] = image
+    return present
 
 
 def _new_result(image: str) -> dict:
@@ -96,20 +107,28 @@ class _Progress:
             os.replace(tmp, self.path)
 
 
-def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, sleep=time.sleep) -> dict:
-    """Pull ``refs`` (already de-duplicated) that the runtime lacks.
+def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, present: dict,
+             failed: dict | None = None, sleep=time.sleep) -> dict:
+    """Pull the ``refs`` (already de-duplicated) that are not in ``present`` (from find_present).
 
+    ``failed`` maps images known to be unpullable to (error, error_kind); they are reported, not pulled.
     ``auth_for(ref)`` returns (CRI AuthConfig fields or None, a description of where they came from that holds
     no secret). Returns ``dict(images=[...], totals={...})``.
     """
     started = time.time()
-    present_names = _index_images(client.list_images())
+    failed = failed or {}
     results = [_new_result(str(ref)) for ref in refs]
     progress = _Progress(results, options.progress_file)
     pending = queue.Queue()
     for ref, result in zip(refs, results):
-        if any(name in present_names for name in _lookup_names(ref)):
-            result["status"] = PRESENT
+        image = present.get(result["image"])
+        if image is not None:
+            result.update(status=PRESENT, image_id=image["id"], size=image["size"])
+        elif result["image"] in failed:
+            error, kind = failed[result["image"]]
+            result.update(status=FAILED, error=error, error_kind=kind)
+        elif options.check_mode:
+            result["status"] = WOULD_PULL
         else:
             pending.put((ref, result))
     progress.update()
@@ -154,14 +173,6 @@ def _fetch_one(client, ref: ImageRef, result: dict, auth_for, options: PrefetchO
     auth_source = "no pull attempted"
     result["started"] = time.time()
     try:
-        # ListImages missed it; ImageStatus resolves names exactly as the runtime will (e.g. an index digest).
-        status = client.image_status(image)
-        if status is not None:
-            result.update(status=PRESENT, image_id=status["id"], size=status["size"])
-            return
-        if options.check_mode:
-            result["status"] = WOULD_PULL
-            return
         auth, auth_source = auth_for(ref)
         while True:
             result["attempts"] += 1

@@ -209,6 +209,8 @@ deleted:
   elements: str
 """
 
+import copy
+
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError
@@ -272,7 +274,7 @@ def main():
         apply=dict(type="bool", default=False),
         state=dict(type="str", default="present", choices=["present", "absent"]),
     )
-    argument_spec.update(K8S_AUTH_ARG_SPEC)
+    argument_spec.update(copy.deepcopy(K8S_AUTH_ARG_SPEC))
     module = AnsibleModule(
         argument_spec=argument_spec,
         supports_check_mode=True,
@@ -307,7 +309,7 @@ def main():
         if not HAS_KUBERNETES:
             module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR), **result)
         try:
-            with K8sClient.from_params(params) as client:
+            with K8sClient.from_params(params, tmpdir=module.tmpdir) as client:
                 outcome = sync_cluster(entries, client, state=params["state"], check_mode=module.check_mode)
         except K8sError as exc:
             module.fail_json(msg=str(exc), **result)

@@ -18,6 +18,8 @@ description:
     are not retried. C(no space left on device) also stops the queue; the images not yet started are reported as
     V(skipped).
   - Registry credentials come from the node pull secret (a docker config JSON) and never appear in the output.
+  - Before pulling, a disk guard estimates the space the missing images need from their registry manifests and
+    refuses the prefetch when it would leave less than O(min_free) free; nothing is pulled then.
 author:
   - pinned.images developers (@pinned-images)
 extends_documentation_fragment:
@@ -85,6 +87,93 @@ options:
         RV(images).
     type: bool
     default: true
+  disk_guard:
+    description:
+      - How to keep the prefetch from filling the image filesystem. Checked before anything is pulled.
+      - V(estimate) reads the manifest of every image the node lacks from the registry it would be pulled from,
+        sums the compressed layers (each layer once across the whole set; a multi-arch index counts as the node
+        platform's manifest), multiplies by O(expansion_factor), and refuses the prefetch unless free space minus
+        O(min_free) covers it.
+      - V(free_only) only requires O(min_free) to be free. V(off) checks nothing.
+      - Images whose manifest cannot be read are reported as V(failed) and not pulled.
+    type: str
+    choices: [estimate, free_only, 'off']
+    default: estimate
+  min_free:
+    description:
+      - Space that must stay free on the image filesystem after the prefetch.
+      - Bytes (V(1073741824)), binary or decimal units (V(16Gi), V(500Mi), V(1G)), or a percentage of the filesystem
+        (V(10%)).
+    type: str
+    default: 16Gi
+  expansion_factor:
+    description:
+      - Compressed layer bytes are multiplied by this to estimate their unpacked size.
+    type: float
+    default: 2.0
+  image_store_path:
+    description:
+      - A path on the filesystem that holds the images, for reading its free space.
+      - Defaults to the mountpoint that CRI C(ImageFsInfo) reports.
+    type: path
+  platform:
+    description:
+      - The platform whose manifest a multi-arch image is estimated by, as V(os/arch[/variant]).
+      - Defaults to the platform of the node.
+    type: str
+  registries_conf:
+    description:
+      - A containers-registries.conf v2 file with mirrors, insecure and blocked registries.
+      - When omitted, V(/etc/containers/registries.conf) (and V(/etc/containers/registries.conf.d/)) is read if it exists.
+      - Used to read manifests from where the runtime pulls; the runtime applies its own configuration to pulls.
+    type: path
+  registry_mirrors:
+    description:
+      - Registry entries applied on top of O(registries_conf), in the same shape as its C([[registry]]) tables.
+    type: list
+    elements: dict
+    suboptions:
+      prefix:
+        description: The images the entry applies to (V(host), V(host/path) or V(*.example.com)).
+        type: str
+        required: true
+      location:
+        description:
+          - Where the images under O(registry_mirrors[].prefix) are pulled from, V(host[:port][/path]).
+          - Required unless O(registry_mirrors[].prefix) is a V(*.example.com) wildcard, as in registries.conf.
+        type: str
+      insecure:
+        description: Allow plain HTTP or unverified TLS for O(registry_mirrors[].location).
+        type: bool
+        default: false
+      blocked:
+        description: Refuse images under O(registry_mirrors[].prefix).
+        type: bool
+        default: false
+      mirrors:
+        description: Mirrors tried, in order, before O(registry_mirrors[].location).
+        type: list
+        elements: dict
+        suboptions:
+          location:
+            description: Mirror location, V(host[:port][/path]).
+            type: str
+            required: true
+          insecure:
+            description: Allow plain HTTP or unverified TLS for this mirror.
+            type: bool
+            default: false
+  registry_certs_dirs:
+    description:
+      - Directories with per-registry CA certificates (C(<dir>/<host[:port]>/*.crt)) and client certificates.
+    type: list
+    elements: path
+    default: [/etc/containers/certs.d, /etc/docker/certs.d]
+  registry_timeout:
+    description:
+      - Seconds to wait for a registry answer when reading manifests.
+    type: float
+    default: 30.0
   progress_file:
     description:
       - A JSON file the module rewrites after each image with counts, bytes and elapsed seconds, so a long run can
@@ -198,6 +287,68 @@ totals:
     would_pull: 0
     bytes_pulled: 52428800
     seconds: 4.2
+disk_guard:
+  description: What the disk guard measured and decided (absent with O(disk_guard=off)).
+  returned: when O(disk_guard) is not V(off)
+  type: dict
+  contains:
+    mode:
+      description: The O(disk_guard) mode.
+      type: str
+    ok:
+      description: Whether the prefetch fits.
+      type: bool
+    filesystem:
+      description: The path whose filesystem was measured.
+      type: str
+    required_bytes:
+      description: Estimated bytes the missing images need once unpacked.
+      type: int
+    available_bytes:
+      description: Free bytes on the image filesystem.
+      type: int
+    reserve_bytes:
+      description: O(min_free) in bytes.
+      type: int
+    total_bytes:
+      description: Size of the image filesystem.
+      type: int
+    headroom_bytes:
+      description: Free bytes left above the reserve after the prefetch (negative when it does not fit).
+      type: int
+    images:
+      description: Images whose size was estimated.
+      type: int
+    largest_images:
+      description: The five largest estimated images, with C(image), C(required_bytes) and C(required).
+      type: list
+      elements: dict
+    message:
+      description: The verdict in words, with required, available and reserve sizes.
+      type: str
+    registry_requests:
+      description: HTTP requests made to registries for the estimate.
+      type: int
+    estimate_seconds:
+      description: Seconds spent reading manifests.
+      type: float
+  sample:
+    mode: estimate
+    ok: false
+    filesystem: /var/lib/containers/storage/overlay-images
+    required_bytes: 21474836480
+    available_bytes: 32212254720
+    reserve_bytes: 17179869184
+    total_bytes: 128849018880
+    headroom_bytes: -6442450944
+    images: 12
+    largest_images:
+      - image: quay.io/org/model@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9
+        required_bytes: 10737418240
+        required: 10.0 GiB
+    message: "not enough disk space, 6.0 GiB short: 12 image(s) need 20.0 GiB (10.0 GiB compressed x2); 30.0 GiB free of 120.0 GiB, reserve 16.0 GiB; largest: ..."
+    registry_requests: 14
+    estimate_seconds: 0.8
 runtime:
   description: The container runtime that served the request.
   returned: always
@@ -212,9 +363,13 @@ runtime:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, GRPC_IMPORT_ERROR, HAS_GRPC, CriClient, CriError
+from ..module_utils._disk_guard import check, estimate, filesystem_stats, parse_size
 from ..module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ..module_utils._prefetch import PrefetchOptions, prefetch
+from ..module_utils._prefetch import PrefetchOptions, find_present, prefetch
+from ..module_utils._pull_estimate import PullEstimator
+from ..module_utils._registries_conf import load_registries_conf
 from ..module_utils._registry_auth import RegistryAuthError, load_docker_config
+from ..module_utils._registry_client import RegistryClient, RegistryError, parse_platform
 
 
 def parse_images(images: list, require_digest: bool) -> list:
@@ -234,6 +389,39 @@ def parse_images(images: list, require_digest: bool) -> list:
     return refs
 
 
+def guard_disk(module, missing, options, auth_config, registries, platform):
+    """Run the disk guard; fail the module before any pull when the missing images do not fit."""
+    params = module.params
+    mode = params["disk_guard"]
+    if mode == "off":
+        return None, {}
+    path = params["image_store_path"] or options.image_fs
+    try:
+        total, free = filesystem_stats(path)
+    except (OSError, TypeError) as err:
+        module.fail_json(
+            msg=f"disk guard cannot read the free space of the image filesystem {path!r} ({err}); "
+            "set image_store_path to a path on it, or disk_guard to off"
+        )
+    manifests, unreadable, estimator = [], {}, None
+    if mode == "estimate" and missing:
+        registry_client = RegistryClient(params["registry_timeout"], params["registry_certs_dirs"])
+        estimator = PullEstimator(registry_client, registries, auth_config, options, platform)
+        manifests, unreadable = estimator.read(missing)
+    try:
+        guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode)
+    except ValueError as err:
+        module.fail_json(msg=str(err))
+    guard.update(
+        filesystem=path,
+        registry_requests=estimator.requests if estimator else 0,
+        estimate_seconds=estimator.seconds if estimator else 0.0,
+    )
+    if not guard["ok"]:
+        module.fail_json(msg=f"disk guard refused the prefetch, nothing was pulled: {guard['message']}", disk_guard=guard)
+    return guard, unreadable
+
+
 def main():
     argument_spec = dict(
         images=dict(type="list", elements="str", required=True),
@@ -246,6 +434,29 @@ def main():
         pull_timeout=dict(type="float", default=1800.0),
         auth_file=dict(type="path"),
         fail_on_error=dict(type="bool", default=True),
+        disk_guard=dict(type="str", choices=["estimate", "free_only", "off"], default="estimate"),
+        min_free=dict(type="str", default="16Gi"),
+        expansion_factor=dict(type="float", default=2.0),
+        image_store_path=dict(type="path"),
+        platform=dict(type="str"),
+        registries_conf=dict(type="path"),
+        registry_mirrors=dict(
+            type="list",
+            elements="dict",
+            options=dict(
+                prefix=dict(type="str", required=True),
+                location=dict(type="str"),
+                insecure=dict(type="bool", default=False),
+                blocked=dict(type="bool", default=False),
+                mirrors=dict(
+                    type="list",
+                    elements="dict",
+                    options=dict(location=dict(type="str", required=True), insecure=dict(type="bool", default=False)),
+                ),
+            ),
+        ),
+        registry_certs_dirs=dict(type="list", elements="path", default=["/etc/containers/certs.d", "/etc/docker/certs.d"]),
+        registry_timeout=dict(type="float", default=30.0),
         progress_file=dict(type="path"),
     )
     argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
@@ -255,13 +466,18 @@ def main():
         module.fail_json(msg=missing_required_lib("grpcio and protobuf"), exception=GRPC_IMPORT_ERROR)
 
     for name, low in (("concurrency", 1), ("retries", 0), ("throttle", 0), ("retry_delay", 0),
-                      ("retry_max_delay", 0), ("pull_timeout", 0)):
+                      ("retry_max_delay", 0), ("pull_timeout", 0), ("registry_timeout", 0)):
         if params[name] < low:
             module.fail_json(msg=f"{name} must be at least {low}, got {params[name]}")
+    if params["expansion_factor"] <= 0:
+        module.fail_json(msg=f"expansion_factor must be above 0, got {params['expansion_factor']}")
     try:
         refs = parse_images(params["images"], params["require_digest"])
+        parse_size(params["min_free"], total=0)
+        platform = parse_platform(params["platform"]) if params["platform"] else None
         auth_config = load_docker_config(params["auth_file"])
-    except (ValueError, RegistryAuthError) as err:
+        registries = load_registries_conf(params["registries_conf"], params["registry_mirrors"])
+    except (ValueError, RegistryAuthError, RegistryError) as err:
         module.fail_json(msg=str(err))
     module.no_log_values.update(auth_config.secrets())
 
@@ -288,12 +504,17 @@ def main():
             runtime = dict(client.version(), endpoint=client.endpoint)
             filesystems = client.image_fs_info()
             options.image_fs = filesystems[0]["mountpoint"] if filesystems else None
-            report = prefetch(client, refs, auth_for, options)
+            present = find_present(client, refs)
+            missing = [ref for ref in refs if str(ref) not in present]
+            guard, unreadable = guard_disk(module, missing, options, auth_config, registries, platform)
+            report = prefetch(client, refs, auth_for, options, present, unreadable)
     except CriError as err:
         module.fail_json(msg=str(err), error_kind=err.kind)
 
     totals = report["totals"]
     result = dict(changed=totals["pulled"] > 0, images=report["images"], totals=totals, runtime=runtime)
+    if guard is not None:
+        result["disk_guard"] = guard
     if totals["failed"] and params["fail_on_error"]:
         failures = [f"{r['image']}: {r['error']}" for r in report["images"] if r["status"] == "failed"]
         module.fail_json(

@@ -12,13 +12,11 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import descriptor_pb2
+from fixtures.reference import CRI_PROTO as UPSTREAM_PROTO
 from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT_PROTO = ROOT / "protos" / "cri_image.proto"
-UPSTREAM_PROTO = ROOT.parent / "shared" / "reference" / "cri-api" / "runtime-v1-api.proto"
-if not UPSTREAM_PROTO.exists():  # CI clones main beside a copy of shared/
-    UPSTREAM_PROTO = Path("/work/shared/reference/cri-api/runtime-v1-api.proto")
 
 
 def compile_proto(proto: Path, out: Path) -> descriptor_pb2.FileDescriptorProto:

@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from fixtures.reference import OPENSHIFT_CRDS
 
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import render_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._machine_config import (
@@ -25,7 +26,7 @@ from ansible_collections.pinned.images.plugins.module_utils._machine_config impo
 )
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import ROLE_LABEL, validate_set
 
-CRD = Path("/work/shared/reference/openshift-api/machineconfigs.crd.yaml")
+CRD = OPENSHIFT_CRDS / "machineconfigs.crd.yaml"
 A = "quay.io/openshift-release-dev/ocp-release@sha256:" + "0" * 64
 B = "registry.example.com/team/app@sha256:" + "1" * 64
 

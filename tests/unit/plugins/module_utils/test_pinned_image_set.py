@@ -8,6 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from fixtures.reference import OPENSHIFT_CRDS
 
 from ansible_collections.pinned.images.plugins.module_utils import _pinned_image_set as pis
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
@@ -28,7 +29,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
     validate_set,
 )
 
-CRD_DIR = Path("/work/shared/reference/openshift-api")
+CRD_DIR = OPENSHIFT_CRDS
 
 
 def digest(n: int) -> str:

@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import AUTH, NO_SPACE, NOT_FOUND, UNKNOWN, CriError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._prefetch import PrefetchOptions, prefetch
+from ansible_collections.pinned.images.plugins.module_utils._prefetch import PrefetchOptions, find_present, prefetch
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -68,9 +68,10 @@ def anonymous(_ref):
     return None, "no credentials"
 
 
-def run(runtime, refs, **options):
+def run(runtime, refs, failed=None, **options):
     sleeps = []
-    report = prefetch(runtime, refs, anonymous, PrefetchOptions(**options), sleep=sleeps.append)
+    present = find_present(runtime, refs)
+    report = prefetch(runtime, refs, anonymous, PrefetchOptions(**options), present, failed, sleep=sleeps.append)
     return report, sleeps
 
 
@@ -165,6 +166,24 @@ def test_throttle_waits_after_each_pull_only():
     runtime = ScriptedRuntime(present=[str(ref(2))])
     _report, sleeps = run(runtime, refs, concurrency=1, throttle=1.5)
     assert sleeps == [1.5, 1.5]
+
+
+def test_images_listed_under_another_name_are_found_by_image_status():
+    runtime = ScriptedRuntime()
+    runtime.list_images = lambda: []
+    runtime.present.add(str(ref(1)))
+    report, _sleeps = run(runtime, [ref(1)])
+    assert report["images"][0]["status"] == "present"
+    assert ("ImageStatus", str(ref(1))) in runtime.calls
+
+
+def test_known_failures_are_reported_not_pulled():
+    runtime = ScriptedRuntime()
+    failed = {str(ref(1)): ("manifest unknown", NOT_FOUND)}
+    report, _sleeps = run(runtime, [ref(1), ref(2)], failed=failed)
+    assert [r["status"] for r in report["images"]] == ["failed", "pulled"]
+    assert report["images"][0]["error"] == "manifest unknown"
+    assert [c[1] for c in runtime.calls if c[0] == "PullImage"] == [str(ref(2))]
 
 
 def test_check_mode_pulls_nothing():

@@ -1,0 +1,602 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""A small Kubernetes API client for the collection's cluster-side modules.
+
+It wraps the official ``kubernetes`` Python client (``DynamicClient`` for discovery and requests) and offers
+the handful of verbs the modules need: server-side apply, get, list, delete and JSON merge patch.
+
+Connection options follow kubernetes.core (same names, aliases and ``K8S_AUTH_*`` environment variables):
+
+* ``host`` given (and no ``kubeconfig``/``context``): connect to that URL with ``api_key`` and/or client certificates;
+* ``kubeconfig`` (path or dict) and/or ``context`` given: load that kubeconfig, then apply the explicit options on top;
+* nothing given: the pod's service account when running in a pod, else the default kubeconfig (``KUBECONFIG`` or
+  ``~/.kube/config``).
+
+Every failure is raised as :class:`K8sError` with the HTTP status (0 when no response was received) and a message
+that names the verb, the resource and the API server; tokens never appear in it.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import os
+import re
+import shutil
+import tempfile
+import weakref
+
+from ansible.module_utils.basic import env_fallback
+
+try:
+    import urllib3
+    from kubernetes import client as k8s_client_mod
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError, ResourceNotUniqueError
+    from kubernetes.client.exceptions import ApiException
+except ImportError as exc:  # pragma: no cover - exercised only without the library
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = exc
+else:
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+
+DEFAULT_FIELD_MANAGER = "pinned-images"
+DEFAULT_TIMEOUT = 30
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+REDACTED = "********"
+
+K8S_AUTH_ARG_SPEC = {
+    "kubeconfig": {"type": "raw", "fallback": (env_fallback, ["K8S_AUTH_KUBECONFIG"])},
+    "context": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_CONTEXT"])},
+    "host": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_HOST"])},
+    "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
+    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"], "fallback": (env_fallback, ["K8S_AUTH_VERIFY_SSL"])},
+    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"], "fallback": (env_fallback, ["K8S_AUTH_SSL_CA_CERT"])},
+    "client_cert": {"type": "path", "aliases": ["cert_file"], "fallback": (env_fallback, ["K8S_AUTH_CERT_FILE"])},
+    # A path to the key, not the key itself: nothing to hide from the logs.
+    "client_key": {
+        "type": "path",
+        "aliases": ["key_file"],
+        "no_log": False,
+        "fallback": (env_fallback, ["K8S_AUTH_KEY_FILE"]),
+    },
+    "proxy": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_PROXY"])},
+}
+
+K8S_AUTH_OPTION_NAMES = tuple(K8S_AUTH_ARG_SPEC)
+
+
+class K8sError(Exception):
+    """A Kubernetes API failure.
+
+    ``status`` is the HTTP status (0 when the server never answered), ``reason`` the API ``Status.reason``
+    (``Forbidden``, ``Conflict``, ``NotFound``, ``Invalid``, ...) and ``causes`` the ``Status.details.causes`` list.
+    """
+
+    def __init__(self, message, status=0, reason=None, causes=None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.reason = reason
+        self.causes = list(causes or [])
+
+    def __str__(self):
+        return self.message
+
+
+def _require_kubernetes():
+    if not HAS_KUBERNETES:
+        raise K8sError(f"the Python library 'kubernetes' is required: {KUBERNETES_IMPORT_ERROR}")
+
+
+def _safe_url(url):
+    """The URL without user info (``https://user:pass@host`` -> ``https://host``)."""
+    return re.sub(r"(?<=://)[^/@]*@", "", str(url or ""))
+
+
+def _group_of(api_version):
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def _plural_guess(kind):
+    # Only used in messages before discovery found the real plural.
+    return kind.lower() + "s"
+
+
+def selector_string(label_selector):
+    """A label selector as the API expects it: ``{"a": "b", "c": None}`` -> ``a=b,c``; strings pass through."""
+    if label_selector is None:
+        return None
+    if isinstance(label_selector, str):
+        return label_selector or None
+    if isinstance(label_selector, dict):
+        parts = []
+        for key in sorted(label_selector):
+            value = label_selector[key]
+            parts.append(str(key) if value is None else f"{key}={value}")
+        return ",".join(parts) or None
+    raise TypeError(f"label_selector must be a string or a dict, got {type(label_selector).__name__}")
+
+
+SERVER_METADATA_FIELDS = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+
+
+def clean_object(obj, drop_status=False):
+    """A copy without the fields the server maintains (managedFields, resourceVersion, uid, ...), for diffs/results."""
+    if obj is None:
+        return None
+    obj = copy.deepcopy(obj)
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        for key in SERVER_METADATA_FIELDS:
+            metadata.pop(key, None)
+    if drop_status:
+        obj.pop("status", None)
+    return obj
+
+
+def _parse_warnings(headers):
+    """``Warning: 299 - "text"`` response headers -> ["text", ...]."""
+    if not headers:
+        return []
+    values = []
+    getlist = getattr(headers, "getlist", None) or getattr(headers, "get_all", None)
+    if getlist is not None:
+        values = list(getlist("Warning") or [])
+    else:
+        value = headers.get("Warning") or headers.get("warning")
+        if value:
+            values = [value]
+    found = []
+    for value in values:
+        for match in re.finditer(r'\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"', value):
+            found.append(re.sub(r"\\(.)", r"\1", match.group(1)))
+    return found
+
+
+class K8sClient:
+    """Talks to one API server. Build it with :meth:`from_params`; call :meth:`close` when done."""
+
+    def __init__(self, configuration, secrets=(), tmpdir=None, timeout=DEFAULT_TIMEOUT):
+        _require_kubernetes()
+        self.configuration = configuration
+        self.timeout = timeout
+        self.warnings = []
+        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self._own_tmpdir = tmpdir is None
+        self._tmpdir = tmpdir if tmpdir is not None else tempfile.mkdtemp(prefix="pinned-images-k8s-")
+        if self._own_tmpdir:
+            self._finalizer = weakref.finalize(self, shutil.rmtree, self._tmpdir, True)
+        else:
+            self._finalizer = None
+        self._api_client = None
+        self._dynamic = None
+        self._resources = {}
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_params(cls, params, tmpdir=None, timeout=DEFAULT_TIMEOUT):
+        """Build a client from module parameters named as in :data:`K8S_AUTH_ARG_SPEC`.
+
+        ``tmpdir`` receives the discovery cache and certificate files the kubeconfig loader writes; give the module's
+        ``module.tmpdir``. Without it a private temporary directory is made and removed on :meth:`close`.
+        """
+        _require_kubernetes()
+        params = params or {}
+        own_tmp = None
+        if tmpdir is None:
+            own_tmp = tempfile.mkdtemp(prefix="pinned-images-k8s-")
+            tmpdir = own_tmp
+        try:
+            configuration, secrets = _build_configuration(params, tmpdir)
+        except Exception:
+            if own_tmp:
+                shutil.rmtree(own_tmp, ignore_errors=True)
+            raise
+        client = cls(configuration, secrets=secrets, tmpdir=tmpdir, timeout=timeout)
+        if own_tmp:
+            client._own_tmpdir = True
+            client._finalizer = weakref.finalize(client, shutil.rmtree, own_tmp, True)
+        return client
+
+    def close(self):
+        if self._api_client is not None:
+            try:
+                self._api_client.close()
+            except Exception:  # pragma: no cover - best effort
+                pass
+            self._api_client = None
+            self._dynamic = None
+        if self._finalizer is not None:
+            self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    @property
+    def host(self):
+        """The API server URL without credentials."""
+        return _safe_url(self.configuration.host)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _scrub(self, text):
+        text = str(text)
+        secrets = set(self._secrets)
+        for value in (getattr(self.configuration, "api_key", None) or {}).values():
+            if value:
+                secrets.update((value, value.split(" ", 1)[-1]))
+        for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def _connection_error(self, exc):
+        reason = getattr(exc, "reason", None) or exc
+        text = str(reason)
+        lowered = text.lower()
+        if "refused" in lowered:
+            what = "connection refused"
+        elif "certificate" in lowered or "ssl" in lowered:
+            what = f"TLS error ({text})"
+        elif "name or service not known" in lowered or "nodename nor servname" in lowered or "resolution" in lowered:
+            what = f"host name not resolved ({text})"
+        elif "timed out" in lowered or "timeout" in lowered:
+            what = f"timed out ({text})"
+        else:
+            what = text
+        return K8sError(self._scrub(f"cannot reach the Kubernetes API server at {self.host}: {what}"), status=0)
+
+    def _dyn(self):
+        if self._dynamic is None:
+            self._api_client = k8s_client_mod.ApiClient(self.configuration)
+            cache_file = os.path.join(self._tmpdir, "discovery-cache.json")
+            try:
+                self._dynamic = DynamicClient(self._api_client, cache_file=cache_file)
+            except DynamicApiError as exc:
+                raise self._api_error(exc, "discover", "the API groups")
+            except ApiException as exc:
+                raise self._api_error(exc, "discover", "the API groups")
+            except urllib3.exceptions.HTTPError as exc:
+                raise self._connection_error(exc)
+        return self._dynamic
+
+    def _resource(self, api_version, kind):
+        key = (api_version, kind)
+        if key in self._resources:
+            return self._resources[key]
+        dyn = self._dyn()
+        try:
+            resource = dyn.resources.get(api_version=api_version, kind=kind)
+        except (ResourceNotFoundError, ResourceNotUniqueError):
+            group = _group_of(api_version)
+            hint = " (is its CustomResourceDefinition installed?)" if group and not group.endswith("k8s.io") else ""
+            raise K8sError(
+                f"the API server at {self.host} does not serve kind {kind} in {api_version}{hint}",
+                status=404,
+                reason="NotFound",
+            )
+        except (DynamicApiError, ApiException) as exc:
+            raise self._api_error(exc, "discover", f"{kind} in {api_version}")
+        except urllib3.exceptions.HTTPError as exc:
+            raise self._connection_error(exc)
+        self._resources[key] = resource
+        return resource
+
+    @staticmethod
+    def _resource_label(resource):
+        return f"{resource.name}.{resource.group}" if resource.group else resource.name
+
+    def _api_error(self, exc, verb, what, resource=None, rbac_verb=None):
+        status = getattr(exc, "status", 0) or 0
+        body = getattr(exc, "body", None)
+        status_obj = {}
+        if body:
+            try:
+                status_obj = json.loads(body if isinstance(body, str) else body.decode("utf-8", "replace"))
+            except (ValueError, AttributeError):
+                status_obj = {}
+        if not isinstance(status_obj, dict):
+            status_obj = {}
+        server_message = status_obj.get("message") or getattr(exc, "reason", "") or ""
+        reason = status_obj.get("reason") or getattr(exc, "reason", None)
+        details = status_obj.get("details") or {}
+        causes = (details.get("causes") or []) if isinstance(details, dict) else []
+        resource_label = self._resource_label(resource) if resource is not None else what
+        if status == 401:
+            message = (
+                f"unauthorized: the API server at {self.host} rejected the credentials "
+                f"(bearer token or client certificate) while trying to {verb} {what}"
+            )
+        elif status == 403:
+            message = (
+                f"forbidden: the credentials may not {rbac_verb or verb} {resource_label} ({verb} {what}) "
+                f"on {self.host}: {server_message}"
+            )
+        elif status == 404:
+            message = f"not found: {what} on {self.host}: {server_message}"
+        elif status == 409:
+            owners = []
+            for cause in causes:
+                field = cause.get("field")
+                text = cause.get("message") or ""
+                if field:
+                    owners.append(f"{field} ({text})" if text else field)
+                elif text:
+                    owners.append(text)
+            if owners:
+                message = (
+                    f"conflict: cannot {verb} {what}: fields owned by another field manager: {'; '.join(owners)}. "
+                    "Set force_conflicts to take ownership, or let the other manager change them"
+                )
+            else:
+                message = f"conflict: cannot {verb} {what}: {server_message}"
+        elif status == 422:
+            problems = [f"{c.get('field', '')}: {c.get('message', '')}".strip(": ") for c in causes]
+            message = f"invalid: the API server rejected {what}: {server_message}"
+            if problems and not all(p in server_message for p in problems):
+                message += " [" + "; ".join(problems) + "]"
+        else:
+            message = f"cannot {verb} {what} on {self.host}: HTTP {status} {reason or ''}: {server_message}".rstrip(": ")
+        return K8sError(self._scrub(message), status=status, reason=reason, causes=causes)
+
+    def _request(self, verb, what, method, resource, name=None, namespace=None, body=None, rbac_verb=None, **params):
+        dyn = self._dyn()
+        path = resource.path(name=name, namespace=namespace)
+        params.setdefault("_request_timeout", self.timeout)
+        try:
+            response = dyn.request(method, path, body=body, serialize=False, **params)
+        except (DynamicApiError, ApiException) as exc:
+            raise self._api_error(exc, verb, what, resource, rbac_verb=rbac_verb or method)
+        except urllib3.exceptions.HTTPError as exc:
+            raise self._connection_error(exc)
+        headers = getattr(response, "headers", None)
+        if headers is None and hasattr(response, "getheaders"):
+            headers = response.getheaders()
+        self.warnings.extend(self._scrub(w) for w in _parse_warnings(headers))
+        data = response.data
+        if isinstance(data, bytes):
+            data = data.decode("utf-8")
+        try:
+            return json.loads(data) if data else {}
+        except ValueError:
+            raise K8sError(self._scrub(f"the API server at {self.host} answered {verb} {what} with a non-JSON body"))
+
+    @staticmethod
+    def _what(kind, name=None, namespace=None):
+        text = f"{kind}/{name}" if name else kind
+        if namespace:
+            text += f" in namespace {namespace}"
+        return text
+
+    def _namespace_for(self, resource, namespace, kind):
+        if resource.namespaced:
+            if not namespace:
+                raise K8sError(f"{kind} is namespaced: a namespace is required", status=400)
+            return namespace
+        return None
+
+    # ------------------------------------------------------------------ verbs
+
+    def server_version(self):
+        """The ``/version`` answer (``gitVersion``, ``major``, ``minor``, ...)."""
+        version = self._dyn().version or {}
+        return dict(version.get("kubernetes") or {})
+
+    def apply(self, obj, field_manager=DEFAULT_FIELD_MANAGER, force_conflicts=False, dry_run=False):
+        """Server-side apply ``obj`` (create or update); return the object the server stored (or would store)."""
+        if not isinstance(obj, dict):
+            raise K8sError("apply needs the object as a dict", status=400)
+        api_version = obj.get("apiVersion")
+        kind = obj.get("kind")
+        metadata = obj.get("metadata") or {}
+        name = metadata.get("name")
+        if not api_version or not kind or not name:
+            raise K8sError("apply needs apiVersion, kind and metadata.name", status=400)
+        resource = self._resource(api_version, kind)
+        namespace = self._namespace_for(resource, metadata.get("namespace"), kind)
+        # A string: older clients would send Python's "True"/"False".
+        params = {"content_type": APPLY_PATCH, "field_manager": field_manager, "force_conflicts": "true" if force_conflicts else "false"}
+        if dry_run:
+            params["dry_run"] = "All"
+        return self._request(
+            "server-side apply",
+            self._what(kind, name, namespace),
+            "patch",
+            resource,
+            name,
+            namespace,
+            # Serialised here: older clients only send str/bytes bodies for non-JSON content types (JSON is YAML).
+            body=json.dumps(obj),
+            rbac_verb="patch",
+            **params,
+        )
+
+    def get(self, api_version, kind, name, namespace=None):
+        """The object, or None when it does not exist."""
+        resource = self._resource(api_version, kind)
+        namespace = self._namespace_for(resource, namespace, kind)
+        try:
+            return self._request("get", self._what(kind, name, namespace), "get", resource, name, namespace)
+        except K8sError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list(self, api_version, kind, label_selector=None, namespace=None):
+        """Every object of ``kind`` (in ``namespace`` when given), optionally filtered by a label selector."""
+        resource = self._resource(api_version, kind)
+        if not resource.namespaced:
+            namespace = None
+        params = {}
+        selector = selector_string(label_selector)
+        if selector:
+            params["label_selector"] = selector
+        what = self._what(kind + " objects", None, namespace)
+        answer = self._request("list", what, "get", resource, None, namespace, rbac_verb="list", **params)
+        items = []
+        for item in answer.get("items") or []:
+            item = dict(item)
+            # Built-in list responses leave apiVersion and kind out of their items.
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+            items.append(item)
+        return items
+
+    def delete(self, api_version, kind, name, namespace=None, dry_run=False):
+        """Delete the object; False when it was already absent."""
+        resource = self._resource(api_version, kind)
+        namespace = self._namespace_for(resource, namespace, kind)
+        params = {"dry_run": "All"} if dry_run else {}
+        try:
+            self._request("delete", self._what(kind, name, namespace), "delete", resource, name, namespace, **params)
+        except K8sError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def patch_merge(self, api_version, kind, name, patch, namespace=None, dry_run=False, field_manager=DEFAULT_FIELD_MANAGER):
+        """JSON merge patch (RFC 7386; ``None`` removes a key), e.g. ``{"metadata": {"annotations": {...}}}``."""
+        if not isinstance(patch, dict):
+            raise K8sError("patch_merge needs the patch as a dict", status=400)
+        resource = self._resource(api_version, kind)
+        namespace = self._namespace_for(resource, namespace, kind)
+        params = {"content_type": MERGE_PATCH, "field_manager": field_manager}
+        if dry_run:
+            params["dry_run"] = "All"
+        return self._request("patch", self._what(kind, name, namespace), "patch", resource, name, namespace, body=patch, **params)
+
+    def annotate(self, api_version, kind, name, annotations, namespace=None, dry_run=False, field_manager=DEFAULT_FIELD_MANAGER):
+        """Set (value) or remove (None) annotations with a merge patch; return the patched object."""
+        return self.patch_merge(
+            api_version,
+            kind,
+            name,
+            {"metadata": {"annotations": dict(annotations)}},
+            namespace=namespace,
+            dry_run=dry_run,
+            field_manager=field_manager,
+        )
+
+
+# ---------------------------------------------------------------------- configuration
+
+
+def _temp_file_kwarg(loader, tmpdir):
+    """``temp_file_path`` for the kubeconfig loaders that take it (older clients write to the system temp dir)."""
+    try:
+        accepted = inspect.signature(loader).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return {}
+    return {"temp_file_path": tmpdir} if "temp_file_path" in accepted else {}
+
+
+def _build_configuration(params, tmpdir):
+    """Return (Configuration, secrets) for the parameters; never touches the process-wide default configuration."""
+    configuration = k8s_client_mod.Configuration()
+    kubeconfig = params.get("kubeconfig")
+    context = params.get("context")
+    host = params.get("host")
+    api_key = params.get("api_key")
+    secrets = [api_key] if api_key else []
+
+    def load_kubeconfig(source):
+        try:
+            if isinstance(source, dict):
+                k8s_config.load_kube_config_from_dict(
+                    config_dict=source,
+                    context=context,
+                    client_configuration=configuration,
+                    persist_config=False,
+                    **_temp_file_kwarg(k8s_config.load_kube_config_from_dict, tmpdir),
+                )
+            else:
+                if source is None:
+                    source = os.environ.get("KUBECONFIG") or "~/.kube/config"
+                paths = [os.path.expanduser(p) for p in str(source).split(os.pathsep) if p]
+                if not any(os.path.exists(p) for p in paths):
+                    raise K8sError(f"kubeconfig file {', '.join(paths)} does not exist")
+                k8s_config.load_kube_config(
+                    config_file=os.pathsep.join(paths),
+                    context=context,
+                    client_configuration=configuration,
+                    persist_config=False,
+                    **_temp_file_kwarg(k8s_config.load_kube_config, tmpdir),
+                )
+        except K8sError:
+            raise
+        except (ConfigException, ValueError, TypeError, KeyError, OSError) as exc:
+            where = "the kubeconfig given as a dict" if isinstance(source, dict) else f"kubeconfig {source}"
+            raise K8sError(f"cannot load {where}{f' (context {context})' if context else ''}: {exc}")
+
+    if kubeconfig is not None and not isinstance(kubeconfig, (str, dict)):
+        raise K8sError(f"kubeconfig must be a path or a dict, got {type(kubeconfig).__name__}")
+    if kubeconfig or context:
+        load_kubeconfig(kubeconfig or None)
+    elif host:
+        pass
+    else:
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except ConfigException:
+            try:
+                load_kubeconfig(None)
+            except K8sError as exc:
+                raise K8sError(
+                    "no Kubernetes connection configured: give host (and api_key or client certificates) or kubeconfig, "
+                    f"or run in a pod with a service account ({exc})"
+                )
+
+    # Explicit options win over what the kubeconfig or service account provided. The kubeconfig loader installs a
+    # hook that re-copies its settings before every request; re-apply the explicit ones after it.
+    overrides = {}
+    if host:
+        overrides["host"] = host.rstrip("/")
+    if params.get("validate_certs") is not None:
+        overrides["verify_ssl"] = bool(params["validate_certs"])
+    for option, attribute in (("ca_cert", "ssl_ca_cert"), ("client_cert", "cert_file"), ("client_key", "key_file")):
+        value = params.get(option)
+        if value:
+            if not os.path.isfile(value):
+                raise K8sError(f"{option} file {value} does not exist")
+            overrides[attribute] = value
+    if params.get("proxy"):
+        overrides["proxy"] = params["proxy"]
+
+    def apply_overrides(cfg):
+        for attribute, value in overrides.items():
+            setattr(cfg, attribute, value)
+        if api_key:
+            cfg.api_key = {"authorization": "Bearer " + api_key}
+            cfg.api_key_prefix = {}
+
+    apply_overrides(configuration)
+    loader_hook = getattr(configuration, "refresh_api_key_hook", None)
+    if loader_hook is not None and (overrides or api_key):
+
+        def refresh_then_override(cfg):
+            loader_hook(cfg)
+            apply_overrides(cfg)
+            # The loader's hook re-installs itself; keep this wrapper in front of it.
+            cfg.refresh_api_key_hook = refresh_then_override
+
+        configuration.refresh_api_key_hook = refresh_then_override
+
+    for value in (configuration.api_key or {}).values():
+        if value:
+            secrets.append(value)
+            secrets.append(value.split(" ", 1)[-1])
+    if not configuration.host:
+        raise K8sError("no Kubernetes API server URL: give host or a kubeconfig with a cluster server")
+    return configuration, secrets

@@ -1,0 +1,109 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Read, before any pull, the manifests of the images a node lacks, from where the runtime would pull them.
+
+Pull sources come from registries.conf (mirrors first, then the primary location) and credentials per source
+follow the reference rules (see _registries_conf.credentials_for_source). A mirror that lacks the image or cannot
+be reached is skipped, as the runtime would skip it; the primary location's transient errors are retried with
+the prefetch backoff.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ._registries_conf import RegistriesConfError, credentials_for_source
+from ._registry_client import (
+    ManifestUnknownError,
+    RegistryAuthRejected,
+    RegistryConnectionError,
+    RegistryError,
+    RegistryTLSError,
+)
+
+# Manifest reads are small; more parallel requests than this only queue up at the registry.
+MAX_PARALLEL_READS = 8
+
+
+def is_loopback(registry: str) -> bool:
+    """containerd and Docker allow plain HTTP to loopback registries without configuration; so does the estimate."""
+    host = registry.rsplit(":", 1)[0] if registry.count(":") == 1 or registry.startswith("[") else registry
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def error_kind(err: Exception) -> str:
+    """The prefetch error kind (as _cri_client names them) for a registry or configuration error."""
+    if isinstance(err, RegistryAuthRejected):
+        return "auth"
+    if isinstance(err, ManifestUnknownError):
+        return "not_found"
+    if isinstance(err, RegistryConnectionError):
+        return "unavailable"
+    return "invalid"
+
+
+class PullEstimator:
+    """Reads manifests for a set of images; ``requests`` and ``seconds`` measure the overhead."""
+
+    def __init__(self, registry_client, registries, docker_config, options, platform=None, sleep=time.sleep):
+        self.client = registry_client
+        self.registries = registries
+        self.docker_config = docker_config
+        self.options = options
+        self.platform = platform
+        self.sleep = sleep
+        self.seconds = 0.0
+
+    @property
+    def requests(self) -> int:
+        return self.client.request_count
+
+    def read(self, refs: list) -> tuple[list, dict]:
+        """Return ([(image, ManifestInfo)] in the order of ``refs``, {image: (error, kind)})."""
+        started = time.monotonic()
+        workers = max(1, min(MAX_PARALLEL_READS, len(refs)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            outcomes = list(pool.map(self._read_one, refs))
+        self.seconds = round(time.monotonic() - started, 3)
+        manifests, failures = [], {}
+        for ref, (info, failure) in zip(refs, outcomes):
+            if failure is None:
+                manifests.append((str(ref), info))
+            else:
+                failures[str(ref)] = failure
+        return manifests, failures
+
+    def _read_one(self, ref):
+        try:
+            sources = self.registries.pull_sources(ref)
+        except RegistriesConfError as err:
+            return None, (str(err), "invalid")
+        last_error = None
+        for source in sources:
+            credentials = credentials_for_source(self.docker_config, source, ref)
+            attempts = 0
+            while True:
+                attempts += 1
+                insecure = source.insecure or is_loopback(source.registry)
+                try:
+                    return self.client.manifest_info(source.reference, credentials, insecure, self.platform), None
+                except RegistryError as err:
+                    last_error = err
+                    transient = isinstance(err, RegistryConnectionError) and not isinstance(err, RegistryTLSError)
+                    if source.mirror or not transient or attempts > self.options.retries:
+                        break
+                    self.sleep(self.options.backoff(attempts))
+        message = f"size estimate failed, not pulled: {last_error}"
+        if attempts > 1:
+            message += f" (gave up after {attempts} attempts)"
+        return None, (message, error_kind(last_error))

@@ -1,0 +1,381 @@
+#!/usr/bin/python
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: pinned_image_set_info
+short_description: Show PinnedImageSets, machine config pools and the images each node pins
+version_added: 0.1.0
+author:
+  - pinned.images developers (@pinned-images)
+description:
+  - Reads C(machineconfiguration.openshift.io/v1) PinnedImageSets and MachineConfigPools from a cluster
+    (O(cluster=true)) and/or from YAML files and directories (O(paths)), and nodes from the cluster or from O(nodes).
+  - Works out, as the machine-config-operator does, which pools each node belongs to, which sets those pools select,
+    and the list of images the node pins (the union of those sets, de-duplicated and sorted).
+  - Sets and pools from O(paths) replace cluster ones of the same name (with a warning when they differ), so a
+    change can be previewed against the live cluster; pools from O(pools) replace both.
+  - Never changes anything.
+extends_documentation_fragment:
+  - pinned.images.k8s_auth
+options:
+  cluster:
+    description:
+      - Read PinnedImageSets and MachineConfigPools from the cluster, and its nodes unless O(nodes) is given.
+    type: bool
+    default: false
+  paths:
+    description:
+      - YAML files, or directories of C(*.yaml) and C(*.yml) files (not recursive), holding PinnedImageSet and
+        MachineConfigPool objects (several documents per file, and C(kind=List), are fine; other kinds are ignored).
+      - Every set is validated; all problems are reported at once.
+    type: list
+    elements: path
+    default: []
+  pools:
+    description:
+      - More machine config pools, as MachineConfigPool objects or as names. A name means a pool shaped like
+        OpenShift's built-in ones (it selects sets labelled C(machineconfiguration.openshift.io/role=<name>) and nodes
+        labelled C(node-role.kubernetes.io/<name>)).
+      - When no pool is found anywhere, OpenShift's built-in C(master) and C(worker) pools are assumed.
+    type: list
+    elements: raw
+  nodes:
+    description:
+      - The nodes to report on, instead of the cluster's nodes.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: The node name.
+        type: str
+        required: true
+      labels:
+        description: The node labels.
+        type: dict
+        default: {}
+attributes:
+  check_mode:
+    support: full
+    description: The module never changes anything.
+  diff_mode:
+    support: none
+    description: The module never changes anything.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs on POSIX hosts; to reach a cluster, usually on the controller (delegated to localhost).
+requirements:
+  - PyYAML
+notes:
+  - "RBAC for O(cluster=true): C(list) on C(pinnedimagesets.machineconfiguration.openshift.io),
+    C(machineconfigpools.machineconfiguration.openshift.io) and, without O(nodes), C(nodes)."
+  - The module needs the C(kubernetes) Python library only with O(cluster=true).
+seealso:
+  - module: pinned.images.pinned_image_set
+"""
+
+EXAMPLES = r"""
+- name: What does each node of the cluster pin?
+  pinned.images.pinned_image_set_info:
+    cluster: true
+  register: pinned
+  delegate_to: localhost
+
+- name: Preview the effect of the sets in a GitOps repository on the cluster's nodes
+  pinned.images.pinned_image_set_info:
+    cluster: true
+    paths:
+      - "{{ playbook_dir }}/gitops/pinned-image-sets"
+  delegate_to: localhost
+
+- name: Work offline, from files and known node labels
+  pinned.images.pinned_image_set_info:
+    paths:
+      - sets/
+    nodes:
+      - name: worker-0
+        labels:
+          node-role.kubernetes.io/worker: ""
+  delegate_to: localhost
+
+- name: Prefetch exactly what this node will pin
+  pinned.images.prefetch:
+    images: "{{ (pinned.nodes | selectattr('name', 'equalto', inventory_hostname) | first).images }}"
+"""
+
+RETURN = r"""
+sets:
+  description: The PinnedImageSets found.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The set name.
+      type: str
+      sample: worker-pinned-images
+    labels:
+      description: The set labels.
+      type: dict
+      sample: {machineconfiguration.openshift.io/role: worker}
+    images:
+      description: The images of the set, in the order given.
+      type: list
+      elements: str
+    pool_selector:
+      description: C(spec.machineConfigPoolSelector), when the set has one.
+      type: dict
+    source:
+      description: Where the set came from, V(cluster) or a file path.
+      type: str
+      sample: cluster
+    pools:
+      description: The pools that select the set.
+      type: list
+      elements: str
+      sample: [worker]
+pools:
+  description: The machine config pools used.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The pool name.
+      type: str
+      sample: worker
+    labels:
+      description: The pool labels.
+      type: dict
+    machine_config_selector:
+      description: C(spec.machineConfigSelector), which selects sets by their labels.
+      type: dict
+    node_selector:
+      description: C(spec.nodeSelector), which selects the pool's nodes.
+      type: dict
+    pinned_image_sets:
+      description: The sets the pool names in C(spec.pinnedImageSets).
+      type: list
+      elements: str
+    source:
+      description: Where the pool came from, V(cluster), a file path, V(pools) or V(default).
+      type: str
+    sets:
+      description: The names of the sets the pool selects.
+      type: list
+      elements: str
+    images:
+      description: The images of those sets, de-duplicated and sorted.
+      type: list
+      elements: str
+    missing_sets:
+      description: Sets named in C(spec.pinnedImageSets) that were not found.
+      type: list
+      elements: str
+nodes:
+  description: For each node, its pools and the images it pins.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The node name.
+      type: str
+      sample: worker-0
+    pools:
+      description: The pools the node belongs to.
+      type: list
+      elements: str
+      sample: [worker]
+    images:
+      description: The images the node pins, de-duplicated and sorted.
+      type: list
+      elements: str
+    sets:
+      description: The sets those images come from, in the order they were found.
+      type: list
+      elements: str
+    error:
+      description: Why the node's pools could not be worked out (for example, two custom pools select it).
+      type: str
+      returned: when the node's pools are ambiguous
+"""
+
+import copy
+import dataclasses
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
+    HAS_KUBERNETES,
+    K8S_AUTH_ARG_SPEC,
+    KUBERNETES_IMPORT_ERROR,
+    K8sClient,
+    K8sError,
+)
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+    API_VERSION,
+    MACHINE_CONFIG_POOL_KIND,
+    MASTER_POOL,
+    PINNED_IMAGE_SET_KIND,
+    WORKER_POOL,
+    PinnedImageSetError,
+    as_pool,
+    default_pool,
+    images_for_node,
+    images_for_pool,
+    load_sets,
+    missing_set_refs,
+    pools_for_node,
+    set_matches_pool,
+    validate_pool,
+    validate_set,
+)
+
+
+def _argument_spec():
+    spec = dict(
+        cluster=dict(type="bool", default=False),
+        paths=dict(type="list", elements="path", default=[]),
+        pools=dict(type="list", elements="raw"),
+        nodes=dict(
+            type="list",
+            elements="dict",
+            options=dict(
+                name=dict(type="str", required=True),
+                labels=dict(type="dict", default={}),
+            ),
+        ),
+    )
+    spec.update(copy.deepcopy(K8S_AUTH_ARG_SPEC))
+    return spec
+
+
+def _read_cluster(module, want_nodes):
+    """(set objects, pool objects, nodes or None) from the cluster."""
+    if not HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+    try:
+        with K8sClient.from_params(module.params, tmpdir=module.tmpdir) as client:
+            sets = client.list(API_VERSION, PINNED_IMAGE_SET_KIND)
+            pools = client.list(API_VERSION, MACHINE_CONFIG_POOL_KIND)
+            nodes = None
+            if want_nodes:
+                nodes = [
+                    {"name": n["metadata"]["name"], "labels": n["metadata"].get("labels") or {}}
+                    for n in client.list("v1", "Node")
+                ]
+            for warning in client.warnings:
+                module.warn(f"API server: {warning}")
+    except K8sError as exc:
+        module.fail_json(msg=str(exc), status=exc.status, reason=exc.reason)
+    return sets, pools, nodes
+
+
+def _merge_by_name(module, kind, base, overrides, compare):
+    """Items of ``overrides`` replace ``base`` items of the same name; order: base order, then new ones."""
+    merged = {item.name: item for item in base}
+    order = [item.name for item in base]
+    for item in overrides:
+        old = merged.get(item.name)
+        if old is None:
+            order.append(item.name)
+        elif compare(old) != compare(item):
+            module.warn(f"{kind} {item.name!r} from {item.source} replaces the one from {old.source}")
+        merged[item.name] = item
+    return [merged[name] for name in order]
+
+
+def _set_key(item):
+    return (item.labels, item.images, item.pool_selector)
+
+
+def _pool_key(item):
+    return (item.labels, item.machine_config_selector, item.node_selector, item.pinned_image_sets)
+
+
+def main():
+    module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
+    params = module.params
+
+    cluster_sets, cluster_pools, cluster_nodes = [], [], None
+    if params["cluster"]:
+        set_objects, pool_objects, cluster_nodes = _read_cluster(module, want_nodes=params["nodes"] is None)
+        for obj in set_objects:
+            try:
+                cluster_sets.append(validate_set(obj, source="cluster"))
+            except PinnedImageSetError as exc:
+                module.warn(f"skipped a cluster {PINNED_IMAGE_SET_KIND}: {exc}")
+        for obj in pool_objects:
+            try:
+                cluster_pools.append(validate_pool(obj, source="cluster"))
+            except PinnedImageSetError as exc:
+                module.warn(f"skipped a cluster {MACHINE_CONFIG_POOL_KIND}: {exc}")
+
+    try:
+        file_sets, file_pools = load_sets(list(params["paths"])) if params["paths"] else ([], [])
+        extra_pools = []
+        for index, value in enumerate(params["pools"] or []):
+            pool = as_pool(value)
+            extra_pools.append(dataclasses.replace(pool, source=pool.source or "pools"))
+    except PinnedImageSetError as exc:
+        module.fail_json(msg=str(exc), problems=exc.problems)
+
+    sets = _merge_by_name(module, PINNED_IMAGE_SET_KIND, cluster_sets, file_sets, _set_key)
+    pools = _merge_by_name(module, MACHINE_CONFIG_POOL_KIND, cluster_pools, file_pools, _pool_key)
+    pools = _merge_by_name(module, MACHINE_CONFIG_POOL_KIND, pools, extra_pools, _pool_key)
+    if not pools:
+        pools = [dataclasses.replace(default_pool(name), source="default") for name in (MASTER_POOL, WORKER_POOL)]
+
+    try:
+        set_results = [
+            {
+                "name": s.name,
+                "labels": dict(s.labels),
+                "images": list(s.images),
+                "pool_selector": copy.deepcopy(s.pool_selector),
+                "source": s.source,
+                "pools": [p.name for p in pools if set_matches_pool(p, s)],
+            }
+            for s in sets
+        ]
+        pool_results = []
+        for pool in pools:
+            images, set_names = images_for_pool(pool, sets)
+            pool_results.append(
+                {
+                    "name": pool.name,
+                    "labels": dict(pool.labels),
+                    "machine_config_selector": copy.deepcopy(pool.machine_config_selector),
+                    "node_selector": copy.deepcopy(pool.node_selector),
+                    "pinned_image_sets": list(pool.pinned_image_sets),
+                    "source": pool.source,
+                    "sets": set_names,
+                    "images": images,
+                    "missing_sets": missing_set_refs(pool, sets),
+                }
+            )
+    except PinnedImageSetError as exc:
+        module.fail_json(msg=str(exc), problems=exc.problems)
+
+    nodes = params["nodes"] if params["nodes"] is not None else (cluster_nodes or [])
+    node_results = []
+    for node in nodes:
+        labels = node.get("labels") or {}
+        entry = {"name": node["name"], "pools": [], "images": [], "sets": []}
+        try:
+            entry["pools"] = [p.name for p in pools_for_node(labels, pools)]
+            entry["images"], entry["sets"] = images_for_node(labels, pools, sets)
+        except PinnedImageSetError as exc:
+            entry["error"] = str(exc)
+        node_results.append(entry)
+
+    module.exit_json(changed=False, sets=set_results, pools=pool_results, nodes=node_results)
+
+
+if __name__ == "__main__":
+    main()

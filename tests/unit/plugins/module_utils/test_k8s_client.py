@@ -1,0 +1,504 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_k8s_client with the real ``kubernetes`` client over real HTTP(S) against the fake API server fixture.
+
+No kube-apiserver can be installed here; tests/fixtures/fake_apiserver.py stands in for it (see its docstring for
+what it implements).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
+    K8S_AUTH_ARG_SPEC,
+    K8sClient,
+    K8sError,
+    clean_object,
+    selector_string,
+)
+from fixtures.fake_apiserver import free_port
+
+MCO = "machineconfiguration.openshift.io/v1"
+PIS = "PinnedImageSet"
+IMG_A = "quay.io/openshift/app-a@sha256:" + "a" * 64
+IMG_B = "quay.io/openshift/app-b@sha256:" + "b" * 64
+
+ENV_NAMES = {
+    "kubeconfig": "K8S_AUTH_KUBECONFIG",
+    "context": "K8S_AUTH_CONTEXT",
+    "host": "K8S_AUTH_HOST",
+    "api_key": "K8S_AUTH_API_KEY",
+    "validate_certs": "K8S_AUTH_VERIFY_SSL",
+    "ca_cert": "K8S_AUTH_SSL_CA_CERT",
+    "client_cert": "K8S_AUTH_CERT_FILE",
+    "client_key": "K8S_AUTH_KEY_FILE",
+    "proxy": "K8S_AUTH_PROXY",
+}
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_cluster(monkeypatch):
+    for name in list(ENV_NAMES.values()) + ["KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"]:
+        monkeypatch.delenv(name, raising=False)
+
+
+def pis(name="set-a", images=(IMG_A,), labels=None, **spec):
+    obj = {
+        "apiVersion": MCO,
+        "kind": PIS,
+        "metadata": {"name": name},
+        "spec": {"pinnedImages": [{"name": i} for i in images], **spec},
+    }
+    if labels is not None:
+        obj["metadata"]["labels"] = labels
+    return obj
+
+
+@pytest.fixture
+def client(fake_apiserver, tmp_path):
+    c = K8sClient.from_params({"host": fake_apiserver.url, "api_key": fake_apiserver.token}, tmpdir=str(tmp_path))
+    yield c
+    c.close()
+
+
+def module_params(args):
+    with patch_module_args(args):
+        return AnsibleModule(argument_spec=copy.deepcopy(K8S_AUTH_ARG_SPEC)).params
+
+
+# ---------------------------------------------------------------- options and connection
+
+
+def test_arg_spec_matches_kubernetes_core_names():
+    assert set(K8S_AUTH_ARG_SPEC) == set(ENV_NAMES)
+    for option, env in ENV_NAMES.items():
+        assert K8S_AUTH_ARG_SPEC[option]["fallback"][1] == [env]
+    assert K8S_AUTH_ARG_SPEC["api_key"]["no_log"] is True
+    assert K8S_AUTH_ARG_SPEC["validate_certs"]["aliases"] == ["verify_ssl"]
+    assert K8S_AUTH_ARG_SPEC["ca_cert"]["aliases"] == ["ssl_ca_cert"]
+    assert K8S_AUTH_ARG_SPEC["client_cert"]["aliases"] == ["cert_file"]
+    assert K8S_AUTH_ARG_SPEC["client_key"]["aliases"] == ["key_file"]
+    assert K8S_AUTH_ARG_SPEC["kubeconfig"]["type"] == "raw"
+
+
+def test_every_env_fallback_reaches_the_params(monkeypatch, tmp_path):
+    files = {}
+    for name in ("ca.crt", "client.crt", "client.key", "kubeconfig"):
+        files[name] = tmp_path / name
+        files[name].write_text("x")
+    values = {
+        "K8S_AUTH_KUBECONFIG": str(files["kubeconfig"]),
+        "K8S_AUTH_CONTEXT": "ctx-from-env",
+        "K8S_AUTH_HOST": "https://api.example.test:6443",
+        "K8S_AUTH_API_KEY": "env-secret-token",
+        "K8S_AUTH_VERIFY_SSL": "false",
+        "K8S_AUTH_SSL_CA_CERT": str(files["ca.crt"]),
+        "K8S_AUTH_CERT_FILE": str(files["client.crt"]),
+        "K8S_AUTH_KEY_FILE": str(files["client.key"]),
+        "K8S_AUTH_PROXY": "http://proxy.example.test:3128",
+    }
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    params = module_params({})
+    assert params == {
+        "kubeconfig": str(files["kubeconfig"]),
+        "context": "ctx-from-env",
+        "host": "https://api.example.test:6443",
+        "api_key": "env-secret-token",
+        "validate_certs": False,
+        "ca_cert": str(files["ca.crt"]),
+        "client_cert": str(files["client.crt"]),
+        "client_key": str(files["client.key"]),
+        "proxy": "http://proxy.example.test:3128",
+    }
+    # Explicit arguments (and the kubernetes.core aliases) win over the environment.
+    params = module_params({"verify_ssl": True, "ssl_ca_cert": "/x/ca", "cert_file": "/x/c", "key_file": "/x/k"})
+    assert (params["validate_certs"], params["ca_cert"], params["client_cert"], params["client_key"]) == (
+        True,
+        "/x/ca",
+        "/x/c",
+        "/x/k",
+    )
+
+
+def test_env_host_and_token_connect(monkeypatch, fake_apiserver, tmp_path):
+    monkeypatch.setenv("K8S_AUTH_HOST", fake_apiserver.url)
+    monkeypatch.setenv("K8S_AUTH_API_KEY", fake_apiserver.token)
+    fake_apiserver.add(pis())
+    with K8sClient.from_params(module_params({}), tmpdir=str(tmp_path)) as c:
+        assert c.get(MCO, PIS, "set-a")["spec"]["pinnedImages"] == [{"name": IMG_A}]
+    assert {r.user for r in fake_apiserver.requests} == {"token-user"}
+
+
+def test_configuration_maps_every_option(tmp_path):
+    for name in ("ca.crt", "client.crt", "client.key"):
+        (tmp_path / name).write_text("x")
+    c = K8sClient.from_params(
+        {
+            "host": "https://api.example.test:6443/",
+            "api_key": "abc",
+            "validate_certs": False,
+            "ca_cert": str(tmp_path / "ca.crt"),
+            "client_cert": str(tmp_path / "client.crt"),
+            "client_key": str(tmp_path / "client.key"),
+            "proxy": "http://proxy.example.test:3128",
+        },
+        tmpdir=str(tmp_path),
+    )
+    cfg = c.configuration
+    assert cfg.host == "https://api.example.test:6443"
+    assert cfg.api_key == {"authorization": "Bearer abc"}
+    assert cfg.verify_ssl is False
+    assert cfg.ssl_ca_cert == str(tmp_path / "ca.crt")
+    assert cfg.cert_file == str(tmp_path / "client.crt")
+    assert cfg.key_file == str(tmp_path / "client.key")
+    assert cfg.proxy == "http://proxy.example.test:3128"
+
+
+def test_missing_certificate_file_is_named(tmp_path):
+    with pytest.raises(K8sError, match=r"ca_cert file .*nope\.crt does not exist"):
+        K8sClient.from_params({"host": "https://x.test", "ca_cert": str(tmp_path / "nope.crt")}, tmpdir=str(tmp_path))
+
+
+def test_kubeconfig_current_context(fake_apiserver, tmp_path):
+    fake_apiserver.add(pis())
+    with K8sClient.from_params({"kubeconfig": str(fake_apiserver.kubeconfig_path)}, tmpdir=str(tmp_path)) as c:
+        assert c.get(MCO, PIS, "set-a")["metadata"]["name"] == "set-a"
+
+
+def test_kubeconfig_context_is_honoured(fake_apiserver, tmp_path):
+    params = {"kubeconfig": str(fake_apiserver.kubeconfig_path), "context": "wrong-token"}
+    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+        with pytest.raises(K8sError) as info:
+            c.list(MCO, PIS)
+    assert info.value.status == 401
+    assert "not-the-token" not in str(info.value)
+
+
+def test_kubeconfig_as_dict_and_host_override(fake_apiserver, tmp_path):
+    config = yaml.safe_load(fake_apiserver.kubeconfig_path.read_text())
+    config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{free_port()}"
+    # The dict's server is dead; host overrides it while the token still comes from the kubeconfig.
+    with K8sClient.from_params({"kubeconfig": config, "host": fake_apiserver.url}, tmpdir=str(tmp_path)) as c:
+        assert c.list(MCO, PIS) == []
+    assert fake_apiserver.requests[-1].user == "token-user"
+
+
+def test_default_kubeconfig_from_environment(monkeypatch, fake_apiserver, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(fake_apiserver.kubeconfig_path))
+    with K8sClient.from_params({}, tmpdir=str(tmp_path)) as c:
+        assert c.host == fake_apiserver.url
+        assert c.list("v1", "Node") == []
+
+
+def test_no_configuration_at_all_is_explained(monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing-kubeconfig"))
+    with pytest.raises(K8sError, match="no Kubernetes connection configured"):
+        K8sClient.from_params({}, tmpdir=str(tmp_path))
+
+
+def test_missing_kubeconfig_file_is_named(tmp_path):
+    with pytest.raises(K8sError, match="missing.yaml does not exist"):
+        K8sClient.from_params({"kubeconfig": str(tmp_path / "missing.yaml")}, tmpdir=str(tmp_path))
+
+
+def test_unknown_context_is_named(fake_apiserver, tmp_path):
+    with pytest.raises(K8sError, match="no-such-context"):
+        K8sClient.from_params(
+            {"kubeconfig": str(fake_apiserver.kubeconfig_path), "context": "no-such-context"}, tmpdir=str(tmp_path)
+        )
+
+
+def test_private_tmpdir_is_removed_on_close(fake_apiserver):
+    c = K8sClient.from_params({"host": fake_apiserver.url, "api_key": fake_apiserver.token})
+    c.list(MCO, PIS)
+    tmpdir = c._tmpdir
+    import os
+
+    assert os.path.isfile(os.path.join(tmpdir, "discovery-cache.json"))
+    c.close()
+    assert not os.path.exists(tmpdir)
+
+
+# ---------------------------------------------------------------- TLS
+
+
+def test_tls_with_ca_cert(fake_apiserver_tls, tmp_path):
+    params = {"host": fake_apiserver_tls.url, "api_key": fake_apiserver_tls.token, "ca_cert": str(fake_apiserver_tls.ca_cert_path)}
+    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+        assert c.list(MCO, PIS) == []
+
+
+def test_tls_without_ca_fails_with_a_tls_message(fake_apiserver_tls, tmp_path):
+    with K8sClient.from_params({"host": fake_apiserver_tls.url, "api_key": fake_apiserver_tls.token}, tmpdir=str(tmp_path)) as c:
+        with pytest.raises(K8sError) as info:
+            c.list(MCO, PIS)
+    assert info.value.status == 0
+    assert "TLS error" in str(info.value) and fake_apiserver_tls.url in str(info.value)
+    assert fake_apiserver_tls.token not in str(info.value)
+
+
+@pytest.mark.filterwarnings("ignore:Unverified HTTPS request")
+def test_tls_validate_certs_false(fake_apiserver_tls, tmp_path):
+    params = {"host": fake_apiserver_tls.url, "api_key": fake_apiserver_tls.token, "validate_certs": False}
+    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+        assert c.list(MCO, PIS) == []
+
+
+def test_tls_client_certificate(fake_apiserver_tls, tmp_path):
+    params = {
+        "host": fake_apiserver_tls.url,
+        "ca_cert": str(fake_apiserver_tls.ca_cert_path),
+        "client_cert": str(fake_apiserver_tls.client_cert_path),
+        "client_key": str(fake_apiserver_tls.client_key_path),
+    }
+    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+        assert c.list(MCO, PIS) == []
+    assert {r.user for r in fake_apiserver_tls.requests} == {"cert-user"}
+
+
+def test_tls_kubeconfig_with_certificate_authority(fake_apiserver_tls, tmp_path):
+    with K8sClient.from_params({"kubeconfig": str(fake_apiserver_tls.kubeconfig_path)}, tmpdir=str(tmp_path)) as c:
+        assert c.list(MCO, PIS) == []
+
+
+# ---------------------------------------------------------------- server-side apply
+
+
+def test_apply_creates_with_server_side_apply(client, fake_apiserver):
+    result = client.apply(pis(labels={"machineconfiguration.openshift.io/role": "worker"}))
+    stored = fake_apiserver.get(PIS, "set-a")
+    assert stored["spec"]["pinnedImages"] == [{"name": IMG_A}]
+    assert result["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    patch = [r for r in fake_apiserver.requests if r.method == "PATCH"]
+    assert len(patch) == 1
+    assert patch[0].path == "/apis/machineconfiguration.openshift.io/v1/pinnedimagesets/set-a"
+    assert patch[0].content_type == "application/apply-patch+yaml"
+    assert patch[0].query == {"fieldManager": "pinned-images", "force": "false"}
+    managers = [(m["manager"], m["operation"]) for m in stored["metadata"]["managedFields"]]
+    assert managers == [("pinned-images", "Apply")]
+    # What the client's discovery needs from the server (no OpenAPI document).
+    assert [r.path for r in fake_apiserver.requests if r.method == "GET"] == [
+        "/version",
+        "/apis",
+        "/apis/machineconfiguration.openshift.io/v1",
+    ]
+
+
+def test_machine_config_is_validated_against_its_crd(client, fake_apiserver):
+    mc = {
+        "apiVersion": MCO,
+        "kind": "MachineConfig",
+        "metadata": {"name": "99-worker-pins", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"fips": "yes", "config": {"ignition": {"version": "3.2.0"}}},
+    }
+    with pytest.raises(K8sError) as info:
+        client.apply(mc)
+    assert info.value.status == 422 and "spec.fips" in str(info.value)
+    mc["spec"]["fips"] = False
+    assert client.apply(mc)["spec"]["config"] == {"ignition": {"version": "3.2.0"}}
+
+
+def test_apply_update_and_no_op(client, fake_apiserver):
+    first = client.apply(pis())
+    second = client.apply(pis(images=(IMG_A, IMG_B)))
+    assert second["metadata"]["resourceVersion"] != first["metadata"]["resourceVersion"]
+    assert second["metadata"]["generation"] == 2
+    assert [i["name"] for i in fake_apiserver.get(PIS, "set-a")["spec"]["pinnedImages"]] == [IMG_A, IMG_B]
+    third = client.apply(pis(images=(IMG_A, IMG_B)))
+    assert third["metadata"]["resourceVersion"] == second["metadata"]["resourceVersion"]
+    assert clean_object(third) == clean_object(second)
+    # Dropping an image this manager applied removes it.
+    client.apply(pis(images=(IMG_B,)))
+    assert fake_apiserver.get(PIS, "set-a")["spec"]["pinnedImages"] == [{"name": IMG_B}]
+
+
+def test_apply_custom_field_manager_and_force(client, fake_apiserver):
+    client.apply(pis(), field_manager="someone", force_conflicts=True)
+    request = [r for r in fake_apiserver.requests if r.method == "PATCH"][-1]
+    assert request.query == {"fieldManager": "someone", "force": "true"}
+
+
+def test_dry_run_apply_leaves_nothing(client, fake_apiserver):
+    result = client.apply(pis(), dry_run=True)
+    assert result["spec"]["pinnedImages"] == [{"name": IMG_A}]
+    assert fake_apiserver.get(PIS, "set-a") is None
+    assert [r.query.get("dryRun") for r in fake_apiserver.requests if r.method == "PATCH"] == ["All"]
+    client.apply(pis())
+    before = fake_apiserver.get(PIS, "set-a")
+    would = client.apply(pis(images=(IMG_B,)), dry_run=True)
+    assert would["spec"]["pinnedImages"] == [{"name": IMG_B}]
+    assert fake_apiserver.get(PIS, "set-a") == before
+
+
+def test_conflict_names_the_owner_and_field(client, fake_apiserver):
+    fake_apiserver.add(pis(labels={"team": "gitops"}), manager="argocd", operation="Apply")
+    with pytest.raises(K8sError) as info:
+        client.apply(pis(labels={"team": "platform"}))
+    error = info.value
+    assert error.status == 409
+    assert "argocd" in str(error)
+    assert ".metadata.labels.team" in str(error)
+    assert "force_conflicts" in str(error)
+    assert fake_apiserver.get(PIS, "set-a")["metadata"]["labels"] == {"team": "gitops"}
+    client.apply(pis(labels={"team": "platform"}), force_conflicts=True)
+    stored = fake_apiserver.get(PIS, "set-a")
+    assert stored["metadata"]["labels"] == {"team": "platform"}
+    managers = fake_apiserver.managers(PIS, "set-a")
+    assert managers[("pinned-images", "Apply")]["fieldsV1"]["f:metadata"] == {"f:labels": {"f:team": {}}}
+    assert "f:metadata" not in managers[("argocd", "Apply")]["fieldsV1"]
+
+
+def test_list_map_items_of_two_managers_do_not_conflict(client, fake_apiserver):
+    fake_apiserver.add(pis(images=(IMG_A,)), manager="argocd", operation="Apply")
+    result = client.apply(pis(images=(IMG_B,)))
+    assert [i["name"] for i in result["spec"]["pinnedImages"]] == [IMG_A, IMG_B]
+
+
+def test_invalid_object_is_rejected_with_422(client, fake_apiserver):
+    with pytest.raises(K8sError) as info:
+        client.apply(pis(images=("quay.io/openshift/app:latest",)))
+    assert info.value.status == 422
+    assert "spec.pinnedImages[0].name" in str(info.value)
+    assert "sha256" in str(info.value)
+    assert fake_apiserver.get(PIS, "set-a") is None
+
+
+def test_unknown_fields_are_pruned_with_a_warning(client, fake_apiserver):
+    client.apply(pis(machineConfigPoolSelector={"matchLabels": {"a": "b"}}))
+    assert "machineConfigPoolSelector" not in fake_apiserver.get(PIS, "set-a")["spec"]
+    assert client.warnings == ['unknown field "spec.machineConfigPoolSelector"']
+
+
+# ---------------------------------------------------------------- get, list, delete, merge patch
+
+
+def test_get_absent_is_none_and_list_filters_by_labels(client, fake_apiserver):
+    assert client.get(MCO, PIS, "nope") is None
+    fake_apiserver.add(pis("w", labels={"machineconfiguration.openshift.io/role": "worker"}))
+    fake_apiserver.add(pis("m", labels={"machineconfiguration.openshift.io/role": "master"}))
+    fake_apiserver.add(pis("x"))
+    assert [o["metadata"]["name"] for o in client.list(MCO, PIS)] == ["m", "w", "x"]
+    role = "machineconfiguration.openshift.io/role"
+    assert [o["metadata"]["name"] for o in client.list(MCO, PIS, label_selector={role: "worker"})] == ["w"]
+    assert [o["metadata"]["name"] for o in client.list(MCO, PIS, label_selector=f"{role} in (master,worker)")] == ["m", "w"]
+    assert [o["metadata"]["name"] for o in client.list(MCO, PIS, label_selector=f"!{role}")] == ["x"]
+    assert fake_apiserver.requests[-1].query == {"labelSelector": f"!{role}"}
+
+
+def test_list_nodes_fills_in_kind(client, fake_apiserver):
+    fake_apiserver.add({"kind": "Node", "metadata": {"name": "worker-0", "labels": {"node-role.kubernetes.io/worker": ""}}})
+    nodes = client.list("v1", "Node")
+    assert [(n["apiVersion"], n["kind"], n["metadata"]["name"]) for n in nodes] == [("v1", "Node", "worker-0")]
+
+
+def test_delete(client, fake_apiserver):
+    fake_apiserver.add(pis())
+    assert client.delete(MCO, PIS, "set-a", dry_run=True) is True
+    assert fake_apiserver.get(PIS, "set-a") is not None
+    assert client.delete(MCO, PIS, "set-a") is True
+    assert fake_apiserver.get(PIS, "set-a") is None
+    assert client.delete(MCO, PIS, "set-a") is False
+    assert [r.method for r in fake_apiserver.requests if r.method == "DELETE"] == ["DELETE"] * 3
+
+
+def test_patch_merge_annotates_nodes(client, fake_apiserver):
+    fake_apiserver.add({"kind": "Node", "metadata": {"name": "worker-0", "annotations": {"keep": "me", "drop": "me"}}})
+    result = client.annotate("v1", "Node", "worker-0", {"pinned.images/state": "prefetched", "drop": None})
+    assert result["metadata"]["annotations"] == {"keep": "me", "pinned.images/state": "prefetched"}
+    assert fake_apiserver.get("Node", "worker-0")["metadata"]["annotations"] == result["metadata"]["annotations"]
+    request = [r for r in fake_apiserver.requests if r.method == "PATCH"][-1]
+    assert request.content_type == "application/merge-patch+json"
+    assert request.query == {"fieldManager": "pinned-images"}
+    client.patch_merge("v1", "Node", "worker-0", {"metadata": {"annotations": {"keep": "x"}}}, dry_run=True)
+    assert fake_apiserver.get("Node", "worker-0")["metadata"]["annotations"]["keep"] == "me"
+    with pytest.raises(K8sError) as info:
+        client.annotate("v1", "Node", "no-such-node", {"a": "b"})
+    assert info.value.status == 404
+
+
+def test_selector_string():
+    assert selector_string({"b": "2", "a": "1", "c": None}) == "a=1,b=2,c"
+    assert selector_string("x=y") == "x=y"
+    assert selector_string({}) is None
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_forbidden_names_verb_and_resource(client, fake_apiserver):
+    fake_apiserver.forbid("patch", "pinnedimagesets")
+    with pytest.raises(K8sError) as info:
+        client.apply(pis())
+    assert info.value.status == 403
+    message = str(info.value)
+    assert "may not patch pinnedimagesets.machineconfiguration.openshift.io" in message
+    assert "PinnedImageSet/set-a" in message
+
+
+def test_forbidden_list_nodes(client, fake_apiserver):
+    fake_apiserver.forbid("list", "nodes")
+    with pytest.raises(K8sError, match=r"may not list nodes \(list Node objects\)") as info:
+        client.list("v1", "Node")
+    assert info.value.status == 403
+
+
+def test_apply_that_creates_needs_create(client, fake_apiserver):
+    fake_apiserver.forbid("create", "pinnedimagesets")
+    with pytest.raises(K8sError) as info:
+        client.apply(pis())
+    assert info.value.status == 403 and "cannot create" in str(info.value)
+    fake_apiserver.add(pis())
+    client.apply(pis(images=(IMG_B,)))  # an update needs only patch
+    # Nobody owned IMG_A (seeded without a manager), so server-side apply keeps it next to the applied item.
+    assert fake_apiserver.get(PIS, "set-a")["spec"]["pinnedImages"] == [{"name": IMG_A}, {"name": IMG_B}]
+
+
+def test_unknown_kind_says_crd_is_missing(client, fake_apiserver):
+    fake_apiserver.remove_kind(PIS)
+    with pytest.raises(K8sError) as info:
+        client.apply(pis())
+    assert info.value.status == 404
+    assert "does not serve kind PinnedImageSet in machineconfiguration.openshift.io/v1" in str(info.value)
+    assert "CustomResourceDefinition" in str(info.value)
+    with pytest.raises(K8sError, match="does not serve kind Frobnicator"):
+        client.get("v1", "Frobnicator", "x")
+
+
+def test_bad_token_is_401_and_never_shown(fake_apiserver, tmp_path):
+    secret = "s3cr3t-wrong-token-value"
+    with K8sClient.from_params({"host": fake_apiserver.url, "api_key": secret}, tmpdir=str(tmp_path)) as c:
+        with pytest.raises(K8sError) as info:
+            c.list(MCO, PIS)
+    error = info.value
+    assert error.status == 401
+    assert "unauthorized" in str(error) and fake_apiserver.url in str(error)
+    for text in (str(error), repr(error), repr(error.causes), str(error.reason)):
+        assert secret not in text
+    assert fake_apiserver.requests and all(r.user is None for r in fake_apiserver.requests)
+
+
+def test_secrets_are_scrubbed_from_messages(tmp_path):
+    c = K8sClient.from_params({"host": "http://127.0.0.1:1", "api_key": "tok-123456"}, tmpdir=str(tmp_path))
+    assert c._scrub("token tok-123456 and header Bearer tok-123456") == "token ******** and header ********"
+    c.close()
+
+
+def test_connection_refused_names_the_host(tmp_path):
+    port = free_port()
+    host = f"http://admin:hunter2@127.0.0.1:{port}"
+    with K8sClient.from_params({"host": host, "api_key": "tok"}, tmpdir=str(tmp_path)) as c:
+        with pytest.raises(K8sError) as info:
+            c.get(MCO, PIS, "x")
+    assert info.value.status == 0
+    assert f"cannot reach the Kubernetes API server at http://127.0.0.1:{port}: connection refused" in str(info.value)
+    assert "hunter2" not in str(info.value)
+
+
+def test_server_version(client):
+    assert client.server_version()["gitVersion"] == "v1.31.0-fake"
