@@ -14,16 +14,21 @@ import os
 import stat
 import traceback
 
+from ._cri_proto import cri_image_pb2 as pb
+from ._cri_proto import cri_image_pb2_grpc as pb_grpc
+
 try:
     import grpc
-    from ._cri_proto import cri_image_pb2 as pb
-    from ._cri_proto import cri_image_pb2_grpc as pb_grpc
 except ImportError:
     HAS_GRPC = False
     GRPC_IMPORT_ERROR = traceback.format_exc()
 else:
     HAS_GRPC = True
     GRPC_IMPORT_ERROR = None
+# The generated modules guard their imports: without protobuf they define nothing.
+if HAS_GRPC and not hasattr(pb, "ImageSpec"):
+    HAS_GRPC = False
+    GRPC_IMPORT_ERROR = "the protobuf package is not installed"
 
 # Tried in this order when no socket is given, as crictl does.
 DEFAULT_SOCKETS = (

@@ -346,7 +346,9 @@ disk_guard:
       - image: quay.io/org/model@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9
         required_bytes: 10737418240
         required: 10.0 GiB
-    message: "not enough disk space, 6.0 GiB short: 12 image(s) need 20.0 GiB (10.0 GiB compressed x2); 30.0 GiB free of 120.0 GiB, reserve 16.0 GiB; largest: ..."
+    message: >-
+      not enough disk space, 6.0 GiB short: 12 image(s) need 20.0 GiB (10.0 GiB compressed x2);
+      30.0 GiB free of 120.0 GiB, reserve 16.0 GiB; largest: ...
     registry_requests: 14
     estimate_seconds: 0.8
 runtime:
@@ -369,7 +371,7 @@ from ..module_utils._prefetch import PrefetchOptions, find_present, prefetch
 from ..module_utils._pull_estimate import PullEstimator
 from ..module_utils._registries_conf import load_registries_conf
 from ..module_utils._registry_auth import RegistryAuthError, load_docker_config
-from ..module_utils._registry_client import RegistryClient, RegistryError, parse_platform
+from ..module_utils._registry_client import DEFAULT_CERTS_DIRS, RegistryClient, RegistryError, parse_platform
 
 
 def parse_images(images: list, require_digest: bool) -> list:
@@ -455,7 +457,7 @@ def main():
                 ),
             ),
         ),
-        registry_certs_dirs=dict(type="list", elements="path", default=["/etc/containers/certs.d", "/etc/docker/certs.d"]),
+        registry_certs_dirs=dict(type="list", elements="path", default=list(DEFAULT_CERTS_DIRS)),
         registry_timeout=dict(type="float", default=30.0),
         progress_file=dict(type="path"),
     )
