@@ -113,9 +113,8 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
 
     ``failed`` maps images known to be unpullable to (error, error_kind); they are reported, not pulled.
     ``auth_for(ref)`` returns (CRI AuthConfig fields or None, a description of where they came from that holds
-    no secret). Returns ``dict(images=[...], totals={...})``.
+    no secret). Returns ``dict(images=[...], totals={...})``; the caller adds ``totals['seconds']``.
     """
-    started = time.time()
     failed = failed or {}
     results = [_new_result(str(ref)) for ref in refs]
     progress = _Progress(results, options.progress_file)
@@ -162,7 +161,6 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     totals = dict(
         requested=len(results),
         bytes_pulled=sum(r["size"] or 0 for r in results if r["status"] == PULLED),
-        seconds=round(time.time() - started, 3),
         **counts,
     )
     return dict(images=results, totals=totals)

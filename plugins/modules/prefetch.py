@@ -276,7 +276,7 @@ totals:
       description: Sum of the sizes of the pulled images.
       type: int
     seconds:
-      description: Wall time of the prefetch.
+      description: Wall time of the module's work (presence check, disk guard and pulls).
       type: float
   sample:
     requested: 3
@@ -361,6 +361,8 @@ runtime:
     runtime_api_version: v1
     endpoint: /run/containerd/containerd.sock
 """
+
+import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -501,6 +503,7 @@ def main():
         check_mode=module.check_mode,
         progress_file=params["progress_file"],
     )
+    started = time.monotonic()
     try:
         with CriClient.from_params(params) as client:
             runtime = dict(client.version(), endpoint=client.endpoint)
@@ -513,7 +516,7 @@ def main():
     except CriError as err:
         module.fail_json(msg=str(err), error_kind=err.kind)
 
-    totals = report["totals"]
+    totals = dict(report["totals"], seconds=round(time.monotonic() - started, 3))
     result = dict(changed=totals["pulled"] > 0, images=report["images"], totals=totals, runtime=runtime)
     if guard is not None:
         result["disk_guard"] = guard
