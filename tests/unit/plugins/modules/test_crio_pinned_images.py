@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -11,7 +10,8 @@ import sys
 import pytest
 import yaml
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
+
+from fixtures.module_runner import run_module
 
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
 from ansible_collections.pinned.images.plugins.modules import crio_pinned_images as module
@@ -85,18 +85,9 @@ def systemctl(monkeypatch):
     return calls
 
 
+
 def run(args, capsys, check_mode=False, diff=False):
-    args = dict(args)
-    if check_mode:
-        args["_ansible_check_mode"] = True
-    if diff:
-        args["_ansible_diff"] = True
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as info:
-            module.main()
-    result = json.loads(capsys.readouterr().out)
-    result["rc"] = info.value.code
-    return result
+    return run_module(module, args, capsys, check_mode, diff)
 
 
 def test_pins_and_reloads_then_is_idempotent(tmp_path, capsys, cri, systemctl):

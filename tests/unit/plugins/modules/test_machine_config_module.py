@@ -8,7 +8,8 @@ import json
 
 import pytest
 import yaml
-from ansible.module_utils.testing import patch_module_args
+
+from fixtures.module_runner import run_module
 
 from ansible_collections.pinned.images.plugins.modules import machine_config as module
 
@@ -30,18 +31,9 @@ def _no_ambient_cluster(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+
 def run(args, capsys, check_mode=False, diff=False):
-    args = dict(args)
-    if check_mode:
-        args["_ansible_check_mode"] = True
-    if diff:
-        args["_ansible_diff"] = True
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as info:
-            module.main()
-    result = json.loads(capsys.readouterr().out)
-    result["rc"] = info.value.code
-    return result
+    return run_module(module, args, capsys, check_mode, diff)
 
 
 def pis(name, images, labels=None):

@@ -4,12 +4,12 @@ client) and from files; per-node image lists as the machine-config-operator comp
 
 from __future__ import annotations
 
-import json
 
 import pytest
 import yaml
 from ansible.module_utils.common import warnings as ansible_warnings
-from ansible.module_utils.testing import patch_module_args
+
+from fixtures.module_runner import run_module
 
 from ansible_collections.pinned.images.plugins.modules import pinned_image_set_info as module
 
@@ -29,16 +29,9 @@ def _no_ambient_cluster(monkeypatch):
     monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
 
 
+
 def run(args, capsys, check_mode=False):
-    args = dict(args)
-    if check_mode:
-        args["_ansible_check_mode"] = True
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as info:
-            module.main()
-    result = json.loads(capsys.readouterr().out)
-    result["rc"] = info.value.code
-    return result
+    return run_module(module, args, capsys, check_mode)
 
 
 def warnings_of(result):

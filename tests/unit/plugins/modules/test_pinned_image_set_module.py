@@ -8,13 +8,13 @@ test tree has no packages.)
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 import yaml
 from ansible.module_utils.common import warnings as ansible_warnings
-from ansible.module_utils.testing import patch_module_args
+
+from fixtures.module_runner import run_module
 
 from ansible_collections.pinned.images.plugins.modules import pinned_image_set as module
 
@@ -39,20 +39,9 @@ def warnings_of(result):
     return [w["event"]["msg"] if isinstance(w, dict) else w for w in result.get("warnings", [])]
 
 
+
 def run(args, capsys, check_mode=False, diff=False):
-    args = dict(args)
-    if check_mode:
-        args["_ansible_check_mode"] = True
-    if diff:
-        args["_ansible_diff"] = True
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as info:
-            module.main()
-    out = capsys.readouterr().out
-    result = json.loads(out)
-    result["rc"] = info.value.code
-    result["_raw"] = out
-    return result
+    return run_module(module, args, capsys, check_mode, diff)
 
 
 @pytest.fixture
