@@ -38,6 +38,8 @@ DEFAULT_SOCKETS = (
 # The kubelet's limit: ListImages on a node with thousands of images exceeds grpc's 4 MiB default.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 CRI_API_VERSION = "v1"
+# Marks "use the client's per-call timeout", since None already means "no deadline".
+_CALL_TIMEOUT = object()
 
 CRI_CLIENT_ARGUMENT_SPEC = dict(
     cri_socket=dict(type="str"),
@@ -190,19 +192,20 @@ class CriClient:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _call(self, what: str, method, request, timeout: float | None = None):
+    def _call(self, what: str, method, request, timeout=_CALL_TIMEOUT):
+        """``timeout``: seconds, None for no deadline, default ``self.timeout``."""
+        deadline = self.timeout if timeout is _CALL_TIMEOUT else timeout
         self.connect()
         try:
-            return method(request, timeout=self.timeout if timeout is None else timeout)
+            return method(request, timeout=deadline)
         except grpc.RpcError as err:
-            raise self._translate(what, err, timeout) from None
+            raise self._translate(what, err, deadline) from None
 
-    def _translate(self, what: str, err, timeout: float | None) -> CriError:
+    def _translate(self, what: str, err, deadline: float | None) -> CriError:
         code = err.code()
         details = err.details() or str(code)
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            limit = self.timeout if timeout is None else timeout
-            return CriError(f"{what}: deadline of {limit:g}s exceeded", DEADLINE)
+            return CriError(f"{what}: deadline of {deadline:g}s exceeded", DEADLINE)
         if code == grpc.StatusCode.UNAVAILABLE:
             return CriError(f"{what}: CRI runtime at {self.endpoint} unavailable: {details}", UNAVAILABLE)
         if code == grpc.StatusCode.NOT_FOUND:
@@ -234,6 +237,7 @@ class CriClient:
         return _image_to_dict(response.image) if response.HasField("image") and response.image.id else None
 
     def pull_image(self, image: str, auth: dict | None = None, timeout: float | None = None) -> str:
+        """Pull ``image``; ``timeout`` None means no deadline (big images take as long as they take)."""
         request = pb.PullImageRequest(image=pb.ImageSpec(image=image))
         if auth:
             request.auth.CopyFrom(pb.AuthConfig(**auth))

@@ -86,9 +86,10 @@ class _Progress:
         self.path = path
         self.lock = threading.Lock()
         self.started = time.time()
+        self.error = None
 
     def update(self) -> None:
-        if not self.path:
+        if not self.path or self.error:
             return
         with self.lock:
             done = [r for r in self.results if r["status"] is not None]
@@ -100,11 +101,17 @@ class _Progress:
                 elapsed=round(time.time() - self.started, 3),
                 current=[r["image"] for r in self.results if r["started"] and r["status"] is None],
             )
-            directory = os.path.dirname(os.path.abspath(self.path))
-            fd, tmp = tempfile.mkstemp(prefix=".progress-", dir=directory)
-            with os.fdopen(fd, "w") as handle:
-                json.dump(snapshot, handle)
-            os.replace(tmp, self.path)
+            tmp = None
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=".progress-", dir=os.path.dirname(os.path.abspath(self.path)))
+                with os.fdopen(fd, "w") as handle:
+                    json.dump(snapshot, handle)
+                os.replace(tmp, self.path)
+            except OSError as err:
+                # Progress is for watching; a full disk or a bad path must not stop the pulls.
+                self.error = f"progress file {self.path} not written: {err}"
+                if tmp and os.path.exists(tmp):
+                    os.unlink(tmp)
 
 
 def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, present: dict,
@@ -117,7 +124,8 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     """
     failed = failed or {}
     results = [_new_result(str(ref)) for ref in refs]
-    progress = _Progress(results, options.progress_file)
+    # Check mode changes nothing, the progress file included.
+    progress = _Progress(results, None if options.check_mode else options.progress_file)
     pending = queue.Queue()
     for ref, result in zip(refs, results):
         image = present.get(result["image"])
@@ -144,7 +152,11 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
                 result["status"] = SKIPPED
                 result["error"] = "not attempted: an earlier pull ran out of disk space"
                 continue
-            _fetch_one(client, ref, result, auth_for, options, stop, sleep)
+            try:
+                _fetch_one(client, ref, result, auth_for, options, stop, sleep)
+            except Exception as err:  # pylint: disable=broad-exception-caught
+                # A worker that dies would leave its image uncounted, and the run would look successful.
+                result.update(status=FAILED, error=f"unexpected error: {err!r}", error_kind="unknown")
             progress.update()
             if result["attempts"] and options.throttle:
                 sleep(options.throttle)
@@ -158,12 +170,13 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     progress.update()
 
     counts = {status: sum(1 for r in results if r["status"] == status) for status in STATUSES}
+    warnings = [progress.error] if progress.error else []
     totals = dict(
         requested=len(results),
         bytes_pulled=sum(r["size"] or 0 for r in results if r["status"] == PULLED),
         **counts,
     )
-    return dict(images=results, totals=totals)
+    return dict(images=results, totals=totals, warnings=warnings)
 
 
 def _fetch_one(client, ref: ImageRef, result: dict, auth_for, options: PrefetchOptions, stop, sleep) -> None:
@@ -183,8 +196,11 @@ def _fetch_one(client, ref: ImageRef, result: dict, auth_for, options: PrefetchO
                     raise
                 sleep(options.backoff(result["attempts"]))
                 continue
-            pulled = client.image_status(image_id) or {}
-            result.update(status=PULLED, image_id=image_id, size=pulled.get("size"))
+            result.update(status=PULLED, image_id=image_id)
+            try:
+                result["size"] = (client.image_status(image_id) or {}).get("size")
+            except CriError:
+                pass  # the image is on the node; only its size is unknown
             return
     except CriError as err:
         message = str(err)

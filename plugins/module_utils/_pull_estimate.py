@@ -31,8 +31,10 @@ MAX_PARALLEL_READS = 8
 
 def is_loopback(registry: str) -> bool:
     """containerd and Docker allow plain HTTP to loopback registries without configuration; so does the estimate."""
-    host = registry.rsplit(":", 1)[0] if registry.count(":") == 1 or registry.startswith("[") else registry
-    host = host.strip("[]")
+    if registry.startswith("["):
+        host = registry[1:registry.find("]")]
+    else:
+        host = registry.rsplit(":", 1)[0]
     if host == "localhost":
         return True
     try:

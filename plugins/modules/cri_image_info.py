@@ -111,19 +111,18 @@ image_filesystems:
       free_bytes: 64424509440
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, GRPC_IMPORT_ERROR, HAS_GRPC, CriClient, CriError
+from ..module_utils._disk_guard import filesystem_stats
 
 
 def _with_local_usage(filesystem: dict) -> dict:
     try:
-        stats = os.statvfs(filesystem["mountpoint"])
+        total, free = filesystem_stats(filesystem["mountpoint"])
     except OSError:
         return dict(filesystem, total_bytes=None, free_bytes=None)
-    return dict(filesystem, total_bytes=stats.f_blocks * stats.f_frsize, free_bytes=stats.f_bavail * stats.f_frsize)
+    return dict(filesystem, total_bytes=total, free_bytes=free)
 
 
 def main():

@@ -28,7 +28,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Pulls nothing; images the node lacks are reported as V(would_pull).
+    details:
+      - Pulls nothing and writes no O(progress_file); images the node lacks are reported as V(would_pull) and make
+        the task C(changed). The disk guard runs as in a real run, so a prefetch it would refuse fails.
   diff_mode:
     support: none
   platform:
@@ -58,7 +60,8 @@ options:
     default: 0.0
   retries:
     description:
-      - How many more times a failed pull is tried when a retry can help.
+      - How many more times a failed pull is tried when a retry can help, so at most O(retries) + 1 attempts.
+      - The machine-config-operator makes 5 attempts in all, as V(4) does here.
     type: int
     default: 5
   retry_delay:
@@ -73,7 +76,7 @@ options:
     default: 10.0
   pull_timeout:
     description:
-      - Deadline in seconds for one pull of one image. V(0) means no deadline.
+      - Deadline in seconds for one pull attempt of one image. V(0) means no deadline.
     type: float
     default: 1800.0
   auth_file:
@@ -150,6 +153,10 @@ options:
         description: Refuse images under O(registry_mirrors[].prefix).
         type: bool
         default: false
+      mirror_by_digest_only:
+        description: Use the mirrors only for digest references (C(mirror-by-digest-only) in registries.conf).
+        type: bool
+        default: false
       mirrors:
         description: Mirrors tried, in order, before O(registry_mirrors[].location).
         type: list
@@ -163,6 +170,12 @@ options:
             description: Allow plain HTTP or unverified TLS for this mirror.
             type: bool
             default: false
+          pull_from_mirror:
+            description:
+              - Which references this mirror serves (C(pull-from-mirror) in registries.conf); all when omitted.
+              - Cannot be combined with O(registry_mirrors[].mirror_by_digest_only).
+            type: str
+            choices: [all, digest-only, tag-only]
   registry_certs_dirs:
     description:
       - Directories with per-registry CA certificates (C(<dir>/<host[:port]>/*.crt)) and client certificates.
@@ -177,7 +190,8 @@ options:
   progress_file:
     description:
       - A JSON file the module rewrites after each image with counts, bytes and elapsed seconds, so a long run can
-        be watched (the C(pinned.images.node) role polls it).
+        be watched (the C(pinned.images.node) role polls it). Its directory must exist. A failed write (a full disk)
+        stops the updates with a warning; it never stops the pulls.
     type: path
 notes:
   - Pinning is separate; see M(pinned.images.crio_pinned_images).
@@ -234,11 +248,11 @@ images:
       type: float
       sample: 2.314
     started:
-      description: Epoch seconds when work on this image started (null for images found in the first listing).
+      description: Epoch seconds when the pull of this image started (null for images that were not pulled).
       type: float
       sample: 1764448000.125
     finished:
-      description: Epoch seconds when work on this image finished.
+      description: Epoch seconds when the pull of this image ended (null for images that were not pulled).
       type: float
       sample: 1764448002.439
     error:
@@ -323,6 +337,15 @@ disk_guard:
       description: The five largest estimated images, with C(image), C(required_bytes) and C(required).
       type: list
       elements: dict
+    required:
+      description: RV(disk_guard.required_bytes) in words, for example V(1.5 GiB).
+      type: str
+    available:
+      description: RV(disk_guard.available_bytes) in words.
+      type: str
+    reserve:
+      description: RV(disk_guard.reserve_bytes) in words.
+      type: str
     message:
       description: The verdict in words, with required, available and reserve sizes.
       type: str
@@ -351,6 +374,13 @@ disk_guard:
       30.0 GiB free of 120.0 GiB, reserve 16.0 GiB; largest: ...
     registry_requests: 14
     estimate_seconds: 0.8
+error_kind:
+  description:
+    - When the module fails before pulling because of the runtime (socket missing, permission, deadline), the kind of
+      error, as in RV(images[].error_kind).
+  returned: on failure to reach the runtime
+  type: str
+  sample: unavailable
 runtime:
   description: The container runtime that served the request.
   returned: always
@@ -362,6 +392,7 @@ runtime:
     endpoint: /run/containerd/containerd.sock
 """
 
+import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -452,10 +483,15 @@ def main():
                 location=dict(type="str"),
                 insecure=dict(type="bool", default=False),
                 blocked=dict(type="bool", default=False),
+                mirror_by_digest_only=dict(type="bool", default=False),
                 mirrors=dict(
                     type="list",
                     elements="dict",
-                    options=dict(location=dict(type="str", required=True), insecure=dict(type="bool", default=False)),
+                    options=dict(
+                        location=dict(type="str", required=True),
+                        insecure=dict(type="bool", default=False),
+                        pull_from_mirror=dict(type="str", choices=["all", "digest-only", "tag-only"]),
+                    ),
                 ),
             ),
         ),
@@ -470,11 +506,15 @@ def main():
         module.fail_json(msg=missing_required_lib("grpcio and protobuf"), exception=GRPC_IMPORT_ERROR)
 
     for name, low in (("concurrency", 1), ("retries", 0), ("throttle", 0), ("retry_delay", 0),
-                      ("retry_max_delay", 0), ("pull_timeout", 0), ("registry_timeout", 0)):
+                      ("retry_max_delay", 0), ("pull_timeout", 0)):
         if params[name] < low:
             module.fail_json(msg=f"{name} must be at least {low}, got {params[name]}")
-    if params["expansion_factor"] <= 0:
-        module.fail_json(msg=f"expansion_factor must be above 0, got {params['expansion_factor']}")
+    for name in ("expansion_factor", "registry_timeout", "cri_timeout", "cri_connect_timeout"):
+        if params[name] <= 0:
+            module.fail_json(msg=f"{name} must be above 0, got {params[name]}")
+    progress_dir = os.path.dirname(os.path.abspath(params["progress_file"] or "."))
+    if params["progress_file"] and not os.path.isdir(progress_dir):
+        module.fail_json(msg=f"progress_file: directory {progress_dir} does not exist")
     try:
         refs = parse_images(params["images"], params["require_digest"])
         parse_size(params["min_free"], total=0)
@@ -517,7 +557,10 @@ def main():
         module.fail_json(msg=str(err), error_kind=err.kind)
 
     totals = dict(report["totals"], seconds=round(time.monotonic() - started, 3))
-    result = dict(changed=totals["pulled"] > 0, images=report["images"], totals=totals, runtime=runtime)
+    changed = totals["pulled"] > 0 or totals["would_pull"] > 0
+    result = dict(changed=changed, images=report["images"], totals=totals, runtime=runtime)
+    for warning in report["warnings"]:
+        module.warn(warning)
     if guard is not None:
         result["disk_guard"] = guard
     if totals["failed"] and params["fail_on_error"]:

@@ -54,7 +54,7 @@ def test_check_mode_pulls_nothing(lab, empty_node):
     refs = plain_images(lab)
     rc, result, output = adhoc("pinned.images.prefetch", prefetch_args(images=refs, cri_socket=empty_node), check=True)
     assert rc == 0, output
-    assert result["changed"] is False
+    assert result["changed"] is True
     assert [r["status"] for r in result["images"]] == ["would_pull"] * 4
     assert repo_digests(empty_node) == []
 

@@ -31,6 +31,7 @@ class ScriptedRuntime:
         self.present = set(present)
         self.outcomes = {k: list(v) for k, v in (outcomes or {}).items()}
         self.pull_seconds = pull_seconds
+        self.barrier = None
         self.calls = []
         self.active = 0
         self.max_active = 0
@@ -53,6 +54,8 @@ class ScriptedRuntime:
             self.active += 1
             self.max_active = max(self.max_active, self.active)
         try:
+            if self.barrier is not None:
+                self.barrier.wait()
             time.sleep(self.pull_seconds)
             outcome = self.outcomes.get(image, [None]).pop(0) if self.outcomes.get(image) else None
             if outcome is not None:
@@ -147,9 +150,12 @@ def test_no_space_stops_the_queue_and_skips_the_rest():
 
 def test_concurrency_bounds_parallel_pulls():
     refs = [ref(i) for i in range(12)]
-    runtime = ScriptedRuntime(pull_seconds=0.05)
-    run(runtime, refs, concurrency=3)
+    runtime = ScriptedRuntime()
+    # Each pull waits until three are in flight: a fourth worker would make max_active 4, fewer would time out.
+    runtime.barrier = threading.Barrier(3, timeout=10)
+    report, _sleeps = run(runtime, refs, concurrency=3)
     assert runtime.max_active == 3
+    assert report["totals"]["pulled"] == 12
 
 
 def test_one_worker_never_overlaps():
@@ -192,6 +198,45 @@ def test_check_mode_pulls_nothing():
     report, _sleeps = run(runtime, refs, check_mode=True)
     assert [r["status"] for r in report["images"]] == ["present", "would_pull"]
     assert not [c for c in runtime.calls if c[0] == "PullImage"]
+
+
+def test_unexpected_worker_error_is_a_failure_not_a_silent_success():
+    runtime = ScriptedRuntime(outcomes={str(ref(1)): [ValueError("Cannot invoke RPC on closed channel!")]})
+    report, _sleeps = run(runtime, [ref(1), ref(2)], concurrency=1)
+    assert [r["status"] for r in report["images"]] == ["failed", "pulled"]
+    assert report["images"][0]["error_kind"] == "unknown"
+    assert report["totals"]["failed"] == 1
+
+
+def test_size_lookup_failure_after_pull_keeps_the_image_pulled():
+    runtime = ScriptedRuntime()
+    real_status = runtime.image_status
+
+    def failing_for_ids(image):
+        if image.startswith("sha256:"):
+            raise CriError("ImageStatus: deadline exceeded", "deadline")
+        return real_status(image)
+
+    runtime.image_status = failing_for_ids
+    report, _sleeps = run(runtime, [ref(1)])
+    assert report["images"][0]["status"] == "pulled"
+    assert report["images"][0]["size"] is None
+
+
+def test_unwritable_progress_file_warns_and_pulls_go_on(tmp_path):
+    progress = tmp_path / "missing-dir" / "progress.json"
+    runtime = ScriptedRuntime()
+    report, _sleeps = run(runtime, [ref(1), ref(2)], progress_file=str(progress))
+    assert report["totals"]["pulled"] == 2
+    assert len(report["warnings"]) == 1 and str(progress) in report["warnings"][0]
+    assert not (tmp_path / "missing-dir").exists()
+
+
+def test_check_mode_writes_no_progress_file(tmp_path):
+    progress = tmp_path / "progress.json"
+    report, _sleeps = run(ScriptedRuntime(), [ref(1)], check_mode=True, progress_file=str(progress))
+    assert report["images"][0]["status"] == "would_pull"
+    assert not progress.exists()
 
 
 def test_progress_file_reflects_final_counts(tmp_path):

@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""prefetch main(): bad input fails with a message naming the input, before the runtime is contacted.
+
+The CRI socket given does not exist, so any test that reached the runtime would fail with a different message.
+Pulls, the disk guard and check mode run against real containerd in tests/functional.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fixtures.module_runner import run_module
+
+from ansible_collections.pinned.images.plugins.modules import prefetch as module
+
+DIGEST = "sha256:" + "c" * 64
+GOOD = f"quay.io/org/app@{DIGEST}"
+
+
+@pytest.mark.parametrize("args, message", [
+    (dict(concurrency=0), "concurrency must be at least 1, got 0"),
+    (dict(retries=-1), "retries must be at least 0, got -1"),
+    (dict(pull_timeout=-5), "pull_timeout must be at least 0, got -5.0"),
+    (dict(registry_timeout=0), "registry_timeout must be above 0, got 0.0"),
+    (dict(cri_timeout=0), "cri_timeout must be above 0, got 0.0"),
+    (dict(expansion_factor=-1), "expansion_factor must be above 0, got -1.0"),
+    (dict(min_free="lots"), "size 'lots' is not understood"),
+    (dict(platform="windows"), "windows"),
+    (dict(images=["quay.io/org/app:latest", GOOD, "x y"]), "images[0]"),
+    (dict(auth_file="/nonexistent/config.json"), "auth file /nonexistent/config.json does not exist"),
+    (dict(registry_mirrors=[dict(prefix="quay.io")]), "location is unset"),
+])
+def test_bad_input_fails_before_contacting_the_runtime(args, message, capsys, tmp_path):
+    params = dict(dict(images=[GOOD], cri_socket=str(tmp_path / "no.sock")), **args)
+    result = run_module(module, params, capsys)
+    assert result["rc"] == 1
+    assert message in result["msg"]
+    assert "is crio or containerd running" not in result["msg"]
+
+
+def test_progress_file_directory_must_exist(capsys, tmp_path):
+    params = dict(images=[GOOD], cri_socket=str(tmp_path / "no.sock"), progress_file=str(tmp_path / "x" / "p.json"))
+    result = run_module(module, params, capsys)
+    assert result["msg"] == f"progress_file: directory {tmp_path / 'x'} does not exist"
+
+
+def test_invalid_images_are_all_listed(capsys, tmp_path):
+    params = dict(images=["quay.io/org/app:latest", GOOD, "x y", ""], cri_socket=str(tmp_path / "no.sock"))
+    result = run_module(module, params, capsys)
+    assert "images[0]" in result["msg"] and "not pinned by digest" in result["msg"]
+    assert "images[2]" in result["msg"] and "whitespace" in result["msg"]
+    assert "images[3]" in result["msg"] and "empty" in result["msg"]
+    assert "images[1]" not in result["msg"]
+
+
+def test_missing_runtime_is_named(capsys, tmp_path):
+    socket = str(tmp_path / "no.sock")
+    result = run_module(module, dict(images=[GOOD], cri_socket=socket), capsys)
+    assert result["msg"] == f"nothing is listening at {socket} (no such file): is crio or containerd running?"
+    assert result["error_kind"] == "unavailable"
