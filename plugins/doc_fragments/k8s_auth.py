@@ -16,6 +16,8 @@ options:
       - When neither O(kubeconfig), O(context) nor O(host) is given, the service account of the pod is used when the
         module runs in a pod, else the default configuration file (E(KUBECONFIG) or C(~/.kube/config)).
       - Can also be specified via E(K8S_AUTH_KUBECONFIG) environment variable.
+      - The credentials in a dictionary (tokens, passwords, private keys) are masked wherever they occur in the
+        module's results; the rest of it stays readable.
     type: raw
   context:
     description:
@@ -64,6 +66,8 @@ options:
   proxy:
     description:
       - The URL of an HTTP proxy to use for the connection.
+      - A password in the URL (C(user:password@)) is masked in the module's results, and the user info of any URL
+        is left out of error messages.
       - Can also be specified via E(K8S_AUTH_PROXY) environment variable.
     type: str
 requirements:
@@ -71,5 +75,5 @@ requirements:
 notes:
   - To avoid SSL certificate validation errors when O(validate_certs=true), the full certificate chain for the API
     server must be provided via O(ca_cert) or in the kubeconfig file.
-  - Tokens are never included in results, errors or diffs.
+  - Tokens, passwords and the user info of URLs are never included in results, errors or diffs.
 """

@@ -8,7 +8,7 @@ A write goes to a temporary file in the target's directory (created with O_EXCL,
 flushed and fsynced, gets its final mode, is renamed over the target, and the directory is fsynced.
 A reader sees the old file or the new one, never a torn one. A writer killed before the rename
 leaves the old file intact plus a temporary named ``.<target>.<pid>.<random>.tmp``; the next write
-to the same target removes such leftovers of writers that are no longer running.
+to, or removal of, the same target removes such leftovers of writers that are no longer running.
 
 Note for config directories read wholesale (CRI-O walks every file of ``crio.conf.d``): the temporary
 exists only between create and rename; ``tmp_dir`` puts it elsewhere on the same filesystem.
@@ -22,6 +22,8 @@ Public API
     (default: byte equality). Unchanged content is not rewritten; a wrong mode is fixed with chmod.
     Returns ``{changed, created, diff}``; ``diff`` is ``{before, after, before_header, after_header}``.
 ``remove_file(path, check_mode=False) -> dict``: ``{changed, diff}``; a missing file is no change.
+    Outside check mode it also removes the leftovers of dead writers next to ``path`` (CRI-O would read them,
+    hidden or not); ``changed`` and ``diff`` describe ``path`` only.
 ``cleanup_stale_temps(path) -> list[str]``: remove leftovers of dead writers for ``path``.
 """
 
@@ -208,8 +210,11 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
 
 
 def remove_file(path, check_mode: bool = False) -> dict:
-    """Remove ``path``; a missing file is no change."""
+    """Remove ``path`` and the leftovers of dead writers for it; a missing file is no change."""
     path = os.fspath(path)
+    if not check_mode:
+        # A directory read wholesale (crio.conf.d) would still apply a temporary a killed writer left behind.
+        cleanup_stale_temps(path)
     before = read_bytes(path)
     if before is None:
         return {"changed": False, "diff": _diff(path, None, None)}

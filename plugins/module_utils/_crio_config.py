@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The CRI-O ``pinned_images`` drop-in: validation, rendering and reading back.
+"""The CRI-O ``pinned_images`` drop-in: validation, rendering and the node-side sync.
 
 The text is byte-identical to what OpenShift's machine-config-operator writes to
 ``/etc/crio/crio.conf.d/50-pinned-images`` (its struct encoded with BurntSushi/toml's default encoder:
@@ -18,12 +18,11 @@ Public API
 ``DEFAULT_PATH``: ``/etc/crio/crio.conf.d/50-pinned-images``.
 ``PinnedImagesError(ValueError)``: ``.problems`` lists every bad entry (index, value, why).
 ``validate_pinned_images(images, require_digest=True) -> list[str]``
-    Digest references with the registry host written out; with ``require_digest=False`` also tag
+    Digest references written fully qualified, exactly as CRI-O matches them (registry host written out,
+    ``docker.io/library/...`` for Docker Hub's official images); with ``require_digest=False`` also tag
     references and CRI-O's glob (``quay.io/foo/*``) and keyword (``*bar*``) patterns.
-    Returns the MCO list: blank names dropped, de-duplicated, sorted.
+    Returns the MCO list: blank names dropped, de-duplicated, sorted (``_pinned_image_set.unique_sorted_images``).
 ``render_pinned_images(images) -> str``: the drop-in text for an already validated list (kept in the given order).
-``parse_pinned_images(text) -> list[str]``: ``crio.image.pinned_images`` of a drop-in (``[]`` when unset);
-    raises PinnedImagesError for text that is not TOML of that shape.
 ``same_content(old, new) -> bool``: the MCO's rewrite test (equal after trimming surrounding whitespace).
 ``is_pattern(name)``, ``missing_images(client, images) -> list[str]`` (``client.image_status(name)`` is None
     for an absent image; patterns are skipped), ``MissingImagesError`` (``.missing``).
@@ -33,8 +32,6 @@ Public API
 ``sync_pinned_images(path, images, state, check_mode, force, check_presence, reload, run_command, pid_file)``
     The whole node-side step; returns ``{changed, path, images, reloaded, diff}``. A ReloadError raised after
     the write carries ``.result``.
-``HAS_TOML_PARSER``: whether ``tomllib`` (3.11+) or ``tomli`` was found; without either, only text in this
-module's own layout can be read back.
 """
 
 from __future__ import annotations
@@ -42,22 +39,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
-
-try:
-    import tomllib as _toml
-
-    HAS_TOML_PARSER = True
-    TOML_IMPORT_ERROR = None
-except ImportError:  # Python < 3.11
-    try:
-        import tomli as _toml
-
-        HAS_TOML_PARSER = True
-        TOML_IMPORT_ERROR = None
-    except ImportError as _exc:
-        _toml = None
-        HAS_TOML_PARSER = False
-        TOML_IMPORT_ERROR = _exc
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import unique_sorted_images
 
 DEFAULT_PATH = "/etc/crio/crio.conf.d/50-pinned-images"
 # Characters an image reference or a CRI-O pattern body may hold.
@@ -68,7 +50,7 @@ _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f
 
 
 class PinnedImagesError(ValueError):
-    """Bad pinned_images entries or an unreadable drop-in; ``problems`` lists each."""
+    """Bad pinned_images entries; ``problems`` lists each."""
 
     def __init__(self, problems):
         if isinstance(problems, str):
@@ -135,11 +117,13 @@ def _check_entry(value, require_digest: bool) -> str | None:
         ref = parse_image_ref(value, require_digest=require_digest)
     except ImageReferenceError as exc:
         return str(exc)
-    first = value.split("/", 1)[0]
-    if "/" not in value or first != ref.registry:
+    canonical = str(ref)
+    if value != canonical:
+        # CRI-O compares pinned_images with the fully qualified name (registry written out, Docker Hub's official
+        # images under library/); any other spelling would pin nothing.
         return (
-            f"{_describe(value)} does not name its registry; CRI-O matches pinned_images against fully "
-            f"qualified names, so write {str(ref)!r}"
+            f"{_describe(value)} is not fully qualified; CRI-O matches pinned_images against fully "
+            f"qualified names, so write {canonical!r}"
         )
     return None
 
@@ -157,40 +141,7 @@ def validate_pinned_images(images, require_digest: bool = True) -> list:
             problems.append(f"images[{index}]: {problem}")
     if problems:
         raise PinnedImagesError(problems)
-    return sorted({name for name in images if name.strip()})
-
-
-_OWN_LAYOUT_RE = re.compile(
-    r'\s*\[crio\]\s*\[crio\.image\]\s*(?:pinned_images\s*=\s*\[((?:\s*"[^"\\]*"\s*,?)*)\s*\])?\s*'
-)
-
-
-def parse_pinned_images(text) -> list:
-    """``crio.image.pinned_images`` of a drop-in; ``[]`` when the key is absent."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise PinnedImagesError(f"the drop-in is not UTF-8: {exc}") from exc
-    if not HAS_TOML_PARSER:
-        match = _OWN_LAYOUT_RE.fullmatch(text)
-        if not match:
-            raise PinnedImagesError(
-                "cannot read the drop-in: it is not in this collection's layout and no TOML parser "
-                f"(tomllib or tomli) is installed ({TOML_IMPORT_ERROR})"
-            )
-        return re.findall(r'"([^"\\]*)"', match.group(1) or "")
-    try:
-        data = _toml.loads(text)
-    except Exception as exc:  # tomllib.TOMLDecodeError or tomli's
-        raise PinnedImagesError(f"the drop-in is not valid TOML: {exc}") from exc
-    image = data.get("crio", {}).get("image", {}) if isinstance(data.get("crio", {}), dict) else {}
-    if not isinstance(image, dict):
-        raise PinnedImagesError("crio.image in the drop-in is not a table")
-    pinned = image.get("pinned_images", [])
-    if not isinstance(pinned, list) or not all(isinstance(name, str) for name in pinned):
-        raise PinnedImagesError("crio.image.pinned_images in the drop-in is not a list of strings")
-    return list(pinned)
+    return unique_sorted_images(images)
 
 
 def same_content(old, new) -> bool:

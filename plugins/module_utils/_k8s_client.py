@@ -15,7 +15,8 @@ Connection options follow kubernetes.core (same names, aliases and ``K8S_AUTH_*`
   ``~/.kube/config``).
 
 Every failure is raised as :class:`K8sError` with the HTTP status (0 when no response was received) and a message
-that names the verb, the resource and the API server; tokens never appear in it.
+that names the verb, the resource and the API server; tokens, passwords and the user info of URLs
+(``scheme://user:password@``, e.g. in ``proxy``) never appear in it.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ import re
 import shutil
 import tempfile
 import weakref
+from urllib.parse import unquote
 
 from ansible.module_utils.basic import env_fallback
+
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import scrub
 
 try:
     import urllib3
@@ -51,9 +55,19 @@ DEFAULT_TIMEOUT = 30
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 REDACTED = "********"
+# Shorter values are not scrubbed from messages: they would blank out unrelated words.
+_MIN_SECRET_LENGTH = 4
+# Keys of a kubeconfig whose string values are credentials.
+_KUBECONFIG_SECRET_KEYS = frozenset((
+    "token", "password", "client-key-data", "access-token", "refresh-token", "id-token", "client-secret", "secret",
+))
+_USERINFO_RE = re.compile(r"(?<=://)[^/\s]*@")
 
 K8S_AUTH_ARG_SPEC = {
-    "kubeconfig": {"type": "raw", "fallback": (env_fallback, ["K8S_AUTH_KUBECONFIG"])},
+    # A dict kubeconfig carries tokens and keys; Ansible then hides every string in it from results and logs.
+    # Not no_log: that would mask every value of a dict kubeconfig ("v1", "Config") in all output. Modules mask
+    # its credentials and a proxy password instead, with connection_secrets().
+    "kubeconfig": {"type": "raw", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_KUBECONFIG"])},
     "context": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_CONTEXT"])},
     "host": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_HOST"])},
     "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
@@ -67,7 +81,8 @@ K8S_AUTH_ARG_SPEC = {
         "no_log": False,
         "fallback": (env_fallback, ["K8S_AUTH_KEY_FILE"]),
     },
-    "proxy": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_PROXY"])},
+    # May carry user:password@ (SOCKS proxies use it); hidden from results and logs as a whole.
+    "proxy": {"type": "str", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_PROXY"])},
 }
 
 K8S_AUTH_OPTION_NAMES = tuple(K8S_AUTH_ARG_SPEC)
@@ -97,8 +112,46 @@ def _require_kubernetes():
 
 
 def _safe_url(url):
-    """The URL without user info (``https://user:pass@host`` -> ``https://host``)."""
-    return re.sub(r"(?<=://)[^/@]*@", "", str(url or ""))
+    """The URL (or any text) without the user info of URLs (``https://user:pass@host`` -> ``https://host``)."""
+    return _USERINFO_RE.sub("", str(url or ""))
+
+
+def _url_secrets(url):
+    """The user info of a URL and its password, raw and percent-decoded (empty for a URL without them)."""
+    found = set()
+    for match in _USERINFO_RE.finditer(str(url or "")):
+        userinfo = match.group(0)[:-1]
+        password = userinfo.partition(":")[2]
+        for value in (userinfo, password):
+            found.update((value, unquote(value)))
+    found.discard("")
+    return found
+
+
+def _kubeconfig_secrets(data):
+    """String values of a kubeconfig dict under credential keys (tokens, passwords, private keys)."""
+    found = set()
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in _KUBECONFIG_SECRET_KEYS and isinstance(value, str):
+                found.add(value)
+            else:
+                found |= _kubeconfig_secrets(value)
+    elif isinstance(data, list):
+        for item in data:
+            found |= _kubeconfig_secrets(item)
+    found.discard("")
+    return found
+
+
+def connection_secrets(params) -> set:
+    """Credentials inside the connection options (a dict kubeconfig, a proxy URL's password), for no_log_values."""
+    return _kubeconfig_secrets(params.get("kubeconfig")) | _url_secrets(params.get("proxy"))
+
+
+def _scrub_text(text, secrets):
+    """``text`` without URL user info and without any of ``secrets`` (those of at least _MIN_SECRET_LENGTH)."""
+    return scrub(_safe_url(text), (s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH), REDACTED)
 
 
 def _group_of(api_version):
@@ -232,14 +285,13 @@ class K8sClient:
     # ------------------------------------------------------------------ plumbing
 
     def _scrub(self, text):
-        text = str(text)
         secrets = set(self._secrets)
         for value in (getattr(self.configuration, "api_key", None) or {}).values():
             if value:
                 secrets.update((value, value.split(" ", 1)[-1]))
-        for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
-            text = text.replace(secret, REDACTED)
-        return text
+        for url in (getattr(self.configuration, "proxy", None), getattr(self.configuration, "host", None)):
+            secrets |= _url_secrets(url)
+        return _scrub_text(str(text), secrets)
 
     def _connection_error(self, exc):
         reason = getattr(exc, "reason", None) or exc
@@ -510,6 +562,8 @@ def _build_configuration(params, tmpdir):
     host = params.get("host")
     api_key = params.get("api_key")
     secrets = [api_key] if api_key else []
+    secrets.extend(_kubeconfig_secrets(kubeconfig))
+    secrets.extend(_url_secrets(params.get("proxy")))
 
     def load_kubeconfig(source):
         try:
@@ -538,7 +592,8 @@ def _build_configuration(params, tmpdir):
             raise
         except (ConfigException, ValueError, TypeError, KeyError, OSError) as exc:
             where = "the kubeconfig given as a dict" if isinstance(source, dict) else f"kubeconfig {source}"
-            raise K8sError(f"cannot load {where}{f' (context {context})' if context else ''}: {exc}")
+            message = f"cannot load {where}{f' (context {context})' if context else ''}: {exc}"
+            raise K8sError(_scrub_text(message, secrets))
 
     if kubeconfig is not None and not isinstance(kubeconfig, (str, dict)):
         raise K8sError(f"kubeconfig must be a path or a dict, got {type(kubeconfig).__name__}")
@@ -597,6 +652,8 @@ def _build_configuration(params, tmpdir):
         if value:
             secrets.append(value)
             secrets.append(value.split(" ", 1)[-1])
+    # A kubeconfig's cluster may name a proxy (proxy-url) with user info as well.
+    secrets.extend(_url_secrets(getattr(configuration, "proxy", None)))
     if not configuration.host:
         raise K8sError("no Kubernetes API server URL: give host or a kubeconfig with a cluster server")
     return configuration, secrets

@@ -30,7 +30,7 @@ Public API
 ``SUPPORTED_IGNITION_VERSIONS`` (3.1.0 .. 3.4.0), ``DEFAULT_IGNITION_VERSION`` (3.2.0),
 ``DEFAULT_NAME_TEMPLATE`` (``99-{pool}-pinned-images``; ``{pool}`` is replaced by the pool name).
 ``machine_config_name(pool_name, template=DEFAULT_NAME_TEMPLATE) -> str`` (validated RFC 1123 subdomain)
-``data_url(content) -> str`` / ``decode_data_url(url) -> bytes`` (``data:;base64,...``)
+``data_url(content) -> str`` (``data:;base64,...``)
 ``render_machine_config(pool_name, images, name_template=..., ignition_version=..., path=DEFAULT_PATH) -> dict``
     ``images`` must already be validated (see ``_crio_config.validate_pinned_images``); it is rendered in
     the given order, so pass the sorted list for MCO-identical bytes.
@@ -39,9 +39,9 @@ Public API
     ``machine_config`` is None when the pool has no images. With ``images`` every pool gets that list;
     otherwise each pool gets the union of its sets (``_pinned_image_set.images_for_pool``).
 ``dump_yaml(obj) -> str``: block-style YAML with sorted keys; the same object always gives the same bytes.
-``machine_config_drop_in(obj) -> str | None``: the drop-in text carried by a rendered MachineConfig.
 ``file_path(dest, name)``: ``<dest>/<name>.yaml``.
-``sync_files(entries, dest, state, check_mode) -> {changed, files, diffs}``: atomic, byte-stable files.
+``sync_files(entries, dest, state, check_mode) -> {changed, files, diffs}``: atomic, byte-stable files; any
+    file system failure is raised as ``_atomic_file.AtomicFileError`` naming the path.
 ``sync_cluster(entries, client, state, check_mode) -> {changed, applied, deleted, diffs}``: server-side apply
     (field manager ``pinned-images``) only when the managed parts differ; deletes MachineConfigs of empty pools
     and, with ``state=absent``, of every pool.
@@ -51,13 +51,14 @@ from __future__ import annotations
 
 import base64
 import os
-import re
 
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH, render_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
+    MAX_NAME_LENGTH,
     ROLE_LABEL,
     as_pool,
+    check_dns_subdomain,
     images_for_pool,
 )
 
@@ -78,8 +79,6 @@ DEFAULT_NAME_TEMPLATE = "99-{pool}-pinned-images"
 FILE_MODE = 0o644  # 420, as Ignition wants it: a decimal integer
 DATA_URL_PREFIX = "data:;base64,"
 
-_DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
 
 class MachineConfigError(ValueError):
     """A MachineConfig cannot be rendered from the given input."""
@@ -98,10 +97,10 @@ def machine_config_name(pool_name: str, template: str = DEFAULT_NAME_TEMPLATE) -
     if not isinstance(template, str) or not template:
         raise MachineConfigError("the name template must be a non-empty string")
     name = template.replace("{pool}", pool_name)
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(name):
+    if check_dns_subdomain(name, "MachineConfig name") is not None:
         raise MachineConfigError(
             f"MachineConfig name {name!r} (from template {template!r}) is not a valid RFC 1123 subdomain "
-            "(lower-case letters, digits, '-' and '.', at most 253 characters)"
+            f"(lower-case letters, digits, '-' and '.', at most {MAX_NAME_LENGTH} characters)"
         )
     return name
 
@@ -110,17 +109,6 @@ def data_url(content) -> str:
     if isinstance(content, str):
         content = content.encode("utf-8")
     return DATA_URL_PREFIX + base64.b64encode(content).decode("ascii")
-
-
-def decode_data_url(url: str) -> bytes:
-    if not isinstance(url, str) or not url.startswith("data:") or "," not in url:
-        raise MachineConfigError(f"not a data URL: {url[:40] if isinstance(url, str) else url!r}")
-    header, payload = url[5:].split(",", 1)
-    if header.split(";")[-1] == "base64":
-        return base64.b64decode(payload, validate=True)
-    from urllib.parse import unquote_to_bytes
-
-    return unquote_to_bytes(payload)
 
 
 def render_machine_config(pool_name: str, images, name_template: str = DEFAULT_NAME_TEMPLATE,
@@ -208,19 +196,6 @@ def dump_yaml(obj) -> str:
     )
 
 
-def machine_config_drop_in(obj) -> str | None:
-    """The drop-in text a rendered MachineConfig carries, or None."""
-    try:
-        files = obj["spec"]["config"]["storage"]["files"]
-    except (KeyError, TypeError):
-        return None
-    for item in files:
-        source = (item.get("contents") or {}).get("source")
-        if source:
-            return decode_data_url(source).decode("utf-8")
-    return None
-
-
 # --------------------------------------------------------------------------- files and cluster
 
 
@@ -234,27 +209,39 @@ def sync_files(entries, dest: str, state: str = "present", check_mode: bool = Fa
     Returns ``{changed, files, diffs}``; ``files`` lists the paths written or up to date (present) or removed
     (absent and empty pools).
     """
-    from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write, remove_file
+    from ansible_collections.pinned.images.plugins.module_utils._atomic_file import (
+        AtomicFileError,
+        atomic_write,
+        remove_file,
+    )
 
     changed, files, diffs = False, [], []
     if state == "present" and not check_mode and any(e["machine_config"] for e in entries):
-        os.makedirs(dest, mode=0o755, exist_ok=True)
+        try:
+            os.makedirs(dest, mode=0o755, exist_ok=True)
+        except OSError as exc:  # e.g. dest, or a parent of it, is a regular file
+            raise AtomicFileError(exc.errno, f"cannot create directory {dest}: {exc.strerror or exc}") from exc
     for entry in entries:
         path = file_path(dest, entry["name"])
-        if state == "present" and entry["machine_config"] is not None:
-            outcome = atomic_write(path, dump_yaml(entry["machine_config"]), mode=0o644, check_mode=check_mode)
-            files.append(path)
-        else:
-            outcome = remove_file(path, check_mode=check_mode)
-            if outcome["changed"]:
+        try:
+            if state == "present" and entry["machine_config"] is not None:
+                outcome = atomic_write(path, dump_yaml(entry["machine_config"]), mode=0o644, check_mode=check_mode)
                 files.append(path)
+            else:
+                outcome = remove_file(path, check_mode=check_mode)
+                if outcome["changed"]:
+                    files.append(path)
+        except AtomicFileError:
+            raise
+        except OSError as exc:
+            raise AtomicFileError(exc.errno, f"cannot write {path}: {exc.strerror or exc}") from exc
         if outcome["changed"]:
             changed = True
             diffs.append(outcome["diff"])
     return {"changed": changed, "files": files, "diffs": diffs}
 
 
-def _managed_view(obj, pool_name: str) -> dict:
+def _managed_view(obj) -> dict:
     """The parts of a stored MachineConfig this collection manages."""
     metadata = obj.get("metadata") or {}
     labels = metadata.get("labels") or {}
@@ -280,11 +267,11 @@ def sync_cluster(entries, client, state: str = "present", check_mode: bool = Fal
         desired = entry["machine_config"] if state == "present" else None
         existing = client.get(API_VERSION, MACHINE_CONFIG_KIND, name)
         if desired is not None:
-            if existing is not None and _managed_view(existing, entry["pool"]) == desired:
+            if existing is not None and _managed_view(existing) == desired:
                 continue
             client.apply(desired, field_manager=field_manager, dry_run=check_mode)
             applied.append(name)
-            before = dump_yaml(_managed_view(existing, entry["pool"])) if existing is not None else ""
+            before = dump_yaml(_managed_view(existing)) if existing is not None else ""
             diffs.append({"before": before, "after": dump_yaml(desired),
                           "before_header": f"MachineConfig/{name}" + ("" if existing else " (absent)"),
                           "after_header": f"MachineConfig/{name}"})
@@ -292,7 +279,7 @@ def sync_cluster(entries, client, state: str = "present", check_mode: bool = Fal
         elif existing is not None:
             if client.delete(API_VERSION, MACHINE_CONFIG_KIND, name, dry_run=check_mode):
                 deleted.append(name)
-                diffs.append({"before": dump_yaml(_managed_view(existing, entry["pool"])), "after": "",
+                diffs.append({"before": dump_yaml(_managed_view(existing)), "after": "",
                               "before_header": f"MachineConfig/{name}",
                               "after_header": f"MachineConfig/{name} (absent)"})
                 changed = True

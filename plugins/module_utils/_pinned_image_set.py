@@ -26,6 +26,8 @@ Public API
     sorted, not recursive). Validates everything and raises one PinnedImageSetError listing every problem.
     Sets with the same name must be identical (exact repeats are dropped).
 ``validate_set(obj, source=None) -> PinnedImageSet`` and ``validate_pool(obj, source=None) -> MachineConfigPool``
+``check_dns_subdomain(value, what) -> str | None``
+    Why ``value`` is not an RFC 1123 subdomain (Kubernetes object names), naming it ``what``; None when it is.
 ``default_pool(name) -> MachineConfigPool``
     A pool shaped like OpenShift's built-in ones: machineConfigSelector ``role: <name>``, nodeSelector
     ``node-role.kubernetes.io/<name>: ""``, label ``pools.operator.machineconfiguration.openshift.io/<name>: ""``.
@@ -183,7 +185,8 @@ def _where(source, kind, name) -> str:
     return ": ".join(parts)
 
 
-def _check_dns_subdomain(value, what: str) -> str | None:
+def check_dns_subdomain(value, what: str) -> str | None:
+    """Why ``value`` is not an RFC 1123 subdomain (``what`` names it in the text), or None when it is one."""
     if not isinstance(value, str) or not value:
         return f"{what} is required and must be a non-empty string"
     if len(value) > MAX_NAME_LENGTH:
@@ -208,7 +211,7 @@ def _check_labels(labels, what: str) -> list:
             problems.append(f"{what} key {_short(key)} must be a string")
             continue
         prefix, slash, name = key.rpartition("/")
-        if (slash and _check_dns_subdomain(prefix, "prefix")) or not name or len(name) > 63 or not _LABEL_NAME_RE.fullmatch(name):
+        if (slash and check_dns_subdomain(prefix, "prefix")) or not name or len(name) > 63 or not _LABEL_NAME_RE.fullmatch(name):
             problems.append(f"{what} key {_short(key)} is not a valid label key")
         if not isinstance(value, str):
             problems.append(f"{what}[{key!r}] must be a string, got {_type_name(value)} (quote it in YAML)")
@@ -335,7 +338,7 @@ def _metadata(obj) -> tuple:
         return None, {}, ["metadata must be a mapping with at least a name"]
     name = metadata.get("name")
     problems = []
-    problem = _check_dns_subdomain(name, "metadata.name")
+    problem = check_dns_subdomain(name, "metadata.name")
     if problem:
         problems.append(problem)
     problems.extend(_check_labels(metadata.get("labels"), "metadata.labels"))
@@ -467,7 +470,7 @@ def validate_pool(obj, source=None) -> MachineConfigPool:
 
 def default_pool(name: str) -> MachineConfigPool:
     """A pool shaped like OpenShift's built-in ``master`` and ``worker`` pools."""
-    problem = _check_dns_subdomain(name, "pool name")
+    problem = check_dns_subdomain(name, "pool name")
     if problem:
         raise PinnedImageSetError(problem)
     return MachineConfigPool(

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ._image_ref import (
     DOCKER_HUB,
+    DOCKER_HUB_ALIASES,
     ImageRef,
     ImageReferenceError,
     parse_image_ref,
@@ -35,7 +36,6 @@ DEFAULT_REGISTRIES_CONF_D = "/etc/containers/registries.conf.d"
 # registries.conf files are small; refuse to parse anything absurd.
 MAX_CONF_SIZE = 4 * 1024 * 1024
 PULL_FROM_MIRROR_VALUES = ("", "all", "digest-only", "tag-only")
-_DOCKER_HUB_ALIASES = ("docker.io", "index.docker.io", "registry-1.docker.io")
 
 
 class RegistriesConfError(ValueError):
@@ -177,7 +177,7 @@ def _check_location_host(location: str, where: str):
     except ImageReferenceError:
         raise RegistriesConfError(problem) from None
     host = location.split("/", 1)[0]
-    if parsed.tag or parsed.digest or (parsed.registry == DOCKER_HUB and host not in _DOCKER_HUB_ALIASES):
+    if parsed.tag or parsed.digest or (parsed.registry == DOCKER_HUB and host not in DOCKER_HUB_ALIASES):
         raise RegistriesConfError(problem)
 
 

@@ -18,10 +18,9 @@ import fnmatch
 import json
 import os
 
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import DOCKER_HUB, DOCKER_HUB_ALIASES
+
 DEFAULT_AUTH_FILE = "/var/lib/kubelet/config.json"
-DOCKER_HUB = "docker.io"
-# Every spelling of Docker Hub that docker, the kubelet and containers/image accept.
-DOCKER_HUB_ALIASES = frozenset(("docker.io", "index.docker.io", "registry-1.docker.io"))
 # A pull secret is a few kilobytes; refuse to parse anything absurd.
 MAX_AUTH_FILE_SIZE = 4 * 1024 * 1024
 REDACTED = "<redacted>"
@@ -90,10 +89,13 @@ class RegistryCredentials:
         return found
 
 
-def scrub(text: str, secrets) -> str:
-    """Replace every occurrence of any secret in ``text``; longest first so overlapping secrets vanish whole."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
+def scrub(text: str, secrets, replacement: str = REDACTED) -> str:
+    """Replace every occurrence of any secret in ``text``; longest first so overlapping secrets vanish whole.
+
+    The one secret scrubber of the collection (registry errors, Kubernetes API errors); empty secrets are ignored.
+    """
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        text = text.replace(secret, replacement)
     return text
 
 

@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode, urlsplit
 
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import scrub
+
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -161,10 +163,6 @@ class ManifestInfo:
     platform: str = ""
     reference: str = ""
 
-    @property
-    def compressed_size(self) -> int:
-        return sum(size for _digest, size in self.layers)
-
 
 def parse_challenges(header: str) -> list:
     """``WWW-Authenticate`` -> [(scheme, {param: value})], scheme in lower case."""
@@ -255,17 +253,6 @@ class RegistryClient:
             )
         media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip()
         return body, media_type, digest
-
-    def head_manifest(self, ref, credentials=None, insecure: bool = False, reference: str | None = None):
-        """HEAD one manifest: ``(digest, media_type, size)`` from the headers (digest may be empty)."""
-        wanted = reference or ref.digest or ref.tag or "latest"
-        response = self._registry_request("HEAD", ref, wanted, credentials, insecure)
-        media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip()
-        try:
-            size = int(response.headers.get("Content-Length", "-1"))
-        except ValueError:
-            size = -1
-        return response.headers.get("Docker-Content-Digest", ""), media_type, size
 
     def manifest_info(self, ref, credentials=None, insecure: bool = False, platform=None) -> ManifestInfo:
         """Layers of ``ref`` for ``platform`` (default: this host); an index is resolved to that platform."""
@@ -504,9 +491,7 @@ class RegistryClient:
         if status == 200:
             return
         registry = ref.registry
-        detail = _error_detail(response.body)
-        for secret in sorted(secrets, key=len, reverse=True):
-            detail = detail.replace(secret, "<redacted>")
+        detail = scrub(_error_detail(response.body), secrets)
         suffix = f" ({detail})" if detail else ""
         target = f"{ref.name}@{wanted}" if wanted.startswith("sha256:") else f"{ref.name}:{wanted}"
         if status in (401, 403):
@@ -612,7 +597,7 @@ class RegistryClient:
             try:
                 connection.request(method, path, body=body, headers=headers)
                 response = connection.getresponse()
-                data = b"" if method == "HEAD" else response.read(limit + 1)
+                data = response.read(limit + 1)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self._discard(scheme, netloc, insecure)
                 # A kept-alive connection the server closed meanwhile: retry once on a new one.

@@ -116,7 +116,6 @@ attributes:
     description: Runs on POSIX hosts.
 requirements:
   - PyYAML (on the node, to read set files)
-  - tomllib (Python 3.11+) or tomli, optional, to read an existing drop-in
 notes:
   - The file is compared with the wanted text after trimming surrounding whitespace, as the machine-config-operator
     does, so a file it wrote is not rewritten.

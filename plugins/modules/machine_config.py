@@ -219,6 +219,7 @@ from ansible_collections.pinned.images.plugins.module_utils._crio_config import 
     validate_pinned_images,
 )
 from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
+    connection_secrets,
     HAS_KUBERNETES,
     K8S_AUTH_ARG_SPEC,
     KUBERNETES_IMPORT_ERROR,
@@ -281,6 +282,7 @@ def main():
         mutually_exclusive=[("images", "sets")],
         required_if=[("state", "present", ("images", "sets"), True)],
     )
+    module.no_log_values.update(connection_secrets(module.params))
     params = module.params
     result = dict(changed=False, machine_configs=[], pools=[], files=[], applied=[], deleted=[])
 

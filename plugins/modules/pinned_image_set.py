@@ -185,7 +185,6 @@ path:
 
 import copy
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -195,6 +194,7 @@ from ansible_collections.pinned.images.plugins.module_utils._atomic_file import 
     remove_file,
 )
 from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
+    connection_secrets,
     HAS_KUBERNETES,
     K8S_AUTH_ARG_SPEC,
     KUBERNETES_IMPORT_ERROR,
@@ -202,24 +202,20 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
     K8sError,
     clean_object,
 )
+from ansible_collections.pinned.images.plugins.module_utils._machine_config import (
+    HAS_YAML,
+    YAML_IMPORT_ERROR,
+    dump_yaml,
+)
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
     PINNED_IMAGE_SET_KIND,
     PinnedImageSetError,
+    check_dns_subdomain,
     validate_set,
 )
 
-try:
-    import yaml
-
-    HAS_YAML = True
-    YAML_IMPORT_ERROR = None
-except ImportError as exc:  # pragma: no cover - PyYAML ships with ansible-core
-    HAS_YAML = False
-    YAML_IMPORT_ERROR = exc
-
 FIELD_MANAGER = "pinned-images"
-_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _USED_METADATA = ("name", "labels", "annotations")
 _USED_SPEC = ("pinnedImages", "machineConfigPoolSelector")
 
@@ -289,10 +285,6 @@ def _annotation_problems(obj, source):
     ]
 
 
-def _to_yaml(obj):
-    return yaml.safe_dump(obj, sort_keys=True, default_flow_style=False, allow_unicode=True, width=4096)
-
-
 def main():
     module = AnsibleModule(
         argument_spec=_argument_spec(),
@@ -306,6 +298,7 @@ def main():
         required_if=[("state", "present", ("images", "definition"), True)],
         supports_check_mode=True,
     )
+    module.no_log_values.update(connection_secrets(module.params))
     params = module.params
     state = params["state"]
     dest = params["dest"]
@@ -336,7 +329,7 @@ def main():
             module.warn("definition fields not used for a PinnedImageSet were dropped: " + ", ".join(dropped))
         rendered = _render(image_set, obj)
         name = image_set.name
-    elif not isinstance(name, str) or not _NAME_RE.match(name) or len(name) > 253:
+    elif check_dns_subdomain(name, "metadata.name") is not None:
         module.fail_json(msg=f"invalid PinnedImageSet name {name!r}: it must be an RFC 1123 subdomain", problems=[])
 
     path = None
@@ -393,7 +386,7 @@ def main():
             if state == "present":
                 if not os.path.isdir(dest) and not module.check_mode:
                     os.makedirs(dest, mode=0o755, exist_ok=True)
-                written = atomic_write(path, _to_yaml(rendered), mode=0o644, check_mode=module.check_mode)
+                written = atomic_write(path, dump_yaml(rendered), mode=0o644, check_mode=module.check_mode)
             else:
                 written = remove_file(path, check_mode=module.check_mode)
         except (AtomicFileError, OSError) as exc:

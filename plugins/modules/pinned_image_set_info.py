@@ -211,6 +211,7 @@ import dataclasses
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
+    connection_secrets,
     HAS_KUBERNETES,
     K8S_AUTH_ARG_SPEC,
     KUBERNETES_IMPORT_ERROR,
@@ -300,6 +301,7 @@ def _pool_key(item):
 
 def main():
     module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
+    module.no_log_values.update(connection_secrets(module.params))
     params = module.params
 
     cluster_sets, cluster_pools, cluster_nodes = [], [], None

@@ -181,6 +181,47 @@ def test_writer_killed_between_write_and_rename(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
 
 
+def test_remove_also_removes_a_killed_writers_leftover(tmp_path):
+    # CRI-O reads every file of crio.conf.d, hidden ones included: removing the drop-in must not leave a killed
+    # writer's complete temporary behind to pin on the next reload.
+    path = tmp_path / "50-pinned-images"
+    path.write_bytes(OLD)
+    child = subprocess.Popen([sys.executable, "-c", WRITER, _collections_root(), str(path), NEW.decode()],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline().strip()
+        assert line.startswith("ready "), line
+        temp = Path(line[len("ready "):])
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert temp.read_bytes() == NEW
+    # Check mode changes nothing, the leftover included.
+    assert remove_file(path, check_mode=True)["changed"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, temp.name])
+    result = remove_file(path)
+    assert result["changed"] and result["diff"]["before"] == OLD.decode()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_remove_of_an_absent_file_still_removes_dead_writers_leftovers(tmp_path):
+    path = tmp_path / "f"
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    dead = tmp_path / f".f.{finished.pid}.{'1' * 16}.tmp"
+    dead.write_bytes(NEW)
+    mine = tmp_path / f".f.{os.getpid()}.{'0' * 16}.tmp"
+    mine.write_bytes(NEW)
+    assert not remove_file(path, check_mode=True)["changed"]
+    assert dead.exists()
+    # The target's own state decides "changed"; a live writer's temporary is left alone.
+    assert not remove_file(path)["changed"]
+    assert not dead.exists() and mine.exists()
+
+
 def test_live_writers_temporaries_are_not_cleaned(tmp_path):
     path = tmp_path / "f"
     mine = tmp_path / f".f.{os.getpid()}.{'0' * 16}.tmp"

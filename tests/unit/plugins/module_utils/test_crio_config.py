@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The CRI-O drop-in: the exact bytes the machine-config-operator writes, validation, reading back, sync."""
+"""The CRI-O drop-in: the exact bytes the machine-config-operator writes, validation, sync."""
 
 from __future__ import annotations
 
@@ -11,14 +11,12 @@ import tomllib
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils import _crio_config as cc
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
     DEFAULT_PATH,
     MissingImagesError,
     PinnedImagesError,
     ReloadError,
     missing_images,
-    parse_pinned_images,
     reload_crio,
     render_pinned_images,
     same_content,
@@ -58,13 +56,13 @@ def test_render_matches_the_mco_bytes():
 
 def test_render_of_an_empty_list_omits_the_key_like_omitempty():
     assert render_pinned_images([]) == "[crio]\n  [crio.image]\n"
+    assert tomllib.loads(render_pinned_images([])) == {"crio": {"image": {}}}
 
 
 def test_rendered_text_is_toml_with_the_list():
     text = render_pinned_images([A, B, C])
     assert tomllib.loads(text) == {"crio": {"image": {"pinned_images": [A, B, C]}}}
-    assert parse_pinned_images(text) == [A, B, C]
-    assert parse_pinned_images(text.encode()) == [A, B, C]
+    assert tomllib.loads(EXPECTED_TWO.decode()) == {"crio": {"image": {"pinned_images": [A, B]}}}
 
 
 def test_quoting_follows_the_go_encoder():
@@ -100,25 +98,26 @@ def test_patterns_and_tags_only_without_require_digest():
     assert len(info.value.problems) == 6
 
 
+@pytest.mark.parametrize("value, canonical, require_digest", [
+    ("docker.io/busybox@sha256:" + "0" * 64, "docker.io/library/busybox@sha256:" + "0" * 64, True),
+    ("index.docker.io/library/busybox@sha256:" + "0" * 64, "docker.io/library/busybox@sha256:" + "0" * 64, True),
+    ("registry-1.docker.io/org/app@sha256:" + "0" * 64, "docker.io/org/app@sha256:" + "0" * 64, True),
+    ("busybox@sha256:" + "0" * 64, "docker.io/library/busybox@sha256:" + "0" * 64, True),
+    ("docker.io/busybox:1.36", "docker.io/library/busybox:1.36", False),
+])
+def test_validate_requires_the_name_crio_matches(value, canonical, require_digest):
+    # CRI-O compares pinned_images with fully qualified names; any other spelling would silently pin nothing.
+    with pytest.raises(PinnedImagesError) as info:
+        validate_pinned_images([value], require_digest=require_digest)
+    (problem,) = info.value.problems
+    assert problem.startswith("images[0]: ") and "not fully qualified" in problem
+    assert problem.endswith(f"write {canonical!r}")
+    assert validate_pinned_images([canonical], require_digest=require_digest) == [canonical]
+
+
 def test_validate_refuses_a_string():
     with pytest.raises(PinnedImagesError, match="must be a list"):
         validate_pinned_images(A)
-
-
-def test_parse_errors():
-    with pytest.raises(PinnedImagesError, match="not valid TOML"):
-        parse_pinned_images("[crio\n")
-    with pytest.raises(PinnedImagesError, match="not a list of strings"):
-        parse_pinned_images("[crio.image]\npinned_images = [1]\n")
-    assert parse_pinned_images("[crio.runtime]\nx = 1\n") == []
-
-
-def test_parse_without_a_toml_library(monkeypatch):
-    monkeypatch.setattr(cc, "HAS_TOML_PARSER", False)
-    assert parse_pinned_images(render_pinned_images([A, C])) == [A, C]
-    assert parse_pinned_images(render_pinned_images([])) == []
-    with pytest.raises(PinnedImagesError, match="no TOML parser"):
-        parse_pinned_images("[crio.runtime]\nx = 1\n")
 
 
 def test_same_content_trims_like_the_mco():

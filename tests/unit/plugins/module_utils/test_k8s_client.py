@@ -14,7 +14,9 @@ import yaml
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.pinned.images.plugins.module_utils import _k8s_client
 from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
+    connection_secrets,
     K8S_AUTH_ARG_SPEC,
     K8sClient,
     K8sError,
@@ -84,6 +86,19 @@ def test_arg_spec_matches_kubernetes_core_names():
     assert K8S_AUTH_ARG_SPEC["client_cert"]["aliases"] == ["cert_file"]
     assert K8S_AUTH_ARG_SPEC["client_key"]["aliases"] == ["key_file"]
     assert K8S_AUTH_ARG_SPEC["kubeconfig"]["type"] == "raw"
+    # Masking a whole dict kubeconfig would hide "v1" and "Config" everywhere: only its credentials are masked.
+    assert K8S_AUTH_ARG_SPEC["kubeconfig"]["no_log"] is False
+    assert K8S_AUTH_ARG_SPEC["proxy"]["no_log"] is False
+
+
+def test_connection_secrets_are_the_credentials_only():
+    config = {"apiVersion": "v1", "kind": "Config", "users": [{"name": "u", "user": {"token": "kubeconfig-t0ken"}}]}
+    proxy = "http://proxy-user:pr0xy-pa55word@proxy.example.test:3128"
+    with patch_module_args({"kubeconfig": config, "proxy": proxy}):
+        module = AnsibleModule(argument_spec=copy.deepcopy(K8S_AUTH_ARG_SPEC))
+    secrets = connection_secrets(module.params)
+    assert {"kubeconfig-t0ken", "pr0xy-pa55word"} <= secrets
+    assert not {"v1", "Config", "u"} & secrets
 
 
 def test_every_env_fallback_reaches_the_params(monkeypatch, tmp_path):
@@ -487,6 +502,41 @@ def test_secrets_are_scrubbed_from_messages(tmp_path):
     c = K8sClient.from_params({"host": "http://127.0.0.1:1", "api_key": "tok-123456"}, tmpdir=str(tmp_path))
     assert c._scrub("token tok-123456 and header Bearer tok-123456") == "token ******** and header ********"
     c.close()
+
+
+def test_url_user_info_and_proxy_password_are_scrubbed(tmp_path):
+    proxy = "http://proxy-user:pr0xy%2Fpa55@127.0.0.1:1"
+    with K8sClient.from_params({"host": "http://127.0.0.1:1", "api_key": "tok-123456", "proxy": proxy},
+                               tmpdir=str(tmp_path)) as c:
+        text = c._scrub(f"via {proxy} (pr0xy/pa55, pr0xy%2Fpa55) to https://u:p@host.test/x, mail a@b.test")
+    assert text == "via http://127.0.0.1:1 (********, ********) to https://host.test/x, mail a@b.test"
+
+
+def test_proxy_password_never_reaches_a_connection_error(fake_apiserver, tmp_path):
+    proxy = f"http://proxy-user:pr0xy-pa55word@127.0.0.1:{free_port()}"
+    params = {"host": fake_apiserver.url, "api_key": fake_apiserver.token, "proxy": proxy}
+    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+        with pytest.raises(K8sError) as info:
+            c.list(MCO, PIS)
+    assert info.value.status == 0 and "cannot reach" in str(info.value)
+    for text in (str(info.value), repr(info.value), repr(info.value.args)):
+        assert "pr0xy-pa55word" not in text and "proxy-user:" not in text and fake_apiserver.token not in text
+
+
+def test_dict_kubeconfig_secrets_are_scrubbed_from_load_errors(fake_apiserver, tmp_path, monkeypatch):
+    config = yaml.safe_load(fake_apiserver.kubeconfig_path.read_text())
+    config["users"][0]["user"]["client-key-data"] = "a2V5LWRhdGEtc2VjcmV0"
+
+    def quoting_loader(config_dict, **kwargs):
+        # A loader that quotes the document in its error, as a YAML/JSON parser might.
+        raise _k8s_client.ConfigException(f"cannot use {config_dict}")
+
+    monkeypatch.setattr(_k8s_client.k8s_config, "load_kube_config_from_dict", quoting_loader)
+    with pytest.raises(K8sError, match="cannot load the kubeconfig given as a dict") as info:
+        K8sClient.from_params({"kubeconfig": config}, tmpdir=str(tmp_path))
+    for secret in (fake_apiserver.token, "not-the-token", "a2V5LWRhdGEtc2VjcmV0"):
+        assert secret not in str(info.value)
+    assert "fake-admin" in str(info.value)
 
 
 def test_connection_refused_names_the_host(tmp_path):

@@ -10,13 +10,12 @@ import pytest
 import yaml
 from fixtures.reference import OPENSHIFT_CRDS
 
+from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import render_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._machine_config import (
     MachineConfigError,
     data_url,
-    decode_data_url,
     dump_yaml,
-    machine_config_drop_in,
     machine_config_name,
     render_for_pools,
     render_machine_config,
@@ -59,6 +58,14 @@ EXPECTED_YAML = (
 )
 
 
+def drop_in(machine_config) -> bytes:
+    """The bytes the MachineConfig's single file carries (its base64 data URL, decoded)."""
+    (item,) = machine_config["spec"]["config"]["storage"]["files"]
+    prefix, payload = item["contents"]["source"].split(",", 1)
+    assert prefix == "data:;base64"
+    return base64.b64decode(payload, validate=True)
+
+
 def schema():
     crd = yaml.safe_load(CRD.read_text())
     return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
@@ -76,8 +83,7 @@ def test_render_is_crd_valid_and_carries_the_drop_in():
         "contents": {"source": files[0]["contents"]["source"]},
     }]
     assert files[0]["contents"]["source"].startswith("data:;base64,")
-    assert decode_data_url(files[0]["contents"]["source"]) == render_pinned_images([A, B]).encode()
-    assert machine_config_drop_in(mc) == render_pinned_images([A, B])
+    assert drop_in(mc) == render_pinned_images([A, B]).encode()
 
 
 def test_yaml_is_byte_stable_and_exact():
@@ -110,11 +116,15 @@ def test_names():
         machine_config_name("infra", "")
 
 
+@pytest.mark.parametrize("template", ["99-{pool}-pins\n", "\n99-{pool}", "99-{pool}.", "-99-{pool}", "x" * 254])
+def test_names_that_are_not_rfc_1123_subdomains(template):
+    with pytest.raises(MachineConfigError, match="RFC 1123"):
+        machine_config_name("infra", template)
+
+
 def test_data_urls():
     assert data_url("x") == "data:;base64,eA=="
-    assert decode_data_url("data:,a%20b") == b"a b"
-    with pytest.raises(MachineConfigError):
-        decode_data_url("http://x")
+    assert data_url(b"\x00\xff") == "data:;base64,AP8="
 
 
 def test_render_for_pools_from_sets():
@@ -129,7 +139,7 @@ def test_render_for_pools_from_sets():
         ("master", "99-master-pinned-images", [], []),
     ]
     assert entries[1]["machine_config"] is None
-    assert machine_config_drop_in(entries[0]["machine_config"]) == render_pinned_images([A, B])
+    assert drop_in(entries[0]["machine_config"]) == render_pinned_images([A, B]).encode()
 
 
 def test_render_for_pools_needs_distinct_names():
@@ -157,6 +167,26 @@ def test_sync_files_atomic_and_stable(tmp_path):
     emptied = render_for_pools(["worker", "master"], images=None, sets=[])
     assert sync_files(emptied, str(dest))["files"] == both
     assert sorted(p.name for p in dest.iterdir()) == []
+
+
+@pytest.mark.parametrize("below", ["", "sub"])
+def test_sync_files_under_a_regular_file_is_a_clean_error(tmp_path, below):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    dest = blocker / below if below else blocker
+    entries = render_for_pools(["worker"], images=[A])
+    with pytest.raises(AtomicFileError) as info:
+        sync_files(entries, str(dest))
+    assert str(dest) in str(info.value) and info.value.errno is not None
+    assert blocker.read_text() == "x"
+
+
+def test_sync_files_absent_under_a_regular_file_is_a_clean_error(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    with pytest.raises(AtomicFileError) as info:
+        sync_files(render_for_pools(["worker"], images=[A]), str(blocker / "sub"), state="absent")
+    assert str(blocker / "sub") in str(info.value)
 
 
 class FakeK8s:

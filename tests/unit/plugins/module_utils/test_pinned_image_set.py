@@ -16,6 +16,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
     ROLE_LABEL,
     PinnedImageSet,
     PinnedImageSetError,
+    check_dns_subdomain,
     default_pool,
     images_for_node,
     images_for_pool,
@@ -141,6 +142,29 @@ def test_tag_and_digest_together_is_refused_as_the_api_does():
     # The CRD's second CEL rule allows no ':' after the host part, so name:tag@digest is rejected.
     with pytest.raises(PinnedImageSetError, match="host"):
         validate_set(make_set(images=("quay.io/org/app:v1@" + digest(1),)))
+
+
+@pytest.mark.parametrize("value", ["a", "worker", "99-worker-pinned-images", "a.b-c.d", "0", "x" * 253])
+def test_rfc_1123_subdomains(value):
+    assert check_dns_subdomain(value, "name") is None
+
+
+@pytest.mark.parametrize("value, why", [
+    ("name\n", "not a valid RFC 1123 subdomain"),
+    ("\nname", "not a valid RFC 1123 subdomain"),
+    ("Name", "not a valid RFC 1123 subdomain"),
+    ("-name", "not a valid RFC 1123 subdomain"),
+    ("name.", "not a valid RFC 1123 subdomain"),
+    ("a..b", "not a valid RFC 1123 subdomain"),
+    ("x" * 254, "254 characters long"),
+    ("", "required"),
+    (None, "required"),
+])
+def test_not_rfc_1123_subdomains(value, why):
+    problem = check_dns_subdomain(value, "pool name")
+    assert problem.startswith("pool name") and why in problem
+    with pytest.raises(PinnedImageSetError, match=why):
+        default_pool(value)
 
 
 def test_longest_accepted_name():

@@ -195,6 +195,8 @@ BAD_CONF = [
     ('[[registry]]\nlocation = "mirror"\n', "not a registry host"),
     ('[[registry]]\nlocation = "quay.io/NS"\n', "not a registry host"),
     ('[[registry]]\nlocation = "quay.io/ns:tag"\n', "not a registry host"),
+    # A bare path means Docker Hub only implicitly; a location must write its host out.
+    ('[[registry]]\nlocation = "library/busybox"\n', "not a registry host"),
     ('[[registry]]\nlocation = "quay io"\n', "contains whitespace"),
 ]
 
@@ -205,6 +207,12 @@ def test_bad_conf(text, message):
         parse_registries_conf(text, "/etc/containers/registries.conf")
     assert message in str(info.value)
     assert str(info.value).startswith("/etc/containers/registries.conf")
+
+
+@pytest.mark.parametrize("location", ["docker.io", "index.docker.io", "registry-1.docker.io/library", "docker.io/org"])
+def test_every_docker_hub_spelling_is_a_location(location):
+    (reg,) = parse_registries_conf(f'[[registry]]\nlocation = "{location}"\n', "x")
+    assert reg.location == location
 
 
 def test_prefix_defaults_to_location_and_trailing_slash():

@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from ansible_collections.pinned.images.plugins.module_utils import _image_ref, _registry_auth
 from ansible_collections.pinned.images.plugins.module_utils._registry_auth import (
     DockerConfig,
     RegistryAuthError,
@@ -196,6 +197,17 @@ def test_redaction_and_cri_fields():
     for secret in cfg.secrets():
         assert secret not in scrubbed
     assert "alice" not in scrubbed  # part of "alice:<secret>", replaced whole
+
+
+def test_scrub_replacement_and_empty_secrets():
+    assert scrub("a tok-1 b tok-12", ["tok-1", "tok-12", ""]) == "a <redacted> b <redacted>"
+    assert scrub("a tok-1 b", {"tok-1"}, replacement="********") == "a ******** b"
+    assert scrub("nothing to hide", []) == "nothing to hide"
+
+
+def test_docker_hub_spellings_come_from_image_ref():
+    assert _registry_auth.DOCKER_HUB is _image_ref.DOCKER_HUB
+    assert _registry_auth.DOCKER_HUB_ALIASES is _image_ref.DOCKER_HUB_ALIASES
 
 
 def test_cri_fields_only_non_empty():

@@ -98,7 +98,7 @@ def test_plain_manifests(registry_lab, client, key, path, platform, platform_key
         assert info.platform_digest == expected.digest
         assert list(info.layers) == expected.layers
         assert info.config_size == expected.config_size
-        assert info.compressed_size == expected.layer_sum
+        assert sum(size for _digest, size in info.layers) == expected.layer_sum
         assert info.platform == (str(parse_platform(platform)) if platform_key else "")
         assert info.reference == str(target)
 
@@ -157,12 +157,6 @@ def test_manifest_unknown(registry_lab, client, path, message):
     with pytest.raises(ManifestUnknownError) as info:
         client.manifest_info(target, insecure=True)
     assert message in str(info.value) and registry_lab.plain.name in str(info.value)
-
-
-def test_head_manifest(registry_lab, client):
-    pushed = registry_lab.images["plain/multi"]
-    digest, media_type, size = client.head_manifest(ref(registry_lab.plain, "test/multi:v1"), insecure=True)
-    assert (digest, media_type) == (pushed.digest, OCI_INDEX) and size > 0
 
 
 def test_request_count_and_keep_alive(registry_lab):
@@ -476,7 +470,7 @@ def test_manifest_without_media_type_field():
     body = json.dumps({"schemaVersion": 2, "layers": [{"digest": "sha256:" + "2" * 64, "size": 7}]}).encode()
     client = FakeClient({("a/b", _digest(body)): (200, "application/octet-stream", body)})
     info = client.manifest_info(parse_image_ref(f"reg.example.com/a/b@{_digest(body)}"))
-    assert info.media_type == OCI_MANIFEST and info.compressed_size == 7 and info.config_size == 0
+    assert info.media_type == OCI_MANIFEST and info.layers == (("sha256:" + "2" * 64, 7),) and info.config_size == 0
 
 
 def test_nested_index_and_depth_limit():
@@ -492,7 +486,7 @@ def test_nested_index_and_depth_limit():
     responses[("a/b", _digest(leaf))] = (200, DOCKER_MANIFEST, leaf)
     info = FakeClient(responses).manifest_info(parse_image_ref(f"reg.example.com/a/b@{_digest(outer)}"),
                                                platform="linux/amd64")
-    assert info.platform_digest == _digest(leaf) and info.compressed_size == 42
+    assert info.platform_digest == _digest(leaf) and info.layers == (("sha256:" + "3" * 64, 42),)
     deepest = index(index(outer))
     responses.update({("a/b", _digest(b)): (200, DOCKER_LIST, b) for b in (index(outer), deepest)})
     with pytest.raises(ManifestFormatError, match="nested more than"):
@@ -545,8 +539,38 @@ def test_parse_challenges(header, expected):
     assert parse_challenges(header) == expected
 
 
-def test_parse_challenges_hostile_length():
-    parse_challenges('Bearer ' + 'a="b",' * 20000)
+class _CountingPattern:
+    """Wraps a compiled pattern and counts ``match`` calls and the characters each call consumed."""
+
+    def __init__(self, pattern):
+        self.pattern = pattern
+        self.calls = 0
+        self.consumed = 0
+
+    def match(self, text, pos=0):
+        self.calls += 1
+        found = self.pattern.match(text, pos)
+        if found:
+            self.consumed += found.end() - pos
+        return found
+
+
+@pytest.mark.parametrize("count", [1000, 20000])
+def test_parse_challenges_hostile_length(monkeypatch, count):
+    scheme = _CountingPattern(_registry_client._SCHEME_RE)
+    param = _CountingPattern(_registry_client._PARAM_RE)
+    monkeypatch.setattr(_registry_client, "_SCHEME_RE", scheme)
+    monkeypatch.setattr(_registry_client, "_PARAM_RE", param)
+    header = "Bearer " + 'a="b",' * count
+    # A repeated parameter keeps its last value: the result stays one challenge with one parameter.
+    assert parse_challenges(header) == [("bearer", {"a": "b"})]
+    # One scan: one match per parameter (plus the failing one at the end), each starting where the last ended.
+    assert (scheme.calls, param.calls) == (1, count + 1)
+    assert scheme.consumed + param.consumed == len(header)
+
+    distinct = "Bearer " + ",".join(f'k{i}="v{i}"' for i in range(count))
+    parsed = parse_challenges(distinct)
+    assert len(parsed) == 1 and len(parsed[0][1]) == count and parsed[0][1][f"k{count - 1}"] == f"v{count - 1}"
 
 
 @pytest.mark.parametrize("machine, expected", [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import tomllib
 
 import pytest
 import yaml
@@ -83,7 +84,6 @@ def systemctl(monkeypatch):
     monkeypatch.setattr(AnsibleModule, "get_bin_path", get_bin_path)
     monkeypatch.setattr(AnsibleModule, "run_command", run_command)
     return calls
-
 
 
 def run(args, capsys, check_mode=False, diff=False):
@@ -218,6 +218,20 @@ def test_empty_list_and_absent_remove_the_file(tmp_path, capsys, cri, systemctl)
     path.write_text(EXPECTED_AB)
     gone = run({"state": "absent", "path": str(path), "reload": "none"}, capsys)
     assert gone["changed"] and not path.exists() and gone["images"] == []
+
+
+def test_absent_also_removes_a_dead_writers_leftover(tmp_path, capsys, cri, systemctl):
+    # CRI-O reads every file of crio.conf.d, hidden ones too: a killed writer's complete temporary would still pin.
+    path = tmp_path / "50-pinned-images"
+    path.write_text(EXPECTED_AB)
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    leftover = tmp_path / f".{path.name}.{finished.pid}.{'5' * 16}.tmp"
+    leftover.write_text(EXPECTED_AB)
+    assert tomllib.loads(leftover.read_text())["crio"]["image"]["pinned_images"] == [A, B]
+    result = run({"state": "absent", "path": str(path), "reload": "none"}, capsys)
+    assert result["rc"] == 0 and result["changed"]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_reload_by_signal(tmp_path, capsys, cri):

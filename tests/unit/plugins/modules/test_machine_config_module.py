@@ -31,7 +31,6 @@ def _no_ambient_cluster(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-
 def run(args, capsys, check_mode=False, diff=False):
     return run_module(module, args, capsys, check_mode, diff)
 
@@ -169,3 +168,38 @@ def test_api_errors_are_reported_without_the_token(capsys, fake_apiserver):
     wrong = run({"host": fake_apiserver.url, "api_key": "wrong-token-value", "pools": ["worker"], "images": [A],
                  "apply": True}, capsys)
     assert wrong["rc"] == 1 and "wrong-token-value" not in json.dumps(wrong)
+
+
+@pytest.mark.parametrize("below", ["", "sub"])
+def test_dest_under_a_regular_file_fails_cleanly(tmp_path, capsys, below):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    dest = blocker / below if below else blocker
+    result = run({"pools": ["worker"], "images": [A], "dest": str(dest)}, capsys)
+    assert result["rc"] == 1 and result["failed"]
+    assert str(dest) in result["msg"] and "Traceback" not in result["_raw"] and "exception" not in result
+    assert result["files"] == [] and len(result["machine_configs"]) == 1
+    assert blocker.read_text() == "x"
+
+
+def test_a_dict_kubeconfig_never_shows_its_token(capsys, fake_apiserver):
+    config = yaml.safe_load(fake_apiserver.kubeconfig_path.read_text())
+    args = {"kubeconfig": config, "pools": ["worker"], "images": [A], "apply": True}
+    applied = run(args, capsys)
+    assert applied["rc"] == 0 and applied["applied"] == ["99-worker-pinned-images"]
+    rejected = run(dict(args, context="wrong-token"), capsys)
+    assert rejected["rc"] == 1 and "unauthorized" in rejected["msg"]
+    unknown = run(dict(args, context="no-such-context"), capsys)
+    assert unknown["rc"] == 1
+    for result in (applied, rejected, unknown):
+        assert fake_apiserver.token not in result["_raw"] and "not-the-token" not in result["_raw"]
+
+
+def test_a_proxy_password_is_never_shown(capsys, fake_apiserver):
+    from fixtures.fake_apiserver import free_port
+
+    proxy = f"http://proxy-user:pr0xy-pa55word@127.0.0.1:{free_port()}"
+    result = run({"host": fake_apiserver.url, "api_key": fake_apiserver.token, "proxy": proxy, "pools": ["worker"],
+                  "images": [A], "apply": True}, capsys)
+    assert result["rc"] == 1 and "cannot reach the Kubernetes API server" in result["msg"]
+    assert "pr0xy-pa55word" not in result["_raw"] and fake_apiserver.token not in result["_raw"]

@@ -29,7 +29,6 @@ def _no_ambient_cluster(monkeypatch):
     monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
 
 
-
 def run(args, capsys, check_mode=False):
     return run_module(module, args, capsys, check_mode)
 
@@ -195,3 +194,19 @@ def test_crd_missing_on_plain_kubernetes(fake_apiserver, cluster, capsys):
     fake_apiserver.remove_kind("PinnedImageSet")
     result = run(cluster, capsys)
     assert result["rc"] == 1 and "CustomResourceDefinition" in result["msg"]
+
+
+def test_a_dict_kubeconfig_and_a_proxy_password_are_never_shown(fake_apiserver, cluster, capsys):
+    from fixtures.fake_apiserver import free_port
+
+    config = yaml.safe_load(fake_apiserver.kubeconfig_path.read_text())
+    read = run({"cluster": True, "kubeconfig": config}, capsys)
+    assert read["rc"] == 0 and sorted(by_name(read["nodes"])) == ["infra-0", "master-0", "worker-0"]
+    rejected = run({"cluster": True, "kubeconfig": config, "context": "wrong-token"}, capsys)
+    assert rejected["rc"] == 1 and rejected["status"] == 401
+    proxy = f"http://proxy-user:pr0xy-pa55word@127.0.0.1:{free_port()}"
+    proxied = run(dict(cluster, proxy=proxy), capsys)
+    assert proxied["rc"] == 1 and "cannot reach the Kubernetes API server" in proxied["msg"]
+    for result in (read, rejected, proxied):
+        for secret in (fake_apiserver.token, "not-the-token", "pr0xy-pa55word"):
+            assert secret not in result["_raw"]

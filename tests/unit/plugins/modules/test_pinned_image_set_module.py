@@ -39,7 +39,6 @@ def warnings_of(result):
     return [w["event"]["msg"] if isinstance(w, dict) else w for w in result.get("warnings", [])]
 
 
-
 def run(args, capsys, check_mode=False, diff=False):
     return run_module(module, args, capsys, check_mode, diff)
 
@@ -235,7 +234,20 @@ def test_dest_writes_byte_stable_yaml_without_the_cluster(tmp_path, capsys):
     assert "object" not in first
     content = path.read_bytes()
     assert yaml.safe_load(content) == first["definition"]
-    assert content.startswith(b"apiVersion: machineconfiguration.openshift.io/v1\nkind: PinnedImageSet\n")
+    assert content == (
+        "apiVersion: machineconfiguration.openshift.io/v1\n"
+        "kind: PinnedImageSet\n"
+        "metadata:\n"
+        "  labels:\n"
+        "    a: '1'\n"
+        "    b: '2'\n"
+        "    machineconfiguration.openshift.io/role: worker\n"
+        "  name: worker-pins\n"
+        "spec:\n"
+        "  pinnedImages:\n"
+        f"  - name: {A}\n"
+        f"  - name: {B}\n"
+    ).encode()
     assert oct(os.stat(path).st_mode & 0o777) == "0o644"
     reordered = dict(args, labels={"a": "1", ROLE: "worker", "b": "2"})
     second = run(reordered, capsys)
@@ -264,3 +276,28 @@ def test_dest_that_is_a_file(tmp_path, capsys):
     (tmp_path / "f").write_text("x")
     result = run({"name": "x", "images": [A], "dest": str(tmp_path / "f")}, capsys)
     assert result["rc"] == 1 and "is not a directory" in result["msg"]
+
+
+@pytest.mark.parametrize("name", ["worker-pins\n", "Worker", "-x", "x" * 254, ""])
+def test_absent_refuses_a_name_that_is_not_an_rfc_1123_subdomain(tmp_path, capsys, name):
+    # A trailing newline slipped through a `re.match(...$)` check and named the file "worker-pins\n.yaml".
+    (tmp_path / "worker-pins.yaml").write_text("kept")
+    result = run({"name": name, "state": "absent", "dest": str(tmp_path)}, capsys)
+    assert result["rc"] == 1 and "it must be an RFC 1123 subdomain" in result["msg"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker-pins.yaml"]
+
+
+def test_a_dict_kubeconfig_and_a_proxy_password_are_never_shown(fake_apiserver, capsys):
+    config = yaml.safe_load(fake_apiserver.kubeconfig_path.read_text())
+    created = run(worker_set({"kubeconfig": config}), capsys)
+    assert created["rc"] == 0 and created["changed"] is True
+    rejected = run(worker_set({"kubeconfig": config, "context": "wrong-token"}), capsys)
+    assert rejected["rc"] == 1 and rejected["status"] == 401
+    from fixtures.fake_apiserver import free_port
+
+    proxy = f"http://proxy-user:pr0xy-pa55word@127.0.0.1:{free_port()}"
+    proxied = run(worker_set({"host": fake_apiserver.url, "api_key": fake_apiserver.token, "proxy": proxy}), capsys)
+    assert proxied["rc"] == 1 and "cannot reach the Kubernetes API server" in proxied["msg"]
+    for result in (created, rejected, proxied):
+        for secret in (fake_apiserver.token, "not-the-token", "pr0xy-pa55word"):
+            assert secret not in result["_raw"]
