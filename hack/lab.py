@@ -379,7 +379,8 @@ class Lab:
         socket, and its own CRI-O drop-in path and prefetch progress file under the lab directory, so the
         ``pinned.images.node`` role can run on all of them at once. Groups: ``control_plane`` and ``workers``.
         The containerd nodes have no CRI-O: pinning is forced on (``node_pin``) and nothing is reloaded, so the
-        drop-in shows what CRI-O would read. Pulls authenticate with the lab's docker config.
+        drop-in shows what CRI-O would read. Pulls authenticate with the lab's docker config; the lab runs as
+        root already, so nothing becomes root (``ansible_become``).
         """
         if not self.state.get("nodes"):
             raise LabError("no lab at %s" % self.path)
@@ -399,6 +400,7 @@ class Lab:
                 "vars": {
                     "ansible_connection": "local",
                     "ansible_python_interpreter": python or sys.executable,
+                    "ansible_become": False,
                     "node_auth_file": self.state["registries"]["auth"]["docker_config"],
                     "node_pin": "true",
                     "node_crio_reload": "none",

@@ -151,3 +151,10 @@ def test_errors_are_truncated_and_bad_annotations_are_ignored():
     for value in (None, "", "not json", "[1, 2]", json.dumps({"pinnedImageSets": [{"nope": 1}]})):
         assert parse_status(value).get("pinnedImageSets", []) == []
     assert render_status(status) == json.dumps(status, sort_keys=True, separators=(",", ":"))
+
+
+def test_a_node_error_without_sets_still_reads_as_degraded():
+    status = update_status({}, [], "done", T0, failures={}, node_error="two custom pools select this node")
+    assert status["pinnedImageSets"] == []
+    degraded = conditions(status)[DEGRADED_CONDITION]
+    assert degraded["status"] == "True" and "two custom pools" in degraded["message"]
