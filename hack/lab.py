@@ -29,6 +29,7 @@ import ssl
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -230,11 +231,17 @@ def registry_status(host: str, ca: str | None = None, credentials: tuple[str, st
 
 
 def _write(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+    """Write atomically: readers (containerd, a second lab command) never see a half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as handle:
-        os.fchmod(handle.fileno(), mode)  # O_CREAT's mode is filtered by the umask and ignored for old files
-        handle.write(data.encode() if isinstance(data, str) else data)
+    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)  # mkstemp creates 0600
+            handle.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def _free_ports(count: int) -> list[int]:
@@ -320,9 +327,7 @@ class Lab:
             return {}
 
     def _save(self) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        _write(tmp, json.dumps(self.state, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, self.state_file)
+        _write(self.state_file, json.dumps(self.state, indent=2, sort_keys=True) + "\n")
 
     def running(self) -> bool:
         """A finished `up` whose registries and nodes are all alive."""
@@ -982,13 +987,16 @@ def _ready(entry: Mapping[str, Any]) -> bool:
     except OSError:
         return False
     # containerd serves even when a plugin failed to load; the lab is useless without CRI.
-    listing = subprocess.run(
-        [_binary("ctr"), "--address", entry["socket"], "plugins", "ls", "id==cri"],
-        capture_output=True,
-        text=True,
-        timeout=10,
-        check=False,
-    ).stdout.split()
+    try:
+        listing = subprocess.run(
+            [_binary("ctr"), "--address", entry["socket"], "plugins", "ls", "id==cri"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.split()
+    except subprocess.TimeoutExpired:
+        return False
     if listing[-1:] != ["ok"]:
         raise LabError("the CRI plugin of %s did not load; log %s:\n%s" % (entry["name"], entry["log"], _tail(entry)))
     return True
