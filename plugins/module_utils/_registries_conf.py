@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ._config_file import read_config_text
 from ._image_ref import (
     DOCKER_HUB,
     DOCKER_HUB_ALIASES,
@@ -249,21 +250,7 @@ def registries_from_list(items, source: str = "registry_mirrors") -> list:
 
 
 def _read(path: str) -> str:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CONF_SIZE + 1)
-    except FileNotFoundError:
-        raise RegistriesConfError(f"registries file {path} does not exist") from None
-    except IsADirectoryError:
-        raise RegistriesConfError(f"registries file {path} is a directory") from None
-    except OSError as exc:
-        raise RegistriesConfError(f"registries file {path} is not readable: {exc.strerror or exc}") from None
-    if len(data) > MAX_CONF_SIZE:
-        raise RegistriesConfError(f"registries file {path} is larger than {MAX_CONF_SIZE} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise RegistriesConfError(f"registries file {path}: not UTF-8 text") from None
+    return read_config_text(path, "registries file", MAX_CONF_SIZE, RegistriesConfError)
 
 
 def _merge(base: list, updates: list) -> list:

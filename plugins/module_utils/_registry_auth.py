@@ -18,6 +18,7 @@ import fnmatch
 import json
 import os
 
+from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import DOCKER_HUB, DOCKER_HUB_ALIASES
 
 DEFAULT_AUTH_FILE = "/var/lib/kubelet/config.json"
@@ -271,19 +272,5 @@ def load_docker_config(path=None, default_path: str = DEFAULT_AUTH_FILE) -> Dock
             return DockerConfig()
         path = default_path
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_AUTH_FILE_SIZE + 1)
-    except FileNotFoundError:
-        raise RegistryAuthError(f"auth file {path} does not exist") from None
-    except IsADirectoryError:
-        raise RegistryAuthError(f"auth file {path} is a directory") from None
-    except OSError as exc:
-        raise RegistryAuthError(f"auth file {path} is not readable: {exc.strerror or exc}") from None
-    if len(data) > MAX_AUTH_FILE_SIZE:
-        raise RegistryAuthError(f"auth file {path} is larger than {MAX_AUTH_FILE_SIZE} bytes")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise RegistryAuthError(f"auth file {path}: not UTF-8 text") from None
+    text = read_config_text(path, "auth file", MAX_AUTH_FILE_SIZE, RegistryAuthError, "utf-8-sig")
     return parse_docker_config(text, path)

@@ -43,12 +43,6 @@ ENV_NAMES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_cluster(monkeypatch):
-    for name in list(ENV_NAMES.values()) + ["KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"]:
-        monkeypatch.delenv(name, raising=False)
-
-
 def pis(name="set-a", images=(IMG_A,), labels=None, **spec):
     obj = {
         "apiVersion": MCO,

@@ -23,14 +23,6 @@ DROP_IN_AB = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_cluster(monkeypatch):
-    for name in ("K8S_AUTH_KUBECONFIG", "K8S_AUTH_CONTEXT", "K8S_AUTH_HOST", "K8S_AUTH_API_KEY", "K8S_AUTH_VERIFY_SSL",
-                 "K8S_AUTH_SSL_CA_CERT", "K8S_AUTH_CERT_FILE", "K8S_AUTH_KEY_FILE", "K8S_AUTH_PROXY", "KUBECONFIG",
-                 "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def run(args, capsys, check_mode=False, diff=False):
     return run_module(module, args, capsys, check_mode, diff)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from ansible.module_utils.common import warnings as ansible_warnings
 
 from fixtures.module_runner import run_module
 
@@ -18,15 +17,6 @@ ROLE = "machineconfiguration.openshift.io/role"
 A = "quay.io/openshift/app-a@sha256:" + "a" * 64
 B = "quay.io/openshift/app-b@sha256:" + "b" * 64
 C = "quay.io/openshift/app-c@sha256:" + "c" * 64
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_cluster(monkeypatch):
-    for name in ("K8S_AUTH_KUBECONFIG", "K8S_AUTH_CONTEXT", "K8S_AUTH_HOST", "K8S_AUTH_API_KEY", "K8S_AUTH_VERIFY_SSL",
-                 "K8S_AUTH_SSL_CA_CERT", "K8S_AUTH_CERT_FILE", "K8S_AUTH_KEY_FILE", "K8S_AUTH_PROXY", "KUBECONFIG",
-                 "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
 
 
 def run(args, capsys, check_mode=False):
