@@ -32,7 +32,8 @@ attributes:
       - Pulls nothing and writes no O(progress_file); images the node lacks are reported as V(would_pull) and make
         the task C(changed). The disk guard runs as in a real run, so a prefetch it would refuse fails.
   diff_mode:
-    support: none
+    support: full
+    details: The requested images on the node before and after (in check mode, after the pulls it would make).
   platform:
     platforms: posix
 options:
@@ -424,6 +425,16 @@ def parse_images(images: list, require_digest: bool) -> list:
     return refs
 
 
+def image_diff(images: list) -> dict:
+    """Which of the requested images the node has, before and after."""
+    def lines(statuses):
+        names = sorted(r["image"] for r in images if r["status"] in statuses)
+        return "".join(name + "\n" for name in names)
+
+    return dict(before_header="requested images on the node", before=lines(("present",)),
+                after_header="requested images on the node", after=lines(("present", "pulled", "would_pull")))
+
+
 def guard_disk(module, missing, options, auth_config, registries, platform):
     """Run the disk guard; fail the module before any pull when the missing images do not fit."""
     params = module.params
@@ -561,6 +572,8 @@ def main():
     result = dict(changed=changed, images=report["images"], totals=totals, runtime=runtime)
     for warning in report["warnings"]:
         module.warn(warning)
+    if module._diff:
+        result["diff"] = image_diff(report["images"])
     if guard is not None:
         result["disk_guard"] = guard
     if totals["failed"] and params["fail_on_error"]:

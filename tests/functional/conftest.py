@@ -48,7 +48,7 @@ def ansible_env(**extra) -> dict:
     return env
 
 
-def adhoc(module: str, args: dict, check: bool = False, timeout: float = 600):
+def adhoc(module: str, args: dict, check: bool = False, diff: bool = False, timeout: float = 600):
     """Run `ansible localhost -m <module>`; return (rc, result, stdout+stderr).
 
     The default callback prints `localhost | STATUS => {json}` for one host; the JSON is the module result.
@@ -57,6 +57,8 @@ def adhoc(module: str, args: dict, check: bool = False, timeout: float = 600):
                "-m", module, "-a", json.dumps(args)]
     if check:
         command.append("--check")
+    if diff:
+        command.append("--diff")
     proc = subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=timeout, check=False)
     _host, marker, payload = proc.stdout.partition(" => ")
     result = json.loads(payload) if marker else {}

@@ -52,9 +52,15 @@ def test_pull_into_empty_node_then_rerun_is_unchanged(lab, empty_node):
 
 def test_check_mode_pulls_nothing(lab, empty_node):
     refs = plain_images(lab)
-    rc, result, output = adhoc("pinned.images.prefetch", prefetch_args(images=refs, cri_socket=empty_node), check=True)
+    rc, result, output = adhoc(
+        "pinned.images.prefetch", prefetch_args(images=refs, cri_socket=empty_node), check=True, diff=True
+    )
     assert rc == 0, output
     assert result["changed"] is True
+    # The default callback prints the diff as text instead of returning it in the result.
+    assert "+++ after: requested images on the node" in output
+    for ref in refs:
+        assert f"+{ref}\n" in output
     assert [r["status"] for r in result["images"]] == ["would_pull"] * 4
     assert repo_digests(empty_node) == []
 
