@@ -73,6 +73,12 @@ def find_present(client, refs: list[ImageRef]) -> dict:
     return present
 
 
+def _tally(results: list) -> tuple[dict, int]:
+    """Images per status and bytes pulled; results still in flight (status None) count nowhere."""
+    counts = {status: sum(1 for r in results if r["status"] == status) for status in STATUSES}
+    return counts, sum(r["size"] or 0 for r in results if r["status"] == PULLED)
+
+
 def _new_result(image: str) -> dict:
     return dict(image=image, status=None, image_id=None, size=None, attempts=0, seconds=0.0, error=None,
                 error_kind=None, started=None, finished=None)
@@ -92,12 +98,12 @@ class _Progress:
         if not self.path or self.error:
             return
         with self.lock:
-            done = [r for r in self.results if r["status"] is not None]
+            counts, pulled_bytes = _tally(self.results)
             snapshot = dict(
                 total=len(self.results),
-                done=len(done),
-                counts={status: sum(1 for r in done if r["status"] == status) for status in STATUSES},
-                bytes=sum(r["size"] or 0 for r in done if r["status"] == PULLED),
+                done=sum(counts.values()),
+                counts=counts,
+                bytes=pulled_bytes,
                 elapsed=round(time.time() - self.started, 3),
                 current=[r["image"] for r in self.results if r["started"] and r["status"] is None],
             )
@@ -169,13 +175,9 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
         thread.join()
     progress.update()
 
-    counts = {status: sum(1 for r in results if r["status"] == status) for status in STATUSES}
+    counts, pulled_bytes = _tally(results)
     warnings = [progress.error] if progress.error else []
-    totals = dict(
-        requested=len(results),
-        bytes_pulled=sum(r["size"] or 0 for r in results if r["status"] == PULLED),
-        **counts,
-    )
+    totals = dict(requested=len(results), bytes_pulled=pulled_bytes, **counts)
     return dict(images=results, totals=totals, warnings=warnings)
 
 

@@ -151,29 +151,34 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_writer_killed_between_write_and_rename(tmp_path):
-    path = tmp_path / "50-pinned-images"
-    path.write_bytes(OLD)
+def kill_writer_before_rename(path):
+    """Run atomic_write(path, NEW) in a child and SIGKILL it between write and rename; return (temp, pid)."""
     child = subprocess.Popen([sys.executable, "-c", WRITER, _collections_root(), str(path), NEW.decode()],
                              stdout=subprocess.PIPE, text=True)
     try:
         line = child.stdout.readline().strip()
         assert line.startswith("ready "), line
-        temp = Path(line[len("ready "):])
-        # The temporary is complete, fsynced and already has its final mode when the writer dies.
-        assert temp.read_bytes() == NEW and mode_of(temp) == 0o644
         child.send_signal(signal.SIGKILL)
         assert child.wait(timeout=10) == -signal.SIGKILL
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
+    return Path(line[len("ready "):]), child.pid
+
+
+def test_writer_killed_between_write_and_rename(tmp_path):
+    path = tmp_path / "50-pinned-images"
+    path.write_bytes(OLD)
+    temp, pid = kill_writer_before_rename(path)
+    # The temporary was complete, fsynced and already had its final mode when the writer died.
+    assert temp.read_bytes() == NEW and mode_of(temp) == 0o644
     # The old file survives intact.
     assert path.read_bytes() == OLD
     # The leftover cannot be mistaken for the config: hidden, its own suffix, the dead writer's pid in its name.
     leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name != path.name)
     assert leftovers == [temp.name]
-    assert temp.name.startswith(f".{path.name}.{child.pid}.") and temp.name.endswith(".tmp")
+    assert temp.name.startswith(f".{path.name}.{pid}.") and temp.name.endswith(".tmp")
     assert not temp.name.startswith(path.name)
     # The next write removes the dead writer's leftover and succeeds.
     assert atomic_write(path, NEW)["changed"]
@@ -186,18 +191,7 @@ def test_remove_also_removes_a_killed_writers_leftover(tmp_path):
     # writer's complete temporary behind to pin on the next reload.
     path = tmp_path / "50-pinned-images"
     path.write_bytes(OLD)
-    child = subprocess.Popen([sys.executable, "-c", WRITER, _collections_root(), str(path), NEW.decode()],
-                             stdout=subprocess.PIPE, text=True)
-    try:
-        line = child.stdout.readline().strip()
-        assert line.startswith("ready "), line
-        temp = Path(line[len("ready "):])
-        child.send_signal(signal.SIGKILL)
-        assert child.wait(timeout=10) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    temp, _pid = kill_writer_before_rename(path)
     assert temp.read_bytes() == NEW
     # Check mode changes nothing, the leftover included.
     assert remove_file(path, check_mode=True)["changed"]
