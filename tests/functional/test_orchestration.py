@@ -19,6 +19,7 @@ import yaml
 from lab import Lab
 
 from conftest import VENV_BIN, ansible_env
+from fixtures.gate_proxy import GateProxy
 
 pytestmark = pytest.mark.lab
 
@@ -26,8 +27,7 @@ MCO = "machineconfiguration.openshift.io/v1"
 ROLE = "machineconfiguration.openshift.io/role"
 CONTROL_PLANE = ["cp-0", "cp-1", "cp-2"]
 WORKERS = ["worker-0", "worker-1", "worker-2"]
-# Fast but telling: control-plane pulls are serial anyway; workers pull two at a time with a pause, so that each
-# worker's pulls take long enough for the overlap between workers to be measured.
+# Fast: control-plane pulls are serial anyway; workers pull two at a time, and the gate proxy proves it.
 SPEED = {
     "node_progress_interval": 1,
     "node_control_plane_throttle": 0.2,
@@ -116,13 +116,29 @@ def olab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def work(olab, tmp_path_factory):
+def gate(olab):
+    """Worker images behind a proxy that holds their pulls until every worker pulls two at once."""
+    proxy = GateProxy(olab.state["registries"]["plain"]["host"], "orch-gate",
+                      quorum=len(WORKERS) * SPEED["node_worker_concurrency"])
+    for node in WORKERS:
+        hosts = Path(olab.state["nodes"][node]["certs_d"]) / proxy.host / "hosts.toml"
+        hosts.parent.mkdir(parents=True, exist_ok=True)
+        hosts.write_text('server = "http://%s"\n\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n'
+                         % (proxy.host, proxy.host))
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="module")
+def work(olab, gate, tmp_path_factory):
     """Images, set files and inventories shared by the tests of this module."""
     tmp = tmp_path_factory.mktemp("orchestration")
     refs = [record.reference for record in olab.push_bulk(9, prefix="orch")]
+    plain = olab.state["registries"]["plain"]["host"]
+    gated = [record.reference.replace(plain, gate.host, 1) for record in olab.push_bulk(2, prefix="orch-gate")]
     wanted = {
         "master": refs[0:3],
-        "worker": refs[3:7],
+        "worker": refs[3:7] + gated,
         "infra": refs[7:9],
     }
     documents = [
@@ -200,7 +216,7 @@ def test_one_run_pulls_and_pins_each_nodes_images_and_prints_the_table(olab, wor
     assert PROGRESS_LINE.search(first_run.output), first_run.output
 
 
-def test_control_plane_pulls_never_overlap_and_worker_pulls_do(first_run):
+def test_control_plane_pulls_never_overlap_and_worker_pulls_do(first_run, gate):
     assert first_run.rc == 0, first_run.output
     control_plane = pull_intervals(first_run, CONTROL_PLANE)
     assert len(control_plane) == 9
@@ -209,17 +225,14 @@ def test_control_plane_pulls_never_overlap_and_worker_pulls_do(first_run):
     # One node after the other, in inventory order.
     assert [host for _start, _end, host, _image in control_plane] == ["cp-0"] * 3 + ["cp-1"] * 3 + ["cp-2"] * 3
 
-    windows = {}
-    for start, end, host, _image in pull_intervals(first_run, WORKERS):
-        first, last = windows.get(host, (start, end))
-        windows[host] = (min(first, start), max(last, end))
-    assert sorted(windows) == WORKERS
-    # All three workers were pulling at the same moment, and within a worker pulls overlapped too.
-    assert max(start for start, _end in windows.values()) < min(end for _start, end in windows.values()), windows
-    worker_0 = pull_intervals(first_run, ["worker-0"])
-    assert any(b[0] < a[1] for a, b in zip(worker_0, worker_0[1:])), worker_0
+    # Every worker had both of its pull slots on a gated image at the same moment: the proxy saw all six pulls
+    # waiting at once. Timestamps agree: each gated pull started before any of them finished.
+    assert gate.opened_by_quorum, f"at most {gate.most_waiting} of {gate.quorum} gated pulls were in flight together"
+    gated = [pull for pull in pull_intervals(first_run, WORKERS) if "/orch-gate/" in pull[3]]
+    assert sorted(host for _start, _end, host, _image in gated) == sorted(WORKERS * 2)
+    assert max(start for start, *_rest in gated) < min(end for _start, end, *_rest in gated), gated
     # Workers ran after the control plane (the default order).
-    assert min(start for start, _end in windows.values()) > control_plane[-1][1]
+    assert min(start for start, *_rest in pull_intervals(first_run, WORKERS)) > control_plane[-1][1]
 
 
 def test_a_second_run_changes_nothing_on_any_node(work, second_run):

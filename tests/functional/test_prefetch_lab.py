@@ -225,13 +225,12 @@ def test_registry_back_during_retries_succeeds(lab, empty_node):
     assert result["images"][0]["attempts"] > 1
 
 
-def test_wrong_socket_path_fails_fast_and_clearly(tmp_path):
+def test_wrong_socket_path_fails_clearly_without_waiting_for_a_timeout(tmp_path):
     socket = str(tmp_path / "no-runtime.sock")
-    started = time.monotonic()
-    rc, result, output = adhoc("pinned.images.prefetch", prefetch_args(images=[], cri_socket=socket))
+    # The message names the missing file, so the client never waited out its connect timeout.
+    rc, result, output = adhoc("pinned.images.prefetch", prefetch_args(images=[], cri_socket=socket), timeout=60)
     assert rc != 0
     assert result["msg"] == f"nothing is listening at {socket} (no such file): is crio or containerd running?"
-    assert time.monotonic() - started < 60
 
 
 def test_invalid_references_are_all_named_and_nothing_is_pulled(lab, empty_node):
