@@ -170,7 +170,14 @@ def work(olab, gate, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def first_run(work):
+def check_run(work):
+    """A --check run on the fresh lab; the first real run then proves it pulled nothing."""
+    return playbook("prefetch", [work["inventory"], work["labels"]], dict(SPEED, cluster_sets=[str(work["sets"])]),
+                    work["tmp"], check=True)
+
+
+@pytest.fixture(scope="module")
+def first_run(work, check_run):
     return playbook("prefetch", [work["inventory"], work["labels"]], dict(SPEED, cluster_sets=[str(work["sets"])]),
                     work["tmp"])
 
@@ -194,6 +201,17 @@ def test_the_lab_inventory_has_a_host_per_node_with_its_own_socket_and_paths(ola
         assert Path(host["node_dropin_path"]).parent.is_dir()
         assert host["node_dropin_path"].startswith(str(olab.path))
         assert host["node_progress_file"].startswith(str(olab.path))
+
+
+def test_check_mode_lists_what_each_node_would_pull_and_changes_nothing(olab, work, check_run):
+    assert check_run.rc == 0, check_run.output
+    for host, expected in work["expected"].items():
+        # "pulled" counts what would be pulled; nothing is present yet.
+        assert re.search(r'"%s\s+check\s+%d\s+0\s+0\s' % (host, len(expected)), check_run.output), host
+        assert dropin_images(olab, host) is None, host
+    assert "check mode: nothing was pulled" in check_run.output
+    assert check_run.report is None
+    # Nothing was pulled: the first real run pulls every image (test_one_run_pulls_...).
 
 
 def test_one_run_pulls_and_pins_each_nodes_images_and_prints_the_table(olab, work, first_run):
