@@ -319,7 +319,15 @@ def test_a_failed_node_does_not_stop_the_others_and_each_node_gets_its_status(ol
     assert conditions["PinnedImageSetsProgressing"]["reason"] == "ImagePrefetch"
     assert conditions["PinnedImageSetsDegraded"]["status"] == "False"
     assert all("lastFailedGeneration" not in i and "currentGeneration" not in i for i in first["pinnedImageSets"])
+    # Two writes: progressing at the start, the result when the node was done. The report found nothing to change.
     assert len(patches) == 2
+
+    # Each control-plane node's result was in the cluster before the next node started.
+    for done, following in zip(CONTROL_PLANE, CONTROL_PLANE[1:]):
+        last = [r for r in fake.requests if r.method == "PATCH" and r.path == f"/api/v1/nodes/{done}"][-1]
+        result = json.loads(last.body["metadata"]["annotations"]["pinned.images/pinned-image-sets"])
+        assert {c["type"]: c["status"] for c in result["conditions"]}["PinnedImageSetsProgressing"] == "False"
+        assert last.received < nodes[following]["started"], (done, following)
 
 
 def test_the_failure_percentage_stops_the_run_and_the_order_is_a_variable(olab, work, second_run):
