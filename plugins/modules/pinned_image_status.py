@@ -191,6 +191,10 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
     K8sClient,
     K8sError,
 )
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+    API_VERSION,
+    PINNED_IMAGE_SET_KIND,
+)
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status import (
     STATE_DONE,
     STATES,
@@ -202,8 +206,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status
     summarise,
     update_status,
 )
-
-API_VERSION = "machineconfiguration.openshift.io/v1"
 
 
 def _argument_spec():
@@ -238,7 +240,7 @@ def _argument_spec():
 
 def _cluster_generations(module, client):
     try:
-        items = client.list(API_VERSION, "PinnedImageSet")
+        items = client.list(API_VERSION, PINNED_IMAGE_SET_KIND)
     except K8sError as exc:
         module.warn(f"cannot read the cluster's PinnedImageSets, counting generations in the annotation: {exc}")
         return {}

@@ -32,20 +32,11 @@ import yaml  # noqa: E402
 from lab import Lab, parse_size  # noqa: E402
 
 from conftest import VENV_BIN, ansible_env  # noqa: E402
-
-MCO = "machineconfiguration.openshift.io/v1"
+from fixtures.openshift_objects import ROLE_LABEL, pinned_image_set  # noqa: E402
 
 
 def sets_file(path: Path, refs: list) -> Path:
-    documents = [
-        {
-            "apiVersion": MCO,
-            "kind": "PinnedImageSet",
-            "metadata": {"name": f"{pool}-bench", "labels": {"machineconfiguration.openshift.io/role": pool}},
-            "spec": {"pinnedImages": [{"name": ref} for ref in refs]},
-        }
-        for pool in ("master", "worker")
-    ]
+    documents = [pinned_image_set(f"{pool}-bench", refs, {ROLE_LABEL: pool}) for pool in ("master", "worker")]
     path.write_text(yaml.safe_dump_all(documents))
     return path
 

@@ -20,11 +20,10 @@ from lab import Lab
 
 from conftest import VENV_BIN, ansible_env
 from fixtures.gate_proxy import GateProxy
+from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set, role_pool
 
 pytestmark = pytest.mark.lab
 
-MCO = "machineconfiguration.openshift.io/v1"
-ROLE = "machineconfiguration.openshift.io/role"
 CONTROL_PLANE = ["cp-0", "cp-1", "cp-2"]
 WORKERS = ["worker-0", "worker-1", "worker-2"]
 # Fast: control-plane pulls are serial anyway; workers pull two at a time, and the gate proxy proves it.
@@ -35,27 +34,6 @@ SPEED = {
     "node_worker_throttle": 0.5,
 }
 PROGRESS_LINE = re.compile(r"\(item=\d+/\d+ images, \d+\.\d+ GiB, \d+ s elapsed\)")
-
-
-def pinned_image_set(name, role, images):
-    return {
-        "apiVersion": MCO,
-        "kind": "PinnedImageSet",
-        "metadata": {"name": name, "labels": {ROLE: role}},
-        "spec": {"pinnedImages": [{"name": image} for image in images]},
-    }
-
-
-def pool(name, roles, node_label):
-    return {
-        "apiVersion": MCO,
-        "kind": "MachineConfigPool",
-        "metadata": {"name": name},
-        "spec": {
-            "machineConfigSelector": {"matchExpressions": [{"key": ROLE, "operator": "In", "values": roles}]},
-            "nodeSelector": {"matchLabels": {node_label: ""}},
-        },
-    }
 
 
 class Run:
@@ -142,12 +120,12 @@ def work(olab, gate, tmp_path_factory):
         "infra": refs[7:9],
     }
     documents = [
-        pinned_image_set("master-images", "master", wanted["master"]),
-        pinned_image_set("worker-images", "worker", wanted["worker"]),
-        pinned_image_set("infra-images", "infra", wanted["infra"]),
-        pool("master", ["master"], "node-role.kubernetes.io/master"),
-        pool("worker", ["worker"], "node-role.kubernetes.io/worker"),
-        pool("infra", ["worker", "infra"], "node-role.kubernetes.io/infra"),
+        pinned_image_set("master-images", wanted["master"], {ROLE: "master"}),
+        pinned_image_set("worker-images", wanted["worker"], {ROLE: "worker"}),
+        pinned_image_set("infra-images", wanted["infra"], {ROLE: "infra"}),
+        role_pool("master", ["master"], "node-role.kubernetes.io/master"),
+        role_pool("worker", ["worker"], "node-role.kubernetes.io/worker"),
+        role_pool("infra", ["worker", "infra"], "node-role.kubernetes.io/infra"),
     ]
     sets = tmp / "sets"
     sets.mkdir()
@@ -274,9 +252,9 @@ def test_a_failed_node_does_not_stop_the_others_and_each_node_gets_its_status(ol
     for name, role in roles.items():
         fake.add({"apiVersion": "v1", "kind": "Node",
                   "metadata": {"name": name, "labels": {f"node-role.kubernetes.io/{role}": ""}}})
-    fake.add(dict(pinned_image_set("master-images", "master", work["wanted"]["master"]),
+    fake.add(dict(pinned_image_set("master-images", work["wanted"]["master"], {ROLE: "master"}),
                   metadata={"name": "master-images", "labels": {ROLE: "master"}, "generation": 3}))
-    fake.add(pinned_image_set("worker-images", "worker", work["wanted"]["worker"]))
+    fake.add(pinned_image_set("worker-images", work["wanted"]["worker"], {ROLE: "worker"}))
     extra = dict(SPEED, cluster_read_cluster=True, cluster_report_to_cluster=True,
                  cluster_k8s_auth={"kubeconfig": str(fake.kubeconfig_path)})
 

@@ -11,6 +11,7 @@ import sys
 import pytest
 import yaml
 from conftest import VENV_BIN, ansible_env, node_socket, remove_all_images
+from fixtures.openshift_objects import MCO_API_VERSION, ROLE_LABEL as ROLE, pinned_image_set
 
 PLAYBOOK = """
 - name: Resolve the sets and render MachineConfigs
@@ -51,22 +52,13 @@ PLAYBOOK = """
 NODES = {"cp-0": "master", "worker-1": "worker"}
 
 
-def pinned_image_set(name, role, images):
-    return dict(
-        apiVersion="machineconfiguration.openshift.io/v1",
-        kind="PinnedImageSet",
-        metadata=dict(name=name, labels={"machineconfiguration.openshift.io/role": role}),
-        spec=dict(pinnedImages=[dict(name=image) for image in images]),
-    )
-
-
 def pool(role):
     return dict(
-        apiVersion="machineconfiguration.openshift.io/v1",
+        apiVersion=MCO_API_VERSION,
         kind="MachineConfigPool",
         metadata=dict(name=role),
         spec=dict(
-            machineConfigSelector=dict(matchLabels={"machineconfiguration.openshift.io/role": role}),
+            machineConfigSelector=dict(matchLabels={ROLE: role}),
             nodeSelector=dict(matchLabels={f"node-role.kubernetes.io/{role}": ""}),
         ),
     )
@@ -84,10 +76,10 @@ def setup(lab, tmp_path):
     sets_dir = tmp_path / "sets"
     sets_dir.mkdir()
     (sets_dir / "pools.yaml").write_text(yaml.safe_dump_all([pool("master"), pool("worker")]))
-    (sets_dir / "master.yaml").write_text(yaml.safe_dump(pinned_image_set("control-plane-base", "master", [small])))
+    (sets_dir / "master.yaml").write_text(yaml.safe_dump(pinned_image_set("control-plane-base", [small], {ROLE: "master"})))
     (sets_dir / "worker.yaml").write_text(yaml.safe_dump_all([
-        pinned_image_set("worker-apps", "worker", [shared_b, shared_a]),
-        pinned_image_set("worker-base", "worker", [small, shared_a]),
+        pinned_image_set("worker-apps", [shared_b, shared_a], {ROLE: "worker"}),
+        pinned_image_set("worker-base", [small, shared_a], {ROLE: "worker"}),
     ]))
     inventory = {"all": {"children": {"nodes": {"hosts": {}}}}}
     for node, role in NODES.items():
@@ -145,14 +137,14 @@ def test_sets_directory_to_machineconfigs_and_drop_ins(setup):
     # A new image in a set: check mode shows the diff and changes nothing.
     extra = next(iter(expected["worker-1"]))
     (sets_dir / "master.yaml").write_text(yaml.safe_dump(pinned_image_set(
-        "control-plane-base", "master", sorted({*expected["cp-0"], extra, *expected["worker-1"]}))))
+        "control-plane-base", sorted({*expected["cp-0"], extra, *expected["worker-1"]}), {ROLE: "master"})))
     rc, output = playbook(tmp_path, "--check", "--diff")
     assert rc == 0, output
     assert "+++ after" in output and "pinned_images" in output
     assert snapshot(tmp_path) == before
 
     # A bad set (a tag, not a digest): every problem named, nothing written.
-    (sets_dir / "bad.yaml").write_text(yaml.safe_dump(pinned_image_set("Bad_Name", "worker", ["quay.io/org/app:latest"])))
+    (sets_dir / "bad.yaml").write_text(yaml.safe_dump(pinned_image_set("Bad_Name", ["quay.io/org/app:latest"], {ROLE: "worker"})))
     rc, output = playbook(tmp_path)
     assert rc != 0
     assert "Bad_Name" in output and "quay.io/org/app:latest" in output

@@ -24,8 +24,8 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
     selector_string,
 )
 from fixtures.fake_apiserver import free_port
+from fixtures.openshift_objects import MCO_API_VERSION as MCO, pinned_image_set
 
-MCO = "machineconfiguration.openshift.io/v1"
 PIS = "PinnedImageSet"
 IMG_A = "quay.io/openshift/app-a@sha256:" + "a" * 64
 IMG_B = "quay.io/openshift/app-b@sha256:" + "b" * 64
@@ -44,15 +44,7 @@ ENV_NAMES = {
 
 
 def pis(name="set-a", images=(IMG_A,), labels=None, **spec):
-    obj = {
-        "apiVersion": MCO,
-        "kind": PIS,
-        "metadata": {"name": name},
-        "spec": {"pinnedImages": [{"name": i} for i in images], **spec},
-    }
-    if labels is not None:
-        obj["metadata"]["labels"] = labels
-    return obj
+    return pinned_image_set(name, images, labels, **spec)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from fixtures.openshift_objects import pinned_image_set
 from fixtures.reference import OPENSHIFT_CRDS
 
 from ansible_collections.pinned.images.plugins.module_utils import _pinned_image_set as pis
@@ -42,18 +43,9 @@ def img(n: int, repo: str = "quay.io/org/app") -> str:
 
 
 def make_set(name="worker-set", images=(1, 2), labels=None, pool_selector=None, **spec_extra):
-    obj = {
-        "apiVersion": API_VERSION,
-        "kind": "PinnedImageSet",
-        "metadata": {"name": name},
-        "spec": {"pinnedImages": [{"name": i if isinstance(i, str) else img(i)} for i in images]},
-    }
-    if labels is not None:
-        obj["metadata"]["labels"] = labels
     if pool_selector is not None:
-        obj["spec"]["machineConfigPoolSelector"] = pool_selector
-    obj["spec"].update(spec_extra)
-    return obj
+        spec_extra["machineConfigPoolSelector"] = pool_selector
+    return pinned_image_set(name, [i if isinstance(i, str) else img(i) for i in images], labels, **spec_extra)
 
 
 def make_pool(name, node_selector=None, mc_selector=None, labels=None, refs=()):

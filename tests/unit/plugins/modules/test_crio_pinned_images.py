@@ -13,12 +13,11 @@ import yaml
 from ansible.module_utils.basic import AnsibleModule
 
 from fixtures.module_runner import run_module
+from fixtures.openshift_objects import MCO_API_VERSION as API, ROLE_LABEL as ROLE, pinned_image_set
 
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
 from ansible_collections.pinned.images.plugins.modules import crio_pinned_images as module
 
-API = "machineconfiguration.openshift.io/v1"
-ROLE = "machineconfiguration.openshift.io/role"
 A = "quay.io/org/a@sha256:" + "a" * 64
 B = "quay.io/org/b@sha256:" + "b" * 64
 C = "registry.example.com/c@sha256:" + "c" * 64
@@ -158,16 +157,8 @@ def write_sets(tmp_path, *docs):
     return str(path)
 
 
-def pis(name, images, labels=None):
-    meta = {"name": name}
-    if labels:
-        meta["labels"] = labels
-    return {"apiVersion": API, "kind": "PinnedImageSet", "metadata": meta,
-            "spec": {"pinnedImages": [{"name": i} for i in images]}}
-
-
 def test_sets_union_and_pool_selection(tmp_path, capsys, cri):
-    sets_file = write_sets(tmp_path, pis("w", [B, A], {ROLE: "worker"}), pis("m", [C], {ROLE: "master"}))
+    sets_file = write_sets(tmp_path, pinned_image_set("w", [B, A], {ROLE: "worker"}), pinned_image_set("m", [C], {ROLE: "master"}))
     path = tmp_path / "f"
     base = {"sets": [sets_file], "path": str(path), "reload": "none"}
     everything = run(base, capsys, check_mode=True)
@@ -186,7 +177,7 @@ def test_node_labels_with_pools_from_the_set_files(tmp_path, capsys, cri):
     infra = {"apiVersion": API, "kind": "MachineConfigPool", "metadata": {"name": "infra"},
              "spec": {"nodeSelector": {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
                       "machineConfigSelector": {"matchLabels": {ROLE: "infra"}}}}
-    sets_file = write_sets(tmp_path, infra, pis("i", [A], {ROLE: "infra"}), pis("w", [B], {ROLE: "worker"}))
+    sets_file = write_sets(tmp_path, infra, pinned_image_set("i", [A], {ROLE: "infra"}), pinned_image_set("w", [B], {ROLE: "worker"}))
     labels = {"node-role.kubernetes.io/infra": "", "node-role.kubernetes.io/worker": ""}
     result = run({"sets": [sets_file], "node_labels": labels,
                   "pools": ["worker"], "path": str(tmp_path / "f"), "reload": "none"}, capsys, check_mode=True)
@@ -196,7 +187,7 @@ def test_node_labels_with_pools_from_the_set_files(tmp_path, capsys, cri):
 def test_bad_sets_fail_with_every_problem_and_nothing_is_written(tmp_path, capsys, cri, systemctl):
     path = tmp_path / "f"
     path.write_text(EXPECTED_AB)
-    bad = pis("Bad_Name", ["quay.io/org/a:latest", A, A] + [f"quay.io/org/x@sha256:{n:064x}" for n in range(498)])
+    bad = pinned_image_set("Bad_Name", ["quay.io/org/a:latest", A, A] + [f"quay.io/org/x@sha256:{n:064x}" for n in range(498)])
     result = run({"sets": [write_sets(tmp_path, bad)], "path": str(path)}, capsys)
     assert result["rc"] == 1
     text = "\n".join(result["problems"])

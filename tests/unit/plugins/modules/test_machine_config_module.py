@@ -10,11 +10,10 @@ import pytest
 import yaml
 
 from fixtures.module_runner import run_module
+from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set
 
 from ansible_collections.pinned.images.plugins.modules import machine_config as module
 
-API = "machineconfiguration.openshift.io/v1"
-ROLE = "machineconfiguration.openshift.io/role"
 A = "quay.io/org/a@sha256:" + "a" * 64
 B = "quay.io/org/b@sha256:" + "b" * 64
 DROP_IN_AB = (
@@ -25,14 +24,6 @@ DROP_IN_AB = (
 
 def run(args, capsys, check_mode=False, diff=False):
     return run_module(module, args, capsys, check_mode, diff)
-
-
-def pis(name, images, labels=None):
-    meta = {"name": name}
-    if labels:
-        meta["labels"] = labels
-    return {"apiVersion": API, "kind": "PinnedImageSet", "metadata": meta,
-            "spec": {"pinnedImages": [{"name": i} for i in images]}}
 
 
 def drop_in(mc) -> str:
@@ -75,8 +66,8 @@ def test_dest_files_are_written_once_and_stable(tmp_path, capsys):
 def test_sets_pick_images_per_pool(tmp_path, capsys):
     sets_dir = tmp_path / "sets"
     sets_dir.mkdir()
-    (sets_dir / "w.yaml").write_text(yaml.safe_dump(pis("w", [B, A], {ROLE: "worker"})))
-    (sets_dir / "m.yml").write_text(yaml.safe_dump(pis("m", [A], {ROLE: "master"})))
+    (sets_dir / "w.yaml").write_text(yaml.safe_dump(pinned_image_set("w", [B, A], {ROLE: "worker"})))
+    (sets_dir / "m.yml").write_text(yaml.safe_dump(pinned_image_set("m", [A], {ROLE: "master"})))
     result = run({"pools": ["worker", "master", "infra"], "sets": [str(sets_dir)]}, capsys)
     assert [(p["pool"], p["images"], p["set_names"]) for p in result["pools"]] == [
         ("worker", [A, B], ["w"]), ("master", [A], ["m"]), ("infra", [], [])]
@@ -86,7 +77,7 @@ def test_sets_pick_images_per_pool(tmp_path, capsys):
 
 def test_bad_sets_fail_with_every_problem_and_nothing_is_written(tmp_path, capsys, fake_apiserver):
     dest = tmp_path / "out"
-    bad = pis("Bad_Name", ["quay.io/org/a:v1", A, A] + [f"quay.io/org/x@sha256:{n:064x}" for n in range(498)])
+    bad = pinned_image_set("Bad_Name", ["quay.io/org/a:v1", A, A] + [f"quay.io/org/x@sha256:{n:064x}" for n in range(498)])
     result = run({"pools": ["worker"], "sets": [bad], "dest": str(dest), "apply": True,
                   "host": fake_apiserver.url, "api_key": fake_apiserver.token}, capsys)
     assert result["rc"] == 1

@@ -9,11 +9,10 @@ import pytest
 import yaml
 
 from fixtures.module_runner import run_module
+from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set, role_pool
 
 from ansible_collections.pinned.images.plugins.modules import pinned_image_set_info as module
 
-API = "machineconfiguration.openshift.io/v1"
-ROLE = "machineconfiguration.openshift.io/role"
 A = "quay.io/openshift/app-a@sha256:" + "a" * 64
 B = "quay.io/openshift/app-b@sha256:" + "b" * 64
 C = "quay.io/openshift/app-c@sha256:" + "c" * 64
@@ -28,22 +27,12 @@ def warnings_of(result):
 
 
 def pis(name, images, role=None):
-    meta = {"name": name}
-    if role:
-        meta["labels"] = {ROLE: role}
-    return {"apiVersion": API, "kind": "PinnedImageSet", "metadata": meta, "spec": {"pinnedImages": [{"name": i} for i in images]}}
+    return pinned_image_set(name, images, {ROLE: role} if role else None)
 
 
-def pool(name, set_roles=None, node_role=None):
-    return {
-        "apiVersion": API,
-        "kind": "MachineConfigPool",
-        "metadata": {"name": name, "labels": {f"pools.operator.machineconfiguration.openshift.io/{name}": ""}},
-        "spec": {
-            "machineConfigSelector": {"matchExpressions": [{"key": ROLE, "operator": "In", "values": set_roles or [name]}]},
-            "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{node_role or name}": ""}},
-        },
-    }
+def pool(name, set_roles=None):
+    return role_pool(name, set_roles or [name], f"node-role.kubernetes.io/{name}",
+                     labels={f"pools.operator.machineconfiguration.openshift.io/{name}": ""})
 
 
 def node(name, *roles):
