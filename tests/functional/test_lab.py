@@ -21,13 +21,13 @@ import grpc
 import pytest
 from grpc_tools import protoc
 
+from fixtures.reference import CRI_PROTO_PARTS, reference_path
 from lab import HOST_PLATFORM, OCI_INDEX, OCI_MANIFEST, Lab
 
 pytestmark = pytest.mark.lab
 
 LAB_PY = Path(__file__).resolve().parents[2] / "hack" / "lab.py"
 # The upstream proto, not the project's stubs: this test checks the lab, not the project's CRI client.
-CRI_PROTO = Path(os.environ.get("PINNED_IMAGES_CRI_PROTO", "/work/shared/reference/cri-api/runtime-v1-api.proto"))
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def pb(tmp_path_factory):
     """runtime.v1 messages compiled under a private package name: they cannot clash in protobuf's registry
     with the project's own stubs, and the wire format (field numbers) is unchanged."""
     out = tmp_path_factory.mktemp("cri")
-    text = CRI_PROTO.read_text()
+    text = reference_path(*CRI_PROTO_PARTS).read_text()
     assert "package runtime.v1;" in text
     (out / "lab_test_cri.proto").write_text(text.replace("package runtime.v1;", "package lab_test.runtime.v1;"))
     assert protoc.main(["protoc", "-I%s" % out, "--python_out=%s" % out, str(out / "lab_test_cri.proto")]) == 0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import descriptor_pb2
-from fixtures.reference import CRI_PROTO as UPSTREAM_PROTO
+from fixtures.reference import CRI_PROTO_PARTS, reference_path
 from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,8 +51,7 @@ def services(file_proto) -> dict:
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     out = tmp_path_factory.mktemp("protos")
-    assert UPSTREAM_PROTO.exists(), f"upstream proto not found at {UPSTREAM_PROTO}"
-    return compile_proto(PROJECT_PROTO, out), compile_proto(UPSTREAM_PROTO, out)
+    return compile_proto(PROJECT_PROTO, out), compile_proto(reference_path(*CRI_PROTO_PARTS), out)
 
 
 def test_same_package(compiled):

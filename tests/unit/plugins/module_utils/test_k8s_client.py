@@ -291,7 +291,7 @@ def test_apply_creates_with_server_side_apply(client, fake_apiserver):
     ]
 
 
-def test_machine_config_is_validated_against_its_crd(client, fake_apiserver):
+def test_machine_config_is_validated_against_its_crd(client, fake_apiserver, crd_schemas):
     mc = {
         "apiVersion": MCO,
         "kind": "MachineConfig",
@@ -355,7 +355,7 @@ def test_conflict_names_the_owner_and_field(client, fake_apiserver):
     assert "f:metadata" not in managers[("argocd", "Apply")]["fieldsV1"]
 
 
-def test_list_map_items_of_two_managers_do_not_conflict(client, fake_apiserver):
+def test_list_map_items_of_two_managers_do_not_conflict(client, fake_apiserver, crd_schemas):
     fake_apiserver.add(pis(images=(IMG_A,)), manager="argocd", operation="Apply")
     result = client.apply(pis(images=(IMG_B,)))
     assert [i["name"] for i in result["spec"]["pinnedImages"]] == [IMG_A, IMG_B]
@@ -370,7 +370,7 @@ def test_invalid_object_is_rejected_with_422(client, fake_apiserver):
     assert fake_apiserver.get(PIS, "set-a") is None
 
 
-def test_unknown_fields_are_pruned_with_a_warning(client, fake_apiserver):
+def test_unknown_fields_are_pruned_with_a_warning(client, fake_apiserver, crd_schemas):
     client.apply(pis(machineConfigPoolSelector={"matchLabels": {"a": "b"}}))
     assert "machineConfigPoolSelector" not in fake_apiserver.get(PIS, "set-a")["spec"]
     assert client.warnings == ['unknown field "spec.machineConfigPoolSelector"']
@@ -449,7 +449,7 @@ def test_forbidden_list_nodes(client, fake_apiserver):
     assert info.value.status == 403
 
 
-def test_apply_that_creates_needs_create(client, fake_apiserver):
+def test_apply_that_creates_needs_create(client, fake_apiserver, crd_schemas):
     fake_apiserver.forbid("create", "pinnedimagesets")
     with pytest.raises(K8sError) as info:
         client.apply(pis())

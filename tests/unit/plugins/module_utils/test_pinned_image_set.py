@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import yaml
 from fixtures.openshift_objects import pinned_image_set
-from fixtures.reference import OPENSHIFT_CRDS
+from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
 from ansible_collections.pinned.images.plugins.module_utils import _pinned_image_set as pis
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
@@ -31,7 +31,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
     validate_set,
 )
 
-CRD_DIR = OPENSHIFT_CRDS
 
 
 def digest(n: int) -> str:
@@ -75,7 +74,7 @@ def test_valid_set_round_trips_and_matches_the_crd_schema():
     assert result.source == "x.yaml"
     rendered = result.to_dict()
     assert rendered == obj
-    crd = yaml.safe_load((CRD_DIR / "pinnedimagesets.crd.yaml").read_text())
+    crd = yaml.safe_load(reference_path(*OPENSHIFT_CRDS_PARTS, "pinnedimagesets.crd.yaml").read_text())
     jsonschema.validate(rendered, crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
 
 

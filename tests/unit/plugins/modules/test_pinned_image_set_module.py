@@ -176,7 +176,7 @@ def test_kubeconfig_and_context(fake_apiserver, capsys):
     assert run(args, capsys)["changed"] is True
 
 
-def test_pool_selector_is_pruned_by_the_v1_api_with_a_warning(fake_apiserver, conn, capsys):
+def test_pool_selector_is_pruned_by_the_v1_api_with_a_warning(fake_apiserver, conn, capsys, crd_schemas):
     result = run(worker_set(conn, pool_selector={"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}}), capsys)
     assert result["rc"] == 0
     assert result["definition"]["spec"]["machineConfigPoolSelector"]
