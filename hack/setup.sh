@@ -16,6 +16,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# containerd 1.7 (pins through the image label) for the lab, and kubectl to check the fake API server:
+# Debian trixie's packages, unpacked into .build/trixie, nothing installed system-wide.
+bash hack/trixie_debs.sh containerd kubectl
+
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
