@@ -3,8 +3,10 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
+OLDEST_CORE=2.17.14  # the floor of meta/runtime.yml's requires_ansible, newest patch
+mkdir -p .build
 
-debs=(containerd docker-registry runc openssl git shellcheck)
+mapfile -t debs < <(awk '!/^#/ && NF { print $2 }' hack/programs.txt | sort -u)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -21,16 +23,26 @@ fi
 bash hack/trixie_debs.sh containerd kubectl
 
 python=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv
-fi
-stamp=.venv/.requirements.sha256
-want=$(cat requirements*.txt | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  # This machine's pip configuration names local indexes that may be absent; their warnings are noise.
-  .venv/bin/pip install -q -r requirements-test.txt 2>&1 | { grep -v '^WARNING: Location' || true; }
-  echo "$want" > "$stamp"
-fi
+# venv DIR REQUIREMENTS...: creates DIR once, then installs the requirement files whenever they change.
+venv() {
+  local dir=$1 stamp want
+  shift
+  [ -x "$dir/bin/python" ] || "$python" -m venv "$dir"
+  stamp=$dir/.requirements.sha256
+  want=$(cat "$@" requirements*.txt tests/requirements-unit.txt | sha256sum | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "setup: installing Python packages into $dir"
+    local args=()
+    for file in "$@"; do args+=(-r "$file"); done
+    # This machine's pip configuration may name local indexes that are absent; their warnings are noise.
+    "$dir/bin/pip" install -q "${args[@]}" 2>&1 | { grep -v '^WARNING: Location' || true; }
+    echo "$want" > "$stamp"
+  fi
+}
+venv .venv requirements-test.txt
+# The oldest supported ansible-core: sanity (import, compile) and unit tests run on it too.
+echo "ansible-core==$OLDEST_CORE" > .build/oldest-core.txt
+venv .build/venv-oldest-core tests/requirements-unit.txt .build/oldest-core.txt
 
 # ansible-test and ansible's collection loader need the tree under ansible_collections/<ns>/<name>.
 mkdir -p .build/collections/ansible_collections/pinned

@@ -1,29 +1,55 @@
 #!/usr/bin/env bash
-# The project's test command: installs what it needs, then runs ansible-test sanity, ansible-lint and pytest
-# (unit tests, and functional tests against the lab that pytest starts itself).
-# Usage: hack/test.sh [pytest args...]   (SKIP_SANITY=1 / SKIP_LINT=1 / SKIP_MOLECULE=1 to iterate faster locally)
+# The project's test command: installs what it needs, checks the programs the tests run, then runs ansible-test
+# sanity (newest and oldest supported ansible-core), ansible-lint, the release checks on the built tarball, molecule,
+# the unit tests on the oldest ansible-core, and pytest (unit and functional tests against the lab pytest starts).
+# Usage: hack/test.sh [pytest args...]
+#   SKIP_SANITY=1 / SKIP_LINT=1 / SKIP_RELEASE=1 / SKIP_MOLECULE=1 / SKIP_OLDEST=1 shorten local iterations.
+# Each stage prints one line; its output goes to .build/logs/<stage>.log and is shown only when the stage fails.
+# With CI set, a skipped pytest test fails the run: CI always has the upstream reference files.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
+logs=$top/.build/logs
+mkdir -p "$logs"
 
-bash hack/setup.sh
+# stage NAME COMMAND...: runs COMMAND with its output in the stage's log; on failure prints the log's end and exits.
+stage() {
+  local name=$1 log="$logs/$1.log" started=$SECONDS
+  shift
+  printf '== %-28s ' "$name"
+  if "$@" >"$log" 2>&1; then
+    echo "ok ($((SECONDS - started)) s)"
+  else
+    local rc=$?
+    echo "FAILED (rc $rc, $((SECONDS - started)) s); last lines of $log:"
+    tail -n 60 "$log" | sed 's/^/   | /'
+    exit "$rc"
+  fi
+}
+
+stage setup bash hack/setup.sh
+stage programs bash hack/check_programs.sh
 export PATH="$top/.venv/bin:$PATH"
 export ANSIBLE_COLLECTIONS_PATH="$top/.build/collections"
 
 if [ -z "${SKIP_SANITY:-}" ]; then
-  echo "== ansible-test sanity"
-  bash hack/sanity.sh
+  stage sanity bash hack/sanity.sh
+  [ -n "${SKIP_OLDEST:-}" ] ||
+    stage sanity-oldest-core env SANITY_VENV=.build/venv-oldest-core bash hack/sanity.sh --test import --test compile
+  stage compile-node-pythons bash hack/compile_node_pythons.sh
 fi
-
-if [ -z "${SKIP_LINT:-}" ]; then
-  echo "== ansible-lint (production profile)"
-  ansible-lint --profile production
-fi
-
+[ -n "${SKIP_LINT:-}" ] || stage ansible-lint ansible-lint --profile production
+[ -n "${SKIP_RELEASE:-}" ] || stage release-checks bash hack/release_checks.sh
 if [ -z "${SKIP_MOLECULE:-}" ]; then
-  echo "== molecule (roles/node, roles/cluster: default scenarios against lab nodes)"
-  for role in node cluster; do (cd "roles/$role" && molecule test); done
+  for role in node cluster; do
+    stage "molecule-$role" bash -c "cd roles/$role && molecule test"
+  done
 fi
+[ -n "${SKIP_OLDEST:-}" ] ||
+  stage unit-oldest-core .build/venv-oldest-core/bin/pytest tests/unit -q -p no:cacheprovider
 
 echo "== pytest"
+if [ -n "${CI:-}" ]; then
+  export PINNED_IMAGES_FORBID_SKIPS=1
+fi
 pytest "$@"

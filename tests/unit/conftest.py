@@ -18,4 +18,4 @@ def no_ambient_cluster(monkeypatch):
     for name in AMBIENT_CLUSTER_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     # AnsibleModule keeps warnings in a process-wide registry; every test starts with an empty one.
-    monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
+    monkeypatch.setattr(ansible_warnings, "_global_warnings", type(ansible_warnings._global_warnings)())

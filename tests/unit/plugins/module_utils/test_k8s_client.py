@@ -12,7 +12,6 @@ import copy
 import pytest
 import yaml
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.pinned.images.plugins.module_utils import _k8s_client
 from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
@@ -24,6 +23,7 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
     selector_string,
 )
 from fixtures.fake_apiserver import free_port
+from fixtures.module_runner import patch_module_args
 from fixtures.openshift_objects import MCO_API_VERSION as MCO, pinned_image_set
 
 PIS = "PinnedImageSet"
