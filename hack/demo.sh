@@ -6,7 +6,7 @@
 #   bash hack/demo.sh          # start (or reuse) the lab and run the playbook; run it twice: nothing changes
 #   bash hack/demo.sh down     # stop the lab and remove its directory
 #
-# The lab lives in .lab (or $PINNED_IMAGES_LAB_DIR); it needs root. See docs/lab.md and docs/orchestration.md.
+# The lab lives in .lab (or $PINNED_IMAGES_LAB_DIR); it needs root. See hack/README.md and docs/orchestration.md.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"

@@ -3,7 +3,7 @@
 """A throw-away lab on this machine: a plain registry, a login+TLS registry and containerd "nodes".
 
 Everything lives under one directory (default ``<repo>/.lab``, ``--dir`` or ``$PINNED_IMAGES_LAB_DIR``);
-nothing is written to system paths. See docs/lab.md. Tests use the ``Lab`` class directly.
+nothing is written to system paths. See hack/README.md. Tests use the ``Lab`` class directly.
 """
 
 from __future__ import annotations

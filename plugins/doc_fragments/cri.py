@@ -7,6 +7,12 @@ from __future__ import annotations
 
 class ModuleDocFragment:
     DOCUMENTATION = r"""
+attributes:
+  action_group:
+    description: Use C(group/pinned.images.cri) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership:
+      - pinned.images.cri
 options:
   cri_socket:
     description:

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 class ModuleDocFragment:
     DOCUMENTATION = r"""
+attributes:
+  action_group:
+    description: Use C(group/pinned.images.k8s) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership:
+      - pinned.images.k8s
 options:
   kubeconfig:
     description:
