@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Loading the upstream test tables (``upstream-vectors`` in the reference directory) and tallying the outcomes.
+
+Each comparison returns ``(agrees, detail)``: what the collection answers beside what upstream expects. A case
+listed in ``exclusions.DELIBERATE`` must still differ (else the entry is stale); one in ``exclusions.EXCLUDED``
+is skipped with its reason. Upstream's own ``excluded`` lists (cases the transcription left out) are counted too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fixtures.reference import UPSTREAM_VECTORS_PARTS, reference_available, reference_path
+
+import exclusions
+
+
+def vectors_path(*parts: str) -> Path:
+    """The file below ``upstream-vectors``; skips the test when it is absent."""
+    return reference_path(*UPSTREAM_VECTORS_PARTS, *parts)
+
+
+def load_json(*parts: str) -> dict:
+    return json.loads(vectors_path(*parts).read_text(encoding="utf-8"))
+
+
+def load_yaml(*parts: str):
+    return yaml.safe_load(vectors_path(*parts).read_text(encoding="utf-8"))
+
+
+def json_cases(*parts: str) -> list:
+    """Cases of a JSON table as pytest params (an empty list when the reference files are absent)."""
+    if not reference_available(*UPSTREAM_VECTORS_PARTS, *parts):
+        return [pytest.param(None, id="reference-absent")]
+    document = json.loads(reference_path(*UPSTREAM_VECTORS_PARTS, *parts).read_text(encoding="utf-8"))
+    return [pytest.param(case, id=case["id"]) for case in document["cases"]]
+
+
+def check(source: str, case_id: str, agrees: bool, detail: str) -> None:
+    """Assert the outcome the exclusion table promises for one case."""
+    key = f"{source}:{case_id}"
+    if key in exclusions.EXCLUDED:
+        pytest.skip(f"excluded: {exclusions.EXCLUDED[key]}")
+    if key in exclusions.DELIBERATE:
+        assert not agrees, f"{key} now agrees with upstream; remove it from exclusions.DELIBERATE ({detail})"
+        return
+    assert agrees, f"{key} differs from upstream: {detail}"
