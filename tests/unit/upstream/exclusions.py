@@ -16,7 +16,14 @@ _DOCKERCFG = ("legacy .dockercfg layout: the kubelet, which hands the credential
               "its repository-path keys like config.json's, so the collection keeps path-scoped keys there too; "
               "containers/image looks up only the registry key")
 
+_PORT_PREFIX = ("a host prefix never covers that host with a port (example.com vs example.com:5000): upstream "
+                "matches it, but its own code calls that 'unintended and undocumented, don't rely on it'; a mirror "
+                "rewrite of such a match gives host:port:port and fails the pull there")
+_RAW_ENDPOINT = ("upstream builds the Endpoint in Go without parseLocation, so a trailing '/' stays; any location or "
+                 "prefix read from a file has it trimmed (TestParseLocation#4 and #5), as the collection does")
+
 DELIBERATE = {
+    "registries:TestRefMatchingPrefix#5": _PORT_PREFIX,
     "auth:TestAuthKeyLookupOrder#2": _DOCKERCFG,
     "auth:TestAuthKeyLookupOrder#4": _DOCKERCFG,
     "auth:TestAuthKeyLookupOrder#6": _DOCKERCFG,
@@ -25,4 +32,6 @@ DELIBERATE = {
 }
 
 EXCLUDED = {
+    "registries:TestRewriteReferenceFailedDuringParseNamed#1": _RAW_ENDPOINT,
+    "registries:TestRewriteReferenceFailedDuringParseNamed#7": _RAW_ENDPOINT,
 }
