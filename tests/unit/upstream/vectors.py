@@ -8,6 +8,7 @@ is skipped with its reason. Upstream's own ``excluded`` lists (cases the transcr
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -25,11 +26,19 @@ def vectors_path(*parts: str) -> Path:
 
 
 def load_json(*parts: str) -> dict:
-    return json.loads(vectors_path(*parts).read_text(encoding="utf-8"))
+    """A JSON table, parsed once per session (read-only: tests never change it)."""
+    return _parsed(vectors_path(*parts), "json")
 
 
 def load_yaml(*parts: str):
-    return yaml.safe_load(vectors_path(*parts).read_text(encoding="utf-8"))
+    """A YAML table, parsed once per session (read-only: tests never change it)."""
+    return _parsed(vectors_path(*parts), "yaml")
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(path: Path, kind: str):
+    text = path.read_text(encoding="utf-8")
+    return json.loads(text) if kind == "json" else yaml.safe_load(text)
 
 
 def json_cases(*parts: str) -> list:
