@@ -19,7 +19,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registries_conf imp
     registries_from_list,
 )
 
-from vectors import check, json_cases, load_json
+from vectors import check, json_cases, load_json, note_transcription_excluded
 
 SOURCE = "registries"
 FILE = ("containers", "sysregistriesv2.json")
@@ -100,9 +100,17 @@ def compare(case: dict, root) -> tuple:
     raise AssertionError(f"unknown vector kind {kind!r}")
 
 
-@pytest.mark.parametrize("case", json_cases(*FILE))
-def test_sysregistriesv2(case, tmp_path):
+@pytest.fixture(scope="module")
+def conf_root(tmp_path_factory):
+    """The upstream testdata files, written once for the module (read-only for the tests)."""
+    root = tmp_path_factory.mktemp("sysregistriesv2")
     document = load_json(*FILE)
-    _write_files(document["files"], tmp_path)
-    agrees, detail = compare(case, tmp_path)
+    note_transcription_excluded(SOURCE, document)
+    _write_files(document["files"], root)
+    return root
+
+
+@pytest.mark.parametrize("case", json_cases(*FILE))
+def test_sysregistriesv2(case, conf_root):
+    agrees, detail = compare(case, conf_root)
     check(SOURCE, case["id"], agrees, f"expected {case['expect']}, got {detail}")

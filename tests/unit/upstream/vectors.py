@@ -49,12 +49,26 @@ def json_cases(*parts: str) -> list:
     return [pytest.param(case, id=case["id"]) for case in document["cases"]]
 
 
+# (source, case id) -> "agree" | "deliberate" | "excluded" | "differs", for the summary conftest.py prints.
+OUTCOMES: dict = {}
+# Upstream case ids the transcription left out (its own "excluded" lists), per source.
+TRANSCRIPTION_EXCLUDED: dict = {}
+
+
 def check(source: str, case_id: str, agrees: bool, detail: str) -> None:
     """Assert the outcome the exclusion table promises for one case."""
     key = f"{source}:{case_id}"
     if key in exclusions.EXCLUDED:
+        OUTCOMES[(source, case_id)] = "excluded"
         pytest.skip(f"excluded: {exclusions.EXCLUDED[key]}")
     if key in exclusions.DELIBERATE:
+        OUTCOMES[(source, case_id)] = "deliberate" if not agrees else "differs"
         assert not agrees, f"{key} now agrees with upstream; remove it from exclusions.DELIBERATE ({detail})"
         return
+    OUTCOMES[(source, case_id)] = "agree" if agrees else "differs"
     assert agrees, f"{key} differs from upstream: {detail}"
+
+
+def note_transcription_excluded(source: str, document: dict) -> None:
+    """Remember the cases a JSON table's transcription left out, for the summary."""
+    TRANSCRIPTION_EXCLUDED[source] = {case["id"] for case in document.get("excluded", [])}
