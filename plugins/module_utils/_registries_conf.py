@@ -178,7 +178,7 @@ def _check_conflicts(registries: list, source: str) -> None:
         for setting in ("insecure", "blocked"):
             if getattr(reg, setting) != getattr(other, setting):
                 raise RegistriesConfError(
-                    f"{source}: registry {reg.location!r} is defined multiple times with conflicting {setting!r} "
+                    f"{source}: registry {key!r} is defined multiple times with conflicting {setting!r} "
                     f"setting ({other.source} and {reg.source})"
                 )
 

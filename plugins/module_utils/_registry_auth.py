@@ -7,10 +7,10 @@
 Keys of ``auths`` may be a host, ``host:port``, a repository path (``host/ns/repo``), with or without a
 ``https://`` scheme and a ``/v1/``-style suffix, or a host with ``*`` wildcard labels (``*.example.com``, as the
 kubelet accepts). The most specific key wins: the longest repository-path prefix on path-component boundaries;
-among spellings of one registry, the key written exactly as the image's host (``docker.io``) before another
-spelling of it (``index.docker.io``) before a URL (``https://index.docker.io/v1/``), as containers/image looks
-them up; then an exact host before a wildcard host; last the key text, so the order of the JSON keys never
-matters. Secrets never appear in errors, ``repr`` or ``str``.
+then an exact host before a wildcard host; among spellings of one registry, the key written exactly as the
+image's host (``docker.io``) before another spelling of it (``index.docker.io``) before a URL
+(``https://index.docker.io/v1/``), as containers/image looks them up; last the key text, so the order of the JSON
+keys never matters. Secrets never appear in errors, ``repr`` or ``str``.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ class DockerConfig:
         ]
         if not candidates:
             return None
-        best = min(candidates, key=lambda e: (-len(e.path), -e.spelling_rank(host), "*" in e.host, e.key))
+        best = min(candidates, key=lambda e: (-len(e.path), "*" in e.host, -e.spelling_rank(host), e.key))
         return best.credentials
 
     def secrets(self) -> set:

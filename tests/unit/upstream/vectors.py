@@ -42,7 +42,7 @@ def _parsed(path: Path, kind: str):
 
 
 def json_cases(*parts: str) -> list:
-    """Cases of a JSON table as pytest params (an empty list when the reference files are absent)."""
+    """Cases of a JSON table as pytest params; one placeholder, which the test skips, without the reference files."""
     if not reference_available(*UPSTREAM_VECTORS_PARTS, *parts):
         return [pytest.param(None, id="reference-absent")]
     document = json.loads(reference_path(*UPSTREAM_VECTORS_PARTS, *parts).read_text(encoding="utf-8"))

@@ -77,6 +77,8 @@ LOOKUP_CASES = [
     (["registry-1.docker.io", "index.docker.io"], "docker.io/x/y", "index.docker.io"),
     (["index.docker.io", "registry-1.docker.io"], "docker.io/x/y", "index.docker.io"),
     (["https://quay.io/v1/", "quay.io"], "quay.io/x", "quay.io"),
+    # A URL spelling of the exact host still beats a wildcard.
+    (["*.example.com", "https://reg.example.com/v1/"], "reg.example.com/a", "https://reg.example.com/v1/"),
     ([], "quay.io/a", None),
 ]
 
