@@ -7,7 +7,6 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import (
     _DOMAIN_RE,
-    MAX_NAME_LENGTH,
     ImageReferenceError,
     parse_image_ref,
 )
@@ -17,6 +16,8 @@ from vectors import check, json_cases, load_json, note_transcription_excluded
 
 SOURCE = "reference"
 FILE = ("containers", "distribution_reference.json")
+# reference.go NameTotalLengthMax, checked against the path since v0.6.0.
+NAME_TOTAL_LENGTH_MAX = 255
 
 
 def split_docker_domain(name: str) -> tuple:
@@ -34,7 +35,7 @@ def split_docker_domain(name: str) -> tuple:
 def expected_name(name: str):
     """The normalised (host, path) of an upstream raw name, or None when its path breaks the 255 limit."""
     parts = split_docker_domain(name)
-    return parts if len(parts[1]) <= MAX_NAME_LENGTH else None
+    return parts if len(parts[1]) <= NAME_TOTAL_LENGTH_MAX else None
 
 
 def _parse(text: str):
