@@ -23,7 +23,8 @@ Public API
     references and CRI-O's glob (``quay.io/foo/*``) and keyword (``*bar*``) patterns.
     Returns the MCO list: blank names dropped, de-duplicated, sorted (``_pinned_image_set.unique_sorted_images``).
 ``render_pinned_images(images) -> str``: the drop-in text for an already validated list (kept in the given order).
-``same_content(old, new) -> bool``: the MCO's rewrite test (equal after trimming surrounding whitespace).
+``same_content(old, new) -> bool``: the MCO's rewrite test (equal after Go's ``bytes.TrimSpace``, which trims
+    U+0085 and U+00A0 too, but not U+001C..U+001F).
 ``is_pattern(name)``, ``missing_images(client, images) -> list[str]`` (``client.image_status(name)`` is None
     for an absent image; patterns are skipped), ``MissingImagesError`` (``.missing``).
 ``reload_crio(method, run_command=None, pid_file=None, service="crio")``: ``none`` | ``systemd``
@@ -39,7 +40,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import unique_sorted_images
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import go_trim_space, unique_sorted_images
 
 DEFAULT_PATH = "/etc/crio/crio.conf.d/50-pinned-images"
 # Characters an image reference or a CRI-O pattern body may hold.
@@ -145,14 +146,14 @@ def validate_pinned_images(images, require_digest: bool = True) -> list:
 
 
 def same_content(old, new) -> bool:
-    """The MCO rewrites the file only when it differs after trimming surrounding whitespace."""
+    """The MCO rewrites the file only when ``bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(new))`` is false."""
     if old is None:
         return False
-    if isinstance(old, str):
-        old = old.encode("utf-8")
-    if isinstance(new, str):
-        new = new.encode("utf-8")
-    return old.strip() == new.strip()
+    texts = []
+    for value in (old, new):
+        # surrogateescape keeps invalid UTF-8 as it is; Go's TrimSpace stops at such bytes too.
+        texts.append(value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value)
+    return go_trim_space(texts[0]) == go_trim_space(texts[1])
 
 
 # --------------------------------------------------------------------------- node-side state

@@ -15,18 +15,20 @@ from dataclasses import dataclass
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_ALIASES = frozenset((DOCKER_HUB, "index.docker.io", "registry-1.docker.io"))
-# The distribution grammar caps the repository name (host and path) at 255 characters.
+# distribution/reference (since v0.6.0) caps the path, without the host, at 255 characters.
 MAX_NAME_LENGTH = 255
 # Long enough for any valid reference; stops hostile multi-kilobyte input before the regexes run.
 MAX_REFERENCE_LENGTH = 1024
 
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
 _DOMAIN_RE = re.compile(
-    r"^(?:" + _DOMAIN_COMPONENT + r"(?:\." + _DOMAIN_COMPONENT + r")*|\[[0-9a-fA-F:]+\])(?::[0-9]{1,5})?$"
+    r"^(?:" + _DOMAIN_COMPONENT + r"(?:\." + _DOMAIN_COMPONENT + r")*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?$"
 )
 _PATH_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 _TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _SHA256_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+# A bare 64-hex name is an image id, which ParseNormalizedNamed refuses as a name.
+_IMAGE_ID_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 class ImageReferenceError(ValueError):
@@ -106,9 +108,10 @@ def parse_image_ref(value, require_digest: bool = True) -> ImageRef:
 
     if not remainder:
         raise ImageReferenceError(f"image reference {_describe(value)} has no repository name")
-    if len(remainder) > MAX_NAME_LENGTH:
+    if _IMAGE_ID_RE.match(value):
         raise ImageReferenceError(
-            f"image reference {_describe(value)} has a name of {len(remainder)} characters; at most {MAX_NAME_LENGTH} are allowed"
+            f"image reference {_describe(value)} is a 64-hex image id, not a repository name "
+            "(the runtimes refuse it as a name too)"
         )
 
     registry, path = _split_domain(remainder)
@@ -119,6 +122,11 @@ def parse_image_ref(value, require_digest: bool = True) -> ImageRef:
         # Official images live under library/, whichever spelling of the Hub was used.
         if "/" not in path:
             path = "library/" + path
+    if len(path) > MAX_NAME_LENGTH:
+        raise ImageReferenceError(
+            f"image reference {_describe(value)} has a repository path of {len(path)} characters; "
+            f"at most {MAX_NAME_LENGTH} are allowed (the registry host is not counted)"
+        )
     for component in path.split("/"):
         if not _PATH_COMPONENT_RE.match(component):
             raise ImageReferenceError(

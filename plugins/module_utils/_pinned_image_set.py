@@ -37,17 +37,21 @@ Public API
     Kubernetes LabelSelector semantics: matchLabels and matchExpressions (In, NotIn, Exists,
     DoesNotExist) are ANDed; an empty selector matches everything, a missing (None) one nothing.
 ``set_matches_pool(pool, image_set) -> bool`` and ``sets_for_pool(pool, sets) -> list[PinnedImageSet]``
-    A set belongs to a pool when the pool names it in ``spec.pinnedImageSets``, when its labels match the
-    pool's ``spec.machineConfigSelector``, or when its ``spec.machineConfigPoolSelector`` matches the pool's
-    labels. Result keeps the order of ``sets``. ``missing_set_refs(pool, sets)`` lists referenced names
-    that are not among ``sets``.
+    As the MCO's pinned-image-set controller: a set belongs to a pool when its labels match the pool's non-empty
+    ``spec.machineConfigSelector`` (a missing or empty selector matches nothing), or when its seed-only
+    ``spec.machineConfigPoolSelector`` matches the pool's labels. The pool's ``spec.pinnedImageSets`` is the
+    controller's output and is not read: the controller replaces it with the selector's result. Result keeps
+    the order of ``sets``. ``missing_set_refs(pool, sets)`` lists referenced names that are not among ``sets``.
 ``pools_for_node(node_labels, pools) -> list[MachineConfigPool]``
     As the MCO does: pools whose non-empty ``spec.nodeSelector`` matches (an empty or missing nodeSelector
     matches no node; Windows nodes are in no pool); then ``master`` wins over a custom pool, a custom pool
     over ``worker``, and ``worker`` is kept next to a custom pool: ``[custom|master, worker]``,
     ``[master]`` or ``[worker]``. More than one custom pool raises PinnedImageSetError.
 ``unique_sorted_images(names) -> list[str]``
-    Blank names dropped, de-duplicated, sorted (the list the MCO writes to the CRI-O drop-in).
+    Blank names dropped, de-duplicated, sorted (the list the MCO writes to the CRI-O drop-in). Blank means
+    ``go_trim_space(name) == ""``.
+``go_trim_space(text) -> str``
+    ``text`` without the leading and trailing white space Go's ``strings.TrimSpace`` removes (``GO_SPACE``).
 ``images_for_sets(sets) -> list[str]`` and ``images_for_pool(pool, sets) -> (images, set_names)``
 ``images_for_node(node_labels, pools, sets) -> (images, set_names)``
     Union over the node's pools' sets; ``set_names`` in discovery order without repeats.
@@ -92,6 +96,10 @@ MAX_POOL_SET_REFS = 100
 MAX_NAME_LENGTH = 253
 
 YAML_SUFFIXES = (".yaml", ".yml")
+
+# Go's unicode.IsSpace, which strings/bytes.TrimSpace use: Python's str.strip() also removes U+001C..U+001F,
+# which Go keeps.
+GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000"
 
 _DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # spec.pinnedImageSets[].name pattern of the MachineConfigPool CRD (letters of both cases allowed there).
@@ -313,6 +321,9 @@ def _check_image_name(value) -> str | None:
     try:
         parse_image_ref(value, require_digest=True)
     except ImageReferenceError as exc:
+        if _CEL_NAME_RE.fullmatch(parts[0]):
+            # Upper case in the path, '..', a leading '-', an empty component: the CRD's rules let these through.
+            return f"{exc}; the PinnedImageSet API would accept this name, but no node could ever pull it"
         return str(exc)
     if not _CEL_NAME_RE.fullmatch(parts[0]):
         return (
@@ -616,11 +627,14 @@ def load_sets(sources) -> tuple:
 
 
 def set_matches_pool(pool, image_set: PinnedImageSet) -> bool:
-    """True when the pool references the set, selects its labels, or the set selects the pool."""
+    """True when the pool's non-empty machineConfigSelector selects the set's labels, or the set selects the pool.
+
+    The MCO's controller skips a pool whose selector is missing or empty and overwrites spec.pinnedImageSets
+    with what the selector matches, so the pool's own list decides nothing.
+    """
     pool = as_pool(pool)
-    if image_set.name in pool.pinned_image_sets:
-        return True
-    if pool.machine_config_selector is not None and label_selector_matches(pool.machine_config_selector, image_set.labels):
+    selector = pool.machine_config_selector
+    if not _selector_is_empty(selector) and label_selector_matches(selector, image_set.labels):
         return True
     if image_set.pool_selector is not None and label_selector_matches(image_set.pool_selector, pool.labels):
         return True
@@ -674,12 +688,18 @@ def pools_for_node(node_labels, pools) -> list:
     return [worker] if worker else []
 
 
+def go_trim_space(text: str) -> str:
+    """``text`` trimmed as Go's ``strings.TrimSpace`` does (see GO_SPACE)."""
+    return text.strip(GO_SPACE)
+
+
 def unique_sorted_images(names) -> list:
-    """Blank names dropped, de-duplicated, sorted: the list the MCO writes."""
+    """Blank names dropped, de-duplicated, sorted: the list the MCO writes (``uniqueSortedImageNames``)."""
     unique = set()
     for name in names:
-        if isinstance(name, str) and name.strip():
+        if isinstance(name, str) and go_trim_space(name):
             unique.add(name)
+    # Code-point order is UTF-8 byte order, which Go's sort.Strings uses.
     return sorted(unique)
 
 

@@ -15,10 +15,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ._config_file import read_config_text
-from ._image_ref import (
-    DOCKER_HUB,
-    DOCKER_HUB_ALIASES,
+from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import (
     ImageRef,
     ImageReferenceError,
     parse_image_ref,
@@ -79,21 +77,25 @@ class PullSource:
 
 
 def _matching_prefix_length(ref: str, prefix: str) -> int:
-    """Length of ``ref`` covered by ``prefix``, or -1 (containers/image ``refMatchingPrefix``)."""
+    """Length of ``ref`` covered by ``prefix``, or -1 (containers/image ``refMatchingPrefix``).
+
+    A wildcard covers a host with a port (``*.example.com`` matches ``a.example.com:5000/x``), as upstream intends.
+    A plain host prefix does not (``example.com`` never matches ``example.com:5000/x``): upstream matches it, but
+    marks that "unintended and undocumented, don't rely on it" (a deliberate difference, see docs/registries.md).
+    """
     if prefix.startswith("*."):
         suffix = prefix[1:]
         index = ref.find(suffix)
         if index == -1 or "/" in ref[:index]:
             return -1
         index += len(suffix)
-        if index == len(ref) or ref[index] in "/@":
+        if index == len(ref) or ref[index] in ":/@":
             return index
-        # A port on the host is not covered by "*.example.com".
         return -1
     if ref == prefix:
         return len(prefix)
-    if ref.startswith(prefix) and ref[len(prefix)] in "/@:":
-        # ':' here starts a tag; never a port: the host part of a prefix is always whole.
+    if len(ref) > len(prefix) and ref.startswith(prefix) and ref[len(prefix)] in ":/@":
+        # ':' right after a host-only prefix starts a port, not a tag.
         if ref[len(prefix)] == ":" and "/" not in prefix:
             return -1
         return len(prefix)
@@ -134,8 +136,6 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
             )
     elif not location:
         raise RegistriesConfError(f"{where}: location is unset and prefix {prefix!r} is not a *.example.com wildcard")
-    if location:
-        _check_location_host(location, where)
     if mirrors is None:
         mirrors = []
     if not isinstance(mirrors, list):
@@ -147,8 +147,7 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
             raise RegistriesConfError(f"{mwhere} must be a table, got {type(mirror).__name__}")
         mlocation = _check_location(mirror.get("location") or "", mwhere, "location")
         if not mlocation:
-            raise RegistriesConfError(f"{mwhere}: location is unset")
-        _check_location_host(mlocation, mwhere)
+            raise RegistriesConfError(f"{mwhere}: invalid condition: mirror location is unset")
         pull_from = mirror.get("pull-from-mirror", mirror.get("pull_from_mirror")) or ""
         if pull_from not in PULL_FROM_MIRROR_VALUES:
             raise RegistriesConfError(
@@ -170,16 +169,18 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
     )
 
 
-def _check_location_host(location: str, where: str):
-    """A location must name a registry host, optionally with a path (``mirror.example.com[:port][/path]``)."""
-    problem = f"{where}: location {location!r} is not a registry host with an optional path"
-    try:
-        parsed = parse_image_ref(location + ("" if "/" in location else "/x"), require_digest=False)
-    except ImageReferenceError:
-        raise RegistriesConfError(problem) from None
-    host = location.split("/", 1)[0]
-    if parsed.tag or parsed.digest or (parsed.registry == DOCKER_HUB and host not in DOCKER_HUB_ALIASES):
-        raise RegistriesConfError(problem)
+def _check_conflicts(registries: list, source: str) -> None:
+    """Refuse entries for one location (or wildcard prefix) that disagree on insecure or blocked, as upstream."""
+    first = {}
+    for reg in registries:
+        key = reg.location or reg.prefix
+        other = first.setdefault(key, reg)
+        for setting in ("insecure", "blocked"):
+            if getattr(reg, setting) != getattr(other, setting):
+                raise RegistriesConfError(
+                    f"{source}: registry {key!r} is defined multiple times with conflicting {setting!r} "
+                    f"setting ({other.source} and {reg.source})"
+                )
 
 
 def parse_registries_conf(text: str, source: str = "<registries.conf>") -> list:
@@ -205,12 +206,18 @@ def parse_registries_conf(text: str, source: str = "<registries.conf>") -> list:
         where = f"{source}: [[registry]] #{index + 1}"
         if not isinstance(entry, dict):
             raise RegistriesConfError(f"{where} must be a table")
+        if entry.get("pull-from-mirror"):
+            raise RegistriesConfError(
+                f"{where}: pull-from-mirror must not be set for a non-mirror registry "
+                f"{entry.get('prefix') or entry.get('location')!r}; set it on a [[registry.mirror]]"
+            )
         registries.append(
             _build_registry(
                 entry.get("prefix"), entry.get("location"), entry.get("insecure"), entry.get("blocked"),
                 entry.get("mirror"), entry.get("mirror-by-digest-only"), where,
             )
         )
+    _check_conflicts(registries, source)
     return registries
 
 
@@ -246,6 +253,7 @@ def registries_from_list(items, source: str = "registry_mirrors") -> list:
             _build_registry(item.get("prefix"), item.get("location"), item.get("insecure"), item.get("blocked"),
                             mirrors, item.get("mirror_by_digest_only"), where)
         )
+    _check_conflicts(registries, source)
     return registries
 
 
@@ -255,6 +263,9 @@ def _read(path: str) -> str:
 
 def _merge(base: list, updates: list) -> list:
     # As containers/image merges drop-ins: a later entry replaces an earlier one with the same prefix.
+    # Nothing to merge leaves the file as it is: within one file the first of two equal prefixes wins.
+    if not updates:
+        return base
     merged = {reg.prefix: reg for reg in base}
     merged.update((reg.prefix, reg) for reg in updates)
     return list(merged.values())
@@ -265,17 +276,17 @@ class RegistriesConf:
     registries: list = field(default_factory=list)
     files: list = field(default_factory=list)
 
-    def find_registry(self, ref: ImageRef):
-        """The entry with the longest prefix matching ``ref``, or None; on a tie an exact host beats a wildcard."""
+    def find_registry(self, ref):
+        """The matching entry with the longest prefix, or None; on a tie the first one (``FindRegistry``).
+
+        ``ref`` is an ImageRef or, as upstream accepts, a host or namespace string. Upstream compares the
+        prefixes' own lengths, so ``*.sub.example.com`` beats ``*.example.com``.
+        """
         text = str(ref)
-        best, best_rank = None, None
+        best = None
         for reg in self.registries:
-            length = _matching_prefix_length(text, reg.prefix)
-            if length < 0:
-                continue
-            rank = (length, not reg.prefix.startswith("*."))
-            if best_rank is None or rank > best_rank:
-                best, best_rank = reg, rank
+            if _matching_prefix_length(text, reg.prefix) >= 0 and (best is None or len(reg.prefix) > len(best.prefix)):
+                best = reg
         return best
 
     def pull_sources(self, ref: ImageRef) -> list:
@@ -307,13 +318,17 @@ class RegistriesConf:
             return PullSource(ref, ref.registry, insecure, mirror)
         text = str(ref)
         rewritten = location + text[_matching_prefix_length(text, reg.prefix):]
+        problem = f"image {ref} rewritten by prefix {reg.prefix!r} ({reg.source}) to location {location!r} gives {rewritten!r}"
         try:
             new_ref = parse_image_ref(rewritten, require_digest=False)
         except ImageReferenceError as exc:
+            raise RegistriesConfError(f"{problem}, which is not a valid reference: {exc}") from None
+        # containers/image takes the result with ParseNamed, which refuses a name it would have to normalise.
+        if str(new_ref) != rewritten:
             raise RegistriesConfError(
-                f"image {ref} rewritten by prefix {reg.prefix!r} ({reg.source}) to location {location!r} "
-                f"is not a valid reference: {exc}"
-            ) from None
+                f"{problem}, which is not a canonical reference (it would mean {new_ref}); the runtime refuses "
+                "this rewrite: write the location out in full (host[:port][/path])"
+            )
         return PullSource(new_ref, new_ref.registry, insecure, mirror)
 
 

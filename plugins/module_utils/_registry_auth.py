@@ -6,8 +6,11 @@
 
 Keys of ``auths`` may be a host, ``host:port``, a repository path (``host/ns/repo``), with or without a
 ``https://`` scheme and a ``/v1/``-style suffix, or a host with ``*`` wildcard labels (``*.example.com``, as the
-kubelet accepts). The most specific key wins: the longest repository-path prefix on path-component boundaries,
-then an exact host before a wildcard host. Secrets never appear in errors, ``repr`` or ``str``.
+kubelet accepts). The most specific key wins: the longest repository-path prefix on path-component boundaries;
+then an exact host before a wildcard host; among spellings of one registry, the key written exactly as the
+image's host (``docker.io``) before another spelling of it (``index.docker.io``) before a URL
+(``https://index.docker.io/v1/``), as containers/image looks them up; last the key text, so the order of the JSON
+keys never matters. Secrets never appear in errors, ``repr`` or ``str``.
 """
 
 from __future__ import annotations
@@ -145,6 +148,12 @@ class _Entry:
         self.path = path
         self.credentials = credentials
 
+    def spelling_rank(self, host: str) -> int:
+        """2: the key is the query's own text (``host[/path]``); 1: another bare spelling; 0: a URL."""
+        if self.key == "/".join((host,) + self.path):
+            return 2
+        return 0 if "://" in self.key else 1
+
 
 class DockerConfig:
     """The ``auths`` of one docker-config file (``path`` is None when no file was read)."""
@@ -168,18 +177,15 @@ class DockerConfig:
         host, _sep, path = name.partition("/")
         host = _normalise_host(host)
         components = tuple(c for c in path.split("/") if c)
-        best = None
-        best_rank = None
-        for entry in self._entries:
-            if len(entry.path) > len(components) or components[: len(entry.path)] != entry.path:
-                continue
-            if not _host_matches(entry.host, host):
-                continue
-            rank = (len(entry.path), "*" not in entry.host)
-            # Strictly greater: on a tie (two spellings of one key) the first in the file wins.
-            if best_rank is None or rank > best_rank:
-                best, best_rank = entry, rank
-        return best.credentials if best else None
+        candidates = [
+            entry for entry in self._entries
+            if len(entry.path) <= len(components) and components[: len(entry.path)] == entry.path
+            and _host_matches(entry.host, host)
+        ]
+        if not candidates:
+            return None
+        best = min(candidates, key=lambda e: (-len(e.path), "*" in e.host, -e.spelling_rank(host), e.key))
+        return best.credentials
 
     def secrets(self) -> set:
         found = set()

@@ -158,14 +158,20 @@ pools:
       description: C(spec.nodeSelector), which selects the pool's nodes.
       type: dict
     pinned_image_sets:
-      description: The sets the pool names in C(spec.pinnedImageSets).
+      description:
+        - The sets the pool names in C(spec.pinnedImageSets), as reported.
+        - They do not decide the pool's sets; the MCO's controller overwrites this list with what the pool's
+          C(spec.machineConfigSelector) matches, and so does RV(pools[].sets).
       type: list
       elements: str
     source:
       description: Where the pool came from, V(cluster), a file path, V(pools) or V(default).
       type: str
     sets:
-      description: The names of the sets the pool selects.
+      description:
+        - The names of the sets the pool selects, as the MCO's controller decides. Its non-empty
+          C(spec.machineConfigSelector) matches the set's labels (a missing or empty one matches none), or the
+          set's C(spec.machineConfigPoolSelector) matches the pool's labels.
       type: list
       elements: str
     images:

@@ -126,6 +126,11 @@ def test_same_content_trims_like_the_mco():
     assert same_content("\n" + new.rstrip("\n") + "  \n\n", new)
     assert not same_content(None, new)
     assert not same_content(render_pinned_images([B]), new)
+    # Go's bytes.TrimSpace: NEL and NBSP (in UTF-8) are trimmed, the U+001C..U+001F separators are not.
+    assert same_content(new.encode() + "\u0085\u00a0".encode(), new)
+    assert same_content("\u3000" + new, new.encode())
+    assert not same_content(new + "\x1c", new)
+    assert not same_content(new.encode() + b"\xff", new)
 
 
 class FakeCri:

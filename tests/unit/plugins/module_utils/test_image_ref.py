@@ -50,8 +50,13 @@ VALID = [
     ("quay.io/a:" + "T" * 128, False, ("quay.io", "a", "T" * 128, None), "quay.io/a:" + "T" * 128),
     ("quay.io/a:_x.Y-1", False, ("quay.io", "a", "_x.Y-1", None), "quay.io/a:_x.Y-1"),
     ("quay.io/a:0", False, ("quay.io", "a", "0", None), "quay.io/a:0"),
-    # Name exactly 255 characters.
-    ("q.io/" + "a" * 250, False, ("q.io", "a" * 250, None, None), "q.io/" + "a" * 250),
+    # Path exactly 255 characters: the host is not counted (distribution/reference v0.6.0).
+    ("quay.example.com/" + "a" * 255, False, ("quay.example.com", "a" * 255, None, None),
+     "quay.example.com/" + "a" * 255),
+    # Ports are digits, any number of them, as in the grammar.
+    ("quay.io:123456/a", False, ("quay.io:123456", "a", None, None), "quay.io:123456/a"),
+    # An image id is refused only as the whole reference.
+    ("docker.io/" + HEX, False, ("docker.io", "library/" + HEX, None, None), "docker.io/library/" + HEX),
 ]
 
 
@@ -114,7 +119,6 @@ INVALID = [
     # Hosts and ports.
     ("quay.io:/a", False, "invalid registry host 'quay.io:'"),
     ("quay.io:abc/a", False, "invalid registry host"),
-    ("quay.io:123456/a", False, "invalid registry host"),
     ("-quay.io/a", False, "invalid registry host"),
     ("quay-.io/a", False, "invalid registry host"),
     ("quay..io/a", False, "invalid registry host"),
@@ -138,7 +142,9 @@ INVALID = [
     ("quay.io/\u00e9", False, "invalid path component"),
     ("quay.io/a$(reboot)", False, "invalid path component"),
     ("quay.io/../etc/passwd", False, "invalid path component"),
-    ("q.io/" + "a" * 251, False, "at most 255"),
+    ("q.io/" + "a" * 256, False, "repository path of 256 characters; at most 255"),
+    ("docker.io/" + "a" * 248, False, "repository path of 256 characters"),  # library/ counts
+    (HEX * 1, False, "64-hex image id"),
 ]
 
 

@@ -32,7 +32,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
 )
 
 
-
 def digest(n: int) -> str:
     return "sha256:%064x" % n
 
@@ -159,11 +158,10 @@ def test_not_rfc_1123_subdomains(value, why):
 
 
 def test_longest_accepted_name():
-    # The distribution grammar caps host+path at 255 characters, below the CRD's 447 for the whole reference.
-    name = "quay.io/org/" + "a" * (255 - len("quay.io/org/")) + "@" + digest(1)
-    assert len(name) == 255 + 72
+    # distribution/reference caps the path (the host not counted) at 255 characters, below the CRD's 447.
+    name = "quay.io/org/" + "a" * (255 - len("org/")) + "@" + digest(1)
     assert validate_set(make_set(images=(name,))).images == (name,)
-    with pytest.raises(PinnedImageSetError, match="at most 255"):
+    with pytest.raises(PinnedImageSetError, match="repository path of 256 characters; at most 255"):
         validate_set(make_set(images=("quay.io/org/a" + name[len("quay.io/org/"):],)))
 
 
@@ -335,18 +333,21 @@ def all_sets():
     ]
 
 
-def test_sets_for_pool_all_three_ways():
+def test_sets_for_pool_by_selectors_only():
     sets = all_sets()
     assert [s.name for s in sets_for_pool(WORKER, sets)] == ["w", "seed", "everywhere"]
     assert [s.name for s in sets_for_pool(MASTER, sets)] == ["m", "everywhere"]
-    assert [s.name for s in sets_for_pool(INFRA, sets)] == ["w", "explicit", "i", "everywhere"]
+    # INFRA lists "explicit" in spec.pinnedImageSets, but its selector does not match it: the MCO's controller
+    # replaces that list with the selector's result.
+    assert [s.name for s in sets_for_pool(INFRA, sets)] == ["w", "i", "everywhere"]
     assert missing_set_refs(make_pool("p", refs=("explicit", "gone")), sets) == ["gone"]
 
 
-def test_empty_machine_config_selector_matches_every_set_and_missing_none():
-    sets = all_sets()
-    assert len(sets_for_pool(make_pool("all", mc_selector={}), sets)) == len(sets)
-    assert [s.name for s in sets_for_pool(make_pool("none"), sets)] == ["everywhere"]
+@pytest.mark.parametrize("mc_selector", [{}, {"matchLabels": {}}, {"matchLabels": {}, "matchExpressions": []}, None])
+def test_empty_or_missing_machine_config_selector_matches_no_set(mc_selector):
+    # The controller skips such a pool; only the seed-side selector of "everywhere" still reaches it.
+    pool = make_pool("p", mc_selector=mc_selector, refs=("w", "explicit"))
+    assert [s.name for s in sets_for_pool(pool, all_sets())] == ["everywhere"]
 
 
 def test_default_pool_shape():
@@ -386,14 +387,16 @@ def test_images_for_node_is_the_sorted_union():
     sets = all_sets()
     images, names = images_for_node({"node-role.kubernetes.io/infra": "", "node-role.kubernetes.io/worker": ""},
                                     [WORKER, MASTER, INFRA], sets)
-    assert names == ["w", "explicit", "i", "everywhere", "seed"]
-    assert images == sorted({img(n) for n in (1, 2, 4, 5, 6, 7)})
+    assert names == ["w", "i", "everywhere", "seed"]
+    assert images == sorted({img(n) for n in (1, 2, 4, 6, 7)})
     assert images_for_node({"x": "y"}, [WORKER], sets) == ([], [])
     assert images_for_pool(MASTER, sets) == (sorted([img(3), img(7)]), ["m", "everywhere"])
 
 
 def test_unique_sorted_images_drops_blanks_like_the_mco():
     assert unique_sorted_images(["b", " ", "", "a", "b", None]) == ["a", "b"]
+    # Blank as Go's strings.TrimSpace sees it: NEL, NBSP and U+3000 are space, the info separators are not.
+    assert unique_sorted_images(["\x85", "\xa0 ", "\u3000", "\x1c", "x"]) == ["\x1c", "x"]
 
 
 def test_sets_are_plain_data():

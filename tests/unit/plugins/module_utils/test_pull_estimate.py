@@ -109,6 +109,16 @@ def test_blocked_registry_is_an_invalid_image():
     assert client.calls == []
 
 
+def test_rewrite_the_runtime_refuses_is_an_invalid_image_never_docker_hub():
+    # origin.example/team/app@... rewritten onto "hub" gives "hub@sha256:...", which parses only as docker.io/library/hub.
+    rewrite = [dict(prefix=IMAGE.name, location="hub")]
+    pull, client, _sleeps = estimator({}, rewrite)
+    _manifests, failures = pull.read([IMAGE])
+    message, kind = failures[str(IMAGE)]
+    assert kind == "invalid" and "not a canonical reference" in message
+    assert client.calls == []
+
+
 def test_mirror_uses_its_own_credentials_else_the_image_hosts():
     auths = '{"mirror.example": {"username": "m", "password": "x"}, "origin.example": {"username": "o", "password": "y"}}'
     pull, client, _sleeps = estimator({"mirror.example": [None]}, MIRRORED, auths)

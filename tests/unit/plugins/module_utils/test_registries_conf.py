@@ -123,9 +123,13 @@ SOURCE_CASES = [
         ("cache.corp.example.com/a@" + DIGEST, False, True),
         ("x.y.corp.example.com/a@" + DIGEST, False, False),
     ]),
-    # Ports are never covered by a host prefix (containers/image matches them by accident; see docs).
+    # Ports are never covered by a host prefix (containers/image matches them by accident; see docs)...
     ("quay.io:8443/ns/app@" + DIGEST, [("quay.io:8443/ns/app@" + DIGEST, False, False)]),
-    ("reg.corp.example.com:5000/a@" + DIGEST, [("reg.corp.example.com:5000/a@" + DIGEST, False, False)]),
+    # ...but a wildcard covers them, as in containers/image: the port follows onto the mirror.
+    ("reg.corp.example.com:5000/a@" + DIGEST, [
+        ("cache.corp.example.com:5000/a@" + DIGEST, False, True),
+        ("reg.corp.example.com:5000/a@" + DIGEST, False, False),
+    ]),
     # No entry: the image itself.
     ("ghcr.io/o/r@" + DIGEST, [("ghcr.io/o/r@" + DIGEST, False, False)]),
     # pull-from-mirror per mirror.
@@ -186,17 +190,18 @@ BAD_CONF = [
     ('[[registry]]\nprefix = "*.example.com/ns"\n', "wildcard prefix must look like"),
     ('[[registry]]\nprefix = "reg.*.com"\nlocation = "a.io"\n', "wildcard prefix must look like"),
     ('[[registry]]\nprefix = "*.example.com:5000"\n', "wildcard prefix must look like"),
-    ('[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\ninsecure = true\n', "mirror[0]: location is unset"),
+    ('[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\ninsecure = true\n', "mirror location is unset"),
     ('[[registry]]\nlocation = "quay.io"\nmirror = 3\n', "mirror must be a list"),
     ('[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\nlocation = "m.io"\npull-from-mirror = "x"\n',
      "pull-from-mirror 'x'"),
     ('[[registry]]\nlocation = "quay.io"\nmirror-by-digest-only = true\n[[registry.mirror]]\nlocation = "m.io"\n'
      'pull-from-mirror = "all"\n', "cannot be combined"),
-    ('[[registry]]\nlocation = "mirror"\n', "not a registry host"),
-    ('[[registry]]\nlocation = "quay.io/NS"\n', "not a registry host"),
-    ('[[registry]]\nlocation = "quay.io/ns:tag"\n', "not a registry host"),
-    # A bare path means Docker Hub only implicitly; a location must write its host out.
-    ('[[registry]]\nlocation = "library/busybox"\n', "not a registry host"),
+    ('[[registry]]\nlocation = "quay.io"\npull-from-mirror = "all"\n',
+     "pull-from-mirror must not be set for a non-mirror registry 'quay.io'"),
+    ('[[registry]]\nlocation = "quay.io"\n[[registry]]\nprefix = "quay.io/a"\nlocation = "quay.io"\ninsecure = true\n',
+     "registry 'quay.io' is defined multiple times with conflicting 'insecure' setting"),
+    ('[[registry]]\nprefix = "*.a.io"\nblocked = true\n[[registry]]\nprefix = "*.a.io"\n',
+     "defined multiple times with conflicting 'blocked' setting"),
     ('[[registry]]\nlocation = "quay io"\n', "contains whitespace"),
 ]
 
@@ -207,6 +212,44 @@ def test_bad_conf(text, message):
         parse_registries_conf(text, "/etc/containers/registries.conf")
     assert message in str(info.value)
     assert str(info.value).startswith("/etc/containers/registries.conf")
+
+
+# The runtime loads any location without a URI scheme; one that cannot be rewritten onto fails the pull only.
+@pytest.mark.parametrize("location, problem", [
+    ("mirror", "not a canonical reference (it would mean docker.io/mirror/x:t)"),
+    ("library/busybox", "not a canonical reference"),
+    ("example.com/foo", None),
+    ("quay.io/NS", "not a valid reference"),
+    ("quay.io/ns:tag", "not a valid reference"),
+    ("john.doe@example.com", "not a valid reference"),
+])
+def test_location_checked_when_used(location, problem):
+    conf = RegistriesConf(parse_registries_conf(f'[[registry]]\nprefix = "src.io"\nlocation = "{location}"\n', "x"))
+    ref = parse_image_ref("src.io/x:t", require_digest=False)
+    if problem is None:
+        assert [str(s) for s in conf.pull_sources(ref)] == [f"{location}/x:t"]
+        return
+    with pytest.raises(RegistriesConfError) as info:
+        conf.pull_sources(ref)
+    assert problem in str(info.value) and "rewritten by prefix 'src.io'" in str(info.value)
+
+
+def test_rewrite_that_would_land_on_docker_hub_is_refused():
+    conf = RegistriesConf(registries_from_list([{"prefix": "example.com/foo", "location": "example.com"}]))
+    with pytest.raises(RegistriesConfError) as info:
+        conf.pull_sources(parse_image_ref("example.com/foo@" + DIGEST))
+    assert "'example.com@" + DIGEST + "'" in str(info.value) and "not a canonical reference" in str(info.value)
+
+
+def test_longest_wildcard_wins_and_first_of_equal_prefixes():
+    conf = RegistriesConf(parse_registries_conf(
+        '[[registry]]\nprefix = "*.example.com"\nlocation = "short.io"\n'
+        '[[registry]]\nprefix = "*.sub.example.com"\nlocation = "long.io"\n'
+        '[[registry]]\nprefix = "dup.io"\nlocation = "first.io"\n'
+        '[[registry]]\nprefix = "dup.io"\nlocation = "second.io"\n', "x"))
+    assert conf.find_registry(parse_image_ref("a.sub.example.com/x:t", require_digest=False)).location == "long.io"
+    assert conf.find_registry(parse_image_ref("a.sub.example.com:5000/x:t", require_digest=False)).location == "long.io"
+    assert conf.find_registry(parse_image_ref("dup.io/x:t", require_digest=False)).location == "first.io"
 
 
 @pytest.mark.parametrize("location", ["docker.io", "index.docker.io", "registry-1.docker.io/library", "docker.io/org"])

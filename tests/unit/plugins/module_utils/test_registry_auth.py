@@ -68,9 +68,17 @@ LOOKUP_CASES = [
     (["*.example.com:5000"], "reg.example.com/a", None),
     # Host only, no path.
     (["quay.io"], "quay.io", "quay.io"),
-    # Ties between two spellings of one key: the first in the file wins.
+    # Spellings of one registry, in containers/image's order whatever the JSON key order: the exact text,
+    # another bare spelling, a URL; then the key text.
     (["docker.io", "https://index.docker.io/v1/"], "docker.io/x/y", "docker.io"),
-    (["https://index.docker.io/v1/", "docker.io"], "docker.io/x/y", "https://index.docker.io/v1/"),
+    (["https://index.docker.io/v1/", "docker.io"], "docker.io/x/y", "docker.io"),
+    (["index.docker.io", "docker.io"], "docker.io/x/y", "docker.io"),
+    (["https://index.docker.io/v1/", "index.docker.io"], "docker.io/x/y", "index.docker.io"),
+    (["registry-1.docker.io", "index.docker.io"], "docker.io/x/y", "index.docker.io"),
+    (["index.docker.io", "registry-1.docker.io"], "docker.io/x/y", "index.docker.io"),
+    (["https://quay.io/v1/", "quay.io"], "quay.io/x", "quay.io"),
+    # A URL spelling of the exact host still beats a wildcard.
+    (["*.example.com", "https://reg.example.com/v1/"], "reg.example.com/a", "https://reg.example.com/v1/"),
     ([], "quay.io/a", None),
 ]
 
