@@ -109,8 +109,8 @@ def test_the_documented_step_passes_without_drift_and_lists_exactly_what_differs
     rc, report, output = check(repo)
     assert rc == 0, output
     assert report["status"] == "clean" and exactly(report) and report["error"] is None
-    assert {p["pool"]: (p["added"], p["removed"]) for p in report["pools"]} == {"master": ([], []),
-                                                                               "worker": ([], [])}
+    unchanged = {"master": ([], []), "worker": ([], [])}
+    assert {p["pool"]: (p["added"], p["removed"]) for p in report["pools"]} == unchanged
 
     # One edited file: only that one is changed (the master file is byte-identical and is not listed).
     with open(repo / WORKER_MC, "a", encoding="utf-8") as handle:
