@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths import ControllerPathsAction
+from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths_action import ControllerPathsAction
 
 
 class ActionModule(ControllerPathsAction):

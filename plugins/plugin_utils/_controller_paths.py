@@ -17,15 +17,13 @@ Public API
 ``resolve_options(args, options, base, must_exist=()) -> (args, problems)``: a copy of the task arguments with
     each string (or each string element of a list) of ``options`` resolved; ``problems`` names every relative
     path of ``must_exist`` that does not exist, with the directory it was resolved against.
-``ControllerPathsAction``: an action plugin base; subclasses set ``PATH_OPTIONS`` and ``INPUT_OPTIONS``.
+The action plugin base that uses them is ``_controller_paths_action.ControllerPathsAction`` (kept apart: importing
+ansible's action machinery changes how modules run in the same process report warnings, which unit tests do).
 """
 
 from __future__ import annotations
 
 import os
-
-from ansible.plugins.action import ActionBase
-from ansible.utils.collection_loader import resource_from_fqcr
 
 
 def resolve_path(value: str, base: str) -> str:
@@ -54,25 +52,3 @@ def resolve_options(args: dict, options, base: str, must_exist=()) -> tuple:
         if value is not None:
             resolved[option] = out if isinstance(value, list) else out[0]
     return resolved, problems
-
-
-class ControllerPathsAction(ActionBase):
-    """Runs the module of the same name with relative paths resolved on the controller (local connection only:
-    on any other connection a path names a file of the target, and the module resolves it there)."""
-
-    PATH_OPTIONS: tuple = ()
-    INPUT_OPTIONS: tuple = ()
-
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        args = dict(self._task.args)
-        if resource_from_fqcr(self._connection.transport) == "local":
-            args, problems = resolve_options(args, self.PATH_OPTIONS, os.getcwd(), self.INPUT_OPTIONS)
-            if problems:
-                result.update(failed=True, changed=False, problems=problems,
-                              msg=problems[0] if len(problems) == 1 else "; ".join(problems))
-                return result
-        result.update(self._execute_module(module_name=self._task.resolved_action, module_args=args,
-                                           task_vars=task_vars))
-        return result
