@@ -22,6 +22,8 @@ options:
       - When neither O(kubeconfig), O(context) nor O(host) is given, the service account of the pod is used when the
         module runs in a pod, else the default configuration file (E(KUBECONFIG) or C(~/.kube/config)).
       - Can also be specified via E(K8S_AUTH_KUBECONFIG) environment variable.
+      - A relative path given to the task is resolved against the directory C(ansible) or C(ansible-playbook) was started in when the
+        module runs over the local connection (C(delegate_to=localhost)), not against the playbook's directory.
       - The credentials in a dictionary (tokens, passwords, private keys) are masked wherever they occur in the
         module's results; the rest of it stays readable.
     type: raw
@@ -55,18 +57,24 @@ options:
       - Path to a CA certificate used to authenticate with the API. The full certificate chain must be provided to
         avoid certificate validation errors.
       - Can also be specified via E(K8S_AUTH_SSL_CA_CERT) environment variable.
+      - A relative path given to the task is resolved against the directory C(ansible) or C(ansible-playbook) was started in when the
+        module runs over the local connection (C(delegate_to=localhost)), not against the playbook's directory.
     type: path
     aliases: [ssl_ca_cert]
   client_cert:
     description:
       - Path to a certificate used to authenticate with the API.
       - Can also be specified via E(K8S_AUTH_CERT_FILE) environment variable.
+      - A relative path given to the task is resolved against the directory C(ansible) or C(ansible-playbook) was started in when the
+        module runs over the local connection (C(delegate_to=localhost)), not against the playbook's directory.
     type: path
     aliases: [cert_file]
   client_key:
     description:
       - Path to a key file used to authenticate with the API.
       - Can also be specified via E(K8S_AUTH_KEY_FILE) environment variable.
+      - A relative path given to the task is resolved against the directory C(ansible) or C(ansible-playbook) was started in when the
+        module runs over the local connection (C(delegate_to=localhost)), not against the playbook's directory.
     type: path
     aliases: [key_file]
   proxy:

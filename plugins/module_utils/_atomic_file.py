@@ -20,7 +20,8 @@ Public API
 ``atomic_write(path, content, mode=0o644, check_mode=False, same=None, tmp_dir=None) -> dict``
     ``content`` is str (UTF-8) or bytes. ``same(old_bytes, new_bytes) -> bool`` decides "unchanged"
     (default: byte equality). Unchanged content is not rewritten; a wrong mode is fixed with chmod.
-    Returns ``{changed, created, diff}``; ``diff`` is ``{before, after, before_header, after_header}``.
+    Returns ``{changed, created, content_changed, diff}`` (``content_changed`` is false for a mode-only fix);
+    ``diff`` is ``{before, after, before_header, after_header}``.
 ``remove_file(path, check_mode=False) -> dict``: ``{changed, diff}``; a missing file is no change.
     Outside check mode it also removes the leftovers of dead writers next to ``path`` (CRI-O would read them,
     hidden or not); ``changed`` and ``diff`` describe ``path`` only.
@@ -142,7 +143,7 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
     if unchanged:
         current_mode = stat.S_IMODE(os.stat(path).st_mode)
         if current_mode == mode:
-            return {"changed": False, "created": False, "diff": _diff(path, before, before)}
+            return {"changed": False, "created": False, "content_changed": False, "diff": _diff(path, before, before)}
         if not check_mode:
             try:
                 os.chmod(path, mode)
@@ -151,9 +152,9 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
         diff = _diff(path, before, before)
         diff["before_header"] = f"{path} (mode {current_mode:04o})"
         diff["after_header"] = f"{path} (mode {mode:04o})"
-        return {"changed": True, "created": False, "diff": diff}
+        return {"changed": True, "created": False, "content_changed": False, "diff": diff}
 
-    result = {"changed": True, "created": before is None, "diff": _diff(path, before, data)}
+    result = {"changed": True, "created": before is None, "content_changed": True, "diff": _diff(path, before, data)}
     if check_mode:
         return result
 

@@ -40,8 +40,13 @@ Public API
     otherwise each pool gets the union of its sets (``_pinned_image_set.images_for_pool``).
 ``dump_yaml(obj) -> str``: block-style YAML with sorted keys; the same object always gives the same bytes.
 ``file_path(dest, name)``: ``<dest>/<name>.yaml``.
-``sync_files(entries, dest, state, check_mode) -> {changed, files, diffs}``: atomic, byte-stable files; any
-    file system failure is raised as ``_atomic_file.AtomicFileError`` naming the path.
+``sync_files(entries, dest, state, check_mode) -> {changed, files, diffs, file_changes, previous_images}``:
+    atomic, byte-stable files; any file system failure is raised as ``_atomic_file.AtomicFileError`` naming
+    the path. ``file_changes`` is ``{created, changed, removed}`` (paths; "changed" only when the bytes differ),
+    ``previous_images`` the images each MachineConfig file pinned before (by name; [] when absent or unreadable).
+``images_in_machine_config(data) -> list[str]``: the images a rendered MachineConfig file pins ([] when it
+    carries no drop-in this module can read).
+``image_changes(before, after) -> {added, removed}``: sorted.
 ``sync_cluster(entries, client, state, check_mode) -> {changed, applied, deleted, diffs}``: server-side apply
     (field manager ``pinned-images``) only when the managed parts differ; deletes MachineConfigs of empty pools
     and, with ``state=absent``, of every pool.
@@ -50,7 +55,10 @@ Public API
 from __future__ import annotations
 
 import base64
+import binascii
+import json
 import os
+import re
 
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH, render_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
@@ -203,19 +211,49 @@ def file_path(dest: str, name: str) -> str:
     return os.path.join(dest, name + ".yaml")
 
 
+_PINNED_IMAGES_LINE = re.compile(r"^\s*pinned_images\s*=\s*(\[.*\])\s*$", re.MULTILINE)
+
+
+def images_in_machine_config(data) -> list:
+    """The images of the drop-in a MachineConfig file carries; [] for anything else (a hand-edited file is
+    compared with what is rendered, not rejected)."""
+    if data is None or not HAS_YAML:
+        return []
+    try:
+        obj = yaml.safe_load(data)
+        files = obj["spec"]["config"]["storage"]["files"]
+        source = next(f["contents"]["source"] for f in files if f.get("path") == DEFAULT_PATH)
+        text = base64.b64decode(source[len(DATA_URL_PREFIX):], validate=True).decode("utf-8")
+        match = _PINNED_IMAGES_LINE.search(text)
+        # The MCO's basic strings hold no escapes JSON reads differently (validated references only).
+        images = json.loads(match.group(1)) if match else []
+    except (yaml.YAMLError, KeyError, TypeError, AttributeError, StopIteration, binascii.Error, UnicodeDecodeError,
+            ValueError):
+        return []
+    return sorted(i for i in images if isinstance(i, str)) if isinstance(images, list) else []
+
+
+def image_changes(before, after) -> dict:
+    """The images ``after`` adds to and removes from ``before``."""
+    return {"added": sorted(set(after) - set(before)), "removed": sorted(set(before) - set(after))}
+
+
 def sync_files(entries, dest: str, state: str = "present", check_mode: bool = False) -> dict:
     """Write ``<dest>/<name>.yaml`` for entries with a MachineConfig; remove it for the others or when absent.
 
-    Returns ``{changed, files, diffs}``; ``files`` lists the paths written or up to date (present) or removed
-    (absent and empty pools).
+    Returns ``{changed, files, diffs, file_changes, previous_images}``; ``files`` lists the paths written or up
+    to date (present) or removed (absent and empty pools); see the module docstring for the others.
     """
     from ansible_collections.pinned.images.plugins.module_utils._atomic_file import (
         AtomicFileError,
         atomic_write,
+        read_bytes,
         remove_file,
     )
 
     changed, files, diffs = False, [], []
+    file_changes = {"created": [], "changed": [], "removed": []}
+    previous_images = {}
     if state == "present" and not check_mode and any(e["machine_config"] for e in entries):
         try:
             os.makedirs(dest, mode=0o755, exist_ok=True)
@@ -224,13 +262,17 @@ def sync_files(entries, dest: str, state: str = "present", check_mode: bool = Fa
     for entry in entries:
         path = file_path(dest, entry["name"])
         try:
+            previous_images[entry["name"]] = images_in_machine_config(read_bytes(path))
             if state == "present" and entry["machine_config"] is not None:
                 outcome = atomic_write(path, dump_yaml(entry["machine_config"]), mode=0o644, check_mode=check_mode)
                 files.append(path)
+                if outcome["content_changed"]:
+                    file_changes["created" if outcome["created"] else "changed"].append(path)
             else:
                 outcome = remove_file(path, check_mode=check_mode)
                 if outcome["changed"]:
                     files.append(path)
+                    file_changes["removed"].append(path)
         except AtomicFileError:
             raise
         except OSError as exc:
@@ -238,7 +280,8 @@ def sync_files(entries, dest: str, state: str = "present", check_mode: bool = Fa
         if outcome["changed"]:
             changed = True
             diffs.append(outcome["diff"])
-    return {"changed": changed, "files": files, "diffs": diffs}
+    return {"changed": changed, "files": files, "diffs": diffs, "file_changes": file_changes,
+            "previous_images": previous_images}
 
 
 def _managed_view(obj) -> dict:

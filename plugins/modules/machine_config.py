@@ -43,6 +43,8 @@ options:
     description:
       - PinnedImageSet objects (dictionaries) or paths on the host running the module to YAML files or directories
         (C(*.yaml) and C(*.yml), not recursive) that hold them. MachineConfigPool objects in the files are used as pools.
+      - A relative path is resolved against the directory C(ansible) or C(ansible-playbook) was started in when the
+        module runs over the local connection (C(delegate_to=localhost)), not against the playbook's directory.
       - Validated as the C(machineconfiguration.openshift.io/v1) API does; all problems are reported at once and
         nothing is written or applied.
       - Mutually exclusive with O(images).
@@ -77,6 +79,8 @@ options:
   dest:
     description:
       - A directory to write each MachineConfig into, as C(<name>.yaml). It is created when missing.
+      - A relative path is resolved against the directory C(ansible) or C(ansible-playbook) was started in when the
+        module runs over the local connection (C(delegate_to=localhost)), not against the playbook's directory.
     type: path
   apply:
     description:
@@ -107,6 +111,10 @@ requirements:
 notes:
   - The kubernetes Python library is needed only with O(apply=true).
   - The module runs where it is delegated to (usually the controller); paths in O(sets) and O(dest) are on that host.
+  - With the local connection (C(delegate_to=localhost), C(ansible localhost -c local)) relative paths in O(sets),
+    O(dest), O(kubeconfig), O(ca_cert), O(client_cert) and O(client_key) are resolved against the directory
+    C(ansible) or C(ansible-playbook) was started in, not the playbook's directory; a relative path in O(sets)
+    that does not exist is reported with that directory.
 seealso:
   - module: pinned.images.crio_pinned_images
   - module: pinned.images.prefetch
@@ -189,6 +197,17 @@ pools:
       description: The PinnedImageSets that selected the pool.
       type: list
       elements: str
+    added:
+      description: With O(dest), the images this run pins that the pool's file in O(dest) did not (all of them
+        when the file was missing or unreadable).
+      type: list
+      elements: str
+      returned: when O(dest) is given
+    removed:
+      description: With O(dest), the images the pool's file in O(dest) pinned that this run does not.
+      type: list
+      elements: str
+      returned: when O(dest) is given
 files:
   description: With O(dest), the files written or already up to date; with O(state=absent) or for pools without
     images, the files removed.
@@ -196,6 +215,28 @@ files:
   type: list
   elements: str
   sample: [gitops/cluster-config/machineconfigs/99-worker-pinned-images.yaml]
+file_changes:
+  description: The files in O(dest) created, changed (their bytes differ) and removed (would be, in check mode).
+    A file whose bytes already match is in none of the lists, even when its mode is fixed.
+  returned: always
+  type: dict
+  contains:
+    created:
+      description: Files that did not exist.
+      type: list
+      elements: str
+    changed:
+      description: Files whose bytes differ from what is rendered.
+      type: list
+      elements: str
+    removed:
+      description: Files of pools left without images, or of every pool with O(state=absent).
+      type: list
+      elements: str
+  sample:
+    created: []
+    changed: [gitops/cluster-config/machineconfigs/99-worker-pinned-images.yaml]
+    removed: []
 applied:
   description: With O(apply=true), the MachineConfigs created or updated on the cluster (would be, in check mode).
   returned: always
@@ -231,6 +272,7 @@ from ansible_collections.pinned.images.plugins.module_utils._machine_config impo
     DEFAULT_NAME_TEMPLATE,
     SUPPORTED_IGNITION_VERSIONS,
     MachineConfigError,
+    image_changes,
     render_for_pools,
     sync_cluster,
     sync_files,
@@ -284,7 +326,8 @@ def main():
     )
     module.no_log_values.update(connection_secrets(module.params))
     params = module.params
-    result = dict(changed=False, machine_configs=[], pools=[], files=[], applied=[], deleted=[])
+    result = dict(changed=False, machine_configs=[], pools=[], files=[], applied=[], deleted=[],
+                  file_changes=dict(created=[], changed=[], removed=[]))
 
     try:
         entries = _plan(params)
@@ -302,7 +345,10 @@ def main():
         if params["dest"]:
             outcome = sync_files(entries, params["dest"], state=params["state"], check_mode=module.check_mode)
             result["files"] = outcome["files"]
+            result["file_changes"] = outcome["file_changes"]
             result["changed"] |= outcome["changed"]
+            for pool, entry in zip(result["pools"], entries):
+                pool.update(image_changes(outcome["previous_images"][entry["name"]], pool["images"]))
             diffs.extend(outcome["diffs"])
     except AtomicFileError as exc:
         module.fail_json(msg=str(exc), **result)

@@ -70,6 +70,8 @@ options:
     description:
       - A directory to write the set to, as C(<dest>/<name>.yaml) (mode C(0644); keys sorted, so the same set always
         gives the same bytes). It is created when missing.
+      - A relative path is resolved against the directory C(ansible) or C(ansible-playbook) was started in when the
+        module runs over the local connection (C(delegate_to=localhost)), not against the playbook's directory.
     type: path
   apply:
     description:
@@ -181,6 +183,15 @@ path:
   returned: when O(dest) is set
   type: str
   sample: /srv/gitops/pinned-image-sets/worker-pinned-images.yaml
+file_changes:
+  description: The file in O(dest) under C(created), C(changed) (its bytes differ) or C(removed) (would be, in
+    check mode); all three lists are empty when the file's bytes already match.
+  returned: when O(dest) is set
+  type: dict
+  sample:
+    created: []
+    changed: [/srv/gitops/pinned-image-sets/worker-pinned-images.yaml]
+    removed: []
 """
 
 import copy
@@ -391,6 +402,13 @@ def main():
                 written = remove_file(path, check_mode=module.check_mode)
         except (AtomicFileError, OSError) as exc:
             module.fail_json(msg=str(exc), **result)
+        result["file_changes"] = {"created": [], "changed": [], "removed": []}
+        if state == "absent":
+            kind = "removed" if written["changed"] else None
+        else:
+            kind = ("created" if written["created"] else "changed") if written["content_changed"] else None
+        if kind:
+            result["file_changes"][kind].append(path)
         result["changed"] = result["changed"] or written["changed"]
         diffs.append(written["diff"])
 

@@ -32,6 +32,8 @@ options:
       - YAML files, or directories of C(*.yaml) and C(*.yml) files (not recursive), holding PinnedImageSet and
         MachineConfigPool objects (several documents per file, and C(kind=List), are fine; other kinds are ignored).
       - Every set is validated; all problems are reported at once.
+      - A relative path is resolved against the directory C(ansible) or C(ansible-playbook) was started in when the
+        module runs over the local connection (C(delegate_to=localhost)), not against the playbook's directory.
     type: list
     elements: path
     default: []

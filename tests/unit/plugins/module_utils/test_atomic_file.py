@@ -45,13 +45,13 @@ def mode_of(path) -> int:
 def test_create_then_unchanged(tmp_path):
     path = tmp_path / "50-pinned-images"
     result = atomic_write(path, NEW)
-    assert result["changed"] and result["created"]
+    assert result["changed"] and result["created"] and result["content_changed"]
     assert path.read_bytes() == NEW and mode_of(path) == 0o644
     assert result["diff"] == {"before": "", "after": NEW.decode(), "before_header": f"{path} (absent)",
                               "after_header": str(path)}
     inode = os.stat(path).st_ino
     again = atomic_write(path, NEW.decode())
-    assert not again["changed"] and os.stat(path).st_ino == inode
+    assert not again["changed"] and not again["content_changed"] and os.stat(path).st_ino == inode
     assert os.listdir(tmp_path) == ["50-pinned-images"]
 
 
@@ -60,7 +60,7 @@ def test_replace_keeps_no_temp_and_sets_mode(tmp_path):
     path.write_bytes(OLD)
     path.chmod(0o600)
     result = atomic_write(path, NEW, mode=0o640)
-    assert result["changed"] and not result["created"]
+    assert result["changed"] and not result["created"] and result["content_changed"]
     assert result["diff"]["before"] == OLD.decode() and result["diff"]["after"] == NEW.decode()
     assert path.read_bytes() == NEW and mode_of(path) == 0o640
     assert os.listdir(tmp_path) == ["f"]
@@ -73,7 +73,7 @@ def test_mode_only_change(tmp_path):
     result = atomic_write(path, NEW, check_mode=True)
     assert result["changed"] and mode_of(path) == 0o600
     result = atomic_write(path, NEW)
-    assert result["changed"] and mode_of(path) == 0o644
+    assert result["changed"] and not result["content_changed"] and mode_of(path) == 0o644
     assert "0600" in result["diff"]["before_header"] and "0644" in result["diff"]["after_header"]
 
 

@@ -16,6 +16,8 @@ from ansible_collections.pinned.images.plugins.module_utils._machine_config impo
     MachineConfigError,
     data_url,
     dump_yaml,
+    image_changes,
+    images_in_machine_config,
     machine_config_name,
     render_for_pools,
     render_machine_config,
@@ -231,3 +233,34 @@ def test_sync_cluster_applies_only_differences():
     gone = sync_cluster(entries, client, state="absent")
     assert gone["deleted"] == ["99-worker-pinned-images"] and client.objects == {}
     assert not sync_cluster(entries, client, state="absent")["changed"]
+
+
+def test_sync_files_lists_created_changed_and_removed_by_bytes(tmp_path):
+    dest = tmp_path / "mcs"
+    worker, master = str(dest / "99-worker-pinned-images.yaml"), str(dest / "99-master-pinned-images.yaml")
+    entries = render_for_pools(["worker", "master"], images=[A])
+    first = sync_files(entries, str(dest))
+    assert first["file_changes"] == {"created": [worker, master], "changed": [], "removed": []}
+    assert first["previous_images"] == {"99-worker-pinned-images": [], "99-master-pinned-images": []}
+    # A mode-only fix changes no bytes: not drift.
+    (dest / "99-master-pinned-images.yaml").chmod(0o600)
+    with open(worker, "a", encoding="utf-8") as handle:
+        handle.write("# edited\n")
+    check = sync_files(entries, str(dest), check_mode=True)
+    assert check["changed"] and check["file_changes"] == {"created": [], "changed": [worker], "removed": []}
+    assert check["previous_images"]["99-worker-pinned-images"] == [A]
+    emptied = render_for_pools(["worker", "master"], images=None, sets=[])
+    assert sync_files(emptied, str(dest))["file_changes"] == {"created": [], "changed": [], "removed": [worker, master]}
+
+
+def test_images_in_machine_config_reads_the_drop_in_and_tolerates_anything_else():
+    assert images_in_machine_config(dump_yaml(render_machine_config("worker", [A, B])).encode()) == [A, B]
+    for junk in (None, b"", b"kind: MachineConfig\n", b"[not yaml", b"spec: {config: {storage: {files: 1}}}"):
+        assert images_in_machine_config(junk) == []
+    other = render_machine_config("worker", [A], path="/etc/other")
+    assert images_in_machine_config(dump_yaml(other)) == []
+
+
+def test_image_changes():
+    assert image_changes([A], [A, B]) == {"added": [B], "removed": []}
+    assert image_changes([A, B], []) == {"added": [], "removed": [A, B]}

@@ -186,3 +186,17 @@ def test_a_proxy_password_is_never_shown(capsys, fake_apiserver):
                   "images": [A], "apply": True}, capsys)
     assert result["rc"] == 1 and "cannot reach the Kubernetes API server" in result["msg"]
     assert "pr0xy-pa55word" not in result["_raw"] and fake_apiserver.token not in result["_raw"]
+
+
+def test_dest_reports_each_file_and_the_images_added_and_removed_per_pool(tmp_path, capsys):
+    dest = tmp_path / "machineconfigs"
+    worker = str(dest / "99-worker-pinned-images.yaml")
+    first = run({"pools": ["worker"], "images": [A], "dest": str(dest)}, capsys)
+    assert first["file_changes"] == {"created": [worker], "changed": [], "removed": []}
+    assert first["pools"][0]["added"] == [A] and first["pools"][0]["removed"] == []
+    check = run({"pools": ["worker"], "images": [B], "dest": str(dest)}, capsys, check_mode=True)
+    assert check["file_changes"] == {"created": [], "changed": [worker], "removed": []}
+    assert (check["pools"][0]["added"], check["pools"][0]["removed"]) == ([B], [A])
+    same = run({"pools": ["worker"], "images": [A], "dest": str(dest)}, capsys, check_mode=True)
+    assert same["file_changes"] == {"created": [], "changed": [], "removed": []}
+    assert (same["pools"][0]["added"], same["pools"][0]["removed"]) == ([], [])

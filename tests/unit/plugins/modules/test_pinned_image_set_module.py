@@ -290,3 +290,14 @@ def test_a_dict_kubeconfig_and_a_proxy_password_are_never_shown(fake_apiserver, 
     for result in (created, rejected, proxied):
         for secret in (fake_apiserver.token, "not-the-token", "pr0xy-pa55word"):
             assert secret not in result["_raw"]
+
+
+def test_dest_reports_the_file_as_created_changed_or_removed(tmp_path, capsys):
+    path = str(tmp_path / "worker-pins.yaml")
+    args = {"name": "worker-pins", "images": [A], "dest": str(tmp_path)}
+    assert run(args, capsys)["file_changes"] == {"created": [path], "changed": [], "removed": []}
+    assert run(args, capsys)["file_changes"] == {"created": [], "changed": [], "removed": []}
+    edited = run(dict(args, images=[A, B]), capsys, check_mode=True)
+    assert edited["file_changes"] == {"created": [], "changed": [path], "removed": []}
+    gone = run({"name": "worker-pins", "state": "absent", "dest": str(tmp_path)}, capsys)
+    assert gone["file_changes"] == {"created": [], "changed": [], "removed": [path]}

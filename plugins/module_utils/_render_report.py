@@ -1,0 +1,110 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The render's result for a pipeline: which files would be (or were) created, changed and removed, the images
+added and removed per pool, and whether the run failed (controller side).
+
+Document (``REPORT_VERSION`` 1)::
+
+    {"version": 1, "status": "clean" | "drift" | "updated" | "error", "check_mode": bool, "dest": "out",
+     "counts": {"created": 0, "changed": 1, "removed": 0},
+     "created": [], "changed": ["out/machineconfigs/99-worker-pinned-images.yaml"], "removed": [],
+     "pools": [{"pool": "worker", "machine_config": "99-worker-pinned-images", "images": [...],
+                "added": [...], "removed": [...]}],
+     "error": null | {"msg": "...", "problems": ["<file>: <problem>", ...], "task": "..."},
+     "message": "..."}
+
+``clean``: nothing differs; ``drift`` (check mode) and ``updated`` (a real run): some file differs;
+``error``: the render failed, the lists are empty and ``error`` says why. Paths under ``base`` (the directory
+``ansible-playbook`` was started in) are given relative to it, as a repository checkout names them.
+
+Public API
+----------
+``REPORT_VERSION``
+``merge_file_changes(changes) -> {created, changed, removed}``: the union of ``file_changes`` results (sorted;
+    ``None`` items are skipped).
+``display_path(path, base) -> str``: ``path`` relative to ``base`` when under it, else unchanged.
+``render_report(changes, pools=None, dest="", check_mode=False, error=None, base=None) -> dict``
+"""
+
+from __future__ import annotations
+
+import os
+
+REPORT_VERSION = 1
+KINDS = ("created", "changed", "removed")
+
+
+def merge_file_changes(changes) -> dict:
+    """One ``{created, changed, removed}`` from many; a path listed twice keeps its first kind."""
+    seen, merged = set(), {kind: [] for kind in KINDS}
+    for item in changes or []:
+        if not item:
+            continue
+        for kind in KINDS:
+            for path in item.get(kind) or []:
+                if path not in seen:
+                    seen.add(path)
+                    merged[kind].append(path)
+    return {kind: sorted(paths) for kind, paths in merged.items()}
+
+
+def display_path(path: str, base) -> str:
+    """``path`` relative to ``base`` when it lies below it."""
+    if not base or not path or not os.path.isabs(path):
+        return path
+    relative = os.path.relpath(path, base)
+    return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
+
+
+def _pool(entry: dict) -> dict:
+    return {
+        "pool": entry.get("pool"),
+        "machine_config": entry.get("name"),
+        "images": list(entry.get("images") or []),
+        "added": list(entry.get("added") or []),
+        "removed": list(entry.get("removed") or []),
+    }
+
+
+def _error(error) -> dict:
+    if isinstance(error, dict):
+        problems = error.get("problems") or []
+        return {"msg": str(error.get("msg") or "the render failed"),
+                "problems": [str(p) for p in problems] if isinstance(problems, list) else [str(problems)],
+                "task": error.get("task")}
+    return {"msg": str(error), "problems": [], "task": None}
+
+
+def render_report(changes, pools=None, dest: str = "", check_mode: bool = False, error=None, base=None) -> dict:
+    """The report document (see the module docstring); ``changes`` are ``file_changes`` results."""
+    dest_shown = display_path(dest, base)
+    report = {"version": REPORT_VERSION, "check_mode": bool(check_mode), "dest": dest_shown}
+    if error is not None:
+        err = _error(error)
+        lists = {kind: [] for kind in KINDS}
+        report.update(status="error", counts={kind: 0 for kind in KINDS}, pools=[], error=err, **lists)
+        detail = "".join("\n- " + p for p in err["problems"] if p not in err["msg"])
+        report["message"] = f"the render of {dest_shown or 'the sets'} failed (this is an error, not drift): " \
+                            f"{err['msg']}{detail}"
+        return report
+
+    merged = merge_file_changes(changes)
+    lists = {kind: [display_path(p, base) for p in merged[kind]] for kind in KINDS}
+    counts = {kind: len(lists[kind]) for kind in KINDS}
+    differs = any(counts.values())
+    status = ("drift" if check_mode else "updated") if differs else "clean"
+    summary = ", ".join(f"{counts[kind]} {kind}" for kind in ("changed", "created", "removed"))
+    details = "".join(f"; {kind}: {', '.join(lists[kind])}" for kind in ("changed", "created", "removed")
+                      if lists[kind])
+    if status == "drift":
+        message = f"{dest_shown} differs from what the render writes (run without --check to update it): " \
+                  f"{summary}{details}"
+    elif status == "updated":
+        message = f"{dest_shown} updated: {summary}{details}"
+    else:
+        message = f"{dest_shown} matches what the render writes: no drift"
+    report.update(status=status, counts=counts, pools=[_pool(p) for p in pools or []], error=None,
+                  message=message, **lists)
+    return report
