@@ -47,6 +47,35 @@ _KNOWN_TYPES = INDEX_TYPES + MANIFEST_TYPES + DOCKER_SCHEMA1
 
 DEFAULT_CERTS_DIRS = ("/etc/containers/certs.d", "/etc/docker/certs.d")
 DEFAULT_TIMEOUT = 30.0
+
+# Options of every module that reads a registry: pull secret, mirrors, TLS (docs: the pinned.images.registry fragment).
+REGISTRY_ARGUMENT_SPEC = dict(
+    auth_file=dict(type="path"),
+    registries_conf=dict(type="path"),
+    registry_mirrors=dict(
+        type="list",
+        elements="dict",
+        options=dict(
+            prefix=dict(type="str", required=True),
+            location=dict(type="str"),
+            insecure=dict(type="bool", default=False),
+            blocked=dict(type="bool", default=False),
+            mirror_by_digest_only=dict(type="bool", default=False),
+            mirrors=dict(
+                type="list",
+                elements="dict",
+                options=dict(
+                    location=dict(type="str", required=True),
+                    insecure=dict(type="bool", default=False),
+                    pull_from_mirror=dict(type="str", choices=["all", "digest-only", "tag-only"]),
+                ),
+            ),
+        ),
+    ),
+    registry_certs_dirs=dict(type="list", elements="path", default=list(DEFAULT_CERTS_DIRS)),
+    registry_timeout=dict(type="float", default=30.0),
+)
+
 # distribution refuses manifests above 4 MiB; so do we.
 MAX_MANIFEST_SIZE = 4 * 1024 * 1024
 MAX_SMALL_BODY = 1024 * 1024
