@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: release_image_set
 short_description: Turn an OpenShift release image into PinnedImageSets, read from its registry
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads an OpenShift release image (the payload C(oc adm release info --pullspecs) lists) straight from its
     registry, with no C(oc): its manifest (resolved to O(platform) for a multi-arch release), its config (which must
