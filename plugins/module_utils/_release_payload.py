@@ -21,18 +21,22 @@ import tarfile
 import zlib
 from dataclasses import dataclass, field
 
+from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError, atomic_write
+from ansible_collections.pinned.images.plugins.module_utils._disk_guard import estimate, human_size
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+from ansible_collections.pinned.images.plugins.module_utils._machine_config import dump_yaml
+# yaml, HAS_YAML and YAML_IMPORT_ERROR: the set loader's guarded PyYAML import.
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (  # noqa: F401
     API_VERSION,
+    HAS_YAML,
     MAX_PINNED_IMAGES,
     PINNED_IMAGE_SET_KIND,
     ROLE_LABEL,
+    YAML_IMPORT_ERROR,
     check_dns_subdomain,
     validate_set,
+    yaml,
 )
-from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError, atomic_write
-from ansible_collections.pinned.images.plugins.module_utils._disk_guard import estimate, human_size
-from ansible_collections.pinned.images.plugins.module_utils._machine_config import dump_yaml
 from ansible_collections.pinned.images.plugins.module_utils._prefetch import PrefetchOptions
 from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import (
     PullEstimator,
@@ -49,16 +53,6 @@ from ansible_collections.pinned.images.plugins.module_utils._registry_client imp
     RegistryError,
     parse_platform,
 )
-
-try:
-    import yaml
-
-    HAS_YAML = True
-    YAML_IMPORT_ERROR = None
-except ImportError as _exc:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
-    HAS_YAML = False
-    YAML_IMPORT_ERROR = _exc
 
 RELEASE_LABEL = "io.openshift.release"
 IMAGE_REFERENCES = "release-manifests/image-references"
@@ -115,6 +109,13 @@ def _read_entry(tar, member, what: str) -> bytes:
     return handle.read() if handle is not None else b""
 
 
+def _entry_name(name: str) -> str:
+    """``./release-manifests/x`` and ``/release-manifests/x`` as ``release-manifests/x``."""
+    while name.startswith("./"):
+        name = name[2:]
+    return name.lstrip("/")
+
+
 def scan_layer(blob, image: str, layer_digest: str) -> dict:
     """{path: bytes} of the release-manifests files in one layer stream; stops once both are read."""
     head = blob.read(4)
@@ -128,7 +129,7 @@ def scan_layer(blob, image: str, layer_digest: str) -> dict:
     try:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
-                name = member.name.lstrip("./").lstrip("/")
+                name = _entry_name(member.name)
                 if name in (IMAGE_REFERENCES, RELEASE_METADATA) and member.isfile():
                     found[name] = _read_entry(tar, member, f"{where}: {name}")
                     if len(found) == 2:
