@@ -891,7 +891,6 @@ disabled_plugins = {q(list(DISABLED_PLUGINS))}
         self._save()
         return records
 
-
     def push_release(
         self,
         components: Mapping[str, str] | Mapping[str, Mapping[str, str]],

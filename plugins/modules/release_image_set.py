@@ -11,9 +11,9 @@ short_description: Turn an OpenShift release image into PinnedImageSets, read fr
 version_added: 0.1.0
 description:
   - Reads an OpenShift release image (the payload C(oc adm release info --pullspecs) lists) straight from its
-    registry, with no C(oc): its manifest (resolved to O(platform) for a multi-arch release), its config (which must
-    carry the C(io.openshift.release) label) and the layer holding C(release-manifests/image-references) and
-    C(release-manifests/release-metadata). Layers are streamed and reading stops once both files are read.
+    registry, with no C(oc). It reads the manifest (resolved to O(platform) for a multi-arch release), the config
+    (which must carry the C(io.openshift.release) label) and the layer holding C(release-manifests/image-references)
+    and C(release-manifests/release-metadata). Layers are streamed and reading stops once both files are read.
   - Returns the release version, its component images by digest, and PinnedImageSet objects ready for
     M(pinned.images.pinned_image_set), the C(pinned.images.cluster) role or the C(pinned.images.render) playbook.
   - Optionally estimates, as the disk guard of M(pinned.images.prefetch) does, the space the whole payload needs on

@@ -179,14 +179,14 @@ def test_dest_is_written_only_outside_check_mode_and_only_when_it_changes(releas
     assert rc == 0 and result["changed"] is False, output
 
 
-def _run_stage(lab, inventory, extra, tmp_path):
+def _run_stage(inventory, extra):
     command = [str(VENV_BIN / "ansible-playbook"), "pinned.images.stage_release", "-i", str(inventory),
                "-e", json.dumps(extra)]
     return subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
 
 
-def test_one_playbook_run_stages_the_release_on_every_node_and_a_rerun_changes_nothing(lab, release, components,
-                                                                                      tmp_path):
+def test_one_playbook_run_stages_the_release_on_every_node_and_a_rerun_changes_nothing(
+        lab, release, components, tmp_path):
     nodes = list(lab.state["nodes"])
     for node in nodes:
         remove_all_images(node_socket(lab, node))
@@ -195,7 +195,7 @@ def test_one_playbook_run_stages_the_release_on_every_node_and_a_rerun_changes_n
     extra = {"stage_release_image": release["tag_reference"], "cluster_report_file": str(report),
              "node_progress_interval": 1, "stage_release_render_dest": str(tmp_path / "gitops")}
 
-    proc = _run_stage(lab, inventory, extra, tmp_path)
+    proc = _run_stage(inventory, extra)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Release 4.99.1 (%s): 4 images" % release["reference"] in proc.stdout
     assert "each node needs up to" in proc.stdout
@@ -210,7 +210,7 @@ def test_one_playbook_run_stages_the_release_on_every_node_and_a_rerun_changes_n
 
     # Without the report file, whose timestamps change on every run.
     del extra["cluster_report_file"]
-    again = _run_stage(lab, inventory, extra, tmp_path)
+    again = _run_stage(inventory, extra)
     assert again.returncode == 0, again.stdout + again.stderr
     recap = again.stdout.split("PLAY RECAP", 1)[1]
     lines = [line for line in recap.splitlines() if " : ok=" in line]

@@ -95,8 +95,8 @@ def test_image_references_are_read_as_digest_references():
 @pytest.mark.parametrize("document, expected", [
     ({"kind": "ConfigMap"}, "is not an ImageStream (kind 'ConfigMap')"),
     ({"kind": "ImageStream", "spec": {}}, "has no spec.tags"),
-    ({"kind": "ImageStream", "spec": {"tags": [{"name": "cli", "from": {"kind": "DockerImage",
-                                                                      "name": "quay.example.com/ocp/art:4.16"}}]}},
+    ({"kind": "ImageStream", "spec": {"tags": [
+        {"name": "cli", "from": {"kind": "DockerImage", "name": "quay.example.com/ocp/art:4.16"}}]}},
      "every component must be a digest reference: spec.tags[0] (cli): image reference "
      "'quay.example.com/ocp/art:4.16' is not pinned by digest"),
     ({"kind": "ImageStream", "spec": {"tags": [{"name": "cli", "from": {"kind": "ImageStreamTag", "name": "x"}}]}},
