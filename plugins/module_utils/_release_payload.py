@@ -25,14 +25,12 @@ from ansible_collections.pinned.images.plugins.module_utils._atomic_file import 
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import estimate, human_size
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._machine_config import dump_yaml
-# yaml, HAS_YAML and YAML_IMPORT_ERROR: the set loader's guarded PyYAML import.
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (  # noqa: F401
+# yaml: the set loader's guarded PyYAML import (None without PyYAML; the module checks HAS_YAML there).
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
-    HAS_YAML,
     MAX_PINNED_IMAGES,
     PINNED_IMAGE_SET_KIND,
     ROLE_LABEL,
-    YAML_IMPORT_ERROR,
     check_dns_subdomain,
     validate_set,
     yaml,
