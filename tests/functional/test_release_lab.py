@@ -179,9 +179,9 @@ def test_dest_is_written_only_outside_check_mode_and_only_when_it_changes(releas
     assert rc == 0 and result["changed"] is False, output
 
 
-def _run_stage(inventory, extra):
+def _run_stage(inventory, extra, check=False):
     command = [str(VENV_BIN / "ansible-playbook"), "pinned.images.stage_release", "-i", str(inventory),
-               "-e", json.dumps(extra)]
+               "-e", json.dumps(extra)] + (["--check"] if check else [])
     return subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -194,6 +194,13 @@ def test_one_playbook_run_stages_the_release_on_every_node_and_a_rerun_changes_n
     report = tmp_path / "report.json"
     extra = {"stage_release_image": release["tag_reference"], "cluster_report_file": str(report),
              "node_progress_interval": 1, "stage_release_render_dest": str(tmp_path / "gitops")}
+
+    checked = _run_stage(inventory, dict(extra, stage_release_render_dest=""), check=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "check mode: nothing was pulled" in checked.stdout
+    for node in nodes:
+        with CriClient(node_socket(lab, node)) as client:
+            assert client.list_images() == [], node
 
     proc = _run_stage(inventory, extra)
     assert proc.returncode == 0, proc.stdout + proc.stderr
