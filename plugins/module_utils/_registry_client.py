@@ -263,11 +263,7 @@ class BlobStream:
         self._what = what
         self._registry = registry
         self._counter = counter
-        self.size = int(response.getheader("Content-Length") or -1)
         self.bytes_read = 0
-
-    def readable(self) -> bool:
-        return True
 
     def read(self, size: int = -1) -> bytes:
         try:

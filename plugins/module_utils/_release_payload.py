@@ -310,8 +310,9 @@ def estimate_payload(client, images, registries, docker_config, platform, expans
 def run_module(module) -> None:
     """The release_image_set module: read, select, build the sets, estimate, write ``dest``; exit or fail."""
     params = module.params
-    if params["expansion_factor"] <= 0 or params["registry_timeout"] <= 0:
-        module.fail_json(msg="expansion_factor and registry_timeout must be above 0")
+    for name in ("expansion_factor", "registry_timeout"):
+        if params[name] <= 0:
+            module.fail_json(msg=f"{name} must be above 0, got {params[name]}")
     try:
         ref = parse_image_ref(params["release"], require_digest=False)
         platform = parse_platform(params["platform"]) if params["platform"] else None

@@ -13,7 +13,7 @@ from ansible_collections.pinned.images.plugins.modules import release_image_set 
 @pytest.mark.parametrize("args, expected", [
     ({"release": "quay.io/Org/Release:4.16"}, "release 'quay.io/Org/Release:4.16': image reference"),
     ({"release": "quay.io/ocp/release:4.16", "expansion_factor": 0},
-     "expansion_factor and registry_timeout must be above 0"),
+     "expansion_factor must be above 0, got 0"),
     ({"release": "quay.io/ocp/release:4.16", "platform": "amd64"}, "platform 'amd64' is not os/architecture"),
 ])
 def test_bad_input_is_named(args, expected, capsys, tmp_path):
