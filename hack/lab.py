@@ -212,6 +212,61 @@ class _RegistryClient:
         self._expect(201, "PUT", "/v2/%s/manifests/%s" % (repository, reference), body, media_type)
 
 
+def release_layer(components: Mapping[str, str], version: str, padding: int = 0, key: str = "") -> bytes:
+    """An OpenShift release-manifests layer (gzip tar): image-references (an ImageStream of `components`, tag name
+    to image) and release-metadata first, then `padding` random bytes in a third file, so a reader that stops
+    after the manifests can be told from one that reads the whole layer."""
+    stream = {
+        "kind": "ImageStream",
+        "apiVersion": "image.openshift.io/v1",
+        "metadata": {"name": version, "creationTimestamp": None},
+        "spec": {
+            "lookupPolicy": {"local": False},
+            "tags": [{"name": name, "from": {"kind": "DockerImage", "name": image}} for name, image in
+                     components.items()],
+        },
+    }
+    metadata = {"kind": "cincinnati-metadata-v0", "version": version, "previous": [], "metadata": {}}
+    files = [
+        ("release-manifests/image-references", json.dumps(stream, indent=2).encode()),
+        ("release-manifests/release-metadata", json.dumps(metadata, indent=2).encode()),
+    ]
+    if padding:
+        files.append(("release-manifests/0000_99_padding.bin", random.Random(key or version).randbytes(padding)))
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, data in files:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(raw.getvalue(), compresslevel=0, mtime=0)
+
+
+def push_release_manifest(
+    client: _RegistryClient, repo: str, plat: str, version: str, layers: Sequence[bytes], labelled: bool = True
+) -> tuple[str, bytes]:
+    """Push `layers` (gzip blobs) and a config labelled io.openshift.release=`version`; return (digest, manifest)."""
+    descriptors = [{"mediaType": OCI_LAYER, "digest": client.push_blob(repo, blob), "size": len(blob)}
+                   for blob in layers]
+    labels = {"io.openshift.release": version} if labelled else {"io.pinned-images.lab": repo}
+    config = _canonical({
+        **_platform_fields(plat),
+        "created": "1970-01-01T00:00:00Z",
+        "config": {"Labels": labels},
+        "rootfs": {"type": "layers", "diff_ids": [_sha256(gzip.decompress(blob)) for blob in layers]},
+    })
+    body = _canonical({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_CONFIG, "digest": client.push_blob(repo, config), "size": len(config)},
+        "layers": descriptors,
+    })
+    digest = _sha256(body)
+    client.push_manifest(repo, digest, body, OCI_MANIFEST)
+    return digest, body
+
+
 def registry_status(host: str, ca: str | None = None, credentials: tuple[str, str] | None = None) -> int:
     """HTTP status of GET /v2/ (200 open or logged in, 401 login needed); raises OSError when down."""
     if ca:
@@ -835,6 +890,61 @@ disabled_plugins = {q(list(DISABLED_PLUGINS))}
         self.state["bulk"][prefix] = [asdict(record) for record in records]
         self._save()
         return records
+
+    def push_release(
+        self,
+        components: Mapping[str, str] | Mapping[str, Mapping[str, str]],
+        version: str = "4.99.0",
+        repo: str = "ocp/release",
+        tag: str | None = None,
+        registry: str = "plain",
+        platforms: Sequence[str] | None = None,
+        padding: int = 0,
+        unrelated: int = 64 * KIB,
+        labelled: bool = True,
+    ) -> dict[str, Any]:
+        """Build and push an OpenShift release image; recorded under state["releases"][<repo>:<tag>].
+
+        Layers: an unrelated one of `unrelated` bytes, then the release-manifests layer (see `release_layer`).
+        With `platforms`, `components` maps each platform to its own {tag name: image} and an OCI index is pushed.
+        Returns {reference, tag_reference, digest, manifests: {platform: digest}, layer_size}.
+        """
+        tag = tag or version
+        host = self.state["registries"][registry]["host"]
+        per_platform = {p: components[p] for p in platforms} if platforms else {HOST_PLATFORM: components}
+        client = self._client(registry)
+        try:
+            manifests, bodies, layer_size = {}, {}, 0
+            for plat, listed in per_platform.items():
+                other, _diff_id = _layer_blob("%d:%s:%s:unrelated" % (self.seed, plat, repo), unrelated)
+                layer = release_layer(listed, version, padding, "%d:%s:%s" % (self.seed, plat, version))
+                layer_size = len(layer)
+                manifests[plat], bodies[plat] = push_release_manifest(client, repo, plat, version, [other, layer],
+                                                                      labelled)
+            if platforms:
+                index = _canonical({
+                    "schemaVersion": 2,
+                    "mediaType": OCI_INDEX,
+                    "manifests": [{"mediaType": OCI_MANIFEST, "digest": manifests[p], "size": len(bodies[p]),
+                                   "platform": _platform_fields(p)} for p in platforms],
+                })
+                client.push_manifest(repo, tag, index, OCI_INDEX)
+                digest = _sha256(index)
+            else:
+                client.push_manifest(repo, tag, bodies[HOST_PLATFORM], OCI_MANIFEST)
+                digest = manifests[HOST_PLATFORM]
+        finally:
+            client.close()
+        record = {
+            "reference": "%s/%s@%s" % (host, repo, digest),
+            "tag_reference": "%s/%s:%s" % (host, repo, tag),
+            "digest": digest,
+            "manifests": manifests,
+            "layer_size": layer_size,
+        }
+        self.state.setdefault("releases", {})["%s:%s" % (repo, tag)] = record
+        self._save()
+        return record
 
     def _push(
         self,

@@ -87,25 +87,50 @@ class PullEstimator:
 
     def _read_one(self, ref):
         try:
-            sources = self.registries.pull_sources(ref)
+            info, _source = read_from_sources(
+                ref, self.registries, self.docker_config,
+                lambda source, credentials, insecure: self.client.manifest_info(
+                    source.reference, credentials, insecure, self.platform),
+                self.options.retries, self.options.backoff, self.sleep)
         except RegistriesConfError as err:
             return None, (str(err), "invalid")
-        last_error = None
-        for source in sources:
-            credentials = credentials_for_source(self.docker_config, source, ref)
-            attempts = 0
-            while True:
-                attempts += 1
-                insecure = source.insecure or is_loopback(source.registry)
-                try:
-                    return self.client.manifest_info(source.reference, credentials, insecure, self.platform), None
-                except RegistryError as err:
-                    last_error = err
-                    transient = isinstance(err, RegistryConnectionError) and not isinstance(err, RegistryTLSError)
-                    if source.mirror or not transient or attempts > self.options.retries:
-                        break
-                    self.sleep(self.options.backoff(attempts))
-        message = f"size estimate failed, not pulled: {last_error}"
-        if attempts > 1:
-            message += f" (gave up after {attempts} attempts)"
-        return None, (message, error_kind(last_error))
+        except SourcesFailedError as err:
+            message = f"size estimate failed, not pulled: {err.last_error}"
+            if err.attempts > 1:
+                message += f" (gave up after {err.attempts} attempts)"
+            return None, (message, error_kind(err.last_error))
+        return info, None
+
+
+class SourcesFailedError(Exception):
+    """Every pull source failed; ``last_error`` is the primary location's RegistryError."""
+
+    def __init__(self, last_error: Exception, attempts: int):
+        super().__init__(str(last_error))
+        self.last_error = last_error
+        self.attempts = attempts
+
+
+def read_from_sources(ref, registries, docker_config, read, retries: int = 0, backoff=None, sleep=time.sleep):
+    """``read(source, credentials, insecure)`` on the first pull source that answers; ``(value, source)``.
+
+    Sources are tried as the runtime tries them (mirrors first): a mirror that fails with a RegistryError is
+    skipped; the primary location's transient errors are retried ``retries`` times after ``backoff(n)`` seconds.
+    Raises RegistriesConfError (blocked, bad rewrite) or SourcesFailedError; other errors of ``read`` pass.
+    """
+    last_error, attempts = None, 0
+    for source in registries.pull_sources(ref):
+        credentials = credentials_for_source(docker_config, source, ref)
+        attempts = 0
+        while True:
+            attempts += 1
+            insecure = source.insecure or is_loopback(source.registry)
+            try:
+                return read(source, credentials, insecure), source
+            except RegistryError as err:
+                last_error = err
+                transient = isinstance(err, RegistryConnectionError) and not isinstance(err, RegistryTLSError)
+                if source.mirror or not transient or attempts > retries:
+                    break
+                sleep(backoff(attempts))
+    raise SourcesFailedError(last_error, attempts)

@@ -2,7 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""A Docker Registry HTTP API v2 client for manifests only (never blobs), for the disk estimate.
+"""A Docker Registry HTTP API v2 client for manifests, for the disk estimate, and streamed blobs.
+
+Blobs are streamed (``open_blob``), never kept whole: a reader stops when it has what it needs, and
+``bytes_read`` counts what came from the network so that can be measured.
 
 Authentication: anonymous, basic, and the bearer-token flow announced by ``WWW-Authenticate`` (token GET with
 basic credentials or anonymous; OAuth2 ``refresh_token`` POST for identity tokens; a registry token is sent as is).
@@ -27,7 +30,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 from ansible_collections.pinned.images.plugins.module_utils._registry_auth import scrub
 
@@ -44,6 +47,35 @@ _KNOWN_TYPES = INDEX_TYPES + MANIFEST_TYPES + DOCKER_SCHEMA1
 
 DEFAULT_CERTS_DIRS = ("/etc/containers/certs.d", "/etc/docker/certs.d")
 DEFAULT_TIMEOUT = 30.0
+
+# Options of every module that reads a registry: pull secret, mirrors, TLS (docs: the pinned.images.registry fragment).
+REGISTRY_ARGUMENT_SPEC = dict(
+    auth_file=dict(type="path"),
+    registries_conf=dict(type="path"),
+    registry_mirrors=dict(
+        type="list",
+        elements="dict",
+        options=dict(
+            prefix=dict(type="str", required=True),
+            location=dict(type="str"),
+            insecure=dict(type="bool", default=False),
+            blocked=dict(type="bool", default=False),
+            mirror_by_digest_only=dict(type="bool", default=False),
+            mirrors=dict(
+                type="list",
+                elements="dict",
+                options=dict(
+                    location=dict(type="str", required=True),
+                    insecure=dict(type="bool", default=False),
+                    pull_from_mirror=dict(type="str", choices=["all", "digest-only", "tag-only"]),
+                ),
+            ),
+        ),
+    ),
+    registry_certs_dirs=dict(type="list", elements="path", default=list(DEFAULT_CERTS_DIRS)),
+    registry_timeout=dict(type="float", default=30.0),
+)
+
 # distribution refuses manifests above 4 MiB; so do we.
 MAX_MANIFEST_SIZE = 4 * 1024 * 1024
 MAX_SMALL_BODY = 1024 * 1024
@@ -51,6 +83,8 @@ MAX_SMALL_BODY = 1024 * 1024
 _API_HOSTS = {"docker.io": "registry-1.docker.io"}
 # An index may point to an index; real images never nest deeper.
 _MAX_INDEX_DEPTH = 3
+# Blob downloads follow at most this many redirects (registry -> CDN -> signed URL).
+_MAX_REDIRECTS = 5
 # Tokens are renewed this long before they expire.
 _TOKEN_MARGIN = 10.0
 _DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$")
@@ -162,6 +196,7 @@ class ManifestInfo:
     config_size: int
     platform: str = ""
     reference: str = ""
+    config_digest: str = ""
 
 
 def parse_challenges(header: str) -> list:
@@ -204,12 +239,57 @@ def _error_code(body: bytes) -> str:
 
 
 class _Response:
-    __slots__ = ("status", "headers", "body")
+    __slots__ = ("status", "headers", "body", "stream")
 
-    def __init__(self, status, headers, body):
+    def __init__(self, status, headers, body, stream=None):
         self.status = status
         self.headers = headers
         self.body = body
+        # (HTTPResponse, connection) of a streamed 200 answer; the connection is out of the pool then.
+        self.stream = stream
+
+
+class BlobStream:
+    """A blob being downloaded: ``read(n)`` as a file; ``bytes_read`` counts the bytes received so far.
+
+    Reading to the end verifies the digest; closing early drops the connection (the rest is never sent).
+    """
+
+    def __init__(self, response, connection, digest: str, what: str, registry: str, counter=None):
+        self._response = response
+        self._connection = connection
+        self._digest = digest
+        self._hash = hashlib.sha256()
+        self._what = what
+        self._registry = registry
+        self._counter = counter
+        self.bytes_read = 0
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            data = self._response.read(size if size is not None and size >= 0 else None)
+        except (OSError, http.client.HTTPException) as exc:
+            raise RegistryConnectionError(f"reading {self._what} from registry {self._registry} failed: "
+                                          f"{type(exc).__name__}", self._registry) from None
+        self.bytes_read += len(data)
+        if self._counter is not None:
+            self._counter(len(data))
+        self._hash.update(data)
+        if not data or (size is not None and size < 0):
+            if self._digest.startswith("sha256:") and "sha256:" + self._hash.hexdigest() != self._digest:
+                raise DigestMismatchError(f"registry {self._registry} sent {self._what} whose sha256 is not "
+                                          f"{self._digest}", self._registry)
+        return data
+
+    def close(self) -> None:
+        self._response.close()
+        self._connection.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
 
 
 class RegistryClient:
@@ -224,6 +304,7 @@ class RegistryClient:
         self.certs_dirs = tuple(certs_dirs or ())
         self.user_agent = user_agent
         self.request_count = 0
+        self.blob_bytes_read = 0
         self._lock = threading.Lock()
         self._local = threading.local()
         self._contexts = {}
@@ -254,6 +335,34 @@ class RegistryClient:
         media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip()
         return body, media_type, digest
 
+    def open_blob(self, ref, digest: str, credentials=None, insecure: bool = False) -> BlobStream:
+        """Start downloading blob ``digest`` of ``ref``'s repository; redirects (to a CDN) are followed."""
+        if not re.match(r"^sha256:[0-9a-f]{64}$", digest or ""):
+            raise ManifestFormatError(f"{ref}: blob digest {str(digest)[:80]!r} is not sha256:<64 hex>", ref.registry)
+        response = self._registry_request("GET", ref, digest, credentials, insecure, kind="blobs")
+        raw, connection = response.stream
+        return BlobStream(raw, connection, digest, f"blob {digest} of {ref.name}", ref.registry, self._count_bytes)
+
+    def read_blob(self, ref, digest: str, credentials=None, insecure: bool = False,
+                  limit: int = MAX_SMALL_BODY) -> bytes:
+        """A small blob (an image config) whole, digest verified; RegistryError above ``limit`` bytes."""
+        with self.open_blob(ref, digest, credentials, insecure) as blob:
+            data = blob.read(limit + 1)
+            if len(data) > limit:
+                raise RegistryError(f"{ref}: blob {digest} is larger than {limit} bytes", ref.registry)
+            while True:
+                more = blob.read(limit + 1 - len(data))
+                if not more:
+                    break
+                data += more
+                if len(data) > limit:
+                    raise RegistryError(f"{ref}: blob {digest} is larger than {limit} bytes", ref.registry)
+        return data
+
+    def _count_bytes(self, count: int) -> None:
+        with self._lock:
+            self.blob_bytes_read += count
+
     def manifest_info(self, ref, credentials=None, insecure: bool = False, platform=None) -> ManifestInfo:
         """Layers of ``ref`` for ``platform`` (default: this host); an index is resolved to that platform."""
         wanted = parse_platform(platform)
@@ -273,7 +382,9 @@ class RegistryClient:
                 continue
             if media_type in MANIFEST_TYPES:
                 layers, config_size = self._layers(ref, digest, document)
-                return ManifestInfo(top_digest, top_type, digest, layers, config_size, chosen_platform, str(ref))
+                config_digest = (document.get("config") or {}).get("digest") or ""
+                return ManifestInfo(top_digest, top_type, digest, layers, config_size, chosen_platform, str(ref),
+                                    config_digest if isinstance(config_digest, str) else "")
             if media_type in DOCKER_SCHEMA1:
                 raise ManifestFormatError(
                     f"{ref}: registry {ref.registry} serves only a Docker schema 1 manifest, which is not supported",
@@ -357,25 +468,46 @@ class RegistryClient:
 
     # --- requests with authentication -------------------------------------------------------------------------
 
-    def _registry_request(self, method: str, ref, wanted: str, credentials, insecure: bool) -> _Response:
+    def _registry_request(self, method: str, ref, wanted: str, credentials, insecure: bool,
+                          kind: str = "manifests") -> _Response:
+        """A manifest (read whole) or, with ``kind="blobs"``, a blob (a streamed 200 answer)."""
         registry = ref.registry
-        path = f"/v2/{quote(ref.repository)}/manifests/{quote(wanted, safe=':')}"
-        headers = {"Accept": ACCEPT}
+        path = f"/v2/{quote(ref.repository)}/{kind}/{quote(wanted, safe=':')}"
+        headers = {"Accept": ACCEPT} if kind == "manifests" else {}
+        stream = kind == "blobs"
         scope = f"repository:{ref.repository}:pull"
         secrets = credentials.secrets() if credentials is not None else set()
         authorization = self._known_authorization(registry, scope, credentials, insecure)
         if authorization:
             headers["Authorization"] = authorization
-        response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE)
+        response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream)
         # Basic credentials that were sent and refused stay refused; a bearer token may have expired.
         if response.status == 401 and not (authorization and authorization.startswith("Basic ")):
             challenge = self._remember_challenge(registry, response)
             if authorization:
                 self._drop_tokens(registry)
             headers["Authorization"] = self._authorize(registry, challenge, scope, credentials, insecure)
-            response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE)
+            response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream)
+        if stream and response.status in (301, 302, 303, 307, 308):
+            response = self._follow_redirect(registry, insecure, path, response)
         self._raise_for_status(response, ref, wanted, credentials, secrets)
         return response
+
+    def _follow_redirect(self, registry: str, insecure: bool, path: str, response: _Response) -> _Response:
+        """Blobs often live behind a redirect to storage; the registry's credentials are never sent there."""
+        base = f"{self._schemes.get(registry, 'https') if insecure else 'https'}://{_API_HOSTS.get(registry, registry)}"
+        for _hop in range(_MAX_REDIRECTS):
+            location = urljoin(base + path, response.headers.get("Location", ""))
+            split = urlsplit(location)
+            if split.scheme not in ("http", "https") or not split.netloc:
+                raise RegistryError(f"registry {registry} redirected {path} to an unusable location", registry)
+            target = split.path + (f"?{split.query}" if split.query else "")
+            response = self._send(split.netloc, insecure, "GET", target, {}, MAX_SMALL_BODY, scheme=split.scheme,
+                                  registry=registry, stream=True)
+            if response.status not in (301, 302, 303, 307, 308):
+                return response
+            base, path = f"{split.scheme}://{split.netloc}", target
+        raise RegistryError(f"registry {registry} redirected {path} more than {_MAX_REDIRECTS} times", registry)
 
     def _known_authorization(self, registry, scope, credentials, insecure):
         """Authorization for a registry whose challenge is already known, saving the 401 round trip."""
@@ -508,7 +640,7 @@ class RegistryClient:
             )
         if status == 404:
             code = _error_code(response.body)
-            what = "repository unknown" if code == "NAME_UNKNOWN" else "manifest unknown"
+            what = {"NAME_UNKNOWN": "repository unknown", "BLOB_UNKNOWN": "blob unknown"}.get(code, "manifest unknown")
             raise ManifestUnknownError(f"{what}: registry {registry} has no {target}{suffix}", registry)
         raise RegistryError(f"registry {registry} answered HTTP {status} for {target}{suffix}", registry)
 
@@ -567,7 +699,7 @@ class RegistryClient:
             connection.close()
 
     def _send(self, host: str, insecure: bool, method: str, path: str, headers: dict, limit: int,
-              scheme: str | None = None, body=None, registry: str | None = None) -> _Response:
+              scheme: str | None = None, body=None, registry: str | None = None, stream: bool = False) -> _Response:
         """One request to ``host`` (a registry name, or a token realm's netloc when ``scheme`` is given)."""
         registry = registry or host
         netloc = host if scheme else _API_HOSTS.get(host, host)
@@ -577,7 +709,7 @@ class RegistryClient:
         headers = dict(headers, **{"User-Agent": self.user_agent})
         while True:
             try:
-                return self._exchange(scheme, netloc, host, insecure, method, path, headers, body, limit)
+                return self._exchange(scheme, netloc, host, insecure, method, path, headers, body, limit, stream)
             except (ssl.SSLError, ConnectionResetError, http.client.BadStatusLine) as exc:
                 # An insecure registry may speak plain HTTP: fall back once, as containers/image does.
                 if insecure and scheme == "https" and host == registry:
@@ -589,7 +721,8 @@ class RegistryClient:
             except (OSError, http.client.HTTPException) as exc:
                 raise self._connection_error(exc, registry, scheme, netloc, host) from None
 
-    def _exchange(self, scheme, netloc, tls_host, insecure, method, path, headers, body, limit) -> _Response:
+    def _exchange(self, scheme, netloc, tls_host, insecure, method, path, headers, body, limit,
+                  stream: bool = False) -> _Response:
         for attempt in (1, 2):
             connection, reused = self._connection(scheme, netloc, tls_host, insecure)
             with self._lock:
@@ -597,6 +730,10 @@ class RegistryClient:
             try:
                 connection.request(method, path, body=body, headers=headers)
                 response = connection.getresponse()
+                if stream and response.status == 200:
+                    # The caller reads the body and owns the connection from now on.
+                    self._local.pool.pop((scheme, netloc, insecure), None)
+                    return _Response(response.status, response.headers, None, (response, connection))
                 data = response.read(limit + 1)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self._discard(scheme, netloc, insecure)

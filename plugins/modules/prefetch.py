@@ -24,6 +24,7 @@ author:
   - pinned.images developers (@pinned-images)
 extends_documentation_fragment:
   - pinned.images.cri
+  - pinned.images.registry
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -80,11 +81,6 @@ options:
       - Deadline in seconds for one pull attempt of one image. V(0) means no deadline.
     type: float
     default: 1800.0
-  auth_file:
-    description:
-      - Docker config JSON with registry credentials (C(auths)), such as the node pull secret.
-      - When omitted, V(/var/lib/kubelet/config.json) is used if it exists; otherwise images are pulled anonymously.
-    type: path
   fail_on_error:
     description:
       - Fail the task when an image could not be pulled. With V(false) the task succeeds and each failure is in
@@ -125,69 +121,6 @@ options:
       - The platform whose manifest a multi-arch image is estimated by, as V(os/arch[/variant]).
       - Defaults to the platform of the node.
     type: str
-  registries_conf:
-    description:
-      - A containers-registries.conf v2 file with mirrors, insecure and blocked registries.
-      - When omitted, V(/etc/containers/registries.conf) (and V(/etc/containers/registries.conf.d/)) is read if it exists.
-      - Used to read manifests from where the runtime pulls; the runtime applies its own configuration to pulls.
-    type: path
-  registry_mirrors:
-    description:
-      - Registry entries applied on top of O(registries_conf), in the same shape as its C([[registry]]) tables.
-    type: list
-    elements: dict
-    suboptions:
-      prefix:
-        description: The images the entry applies to (V(host), V(host/path) or V(*.example.com)).
-        type: str
-        required: true
-      location:
-        description:
-          - Where the images under O(registry_mirrors[].prefix) are pulled from, V(host[:port][/path]).
-          - Required unless O(registry_mirrors[].prefix) is a V(*.example.com) wildcard, as in registries.conf.
-        type: str
-      insecure:
-        description: Allow plain HTTP or unverified TLS for O(registry_mirrors[].location).
-        type: bool
-        default: false
-      blocked:
-        description: Refuse images under O(registry_mirrors[].prefix).
-        type: bool
-        default: false
-      mirror_by_digest_only:
-        description: Use the mirrors only for digest references (C(mirror-by-digest-only) in registries.conf).
-        type: bool
-        default: false
-      mirrors:
-        description: Mirrors tried, in order, before O(registry_mirrors[].location).
-        type: list
-        elements: dict
-        suboptions:
-          location:
-            description: Mirror location, V(host[:port][/path]).
-            type: str
-            required: true
-          insecure:
-            description: Allow plain HTTP or unverified TLS for this mirror.
-            type: bool
-            default: false
-          pull_from_mirror:
-            description:
-              - Which references this mirror serves (C(pull-from-mirror) in registries.conf); all when omitted.
-              - Cannot be combined with O(registry_mirrors[].mirror_by_digest_only).
-            type: str
-            choices: [all, digest-only, tag-only]
-  registry_certs_dirs:
-    description:
-      - Directories with per-registry CA certificates (C(<dir>/<host[:port]>/*.crt)) and client certificates.
-    type: list
-    elements: path
-    default: [/etc/containers/certs.d, /etc/docker/certs.d]
-  registry_timeout:
-    description:
-      - Seconds to wait for a registry answer when reading manifests.
-    type: float
-    default: 30.0
   progress_file:
     description:
       - A JSON file the module rewrites after each image with counts, bytes and elapsed seconds, so a long run can
@@ -405,7 +338,12 @@ from ..module_utils._prefetch import PrefetchOptions, find_present, prefetch
 from ..module_utils._pull_estimate import PullEstimator
 from ..module_utils._registries_conf import load_registries_conf
 from ..module_utils._registry_auth import RegistryAuthError, load_docker_config
-from ..module_utils._registry_client import DEFAULT_CERTS_DIRS, RegistryClient, RegistryError, parse_platform
+from ..module_utils._registry_client import (
+    REGISTRY_ARGUMENT_SPEC,
+    RegistryClient,
+    RegistryError,
+    parse_platform,
+)
 
 
 def parse_images(images: list, require_digest: bool) -> list:
@@ -478,39 +416,16 @@ def main():
         retry_delay=dict(type="float", default=1.0),
         retry_max_delay=dict(type="float", default=10.0),
         pull_timeout=dict(type="float", default=1800.0),
-        auth_file=dict(type="path"),
         fail_on_error=dict(type="bool", default=True),
         disk_guard=dict(type="str", choices=["estimate", "free_only", "off"], default="estimate"),
         min_free=dict(type="str", default="16Gi"),
         expansion_factor=dict(type="float", default=2.0),
         image_store_path=dict(type="path"),
         platform=dict(type="str"),
-        registries_conf=dict(type="path"),
-        registry_mirrors=dict(
-            type="list",
-            elements="dict",
-            options=dict(
-                prefix=dict(type="str", required=True),
-                location=dict(type="str"),
-                insecure=dict(type="bool", default=False),
-                blocked=dict(type="bool", default=False),
-                mirror_by_digest_only=dict(type="bool", default=False),
-                mirrors=dict(
-                    type="list",
-                    elements="dict",
-                    options=dict(
-                        location=dict(type="str", required=True),
-                        insecure=dict(type="bool", default=False),
-                        pull_from_mirror=dict(type="str", choices=["all", "digest-only", "tag-only"]),
-                    ),
-                ),
-            ),
-        ),
-        registry_certs_dirs=dict(type="list", elements="path", default=list(DEFAULT_CERTS_DIRS)),
-        registry_timeout=dict(type="float", default=30.0),
         progress_file=dict(type="path"),
     )
     argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
+    argument_spec.update(REGISTRY_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
     if not HAS_GRPC:

@@ -9,8 +9,10 @@ import json
 import os
 import shutil
 import socket
+import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -404,7 +406,7 @@ class FakeClient(RegistryClient):
         super().__init__(certs_dirs=[])
         self.responses = responses
 
-    def _send(self, host, insecure, method, path, headers, limit, scheme=None, body=None, registry=None):
+    def _send(self, host, insecure, method, path, headers, limit, scheme=None, body=None, registry=None, stream=False):
         self.request_count += 1
         repository, _sep, reference = path[len("/v2/"):].rpartition("/manifests/")
         status, content_type, payload, *extra = self.responses[(repository, reference)]
@@ -600,3 +602,99 @@ def test_parse_platform_invalid(value):
 
 def test_parse_platform_default_is_host():
     assert parse_platform(None) == host_platform()
+
+
+# --- blobs --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key, registry_name, credentials", [
+    ("plain/single", "plain", None),
+    ("secure/app", "secure", ALICE),
+    ("token/app", "token", ALICE),
+])
+def test_blobs_stream_with_the_same_auth_as_manifests(registry_lab, client, key, registry_name, credentials):
+    pushed = registry_lab.images[key]
+    registry = getattr(registry_lab, registry_name)
+    target = ref(registry, pushed.repository, pushed.digest)
+    insecure = registry_name == "plain"
+    info = client.manifest_info(target, credentials, insecure)
+    config = client.read_blob(target, info.config_digest, credentials, insecure)
+    assert len(config) == pushed.config_size and json.loads(config)["os"] == "linux"
+    digest, size = pushed.layers[-1]
+    with client.open_blob(target, digest, credentials, insecure) as blob:
+        head = blob.read(100)
+        assert blob.bytes_read == 100
+        rest = blob.read()
+    assert "sha256:" + hashlib.sha256(head + rest).hexdigest() == digest
+    assert blob.bytes_read == size
+    assert client.blob_bytes_read == pushed.config_size + size
+
+
+def test_a_small_blob_read_refuses_a_large_one(registry_lab, client):
+    pushed = registry_lab.images["plain/single"]
+    target = ref(registry_lab.plain, pushed.repository)
+    digest, size = pushed.layers[0]
+    with pytest.raises(RegistryError, match=f"blob {digest} is larger than 1000 bytes"):
+        client.read_blob(target, digest, insecure=True, limit=1000)
+    assert client.blob_bytes_read <= 1001 + 65536
+    with pytest.raises(ManifestUnknownError, match="blob unknown"):
+        client.read_blob(target, "sha256:" + "0" * 64, insecure=True)
+
+
+def _serve(handler_body):
+    """A stdlib HTTP server on 127.0.0.1 answering GET with ``handler_body(handler)``; returns (server, host)."""
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            handler_body(self)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, "127.0.0.1:%d" % server.server_address[1]
+
+
+@pytest.mark.parametrize("tampered", [False, True])
+def test_blob_redirects_are_followed_without_the_registry_credentials(tampered):
+    data = os.urandom(5000)
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    seen = []
+
+    def storage(handler):
+        seen.append(handler.headers.get("Authorization"))
+        body = data[:-1] + b"x" if tampered else data
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    cdn, cdn_host = _serve(storage)
+
+    def registry(handler):
+        if handler.headers.get("Authorization") != "Basic " + base64.b64encode(b"u:p").decode():
+            handler.send_response(401)
+            handler.send_header("WWW-Authenticate", 'Basic realm="r"')
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        handler.send_response(307)
+        handler.send_header("Location", f"http://{cdn_host}/blobs/x?signature=abc")
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    origin, origin_host = _serve(registry)
+    client = RegistryClient(certs_dirs=[], timeout=5)
+    try:
+        target = parse_image_ref(f"{origin_host}/org/app", require_digest=False)
+        with client.open_blob(target, digest, RegistryCredentials("u", "p"), insecure=True) as blob:
+            if tampered:
+                with pytest.raises(DigestMismatchError, match=f"whose sha256 is not {digest}"):
+                    blob.read()
+            else:
+                assert blob.read() == data
+        assert seen == [None]
+    finally:
+        client.close()
+        origin.shutdown()
+        cdn.shutdown()
