@@ -23,6 +23,14 @@ VENV_BIN = Path(sys.executable).parent
 COLLECTIONS = ROOT / ".build" / "collections"
 
 
+def pytest_collection_modifyitems(items):
+    """Every test that uses the ``lab`` fixture, directly or through another fixture, carries the ``lab`` marker;
+    modules that start labs of their own mark themselves."""
+    for item in items:
+        if "lab" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.lab)
+
+
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
     lab = Lab(tmp_path_factory.mktemp("lab"))
