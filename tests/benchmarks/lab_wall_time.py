@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests" / "functional"), str(ROOT
 import yaml  # noqa: E402
 from lab import Lab, parse_size  # noqa: E402
 
-from conftest import VENV_BIN, ansible_env  # noqa: E402
+from fixtures.ansible_runs import VENV_BIN, ansible_env  # noqa: E402
 from fixtures.openshift_objects import ROLE_LABEL, pinned_image_set  # noqa: E402
 
 

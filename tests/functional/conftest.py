@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Fixtures for functional tests: a real lab (docker-registry + containerd nodes) and real `ansible` runs.
+"""Fixtures for functional tests: a real lab (docker-registry + containerd nodes); `ansible` runs are in
+fixtures/ansible_runs.py.
 
 The lab is started once per session by the fixture itself (hack/lab.py), under pytest's temp dir.
 Modules run through `ansible` / `ansible-playbook` (AnsiballZ, local connection), as users run them.
@@ -7,20 +8,10 @@ Modules run through `ansible` / `ansible-playbook` (AnsiballZ, local connection)
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from lab import Lab
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
-
-ROOT = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
-COLLECTIONS = ROOT / ".build" / "collections"
+from fixtures.ansible_runs import node_socket, remove_all_images
 
 
 def pytest_collection_modifyitems(items):
@@ -37,51 +28,6 @@ def lab(tmp_path_factory):
     lab.up(nodes=4, control_plane=1)
     yield lab
     lab.down()
-
-
-def ansible_env(**extra) -> dict:
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_HOST_KEY_CHECKING="False",
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_FORCE_COLOR="0",
-        ANSIBLE_RETRY_FILES_ENABLED="False",
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-        PATH=f"{VENV_BIN}:{env.get('PATH', '')}",
-    )
-    env.update(extra)
-    return env
-
-
-def adhoc(module: str, args: dict, check: bool = False, diff: bool = False, timeout: float = 600):
-    """Run `ansible localhost -m <module>`; return (rc, result, stdout+stderr).
-
-    The default callback prints `localhost | STATUS => {json}` for one host; the JSON is the module result.
-    """
-    command = [str(VENV_BIN / "ansible"), "localhost", "-c", "local", "-i", "localhost,",
-               "-m", module, "-a", json.dumps(args)]
-    if check:
-        command.append("--check")
-    if diff:
-        command.append("--diff")
-    proc = subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=timeout, check=False)
-    _host, marker, payload = proc.stdout.partition(" => ")
-    result = json.loads(payload) if marker else {}
-    return proc.returncode, result, proc.stdout + proc.stderr
-
-
-def node_socket(lab: Lab, name: str) -> str:
-    return lab.status()["nodes"][name]["endpoint"]
-
-
-def remove_all_images(socket: str) -> None:
-    with CriClient(socket) as client:
-        for image in client.list_images():
-            client.remove_image(image["id"])
-        assert client.list_images() == []
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import VENV_BIN, ansible_env, node_socket
+from fixtures.ansible_runs import VENV_BIN, ansible_env, node_socket
 
 from fixtures.openshift_objects import pinned_image_set
 

@@ -7,7 +7,7 @@ import itertools
 import os
 
 import pytest
-from conftest import adhoc
+from fixtures.ansible_runs import adhoc
 
 MIB = 1024 * 1024
 TMPFS = "64M"

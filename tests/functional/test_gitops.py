@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, VENV_BIN, adhoc, ansible_env
+from fixtures.ansible_runs import ROOT, VENV_BIN, adhoc, ansible_env
 from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set
 
 DOC = ROOT / "docs" / "gitops.md"

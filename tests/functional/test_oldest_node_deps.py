@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import COLLECTIONS, ROOT, node_socket
+from fixtures.ansible_runs import COLLECTIONS, ROOT, node_socket
 
 
 def oldest(requirement: str) -> str:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from lab import Lab
 
-from conftest import VENV_BIN, ansible_env
+from fixtures.ansible_runs import VENV_BIN, ansible_env
 from fixtures.gate_proxy import GateProxy
 from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set, role_pool
 

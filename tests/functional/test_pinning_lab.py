@@ -6,7 +6,7 @@ The lab runs containerd, whose CRI answers ImageStatus like CRI-O's; the drop-in
 
 from __future__ import annotations
 
-from conftest import adhoc, node_socket, remove_all_images
+from fixtures.ansible_runs import adhoc, node_socket, remove_all_images
 
 EXPECTED = '[crio]\n  [crio.image]\n    pinned_images = ["{}"]\n'
 

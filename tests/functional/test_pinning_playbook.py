@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import VENV_BIN, ansible_env, node_socket, remove_all_images
+from fixtures.ansible_runs import VENV_BIN, ansible_env, node_socket, remove_all_images
 from fixtures.openshift_objects import MCO_API_VERSION, ROLE_LABEL as ROLE, pinned_image_set
 
 PLAYBOOK = """

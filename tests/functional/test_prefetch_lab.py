@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import adhoc, node_socket, remove_all_images
+from fixtures.ansible_runs import adhoc, node_socket, remove_all_images
 
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from fixtures.registry_servers import free_port
-from conftest import VENV_BIN, adhoc, ansible_env, node_socket, remove_all_images
+from fixtures.ansible_runs import VENV_BIN, adhoc, ansible_env, node_socket, remove_all_images
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import validate_set
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import host_platform
