@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests" / "functional"), str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
+sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
 
 import yaml  # noqa: E402
 from lab import Lab, parse_size  # noqa: E402
