@@ -211,44 +211,7 @@ from ansible_collections.pinned.images.plugins.module_utils._crio_config import 
     sync_pinned_images,
     validate_pinned_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
-    PinnedImageSetError,
-    as_pool,
-    default_pool,
-    images_for_node,
-    images_for_sets,
-    load_sets,
-    sets_for_pool,
-)
-
-
-def _pools(values, known) -> list:
-    """Pools from names or objects; a name defined in the set files means that definition."""
-    by_name = {pool.name: pool for pool in known}
-    return [by_name[value] if isinstance(value, str) and value in by_name else as_pool(value) for value in values]
-
-
-def _wanted(params) -> tuple:
-    """(images, set_names) from the options; raises PinnedImageSetError / PinnedImagesError."""
-    if params["sets"] is None:
-        return validate_pinned_images(params["images"] or [], require_digest=params["require_digest"]), []
-    sets, file_pools = load_sets(params["sets"])
-    given = _pools(params["pools"] or [], file_pools)
-    if params["node_labels"] is not None:
-        names = {pool.name for pool in file_pools}
-        candidates = file_pools + [pool for pool in given if pool.name not in names]
-        if not candidates:
-            candidates = [default_pool("master"), default_pool("worker")]
-        return images_for_node(params["node_labels"], candidates, sets)
-    if params["pools"] is not None:
-        chosen, seen = [], set()
-        for pool in given:
-            for image_set in sets_for_pool(pool, sets):
-                if image_set.name not in seen:
-                    seen.add(image_set.name)
-                    chosen.append(image_set)
-        return images_for_sets(chosen), [s.name for s in chosen]
-    return images_for_sets(sets), [s.name for s in sets]
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import PinnedImageSetError, wanted_images
 
 
 def main():
@@ -279,7 +242,13 @@ def main():
     images, set_names = [], []
     if params["state"] == "present":
         try:
-            images, set_names = _wanted(params)
+            images, set_names = wanted_images(
+                params["images"],
+                params["sets"],
+                params["pools"],
+                params["node_labels"],
+                lambda names: validate_pinned_images(names, require_digest=params["require_digest"]),
+            )
         except (PinnedImageSetError, PinnedImagesError) as exc:
             module.fail_json(msg=str(exc), problems=exc.problems, **result)
     result["set_names"] = set_names
