@@ -791,6 +791,15 @@ disabled_plugins = {q(list(DISABLED_PLUGINS))}
             raise
         return entry
 
+    def restart_node(self, name: str) -> dict[str, Any]:
+        """Stop a node's containerd and start it again on the same root (its images and labels stay)."""
+        entry = self.state["nodes"][name]
+        self._kill([entry["pid"]] if _owns(entry["pid"], entry["config"]) else [])
+        self._launch(entry, "node-" + name)
+        self._save()
+        self._wait_ready([entry])
+        return entry
+
     # ---- images ------------------------------------------------------------------------------------------
 
     def _client(self, registry: str) -> _RegistryClient:

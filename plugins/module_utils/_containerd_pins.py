@@ -23,6 +23,7 @@ Public API
 from __future__ import annotations
 
 import re
+import time
 
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
     MissingImagesError,
@@ -40,6 +41,10 @@ PIN_KEYS = (PIN_LABEL, OWNER_LABEL)
 # containerd/containerd#8817 (1.7.3): the CRI plugin reports the label as Image.pinned.
 MIN_VERSION = (1, 7, 3)
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+class NotReportedError(RuntimeError):
+    """The labels are written but CRI did not report the images as wanted in time."""
 
 
 class OldRuntimeError(RuntimeError):
@@ -99,17 +104,41 @@ def _render(records) -> str:
     return "".join(f"{name}\n" for name in sorted(records))
 
 
+def wait_reported(client, expected: dict, timeout: float, interval: float = 0.1) -> None:
+    """Poll CRI ImageStatus until every image name in ``expected`` reports that ``pinned`` value.
+
+    The CRI plugin learns of label changes from containerd's event stream, after Update has returned.
+    Raises NotReportedError naming the images still off after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    pending = dict(expected)
+    while True:
+        pending = {name: want for name, want in pending.items()
+                   if (client.image_status(name) or {}).get("pinned", False) != want}
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(interval)
+    if pending:
+        raise NotReportedError(
+            f"the labels are written, but after {timeout:g}s CRI still reports "
+            + ", ".join(f"{name} as {'not ' if want else ''}pinned" for name, want in sorted(pending.items()))
+        )
+
+
 def sync_containerd_pins(client, images, state: str = "present", check_mode: bool = False, force: bool = False,
-                         old_runtime: str = "fail") -> dict:
+                         old_runtime: str = "fail", settle_timeout: float = 10.0) -> dict:
     """Label every record of each of ``images`` (validated) as pinned; unpin the records this collection pinned
     that no wanted image has any more. ``state=absent`` unpins everything this collection pinned.
 
     The runtime must be containerd >= 1.7.3 (OldRuntimeError), unless ``old_runtime='warn'``. Unless ``force``,
     every wanted image must be present (checked through CRI ImageStatus; MissingImagesError, nothing written);
     with ``force`` the missing ones are left out and listed. A record pinned by someone else is never touched.
+    After a change on a runtime that honours the label, waits up to ``settle_timeout`` seconds until CRI reports
+    the wanted images pinned and the unpinned ones not (NotReportedError otherwise).
     Returns ``{changed, images, pinned, unpinned, unchanged, missing, records, runtime, warnings, diff}``:
-    ``pinned``/``unchanged`` are wanted images, ``unpinned`` one name per image that lost the pin, ``records``
-    the record names labelled or unlabelled.
+    ``pinned`` are the wanted images CRI did not report pinned before, ``unchanged`` the other wanted ones,
+    ``unpinned`` one name per image CRI no longer reports pinned, ``records`` the record names labelled or
+    unlabelled.
     """
     images = list(images or []) if state == "present" else []
     version = client.version()
@@ -140,15 +169,23 @@ def sync_containerd_pins(client, images, state: str = "present", check_mode: boo
 
     before = sorted(n for n, r in records.items() if _is_pinned(r))
     after = sorted((set(before) | set(to_pin)) - {n for n in to_unpin if _is_pinned(records[n])})
+    # CRI reports an image pinned when any of its records is: these images were, and these still are.
+    was = {records[n]["target"]["digest"] for n in before}
+    still = {records[n]["target"]["digest"] for n in after}
+    lost = [n for n in to_unpin if records[n]["target"]["digest"] not in still]
     if not check_mode:
         for name in to_pin:
             client.update_labels(records[name], {PIN_LABEL: PIN_VALUE, OWNER_LABEL: OWNER_VALUE}, PIN_KEYS)
         for name in to_unpin:
             client.update_labels(records[name], {}, PIN_KEYS)
+        if (to_pin or to_unpin) and not problem:
+            expected = {name: True for name in images if statuses[name] is not None}
+            expected.update({n: False for n in lost})
+            wait_reported(client, expected, settle_timeout)
 
-    newly = {wanted_records[n] for n in to_pin}
+    newly = {wanted_records[n] for n in to_pin if records[n]["target"]["digest"] not in was}
     unpinned_groups = {}
-    for name in to_unpin:
+    for name in lost:
         unpinned_groups.setdefault(records[name]["target"]["digest"], []).append(name)
     return {
         "changed": bool(to_pin or to_unpin),

@@ -84,6 +84,14 @@ options:
     type: str
     choices: [fail, warn]
     default: fail
+  settle_timeout:
+    description:
+      - Seconds to wait, after a change, until CRI reports the wanted images as pinned and the unpinned ones as not
+        pinned. The CRI plugin learns of label changes from containerd's event stream, shortly after they are
+        written; the module fails when it has not within this time.
+      - Not used on containerd older than 1.7.3, which never reports the label.
+    type: float
+    default: 10.0
   containerd_namespace:
     description:
       - The containerd namespace of the images; the CRI plugin uses V(k8s.io).
@@ -192,6 +200,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._containerd_client import CRI_NAMESPACE, ContainerdClient
 from ansible_collections.pinned.images.plugins.module_utils._containerd_pins import (
+    NotReportedError,
     OldRuntimeError,
     sync_containerd_pins,
     validate_images,
@@ -217,6 +226,7 @@ def main():
         force=dict(type="bool", default=False),
         old_runtime=dict(type="str", default="fail", choices=["fail", "warn"]),
         containerd_namespace=dict(type="str", default=CRI_NAMESPACE),
+        settle_timeout=dict(type="float", default=10.0),
     )
     argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     module = AnsibleModule(
@@ -245,13 +255,14 @@ def main():
     try:
         with ContainerdClient.from_params(params) as client:
             outcome = sync_containerd_pins(client, images, state=params["state"], check_mode=module.check_mode,
-                                           force=params["force"], old_runtime=params["old_runtime"])
+                                           force=params["force"], old_runtime=params["old_runtime"],
+                                           settle_timeout=params["settle_timeout"])
     except OldRuntimeError as exc:
         module.fail_json(msg=str(exc), runtime=exc.version, **result)
     except MissingImagesError as exc:
         result["missing"] = exc.missing
         module.fail_json(msg=str(exc), **result)
-    except CriError as exc:
+    except (CriError, NotReportedError) as exc:
         module.fail_json(msg=f"cannot pin on containerd: {exc}", **result)
 
     for warning in outcome.pop("warnings"):
