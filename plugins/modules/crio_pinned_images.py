@@ -23,7 +23,7 @@ description:
   - An empty list of images (O(images=[]), or sets that select nothing for this node), or O(state=absent),
     removes the file. With O(state=present), one of O(images) and O(sets) is required.
   - This is for CRI-O only. containerd pins an image through the image label C(io.cri-containerd.pinned=pinned),
-    which this module does not set.
+    which M(pinned.images.containerd_pinned_images) sets.
 extends_documentation_fragment:
   - pinned.images.cri
 options:
@@ -125,6 +125,7 @@ notes:
 seealso:
   - module: pinned.images.prefetch
   - module: pinned.images.machine_config
+  - module: pinned.images.containerd_pinned_images
 """
 
 EXAMPLES = r"""
