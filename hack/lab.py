@@ -390,7 +390,8 @@ class Lab:
         socket, and its own CRI-O drop-in path and prefetch progress file under the lab directory, so the
         ``pinned.images.node`` role can run on all of them at once. Groups: ``control_plane`` and ``workers``.
         The containerd nodes have no CRI-O: pinning is forced on (``node_pin``) and nothing is reloaded, so the
-        drop-in shows what CRI-O would read. Pulls authenticate with the lab's docker config; the lab runs as
+        drop-in shows what CRI-O would read; nodes running containerd 1.7 (``trixie``) pin with the image label
+        instead, as a real containerd node does (``node_pin: auto``). Pulls authenticate with the lab's docker config; the lab runs as
         root already, so nothing becomes root (``ansible_become``).
         """
         if not self.state.get("nodes"):
@@ -406,6 +407,8 @@ class Lab:
                 "node_dropin_path": str(dropin_dir / "50-pinned-images"),
                 "node_progress_file": str(base / "prefetch-progress.json"),
             }
+            if node.get("containerd", "system") != "system":
+                groups[group][name]["node_pin"] = "auto"
         return {
             "all": {
                 "vars": {

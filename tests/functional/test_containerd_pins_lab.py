@@ -9,6 +9,7 @@ prefetch playbook run through real `ansible`/`ansible-playbook`.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -202,7 +203,7 @@ def test_containerd_16_fails_with_the_version_message_or_warns_when_told(mlab):
     adhoc(MODULE, dict(cri_socket=sock, state="absent", old_runtime="warn"))
 
 
-def run_prefetch_playbook(lab: Lab, tmp_path, images) -> tuple:
+def run_prefetch_playbook(lab: Lab, tmp_path, images, **extra_vars) -> tuple:
     inventory = lab.write_inventory(tmp_path / "lab.yml")
     sets = tmp_path / "sets.yaml"
     sets.write_text(yaml.safe_dump_all([
@@ -212,8 +213,7 @@ def run_prefetch_playbook(lab: Lab, tmp_path, images) -> tuple:
         role_pool("worker", ["worker"], "node-role.kubernetes.io/worker"),
     ]))
     report = tmp_path / "report.json"
-    # The lab inventory writes the drop-in on every node (node_pin=true); here the runtime decides.
-    extra = dict(cluster_sets=[str(sets)], node_pin="auto", node_progress_interval=1, cluster_report_file=str(report))
+    extra = dict(cluster_sets=[str(sets)], node_progress_interval=1, cluster_report_file=str(report), **extra_vars)
     proc = subprocess.run(
         [str(VENV_BIN / "ansible-playbook"), "pinned.images.prefetch", "-i", str(inventory), "-e", json.dumps(extra)],
         env=ansible_env(), capture_output=True, text=True, timeout=900, check=False,
@@ -224,6 +224,7 @@ def run_prefetch_playbook(lab: Lab, tmp_path, images) -> tuple:
 
 
 def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, tmp_path):
+    """The lab inventory: node_pin auto on the 1.7 nodes, the drop-in forced on the 1.6 node (what CRI-O would read)."""
     for node in mlab.status()["nodes"]:
         remove_all_images(socket(mlab, node))
     images = refs(mlab, "plain-small", "plain-shared-a", "auth-small")
@@ -233,11 +234,19 @@ def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, 
         assert cri_pinned(mlab, node) == {image: True for image in images}, node
         assert (nodes[node]["pin_method"], int(nodes[node]["pinned"])) == ("label", 3)
     assert cri_pinned(mlab, OLD) == {image: False for image in images}
-    assert (nodes[OLD]["pin_method"], nodes[OLD]["pinned"]) == ("none", None)
-    assert "label 3" in proc.stdout
+    assert (nodes[OLD]["pin_method"], int(nodes[OLD]["pinned"])) == ("dropin", 3)
+    # The report table's "pinned" column, one row per node.
+    table = dict(re.findall(r'"((?:cp|worker)-\d+) [^"]*?(dropin 3|label 3|-)",?$', proc.stdout, re.MULTILINE))
+    assert table == {"cp-0": "dropin 3", "worker-0": "label 3", "worker-1": "label 3"}
 
     proc, nodes = run_prefetch_playbook(mlab, tmp_path, images)
     assert all(not row["changed"] for row in nodes.values()), yaml.safe_dump(nodes)
-    assert "changed=0" in proc.stdout
+    recap = dict(re.findall(r"^((?:cp|worker)-\d+)\s+: ok=\d+\s+changed=(\d+)", proc.stdout, re.MULTILINE))
+    assert recap == {"cp-0": "0", "worker-0": "0", "worker-1": "0"}
     for node in ("worker-0", "worker-1"):
         assert cri_pinned(mlab, node) == {image: True for image in images}, node
+
+    # node_pin auto everywhere: the 1.6 node prefetches only.
+    _proc, nodes = run_prefetch_playbook(mlab, tmp_path, images, node_pin="auto")
+    assert (nodes[OLD]["pin_method"], nodes[OLD]["pinned"]) == ("none", None)
+    assert cri_pinned(mlab, OLD) == {image: False for image in images}
