@@ -53,7 +53,8 @@ Public API
     Union over the node's pools' sets; ``set_names`` in discovery order without repeats.
 ``wanted_images(images, sets, pools, node_labels, validate) -> (images, set_names)``
     What a pinning module's ``images`` / ``sets`` / ``pools`` / ``node_labels`` options select for this node;
-    ``validate(images)`` checks and sorts a plain ``images`` list.
+    ``validate(images)`` checks and sorts a plain ``images`` list. ``SELECTION_ARGUMENT_SPEC``,
+    ``SELECTION_MUTUALLY_EXCLUSIVE`` and ``SELECTION_REQUIRED_BY`` declare those options.
 """
 
 from __future__ import annotations
@@ -706,6 +707,17 @@ def images_for_node(node_labels, pools, sets) -> tuple:
                 seen.add(image_set.name)
                 chosen.append(image_set)
     return images_for_sets(chosen), [s.name for s in chosen]
+
+
+# The options of the pinning modules that select the images (wanted_images), and their rules.
+SELECTION_ARGUMENT_SPEC = dict(
+    images=dict(type="list", elements="str"),
+    sets=dict(type="list", elements="raw"),
+    pools=dict(type="list", elements="raw", aliases=["pool"]),
+    node_labels=dict(type="dict"),
+)
+SELECTION_MUTUALLY_EXCLUSIVE = [("images", "sets")]
+SELECTION_REQUIRED_BY = {"pools": "sets", "node_labels": "sets"}
 
 
 def _given_pools(values, known) -> list:

@@ -28,35 +28,8 @@ description:
   - For CRI-O, use M(pinned.images.crio_pinned_images).
 extends_documentation_fragment:
   - pinned.images.cri
+  - pinned.images.image_selection
 options:
-  images:
-    description:
-      - The images to pin.
-      - With O(require_digest=true) each must be a digest reference with its registry written out,
-        V(quay.io/org/name@sha256:<64 hex digits>).
-      - Mutually exclusive with O(sets).
-    type: list
-    elements: str
-  sets:
-    description:
-      - PinnedImageSet objects (dictionaries) or paths on the managed node to YAML files or directories that hold
-        them, as in M(pinned.images.crio_pinned_images).
-      - Without O(pools) and O(node_labels) the images of all sets are pinned.
-      - Mutually exclusive with O(images).
-    type: list
-    elements: raw
-  pools:
-    description:
-      - Machine config pools, as names or MachineConfigPool objects, as in M(pinned.images.crio_pinned_images).
-      - Requires O(sets).
-    type: list
-    elements: raw
-    aliases: [pool]
-  node_labels:
-    description:
-      - The labels of this node, to pick its pools as in M(pinned.images.crio_pinned_images).
-      - Requires O(sets).
-    type: dict
   state:
     description:
       - V(present) pins the images and unpins what this module pinned before and is no longer wanted;
@@ -212,15 +185,18 @@ from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
     CriError,
 )
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import MissingImagesError, PinnedImagesError
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import PinnedImageSetError, wanted_images
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+    SELECTION_ARGUMENT_SPEC,
+    SELECTION_MUTUALLY_EXCLUSIVE,
+    SELECTION_REQUIRED_BY,
+    PinnedImageSetError,
+    wanted_images,
+)
 
 
 def main():
     argument_spec = dict(
-        images=dict(type="list", elements="str"),
-        sets=dict(type="list", elements="raw"),
-        pools=dict(type="list", elements="raw", aliases=["pool"]),
-        node_labels=dict(type="dict"),
+        SELECTION_ARGUMENT_SPEC,
         state=dict(type="str", default="present", choices=["present", "absent"]),
         require_digest=dict(type="bool", default=True),
         force=dict(type="bool", default=False),
@@ -232,8 +208,8 @@ def main():
     module = AnsibleModule(
         argument_spec=argument_spec,
         supports_check_mode=True,
-        mutually_exclusive=[("images", "sets")],
-        required_by={"pools": "sets", "node_labels": "sets"},
+        mutually_exclusive=SELECTION_MUTUALLY_EXCLUSIVE,
+        required_by=SELECTION_REQUIRED_BY,
         required_if=[("state", "present", ("images", "sets"), True)],
     )
     params = module.params

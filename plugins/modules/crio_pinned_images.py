@@ -26,46 +26,8 @@ description:
     which M(pinned.images.containerd_pinned_images) sets.
 extends_documentation_fragment:
   - pinned.images.cri
+  - pinned.images.image_selection
 options:
-  images:
-    description:
-      - The images to pin.
-      - With O(require_digest=true) each must be a digest reference with its registry written out,
-        V(quay.io/org/name@sha256:<64 hex digits>).
-      - Mutually exclusive with O(sets).
-    type: list
-    elements: str
-  sets:
-    description:
-      - PinnedImageSet objects (dictionaries) or paths on the managed node to YAML files or directories
-        (C(*.yaml) and C(*.yml), not recursive) that hold them.
-      - Files may hold several documents; documents of other kinds are ignored, except MachineConfigPool objects,
-        which are used as pools for O(node_labels).
-      - Every set is validated as the C(machineconfiguration.openshift.io/v1) API does (digests only, at most
-        500 images, unique names, RFC 1123 names); all problems are reported at once and nothing is written.
-      - Without O(pools) and O(node_labels) the images of all sets are pinned.
-      - Mutually exclusive with O(images).
-    type: list
-    elements: raw
-  pools:
-    description:
-      - Machine config pools, as names or MachineConfigPool objects.
-      - Without O(node_labels), the pools this node belongs to; the sets of these pools are used. A bare name means
-        a pool shaped like OpenShift's built-in ones (it selects sets labelled
-        C(machineconfiguration.openshift.io/role=<name>)).
-      - With O(node_labels), further candidate pools next to the MachineConfigPool objects found in O(sets).
-      - Requires O(sets).
-    type: list
-    elements: raw
-    aliases: [pool]
-  node_labels:
-    description:
-      - The labels of this node. The node's pools are picked by each pool's C(spec.nodeSelector), with the
-        machine-config-operator's rules (C(master) wins over a custom pool, a custom pool over C(worker), and
-        C(worker) sets still apply next to a custom pool).
-      - When no pool is given or found in O(sets), OpenShift's built-in C(master) and C(worker) pools are assumed.
-      - Requires O(sets).
-    type: dict
   path:
     description:
       - The drop-in file.
@@ -212,15 +174,18 @@ from ansible_collections.pinned.images.plugins.module_utils._crio_config import 
     sync_pinned_images,
     validate_pinned_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import PinnedImageSetError, wanted_images
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+    SELECTION_ARGUMENT_SPEC,
+    SELECTION_MUTUALLY_EXCLUSIVE,
+    SELECTION_REQUIRED_BY,
+    PinnedImageSetError,
+    wanted_images,
+)
 
 
 def main():
     argument_spec = dict(
-        images=dict(type="list", elements="str"),
-        sets=dict(type="list", elements="raw"),
-        pools=dict(type="list", elements="raw", aliases=["pool"]),
-        node_labels=dict(type="dict"),
+        SELECTION_ARGUMENT_SPEC,
         path=dict(type="path", default=DEFAULT_PATH),
         state=dict(type="str", default="present", choices=["present", "absent"]),
         require_digest=dict(type="bool", default=True),
@@ -232,8 +197,8 @@ def main():
     module = AnsibleModule(
         argument_spec=argument_spec,
         supports_check_mode=True,
-        mutually_exclusive=[("images", "sets")],
-        required_by={"pools": "sets", "node_labels": "sets"},
+        mutually_exclusive=SELECTION_MUTUALLY_EXCLUSIVE,
+        required_by=SELECTION_REQUIRED_BY,
         required_if=[("reload", "signal", ("pid_file",)), ("state", "present", ("images", "sets"), True)],
     )
     params = module.params
