@@ -153,12 +153,12 @@ def sync_containerd_pins(client, images, state: str = "present", check_mode: boo
     missing = [name for name, status in statuses.items() if status is None]
     if missing and not force:
         raise MissingImagesError(missing)
+    present = [name for name in images if statuses[name] is not None]
 
     records = {record["name"]: record for record in client.list_records()}
     wanted_records = {}  # record name -> wanted image
-    for name, status in statuses.items():
-        if status is None:
-            continue
+    for name in present:
+        status = statuses[name]
         for record_name in [status["id"], *status["repo_tags"], *status["repo_digests"]]:
             if record_name in records:
                 wanted_records.setdefault(record_name, name)
@@ -169,29 +169,34 @@ def sync_containerd_pins(client, images, state: str = "present", check_mode: boo
 
     before = sorted(n for n, r in records.items() if _is_pinned(r))
     after = sorted((set(before) | set(to_pin)) - {n for n in to_unpin if _is_pinned(records[n])})
-    # CRI reports an image pinned when any of its records is: these images were, and these still are.
-    was = {records[n]["target"]["digest"] for n in before}
-    still = {records[n]["target"]["digest"] for n in after}
-    lost = [n for n in to_unpin if records[n]["target"]["digest"] not in still]
+    # CRI reports an image (one image id) pinned when any of its records is: these images were, these still are.
+    image_ids = {n: statuses[image]["id"] for n, image in wanted_records.items()}
+    for name in sorted(set(before) | set(to_unpin)):
+        if name not in image_ids:
+            status = client.image_status(name)
+            image_ids[name] = status["id"] if status else name
+    was = {image_ids[n] for n in before}
+    still = {image_ids[n] for n in after}
+    lost = [n for n in to_unpin if image_ids[n] not in still]
     if not check_mode:
         for name in to_pin:
             client.update_labels(records[name], {PIN_LABEL: PIN_VALUE, OWNER_LABEL: OWNER_VALUE}, PIN_KEYS)
         for name in to_unpin:
             client.update_labels(records[name], {}, PIN_KEYS)
         if (to_pin or to_unpin) and not problem:
-            expected = {name: True for name in images if statuses[name] is not None}
+            expected = {name: True for name in present}
             expected.update({n: False for n in lost})
             wait_reported(client, expected, settle_timeout)
 
-    newly = {wanted_records[n] for n in to_pin if records[n]["target"]["digest"] not in was}
+    newly = {name for name in present if statuses[name]["id"] not in was}
     unpinned_groups = {}
     for name in lost:
-        unpinned_groups.setdefault(records[name]["target"]["digest"], []).append(name)
+        unpinned_groups.setdefault(image_ids[name], []).append(name)
     return {
         "changed": bool(to_pin or to_unpin),
-        "images": sorted(name for name in images if statuses[name] is not None),
+        "images": sorted(present),
         "pinned": sorted(newly),
-        "unchanged": sorted(name for name in images if statuses[name] is not None and name not in newly),
+        "unchanged": sorted(name for name in present if name not in newly),
         "unpinned": sorted(_display_name(names) for names in unpinned_groups.values()),
         "missing": missing,
         "records": {"pinned": to_pin, "unpinned": to_unpin},
