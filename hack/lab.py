@@ -76,6 +76,12 @@ NODE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 TMPFS_SIZE = re.compile(r"^[1-9][0-9]*[kKmMgG]?$")
 # sun_path is 108 bytes including the NUL.
 MAX_SOCKET_PATH = 107
+# containerd binaries a node may run: Debian 12's 1.6 from PATH, or Debian trixie's 1.7 that hack/setup.sh unpacks
+# (hack/trixie_debs.sh). CRI reports the image label io.cri-containerd.pinned only from 1.7.3 on.
+CONTAINERD_BINARIES = {
+    "system": None,
+    "trixie": REPO / ".build" / "trixie" / "containerd" / "usr" / "bin" / "containerd",
+}
 
 
 class LabError(Exception):
@@ -439,7 +445,8 @@ class Lab:
         socket, and its own CRI-O drop-in path and prefetch progress file under the lab directory, so the
         ``pinned.images.node`` role can run on all of them at once. Groups: ``control_plane`` and ``workers``.
         The containerd nodes have no CRI-O: pinning is forced on (``node_pin``) and nothing is reloaded, so the
-        drop-in shows what CRI-O would read. Pulls authenticate with the lab's docker config; the lab runs as
+        drop-in shows what CRI-O would read; nodes running containerd 1.7 (``trixie``) pin with the image label
+        instead, as a real containerd node does (``node_pin: auto``). Pulls authenticate with the lab's docker config; the lab runs as
         root already, so nothing becomes root (``ansible_become``).
         """
         if not self.state.get("nodes"):
@@ -455,6 +462,8 @@ class Lab:
                 "node_dropin_path": str(dropin_dir / "50-pinned-images"),
                 "node_progress_file": str(base / "prefetch-progress.json"),
             }
+            if node.get("containerd", "system") != "system":
+                groups[group][name]["node_pin"] = "auto"
         return {
             "all": {
                 "vars": {
@@ -485,10 +494,12 @@ class Lab:
         tmpfs_nodes: Mapping[str, str] | None = None,
         bulk: int = 0,
         bulk_size: int = 64 * KIB,
+        containerd_nodes: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Start registries, nodes and the default images; a running lab is left alone and returned.
 
-        `tmpfs_nodes` maps node names to a tmpfs size ("64M") for their containerd root.
+        `tmpfs_nodes` maps node names to a tmpfs size ("64M") for their containerd root; `containerd_nodes` maps
+        node names to a key of CONTAINERD_BINARIES (default "system").
         """
         if self.running():
             return self.status()
@@ -499,6 +510,7 @@ class Lab:
             raise LabError("--tmpfs-node names no node: %s (nodes: %s)" % (", ".join(unknown), ", ".join(names)))
         for size in tmpfs.values():
             _check_tmpfs_size(size)
+        binaries = _containerd_choices(containerd_nodes, names)
         started = time.monotonic()
         self._reset()
         try:
@@ -518,7 +530,7 @@ class Lab:
             self._configure_registry("plain", plain_port)
             self._configure_registry("auth", auth_port)
             for name, port in zip(names, stream_ports):
-                self._configure_node(name, port, tmpfs.get(name))
+                self._configure_node(name, port, tmpfs.get(name), binaries[name])
             for name in self.state["registries"]:
                 self._launch(self.state["registries"][name], "registry-" + name)
             for name in names:
@@ -727,7 +739,9 @@ class Lab:
 
     # ---- nodes -------------------------------------------------------------------------------------------
 
-    def _configure_node(self, name: str, stream_port: int, tmpfs_size: str | None) -> dict[str, Any]:
+    def _configure_node(
+        self, name: str, stream_port: int, tmpfs_size: str | None, containerd: str = "system"
+    ) -> dict[str, Any]:
         if not NODE_NAME.match(name):
             raise LabError("bad node name %r: lower-case letters, digits and '-'" % name)
         base = self.path / "nodes" / name
@@ -793,7 +807,8 @@ disabled_plugins = {q(list(DISABLED_PLUGINS))}
             "certs_d": str(base / "certs.d"),
             "stream_port": stream_port,
             "tmpfs": tmpfs_size,
-            "argv": [_binary("containerd"), "--config", str(base / "config.toml")],
+            "containerd": containerd,
+            "argv": [containerd_binary(containerd), "--config", str(base / "config.toml")],
         }
         self.state["nodes"][name] = entry
         return entry
@@ -809,15 +824,17 @@ disabled_plugins = {q(list(DISABLED_PLUGINS))}
 """
             _write(certs_d / entry["host"] / "hosts.toml", hosts)
 
-    def add_node(self, name: str, tmpfs_size: str | None = None) -> dict[str, Any]:
-        """Start one more node on the running lab; returns its state entry."""
+    def add_node(self, name: str, tmpfs_size: str | None = None, containerd: str = "system") -> dict[str, Any]:
+        """Start one more node (running the `containerd` binary of CONTAINERD_BINARIES) on the running lab;
+        returns its state entry."""
         if not self.running():
             raise LabError("the lab at %s is not running" % self.path)
         if name in self.state["nodes"]:
             raise LabError("node %s exists" % name)
         if tmpfs_size:
             _check_tmpfs_size(tmpfs_size)
-        entry = self._configure_node(name, _free_ports(1)[0], tmpfs_size)
+        containerd_binary(containerd)
+        entry = self._configure_node(name, _free_ports(1)[0], tmpfs_size, containerd)
         self._launch(entry, "node-" + name)
         self._save()
         try:
@@ -830,6 +847,15 @@ disabled_plugins = {q(list(DISABLED_PLUGINS))}
             del self.state["nodes"][name]
             self._save()
             raise
+        return entry
+
+    def restart_node(self, name: str) -> dict[str, Any]:
+        """Stop a node's containerd and start it again on the same root (its images and labels stay)."""
+        entry = self.state["nodes"][name]
+        self._kill([entry["pid"]] if _owns(entry["pid"], entry["config"]) else [])
+        self._launch(entry, "node-" + name)
+        self._save()
+        self._wait_ready([entry])
         return entry
 
     # ---- images ------------------------------------------------------------------------------------------
@@ -1065,6 +1091,29 @@ def _binary(name: str) -> str:
     return path
 
 
+def containerd_binary(choice: str) -> str:
+    """The containerd binary named by `choice`, a key of CONTAINERD_BINARIES."""
+    if choice not in CONTAINERD_BINARIES:
+        raise LabError("unknown containerd %r: use one of %s" % (choice, ", ".join(CONTAINERD_BINARIES)))
+    path = CONTAINERD_BINARIES[choice]
+    if path is None:
+        return _binary("containerd")
+    if not os.access(path, os.X_OK):
+        raise LabError("%s not found; run hack/setup.sh (hack/trixie_debs.sh containerd unpacks it)" % path)
+    return str(path)
+
+
+def _containerd_choices(choices: Mapping[str, str] | None, names: Sequence[str]) -> dict[str, str]:
+    """Node name -> containerd choice for every node; unknown names and choices are errors."""
+    choices = dict(choices or {})
+    unknown = sorted(set(choices) - set(names))
+    if unknown:
+        raise LabError("--containerd-node names no node: %s (nodes: %s)" % (", ".join(unknown), ", ".join(names)))
+    for choice in set(choices.values()):
+        containerd_binary(choice)
+    return {name: choices.get(name, "system") for name in names}
+
+
 def _run(argv: list[Any]) -> None:
     result = subprocess.run([_binary(argv[0]), *map(str, argv[1:])], capture_output=True, text=True, check=False)
     if result.returncode:
@@ -1145,6 +1194,7 @@ def _print_human(status: Mapping[str, Any], out=sys.stdout) -> None:
     print("nodes:", file=out)
     for name, node in status["nodes"].items():
         extra = "  tmpfs %s" % node["tmpfs"] if node["tmpfs"] else ""
+        extra += "  containerd %s" % node["containerd"] if node.get("containerd", "system") != "system" else ""
         print("  %-10s %-13s %s  %s%s" % (name, node["role"], node["endpoint"], alive(node), extra), file=out)
     print("images:", file=out)
     for name, image in status["images"].items():
@@ -1159,6 +1209,13 @@ def _tmpfs_arg(text: str) -> tuple[str, str]:
     if not sep or not name or not TMPFS_SIZE.match(size):
         raise argparse.ArgumentTypeError("expected NAME:SIZE, e.g. worker-0:64M")
     return name, size
+
+
+def _containerd_arg(text: str) -> tuple[str, str]:
+    name, sep, choice = text.partition(":")
+    if not sep or not name or choice not in CONTAINERD_BINARIES:
+        raise argparse.ArgumentTypeError("expected NAME:%s, e.g. worker-0:trixie" % "|".join(CONTAINERD_BINARIES))
+    return name, choice
 
 
 def _size_arg(text: str) -> int:
@@ -1184,6 +1241,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="NAME:SIZE",
         help="put that node's containerd root on a tmpfs of SIZE (e.g. worker-0:64M); repeatable",
     )
+    up.add_argument(
+        "--containerd-node",
+        type=_containerd_arg,
+        action="append",
+        default=[],
+        metavar="NAME:BINARY",
+        help="run that node with containerd BINARY: system (Debian 12's 1.6) or trixie (1.7); repeatable",
+    )
     up.add_argument("--bulk", type=int, default=0, metavar="N", help="also push N small distinct images")
     up.add_argument("--bulk-size", type=_size_arg, default=64 * KIB, metavar="SIZE", help="bulk layer size (64K)")
     up.add_argument("--seed", type=int, default=0, help="seed of the image content (default 0)")
@@ -1203,7 +1268,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "up":
             if lab.running():
                 print("lab.py: already running at %s; nothing started" % lab.path, file=sys.stderr)
-            result = lab.up(args.nodes, args.control_plane, dict(args.tmpfs_node), args.bulk, args.bulk_size)
+            result = lab.up(
+                args.nodes, args.control_plane, dict(args.tmpfs_node), args.bulk, args.bulk_size,
+                containerd_nodes=dict(args.containerd_node),
+            )
         elif args.command == "down":
             lab.down(keep=args.keep)
             return 0

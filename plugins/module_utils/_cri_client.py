@@ -177,9 +177,13 @@ class CriClient:
                 UNAVAILABLE,
             )
         self._channel = channel
+        self._bind(channel)
+        return self
+
+    def _bind(self, channel) -> None:
+        """Create the stubs on a ready channel; subclasses add the services of their runtime."""
         self._images = pb_grpc.ImageServiceStub(channel)
         self._runtime = pb_grpc.RuntimeServiceStub(channel)
-        return self
 
     def close(self) -> None:
         if self._channel is not None:

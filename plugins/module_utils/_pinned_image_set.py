@@ -55,6 +55,10 @@ Public API
 ``images_for_sets(sets) -> list[str]`` and ``images_for_pool(pool, sets) -> (images, set_names)``
 ``images_for_node(node_labels, pools, sets) -> (images, set_names)``
     Union over the node's pools' sets; ``set_names`` in discovery order without repeats.
+``wanted_images(images, sets, pools, node_labels, validate) -> (images, set_names)``
+    What a pinning module's ``images`` / ``sets`` / ``pools`` / ``node_labels`` options select for this node;
+    ``validate(images)`` checks and sorts a plain ``images`` list. ``SELECTION_ARGUMENT_SPEC``,
+    ``SELECTION_MUTUALLY_EXCLUSIVE`` and ``SELECTION_REQUIRED_BY`` declare those options.
 """
 
 from __future__ import annotations
@@ -723,3 +727,48 @@ def images_for_node(node_labels, pools, sets) -> tuple:
                 seen.add(image_set.name)
                 chosen.append(image_set)
     return images_for_sets(chosen), [s.name for s in chosen]
+
+
+# The options of the pinning modules that select the images (wanted_images), and their rules.
+SELECTION_ARGUMENT_SPEC = dict(
+    images=dict(type="list", elements="str"),
+    sets=dict(type="list", elements="raw"),
+    pools=dict(type="list", elements="raw", aliases=["pool"]),
+    node_labels=dict(type="dict"),
+)
+SELECTION_MUTUALLY_EXCLUSIVE = [("images", "sets")]
+SELECTION_REQUIRED_BY = {"pools": "sets", "node_labels": "sets"}
+
+
+def _given_pools(values, known) -> list:
+    """Pools from names or objects; a name defined in the set files means that definition."""
+    by_name = {pool.name: pool for pool in known}
+    return [by_name[value] if isinstance(value, str) and value in by_name else as_pool(value) for value in values]
+
+
+def wanted_images(images, sets, pools, node_labels, validate) -> tuple:
+    """(images, set_names) selected by a pinning module's options; raises PinnedImageSetError.
+
+    Without ``sets``: ``validate(images or [])`` and no set names. With ``node_labels``: the sets of the node's
+    pools among the pools found in the set files plus ``pools`` (OpenShift's ``master`` and ``worker`` when
+    there are none). With ``pools`` only: the sets of those pools. Otherwise every set.
+    """
+    if sets is None:
+        return validate(images or []), []
+    loaded, file_pools = load_sets(sets)
+    given = _given_pools(pools or [], file_pools)
+    if node_labels is not None:
+        names = {pool.name for pool in file_pools}
+        candidates = file_pools + [pool for pool in given if pool.name not in names]
+        if not candidates:
+            candidates = [default_pool("master"), default_pool("worker")]
+        return images_for_node(node_labels, candidates, loaded)
+    if pools is not None:
+        chosen, seen = [], set()
+        for pool in given:
+            for image_set in sets_for_pool(pool, loaded):
+                if image_set.name not in seen:
+                    seen.add(image_set.name)
+                    chosen.append(image_set)
+        return images_for_sets(chosen), [s.name for s in chosen]
+    return images_for_sets(loaded), [s.name for s in loaded]

@@ -23,49 +23,11 @@ description:
   - An empty list of images (O(images=[]), or sets that select nothing for this node), or O(state=absent),
     removes the file. With O(state=present), one of O(images) and O(sets) is required.
   - This is for CRI-O only. containerd pins an image through the image label C(io.cri-containerd.pinned=pinned),
-    which this module does not set.
+    which M(pinned.images.containerd_pinned_images) sets.
 extends_documentation_fragment:
   - pinned.images.cri
+  - pinned.images.image_selection
 options:
-  images:
-    description:
-      - The images to pin.
-      - With O(require_digest=true) each must be a digest reference with its registry written out,
-        V(quay.io/org/name@sha256:<64 hex digits>).
-      - Mutually exclusive with O(sets).
-    type: list
-    elements: str
-  sets:
-    description:
-      - PinnedImageSet objects (dictionaries) or paths on the managed node to YAML files or directories
-        (C(*.yaml) and C(*.yml), not recursive) that hold them.
-      - Files may hold several documents; documents of other kinds are ignored, except MachineConfigPool objects,
-        which are used as pools for O(node_labels).
-      - Every set is validated as the C(machineconfiguration.openshift.io/v1) API does (digests only, at most
-        500 images, unique names, RFC 1123 names); all problems are reported at once and nothing is written.
-      - Without O(pools) and O(node_labels) the images of all sets are pinned.
-      - Mutually exclusive with O(images).
-    type: list
-    elements: raw
-  pools:
-    description:
-      - Machine config pools, as names or MachineConfigPool objects.
-      - Without O(node_labels), the pools this node belongs to; the sets of these pools are used. A bare name means
-        a pool shaped like OpenShift's built-in ones (it selects sets labelled
-        C(machineconfiguration.openshift.io/role=<name>)).
-      - With O(node_labels), further candidate pools next to the MachineConfigPool objects found in O(sets).
-      - Requires O(sets).
-    type: list
-    elements: raw
-    aliases: [pool]
-  node_labels:
-    description:
-      - The labels of this node. The node's pools are picked by each pool's C(spec.nodeSelector), with the
-        machine-config-operator's rules (C(master) wins over a custom pool, a custom pool over C(worker), and
-        C(worker) sets still apply next to a custom pool).
-      - When no pool is given or found in O(sets), OpenShift's built-in C(master) and C(worker) pools are assumed.
-      - Requires O(sets).
-    type: dict
   path:
     description:
       - The drop-in file.
@@ -125,6 +87,7 @@ notes:
 seealso:
   - module: pinned.images.prefetch
   - module: pinned.images.machine_config
+  - module: pinned.images.containerd_pinned_images
 """
 
 EXAMPLES = r"""
@@ -212,51 +175,17 @@ from ansible_collections.pinned.images.plugins.module_utils._crio_config import 
     validate_pinned_images,
 )
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+    SELECTION_ARGUMENT_SPEC,
+    SELECTION_MUTUALLY_EXCLUSIVE,
+    SELECTION_REQUIRED_BY,
     PinnedImageSetError,
-    as_pool,
-    default_pool,
-    images_for_node,
-    images_for_sets,
-    load_sets,
-    sets_for_pool,
+    wanted_images,
 )
-
-
-def _pools(values, known) -> list:
-    """Pools from names or objects; a name defined in the set files means that definition."""
-    by_name = {pool.name: pool for pool in known}
-    return [by_name[value] if isinstance(value, str) and value in by_name else as_pool(value) for value in values]
-
-
-def _wanted(params) -> tuple:
-    """(images, set_names) from the options; raises PinnedImageSetError / PinnedImagesError."""
-    if params["sets"] is None:
-        return validate_pinned_images(params["images"] or [], require_digest=params["require_digest"]), []
-    sets, file_pools = load_sets(params["sets"])
-    given = _pools(params["pools"] or [], file_pools)
-    if params["node_labels"] is not None:
-        names = {pool.name for pool in file_pools}
-        candidates = file_pools + [pool for pool in given if pool.name not in names]
-        if not candidates:
-            candidates = [default_pool("master"), default_pool("worker")]
-        return images_for_node(params["node_labels"], candidates, sets)
-    if params["pools"] is not None:
-        chosen, seen = [], set()
-        for pool in given:
-            for image_set in sets_for_pool(pool, sets):
-                if image_set.name not in seen:
-                    seen.add(image_set.name)
-                    chosen.append(image_set)
-        return images_for_sets(chosen), [s.name for s in chosen]
-    return images_for_sets(sets), [s.name for s in sets]
 
 
 def main():
     argument_spec = dict(
-        images=dict(type="list", elements="str"),
-        sets=dict(type="list", elements="raw"),
-        pools=dict(type="list", elements="raw", aliases=["pool"]),
-        node_labels=dict(type="dict"),
+        SELECTION_ARGUMENT_SPEC,
         path=dict(type="path", default=DEFAULT_PATH),
         state=dict(type="str", default="present", choices=["present", "absent"]),
         require_digest=dict(type="bool", default=True),
@@ -268,8 +197,8 @@ def main():
     module = AnsibleModule(
         argument_spec=argument_spec,
         supports_check_mode=True,
-        mutually_exclusive=[("images", "sets")],
-        required_by={"pools": "sets", "node_labels": "sets"},
+        mutually_exclusive=SELECTION_MUTUALLY_EXCLUSIVE,
+        required_by=SELECTION_REQUIRED_BY,
         required_if=[("reload", "signal", ("pid_file",)), ("state", "present", ("images", "sets"), True)],
     )
     params = module.params
@@ -279,7 +208,13 @@ def main():
     images, set_names = [], []
     if params["state"] == "present":
         try:
-            images, set_names = _wanted(params)
+            images, set_names = wanted_images(
+                params["images"],
+                params["sets"],
+                params["pools"],
+                params["node_labels"],
+                lambda names: validate_pinned_images(names, require_digest=params["require_digest"]),
+            )
         except (PinnedImageSetError, PinnedImagesError) as exc:
             module.fail_json(msg=str(exc), problems=exc.problems, **result)
     result["set_names"] = set_names

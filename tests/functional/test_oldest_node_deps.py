@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The committed CRI stubs run on the oldest grpcio/protobuf that requirements-node.txt allows."""
+"""The committed CRI and containerd stubs run on the oldest grpcio/protobuf that requirements-node.txt allows."""
 
 from __future__ import annotations
 
@@ -25,11 +25,16 @@ def test_cri_client_on_oldest_grpcio_and_protobuf(lab, tmp_path):
         import sys
         sys.path.insert(0, {str(COLLECTIONS)!r})
         import grpc, google.protobuf
+        from ansible_collections.pinned.images.plugins.module_utils._containerd_client import ContainerdClient
         from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
         with CriClient({node_socket(lab, "worker-0")!r}) as client:
             print(grpc.__version__, google.protobuf.__version__, client.version()["runtime_name"], len(client.list_images()))
+        with ContainerdClient({node_socket(lab, "worker-0")!r}) as client:
+            print(len(client.list_records()) >= len(client.list_images()))
     """)
     proc = subprocess.run([str(venv / "bin" / "python"), "-c", script], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    grpc_version, protobuf_version, runtime, _count = proc.stdout.split()
+    grpc_version, protobuf_version, runtime, _count, records_listed = proc.stdout.split()
     assert (grpc_version, protobuf_version, runtime) == (oldest("grpcio"), oldest("protobuf"), "containerd")
+    # Every CRI image has at least one record in containerd's images API.
+    assert records_listed == "True"

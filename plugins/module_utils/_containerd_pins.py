@@ -1,0 +1,207 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Pinning on containerd: the image label ``io.cri-containerd.pinned=pinned`` on every record of a wanted image.
+
+containerd (1.7.3 and later) reports an image as ``pinned`` through CRI when one of its image records carries the
+label, and the kubelet never garbage-collects pinned images. Every record (digest name, tags, the image id) of a
+wanted image is labelled, so CRI reports it pinned whichever name the kubelet uses. Records this collection pins also
+get ``OWNER_LABEL``; only those are ever unpinned, so a pin set by hand or by another tool stays.
+
+Public API
+----------
+``PIN_LABEL``, ``PIN_VALUE``, ``OWNER_LABEL``, ``OWNER_VALUE``, ``MIN_VERSION`` (1, 7, 3).
+``parse_version(text) -> tuple | None``: ``"1.7.24~ds1"`` / ``"v1.7.3"`` -> ``(1, 7, 24)``.
+``runtime_problem(version) -> str | None``: why the runtime (CRI ``Version`` dict) will not honour the label.
+``validate_images(images, require_digest=True) -> list[str]``: as the CRI-O drop-in's, without patterns.
+``OldRuntimeError``: the runtime is not containerd >= 1.7.3 (``.version``).
+``sync_containerd_pins(client, images, state, check_mode, force, old_runtime) -> dict``
+    The whole node-side step (see its docstring); ``client`` is a ``ContainerdClient``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
+    MissingImagesError,
+    PinnedImagesError,
+    is_pattern,
+    validate_pinned_images,
+)
+
+PIN_LABEL = "io.cri-containerd.pinned"
+PIN_VALUE = "pinned"
+# Marks the pins this collection made: only these are removed when an image is no longer wanted.
+OWNER_LABEL = "pinned.images/pinned-by"
+OWNER_VALUE = "pinned.images"
+PIN_KEYS = (PIN_LABEL, OWNER_LABEL)
+# containerd/containerd#8817 (1.7.3): the CRI plugin reports the label as Image.pinned.
+MIN_VERSION = (1, 7, 3)
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+class NotReportedError(RuntimeError):
+    """The labels are written but CRI did not report the images as wanted in time."""
+
+
+class OldRuntimeError(RuntimeError):
+    """The runtime would store the label but not report the image pinned."""
+
+    def __init__(self, message: str, version: dict):
+        super().__init__(message)
+        self.version = version
+
+
+def parse_version(text: str) -> tuple | None:
+    """(major, minor, patch) of a containerd version string, None when it has none."""
+    match = _VERSION_RE.match(text or "")
+    return tuple(int(part) for part in match.groups()) if match else None
+
+
+def runtime_problem(version: dict) -> str | None:
+    """Why the runtime described by a CRI ``Version`` result will not honour the pin label; None when it will."""
+    name, text = version.get("runtime_name", ""), version.get("runtime_version", "")
+    if name != "containerd":
+        return f"the runtime is {name or 'unknown'} {text}, not containerd; pin CRI-O images with pinned.images.crio_pinned_images"
+    parsed = parse_version(text)
+    wanted = ".".join(map(str, MIN_VERSION))
+    if parsed is None:
+        return f"cannot read the containerd version {text!r}; containerd reports the {PIN_LABEL} label from {wanted} on"
+    if parsed < MIN_VERSION:
+        return (
+            f"containerd {text} will not honour the pin: it stores the {PIN_LABEL} label but reports images as pinned "
+            f"through CRI (and so protects them from the kubelet's image garbage collection) only from {wanted} on"
+        )
+    return None
+
+
+def validate_images(images, require_digest: bool = True) -> list:
+    """The checked, de-duplicated, sorted list; patterns name no image record, so they are refused."""
+    names = validate_pinned_images(images, require_digest=require_digest)
+    patterns = [name for name in names if is_pattern(name)]
+    if patterns:
+        raise PinnedImagesError([f"{name!r} is a pattern; containerd pins image records, name each image" for name in patterns])
+    return names
+
+
+def _is_pinned(record: dict) -> bool:
+    return record["labels"].get(PIN_LABEL) == PIN_VALUE
+
+
+def _is_ours(record: dict) -> bool:
+    return record["labels"].get(OWNER_LABEL) == OWNER_VALUE
+
+
+def _display_name(names) -> str:
+    """One name for a group of records: a digest reference, else a tag, else the image id."""
+    return sorted(names, key=lambda n: (n.startswith("sha256:"), "@" not in n, n))[0]
+
+
+def _render(records) -> str:
+    return "".join(f"{name}\n" for name in sorted(records))
+
+
+def wait_reported(client, expected: dict, timeout: float, interval: float = 0.1) -> None:
+    """Poll CRI ImageStatus until every image name in ``expected`` reports that ``pinned`` value.
+
+    The CRI plugin learns of label changes from containerd's event stream, after Update has returned.
+    Raises NotReportedError naming the images still off after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    pending = dict(expected)
+    while True:
+        pending = {name: want for name, want in pending.items()
+                   if (client.image_status(name) or {}).get("pinned", False) != want}
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(interval)
+    if pending:
+        raise NotReportedError(
+            f"the labels are written, but after {timeout:g}s CRI still reports "
+            + ", ".join(f"{name} as {'not ' if want else ''}pinned" for name, want in sorted(pending.items()))
+        )
+
+
+def sync_containerd_pins(client, images, state: str = "present", check_mode: bool = False, force: bool = False,
+                         old_runtime: str = "fail", settle_timeout: float = 10.0) -> dict:
+    """Label every record of each of ``images`` (validated) as pinned; unpin the records this collection pinned
+    that no wanted image has any more. ``state=absent`` unpins everything this collection pinned.
+
+    The runtime must be containerd >= 1.7.3 (OldRuntimeError), unless ``old_runtime='warn'``. Unless ``force``,
+    every wanted image must be present (checked through CRI ImageStatus; MissingImagesError, nothing written);
+    with ``force`` the missing ones are left out and listed. A record pinned by someone else is never touched.
+    After a change on a runtime that honours the label, waits up to ``settle_timeout`` seconds until CRI reports
+    the wanted images pinned and the unpinned ones not (NotReportedError otherwise).
+    Returns ``{changed, images, pinned, unpinned, unchanged, missing, records, runtime, warnings, diff}``:
+    ``pinned`` are the wanted images CRI did not report pinned before, ``unchanged`` the other wanted ones,
+    ``unpinned`` one name per image CRI no longer reports pinned, ``records`` the record names labelled or
+    unlabelled.
+    """
+    images = list(images or []) if state == "present" else []
+    version = client.version()
+    warnings = []
+    problem = runtime_problem(version)
+    if problem:
+        if old_runtime != "warn" or version.get("runtime_name") != "containerd":
+            raise OldRuntimeError(problem, version)
+        warnings.append(problem + "; labels set anyway (old_runtime=warn)")
+
+    statuses = {name: client.image_status(name) for name in images}
+    missing = [name for name, status in statuses.items() if status is None]
+    if missing and not force:
+        raise MissingImagesError(missing)
+    present = [name for name in images if statuses[name] is not None]
+
+    records = {record["name"]: record for record in client.list_records()}
+    wanted_records = {}  # record name -> wanted image
+    for name in present:
+        status = statuses[name]
+        for record_name in [status["id"], *status["repo_tags"], *status["repo_digests"]]:
+            if record_name in records:
+                wanted_records.setdefault(record_name, name)
+
+    # A record already pinned by someone else stays theirs: no owner mark, so it is never unpinned here.
+    to_pin = [n for n in sorted(wanted_records) if not _is_pinned(records[n])]
+    to_unpin = [n for n in sorted(records) if n not in wanted_records and _is_ours(records[n])]
+
+    before = sorted(n for n, r in records.items() if _is_pinned(r))
+    after = sorted((set(before) | set(to_pin)) - {n for n in to_unpin if _is_pinned(records[n])})
+    # CRI reports an image (one image id) pinned when any of its records is: these images were, these still are.
+    image_ids = {n: statuses[image]["id"] for n, image in wanted_records.items()}
+    for name in sorted(set(before) | set(to_unpin)):
+        if name not in image_ids:
+            status = client.image_status(name)
+            image_ids[name] = status["id"] if status else name
+    was = {image_ids[n] for n in before}
+    still = {image_ids[n] for n in after}
+    lost = [n for n in to_unpin if image_ids[n] not in still]
+    if not check_mode:
+        for name in to_pin:
+            client.update_labels(records[name], {PIN_LABEL: PIN_VALUE, OWNER_LABEL: OWNER_VALUE}, PIN_KEYS)
+        for name in to_unpin:
+            client.update_labels(records[name], {}, PIN_KEYS)
+        if (to_pin or to_unpin) and not problem:
+            expected = {name: True for name in present}
+            expected.update({n: False for n in lost})
+            wait_reported(client, expected, settle_timeout)
+
+    newly = {name for name in present if statuses[name]["id"] not in was}
+    unpinned_groups = {}
+    for name in lost:
+        unpinned_groups.setdefault(image_ids[name], []).append(name)
+    return {
+        "changed": bool(to_pin or to_unpin),
+        "images": sorted(present),
+        "pinned": sorted(newly),
+        "unchanged": sorted(name for name in present if name not in newly),
+        "unpinned": sorted(_display_name(names) for names in unpinned_groups.values()),
+        "missing": missing,
+        "records": {"pinned": to_pin, "unpinned": to_unpin},
+        "runtime": version,
+        "warnings": warnings,
+        "diff": {"before": _render(before), "after": _render(after),
+                 "before_header": "pinned image records", "after_header": "pinned image records"},
+    }
