@@ -58,8 +58,10 @@ from __future__ import annotations
 import copy
 import os
 import re
+import reprlib
 from dataclasses import dataclass, field
 
+from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
 
 try:
@@ -92,6 +94,11 @@ MAX_POOL_SET_REFS = 100
 MAX_NAME_LENGTH = 253
 
 YAML_SUFFIXES = (".yaml", ".yml")
+# A full set (500 names of at most 447 characters) is about 250 KB; a bigger file is a wrong path or an attack.
+MAX_SET_FILE_SIZE = 4 * 1024 * 1024
+# Nodes of one file or input object counted as if every alias were written out: refuses alias ("billion laughs")
+# bombs, which load cheaply (aliases share one object) but expand without bound wherever they are walked.
+MAX_EXPANDED_NODES = 200_000
 
 _DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # spec.pinnedImageSets[].name pattern of the MachineConfigPool CRD (letters of both cases allowed there).
@@ -153,8 +160,14 @@ class MachineConfigPool:
     source: str | None = None
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 2
+_REPR.maxstring = _REPR.maxother = 100
+
+
 def _short(value, limit: int = 100) -> str:
-    text = value if isinstance(value, str) else repr(value)
+    # reprlib stops at a few items and levels: an aliased structure is never written out whole.
+    text = value if isinstance(value, str) else _REPR.repr(value)
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return repr(text) if isinstance(value, str) else text
@@ -492,17 +505,78 @@ def as_pool(value) -> MachineConfigPool:
     return validate_pool(value)
 
 
+_END = object()
+
+
+def _frame(node) -> list:
+    """[container, iterator over its values, its count so far (itself and its keys)]."""
+    if isinstance(node, dict):
+        return [node, iter(node.values()), 1 + len(node)]
+    return [node, iter(node), 1]
+
+
+def _expanded_size(root, limit: int) -> int:
+    """How many values ``root`` holds with every shared part counted each time it occurs; stops above ``limit``.
+
+    Walks each distinct container once (sizes of finished ones are remembered), so the cost follows the
+    size of the input, not of its expansion. A structure that contains itself counts as ``limit + 1``.
+    """
+    if not isinstance(root, (dict, list)):
+        return 1
+    done = {}
+    active = {id(root)}
+    stack = [_frame(root)]
+    while stack:
+        frame = stack[-1]
+        child = next(frame[1], _END)
+        if child is _END:
+            stack.pop()
+            active.discard(id(frame[0]))
+            done[id(frame[0])] = frame[2]
+            if not stack:
+                break
+            stack[-1][2] += frame[2]
+        elif not isinstance(child, (dict, list)):
+            frame[2] += 1
+        elif id(child) in done:
+            frame[2] += done[id(child)]
+        elif id(child) in active:
+            return limit + 1
+        else:
+            active.add(id(child))
+            stack.append(_frame(child))
+            continue
+        if stack and stack[-1][2] > limit:
+            return stack[-1][2]
+    return done[id(root)]
+
+
+def _too_big(value, source) -> str | None:
+    """The problem of an input that expands beyond :data:`MAX_EXPANDED_NODES`, else None."""
+    if _expanded_size(value, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
+        return (
+            f"{source}: expands to more than {MAX_EXPANDED_NODES} values once its YAML aliases (*name) are written "
+            "out, or refers to itself; write the objects without anchors and aliases"
+        )
+    return None
+
+
 def _yaml_documents(path: str) -> tuple:
-    """(documents, problems) of a YAML file."""
+    """(documents, problems) of a YAML file no bigger than :data:`MAX_SET_FILE_SIZE`."""
     if not HAS_YAML:  # pragma: no cover
         return [], [f"{path}: PyYAML is needed to read YAML files ({YAML_IMPORT_ERROR})"]
     try:
-        with open(path, "rb") as handle:
-            return list(yaml.load_all(handle, Loader=_YamlLoader)), []
-    except OSError as exc:
-        return [], [f"{path}: cannot read: {exc.strerror or exc}"]
+        text = read_config_text(path, "set file", MAX_SET_FILE_SIZE, PinnedImageSetError)
+    except PinnedImageSetError as exc:
+        return [], exc.problems
+    try:
+        documents = list(yaml.load_all(text, Loader=_YamlLoader))
     except yaml.YAMLError as exc:
         return [], [f"{path}: not valid YAML: {exc}".replace("\n", " ")]
+    except RecursionError:  # the pure-Python loader on deep nesting (libyaml stops at 1000 levels)
+        return [], [f"{path}: not valid YAML: nested too deeply"]
+    problem = _too_big(documents, path)
+    return ([], [problem]) if problem else (documents, [])
 
 
 def _expand(obj, source, from_file: bool, sets: list, pools: list, problems: list) -> None:
@@ -584,7 +658,11 @@ def load_sets(sources) -> tuple:
             else:
                 problems.append(f"{path}: no such file or directory")
         else:
-            _expand(item, f"sets[{position}]", False, sets, pools, problems)
+            problem = _too_big(item, f"sets[{position}]")
+            if problem:
+                problems.append(problem)
+            else:
+                _expand(item, f"sets[{position}]", False, sets, pools, problems)
 
     unique_sets = []
     by_name = {}
