@@ -242,6 +242,8 @@ def _cluster_generations(module, client):
     try:
         items = client.list(API_VERSION, PINNED_IMAGE_SET_KIND)
     except K8sError as exc:
+        if exc.status == 0:  # no answer: the next call would wait as long again
+            raise
         module.warn(f"cannot read the cluster's PinnedImageSets, counting generations in the annotation: {exc}")
         return {}
     generations = {}
