@@ -37,6 +37,13 @@ DEFAULT_REGISTRIES_CONF_D = "/etc/containers/registries.conf.d"
 # registries.conf files are small; refuse to parse anything absurd.
 MAX_CONF_SIZE = 4 * 1024 * 1024
 PULL_FROM_MIRROR_VALUES = ("", "all", "digest-only", "tag-only")
+# The keys containers/image decodes (sysregistriesv2); others are ignored by it and here, with a warning.
+_CONF_KEYS = frozenset((
+    "registry", "registries", "unqualified-search-registries", "short-name-mode", "credential-helpers", "aliases",
+    "additional-layer-store-auth-helper",
+))
+_REGISTRY_KEYS = frozenset(("prefix", "location", "insecure", "blocked", "mirror", "mirror-by-digest-only"))
+_CONF_MIRROR_KEYS = frozenset(("location", "insecure", "pull-from-mirror", "pull_from_mirror"))
 
 
 class RegistriesConfError(ValueError):
@@ -182,8 +189,22 @@ def _check_location_host(location: str, where: str):
         raise RegistriesConfError(problem)
 
 
-def parse_registries_conf(text: str, source: str = "<registries.conf>") -> list:
-    """The ``[[registry]]`` entries of a v2 registries.conf document."""
+def _unknown_keys(table: dict, known: frozenset, where: str, warnings: list) -> None:
+    unknown = sorted(str(key) for key in table if key not in known)
+    if unknown:
+        shown = ", ".join(repr(key[:64]) for key in unknown[:10])
+        if len(unknown) > 10:
+            shown += f" and {len(unknown) - 10} more"
+        warnings.append(f"{where}: unknown keys {shown} are ignored (a typo?); known are {', '.join(sorted(known))}")
+
+
+def parse_registries_conf(text: str, source: str = "<registries.conf>", warnings: list | None = None) -> list:
+    """The ``[[registry]]`` entries of a v2 registries.conf document.
+
+    Keys that containers/image does not know are ignored, as it does; ``warnings`` (when given) receives one line
+    per table that has some.
+    """
+    warnings = [] if warnings is None else warnings
     if _toml is None:
         raise RegistriesConfError(
             f"{source}: reading registries.conf needs Python 3.11+ (tomllib) or the 'tomli' package on this host"
@@ -200,11 +221,17 @@ def parse_registries_conf(text: str, source: str = "<registries.conf>") -> list:
     entries = document.get("registry", [])
     if not isinstance(entries, list):
         raise RegistriesConfError(f"{source}: 'registry' must be an array of tables ([[registry]])")
+    _unknown_keys(document, _CONF_KEYS, source, warnings)
     registries = []
     for index, entry in enumerate(entries):
         where = f"{source}: [[registry]] #{index + 1}"
         if not isinstance(entry, dict):
             raise RegistriesConfError(f"{where} must be a table")
+        _unknown_keys(entry, _REGISTRY_KEYS, where, warnings)
+        mirrors = entry.get("mirror")
+        for mindex, mirror in enumerate(mirrors if isinstance(mirrors, list) else []):
+            if isinstance(mirror, dict):
+                _unknown_keys(mirror, _CONF_MIRROR_KEYS, f"{where} mirror[{mindex}]", warnings)
         registries.append(
             _build_registry(
                 entry.get("prefix"), entry.get("location"), entry.get("insecure"), entry.get("blocked"),
@@ -264,6 +291,8 @@ def _merge(base: list, updates: list) -> list:
 class RegistriesConf:
     registries: list = field(default_factory=list)
     files: list = field(default_factory=list)
+    # Unknown keys found in the files (ignored, as containers/image does).
+    warnings: list = field(default_factory=list)
 
     def find_registry(self, ref: ImageRef):
         """The entry with the longest prefix matching ``ref``, or None; on a tie an exact host beats a wildcard."""
@@ -332,14 +361,14 @@ def load_registries_conf(path=None, mirrors=None, default_path: str = DEFAULT_RE
             conf_d = default_conf_d
     if path is not None:
         path = os.fspath(path)
-        conf.registries = parse_registries_conf(_read(path), path)
+        conf.registries = parse_registries_conf(_read(path), path, conf.warnings)
         conf.files.append(path)
     if conf_d and os.path.isdir(conf_d):
         for name in sorted(os.listdir(conf_d)):
             if not name.endswith(".conf"):
                 continue
             drop_in = os.path.join(conf_d, name)
-            conf.registries = _merge(conf.registries, parse_registries_conf(_read(drop_in), drop_in))
+            conf.registries = _merge(conf.registries, parse_registries_conf(_read(drop_in), drop_in, conf.warnings))
             conf.files.append(drop_in)
     conf.registries = _merge(conf.registries, registries_from_list(mirrors))
     return conf

@@ -535,6 +535,8 @@ def main():
     except (ValueError, RegistryAuthError, RegistryError) as err:
         module.fail_json(msg=str(err))
     module.no_log_values.update(auth_config.secrets())
+    for warning in registries.warnings:
+        module.warn(warning)
 
     auth_source = auth_config.path or "no auth file"
 
