@@ -181,6 +181,27 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     return dict(images=results, totals=totals, warnings=warnings)
 
 
+def _listed(items: list, limit: int = 5) -> str:
+    text = "; ".join(items[:limit])
+    return text + (f"; and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def failure_message(images: list) -> str | None:
+    """The task's error for a report with failed images (None without): the first failures, then the images
+    that were not attempted because the disk filled up, so the user knows a rerun after freeing space pulls them."""
+    failures = [f"{r['image']}: {r['error']}" for r in images if r["status"] == FAILED]
+    if not failures:
+        return None
+    message = f"{len(failures)} of {len(images)} images failed: " + _listed(failures)
+    skipped = [r["image"] for r in images if r["status"] == SKIPPED]
+    if skipped:
+        message += (
+            f". {len(skipped)} more were not attempted because the disk ran out of space (free space and run "
+            "again to pull them): " + _listed(skipped)
+        )
+    return message
+
+
 def _fetch_one(client, ref: ImageRef, result: dict, auth_for, options: PrefetchOptions, stop, sleep) -> None:
     image = str(ref)
     auth_source = "no pull attempted"

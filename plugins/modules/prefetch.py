@@ -401,7 +401,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, GRPC_IMPORT_ERROR, HAS_GRPC, CriClient, CriError
 from ..module_utils._disk_guard import check, estimate, filesystem_stats, parse_size
 from ..module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ..module_utils._prefetch import PrefetchOptions, find_present, prefetch
+from ..module_utils._prefetch import PrefetchOptions, failure_message, find_present, prefetch
 from ..module_utils._pull_estimate import PullEstimator
 from ..module_utils._registries_conf import load_registries_conf
 from ..module_utils._registry_auth import RegistryAuthError, load_docker_config
@@ -578,13 +578,9 @@ def main():
         result["diff"] = image_diff(report["images"])
     if guard is not None:
         result["disk_guard"] = guard
-    if totals["failed"] and params["fail_on_error"]:
-        failures = [f"{r['image']}: {r['error']}" for r in report["images"] if r["status"] == "failed"]
-        module.fail_json(
-            msg=f"{totals['failed']} of {totals['requested']} images failed: " + "; ".join(failures[:5])
-            + (f"; and {len(failures) - 5} more" if len(failures) > 5 else ""),
-            **result,
-        )
+    failure = failure_message(report["images"])
+    if failure and params["fail_on_error"]:
+        module.fail_json(msg=failure, **result)
     module.exit_json(**result)
 
 
