@@ -40,6 +40,8 @@ class PrefetchOptions:
     pull_timeout: float | None = None
     check_mode: bool = False
     progress_file: str | None = None
+    # Written to the progress file, so a reader can tell runs apart.
+    run_id: str | None = None
     # Named in "no space left on device" errors.
     image_fs: str | None = None
 
@@ -87,9 +89,10 @@ def _new_result(image: str) -> dict:
 class _Progress:
     """Counts shared by the workers; optionally mirrored to a JSON file that a poller can read."""
 
-    def __init__(self, results: list[dict], path: str | None):
+    def __init__(self, results: list[dict], path: str | None, run_id: str | None = None):
         self.results = results
         self.path = path
+        self.run_id = run_id
         self.lock = threading.Lock()
         self.started = time.time()
         self.error = None
@@ -100,6 +103,7 @@ class _Progress:
         with self.lock:
             counts, pulled_bytes = _tally(self.results)
             snapshot = dict(
+                run_id=self.run_id,
                 total=len(self.results),
                 done=sum(counts.values()),
                 counts=counts,
@@ -131,7 +135,7 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     failed = failed or {}
     results = [_new_result(str(ref)) for ref in refs]
     # Check mode changes nothing, the progress file included.
-    progress = _Progress(results, None if options.check_mode else options.progress_file)
+    progress = _Progress(results, None if options.check_mode else options.progress_file, options.run_id)
     pending = queue.Queue()
     for ref, result in zip(refs, results):
         image = present.get(result["image"])
