@@ -644,13 +644,21 @@ class K8sClient:
             params["dry_run"] = "All"
         return self._request("patch", self._what(kind, name, namespace), "patch", resource, name, namespace, body=patch, **params)
 
-    def annotate(self, api_version, kind, name, annotations, namespace=None, dry_run=False, field_manager=DEFAULT_FIELD_MANAGER):
-        """Set (value) or remove (None) annotations with a merge patch; return the patched object."""
+    def annotate(self, api_version, kind, name, annotations, namespace=None, dry_run=False, field_manager=DEFAULT_FIELD_MANAGER,
+                 resource_version=None):
+        """Set (value) or remove (None) annotations with a merge patch; return the patched object.
+
+        With ``resource_version`` the patch applies only to that version of the object: K8sError status 409 when
+        it changed since it was read (another writer), so the caller can read it again instead of overwriting.
+        """
+        metadata = {"annotations": dict(annotations)}
+        if resource_version is not None:
+            metadata["resourceVersion"] = str(resource_version)
         return self.patch_merge(
             api_version,
             kind,
             name,
-            {"metadata": {"annotations": dict(annotations)}},
+            {"metadata": metadata},
             namespace=namespace,
             dry_run=dry_run,
             field_manager=field_manager,

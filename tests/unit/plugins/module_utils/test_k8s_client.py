@@ -623,3 +623,33 @@ def test_a_server_that_comes_back_is_reached_by_a_retry(fake_apiserver, tmp_path
 def test_bad_timeouts_are_named(tmp_path, value):
     with pytest.raises(K8sError, match=r"request_timeout must be a positive number of seconds, got"):
         K8sClient.from_params({"host": "http://127.0.0.1:1", "request_timeout": value}, tmpdir=str(tmp_path))
+
+
+# ---------------------------------------------------------------- 409 for a stale resourceVersion
+
+
+def test_a_stale_resource_version_is_a_conflict_on_both_write_paths(client, fake_apiserver):
+    fake_apiserver.add(pis())
+    fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    stale_set = fake_apiserver.get(PIS, "set-a")["metadata"]["resourceVersion"]
+    stale_node = fake_apiserver.get("Node", "n1")["metadata"]["resourceVersion"]
+    fake_apiserver.add(pis(images=(IMG_A, IMG_B)))
+    fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"x": "y"}}})
+    body = pis(images=(IMG_B,))
+    body["metadata"]["resourceVersion"] = stale_set
+    with pytest.raises(K8sError) as info:
+        client.apply(body)
+    assert info.value.status == 409 and info.value.reason == "Conflict"
+    assert str(info.value) == (
+        'conflict: cannot server-side apply PinnedImageSet/set-a: Operation cannot be fulfilled on '
+        'pinnedimagesets.machineconfiguration.openshift.io "set-a": the object has been modified; please apply your '
+        "changes to the latest version and try again"
+    )
+    with pytest.raises(K8sError) as info:
+        client.annotate("v1", "Node", "n1", {"a": "b"}, resource_version=stale_node)
+    assert info.value.status == 409 and 'nodes "n1": the object has been modified' in str(info.value)
+    # Nothing was written; with the current version the same write goes through.
+    assert "annotations" not in fake_apiserver.get("Node", "n1")["metadata"]
+    current = fake_apiserver.get("Node", "n1")["metadata"]["resourceVersion"]
+    client.annotate("v1", "Node", "n1", {"a": "b"}, resource_version=current)
+    assert fake_apiserver.get("Node", "n1")["metadata"]["annotations"] == {"a": "b"}

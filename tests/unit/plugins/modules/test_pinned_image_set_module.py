@@ -290,3 +290,18 @@ def test_a_dict_kubeconfig_and_a_proxy_password_are_never_shown(fake_apiserver, 
     for result in (created, rejected, proxied):
         for secret in (fake_apiserver.token, "not-the-token", "pr0xy-pa55word"):
             assert secret not in result["_raw"]
+
+
+def test_a_definition_copied_from_the_cluster_with_a_stale_resource_version_applies(fake_apiserver, conn, capsys):
+    # Server-side apply is declarative: the module sends no resourceVersion, so a definition taken from
+    # `kubectl get -o yaml` long ago does not meet the API server's 409 for a stale one.
+    fake_apiserver.add({"apiVersion": API, "kind": KIND, "metadata": {"name": "copied"}, "spec": {"pinnedImages": [{"name": A}]}})
+    stale = fake_apiserver.get(KIND, "copied")
+    fake_apiserver.add(dict(stale, spec={"pinnedImages": [{"name": A}, {"name": B}]}))
+    definition = dict(stale, spec={"pinnedImages": [{"name": B}]})
+    assert definition["metadata"]["resourceVersion"] != fake_apiserver.get(KIND, "copied")["metadata"]["resourceVersion"]
+    result = run({"definition": definition, **conn}, capsys)
+    assert result["rc"] == 0, result["msg"] if "msg" in result else result
+    applied = [r for r in fake_apiserver.requests if r.method == "PATCH"]
+    assert "resourceVersion" not in applied[-1].body["metadata"]
+    assert {"name": B} in fake_apiserver.get(KIND, "copied")["spec"]["pinnedImages"]
