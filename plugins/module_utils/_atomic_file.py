@@ -57,6 +57,24 @@ def read_bytes(path):
         raise AtomicFileError(exc.errno, f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
+# An old file much bigger than the new content cannot be the same: only its start is read, and the diff leaves it out.
+_MIN_COMPARED = 1024 * 1024
+
+
+def _read_bounded(path, limit: int):
+    """(bytes or None when absent, the file's size when it is larger than ``limit`` else 0)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+            if len(data) <= limit:
+                return data, 0
+            return data[:limit], os.fstat(handle.fileno()).st_size
+    except FileNotFoundError:
+        return None, 0
+    except OSError as exc:
+        raise AtomicFileError(exc.errno, f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
 def _text(data) -> str:
     if data is None:
         return ""
@@ -137,8 +155,8 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
     """Replace ``path`` with ``content`` atomically; see the module docstring."""
     path = os.fspath(path)
     data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-    before = read_bytes(path)
-    unchanged = before is not None and (same(before, data) if same else before == data)
+    before, oversize = _read_bounded(path, max(_MIN_COMPARED, 4 * len(data)))
+    unchanged = before is not None and not oversize and (same(before, data) if same else before == data)
     if unchanged:
         current_mode = stat.S_IMODE(os.stat(path).st_mode)
         if current_mode == mode:
@@ -154,6 +172,8 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
         return {"changed": True, "created": False, "diff": diff}
 
     result = {"changed": True, "created": before is None, "diff": _diff(path, before, data)}
+    if oversize:
+        result["diff"]["before"] = f"({oversize} bytes, far more than the new content: not shown)\n"
     if check_mode:
         return result
 
