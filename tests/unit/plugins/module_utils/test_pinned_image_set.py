@@ -35,7 +35,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
 )
 
 
-
 def digest(n: int) -> str:
     return "sha256:%064x" % n
 
