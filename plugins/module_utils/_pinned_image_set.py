@@ -58,10 +58,9 @@ from __future__ import annotations
 import copy
 import os
 import re
-import reprlib
 from dataclasses import dataclass, field
 
-from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text
+from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
 
 try:
@@ -160,19 +159,6 @@ class MachineConfigPool:
     source: str | None = None
 
 
-_REPR = reprlib.Repr()
-_REPR.maxlevel = 2
-_REPR.maxstring = _REPR.maxother = 100
-
-
-def _short(value, limit: int = 100) -> str:
-    # reprlib stops at a few items and levels: an aliased structure is never written out whole.
-    text = value if isinstance(value, str) else _REPR.repr(value)
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return repr(text) if isinstance(value, str) else text
-
-
 def _type_name(value) -> str:
     if value is None:
         return "null"
@@ -203,10 +189,10 @@ def check_dns_subdomain(value, what: str) -> str | None:
     if not isinstance(value, str) or not value:
         return f"{what} is required and must be a non-empty string"
     if len(value) > MAX_NAME_LENGTH:
-        return f"{what} {_short(value)} is {len(value)} characters long; at most {MAX_NAME_LENGTH} are allowed"
+        return f"{what} {short_value(value)} is {len(value)} characters long; at most {MAX_NAME_LENGTH} are allowed"
     if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
         return (
-            f"{what} {_short(value)} is not a valid RFC 1123 subdomain (lower-case letters, digits, '-' and '.', "
+            f"{what} {short_value(value)} is not a valid RFC 1123 subdomain (lower-case letters, digits, '-' and '.', "
             "starting and ending with a letter or digit)"
         )
     return None
@@ -221,15 +207,15 @@ def _check_labels(labels, what: str) -> list:
     problems = []
     for key, value in labels.items():
         if not isinstance(key, str):
-            problems.append(f"{what} key {_short(key)} must be a string")
+            problems.append(f"{what} key {short_value(key)} must be a string")
             continue
         prefix, slash, name = key.rpartition("/")
         if (slash and check_dns_subdomain(prefix, "prefix")) or not name or len(name) > 63 or not _LABEL_NAME_RE.fullmatch(name):
-            problems.append(f"{what} key {_short(key)} is not a valid label key")
+            problems.append(f"{what} key {short_value(key)} is not a valid label key")
         if not isinstance(value, str):
             problems.append(f"{what}[{key!r}] must be a string, got {_type_name(value)} (quote it in YAML)")
         elif value and (len(value) > 63 or not _LABEL_NAME_RE.fullmatch(value)):
-            problems.append(f"{what}[{key!r}] value {_short(value)} is not a valid label value")
+            problems.append(f"{what}[{key!r}] value {short_value(value)} is not a valid label value")
     return problems
 
 
@@ -260,7 +246,7 @@ def _check_selector(selector, what: str) -> list:
         if not isinstance(key, str) or not key:
             problems.append(f"{where}.key is required and must be a non-empty string")
         if operator not in _SELECTOR_OPERATORS:
-            problems.append(f"{where}.operator {_short(operator)} is not one of {', '.join(_SELECTOR_OPERATORS)}")
+            problems.append(f"{where}.operator {short_value(operator)} is not one of {', '.join(_SELECTOR_OPERATORS)}")
             continue
         if values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
             problems.append(f"{where}.values must be a list of strings")
@@ -310,7 +296,7 @@ def _check_image_name(value) -> str | None:
     if not value:
         return "is empty"
     if len(value) > MAX_IMAGE_NAME_LENGTH:
-        return f"{_short(value)} is {len(value)} characters long; at most {MAX_IMAGE_NAME_LENGTH} are allowed"
+        return f"{short_value(value)} is {len(value)} characters long; at most {MAX_IMAGE_NAME_LENGTH} are allowed"
     parts = value.split("@")
     if len(parts) != 2 or not _CEL_DIGEST_RE.fullmatch(parts[1]):
         try:
@@ -319,17 +305,17 @@ def _check_image_name(value) -> str | None:
             ref = None
         if ref is not None and ref.tag and not ref.digest:
             return (
-                f"{_short(value)} is a tag reference; PinnedImageSet takes digests only "
+                f"{short_value(value)} is a tag reference; PinnedImageSet takes digests only "
                 "(name@sha256:<64 lower-case hex digits>)"
             )
-        return f"{_short(value)} must end with a valid '@sha256:<digest>' suffix, where '<digest>' is 64 lower-case hex digits"
+        return f"{short_value(value)} must end with a valid '@sha256:<digest>' suffix, where '<digest>' is 64 lower-case hex digits"
     try:
         parse_image_ref(value, require_digest=True)
     except ImageReferenceError as exc:
         return str(exc)
     if not _CEL_NAME_RE.fullmatch(parts[0]):
         return (
-            f"{_short(value)} does not have the host[:port][/namespace]/name form the PinnedImageSet API requires: "
+            f"{short_value(value)} does not have the host[:port][/namespace]/name form the PinnedImageSet API requires: "
             "the registry host must be written out and contain a dot, and at most one namespace "
             "(letters, digits, '-', '_') may come between host and name"
         )
@@ -339,9 +325,9 @@ def _check_image_name(value) -> str | None:
 def _check_api_version_kind(obj, kind: str) -> list:
     problems = []
     if obj.get("apiVersion") != API_VERSION:
-        problems.append(f"apiVersion is {_short(obj.get('apiVersion'))}; it must be {API_VERSION!r}")
+        problems.append(f"apiVersion is {short_value(obj.get('apiVersion'))}; it must be {API_VERSION!r}")
     if obj.get("kind") != kind:
-        problems.append(f"kind is {_short(obj.get('kind'))}; it must be {kind!r}")
+        problems.append(f"kind is {short_value(obj.get('kind'))}; it must be {kind!r}")
     return problems
 
 
@@ -384,7 +370,7 @@ def _check_set(obj, source) -> tuple:
             for index, entry in enumerate(pinned):
                 where = f"spec.pinnedImages[{index}]"
                 if not isinstance(entry, dict) or "name" not in entry:
-                    problems.append(f"{where} must be a mapping with a name, got {_short(entry)}")
+                    problems.append(f"{where} must be a mapping with a name, got {short_value(entry)}")
                     continue
                 value = entry["name"]
                 problem = _check_image_name(value)
@@ -392,7 +378,7 @@ def _check_set(obj, source) -> tuple:
                     problems.append(f"{where}.name {problem}")
                     continue
                 if value in seen:
-                    problems.append(f"{where}.name {_short(value)} duplicates spec.pinnedImages[{seen[value]}]")
+                    problems.append(f"{where}.name {short_value(value)} duplicates spec.pinnedImages[{seen[value]}]")
                     continue
                 seen[value] = index
                 images.append(value)
@@ -444,7 +430,7 @@ def _check_pool(obj, source) -> tuple:
                 if not isinstance(ref_name, str) or not ref_name:
                     problems.append(f"{where} must be a mapping with a non-empty name")
                 elif len(ref_name) > MAX_NAME_LENGTH or not _POOL_SET_REF_RE.fullmatch(ref_name):
-                    problems.append(f"{where}.name {_short(ref_name)} is not a valid RFC 1123 subdomain")
+                    problems.append(f"{where}.name {short_value(ref_name)} is not a valid RFC 1123 subdomain")
                 elif ref_name in refs:
                     problems.append(f"{where}.name {ref_name!r} is listed twice")
                 else:
@@ -613,7 +599,7 @@ def _expand(obj, source, from_file: bool, sets: list, pools: list, problems: lis
             pools.append(result)
     elif not from_file:
         problems.append(
-            f"{source}: kind is {_short(kind)}; expected {PINNED_IMAGE_SET_KIND} or {MACHINE_CONFIG_POOL_KIND}"
+            f"{source}: kind is {short_value(kind)}; expected {PINNED_IMAGE_SET_KIND} or {MACHINE_CONFIG_POOL_KIND}"
         )
 
 

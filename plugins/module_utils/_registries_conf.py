@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ._config_file import read_config_text
+from ._config_file import read_config_text, short_value
 from ._image_ref import (
     DOCKER_HUB,
     DOCKER_HUB_ALIASES,
@@ -112,10 +112,10 @@ def _check_location(value, where: str, what: str) -> str:
         raise RegistriesConfError(f"{where}: {what} must be a string, got {type(value).__name__}")
     value = value.strip()
     if value.startswith(("http://", "https://")):
-        raise RegistriesConfError(f"{where}: {what} {value!r}: URI schemes are not supported")
+        raise RegistriesConfError(f"{where}: {what} {short_value(value)}: URI schemes are not supported")
     value = value.rstrip("/")
     if any(ch.isspace() for ch in value):
-        raise RegistriesConfError(f"{where}: {what} {value!r} contains whitespace")
+        raise RegistriesConfError(f"{where}: {what} {short_value(value)} contains whitespace")
     return value
 
 
@@ -123,7 +123,7 @@ def _check_bool(value, where: str, what: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise RegistriesConfError(f"{where}: {what} must be true or false, got {value!r}")
+        raise RegistriesConfError(f"{where}: {what} must be true or false, got {short_value(value)}")
     return value
 
 
@@ -137,10 +137,10 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
     if "*" in prefix:
         if not prefix.startswith("*.") or "*" in prefix[1:] or any(ch in prefix for ch in "/@:"):
             raise RegistriesConfError(
-                f"{where}: prefix {prefix!r}: a wildcard prefix must look like *.example.com"
+                f"{where}: prefix {short_value(prefix)}: a wildcard prefix must look like *.example.com"
             )
     elif not location:
-        raise RegistriesConfError(f"{where}: location is unset and prefix {prefix!r} is not a *.example.com wildcard")
+        raise RegistriesConfError(f"{where}: location is unset and prefix {short_value(prefix)} is not a *.example.com wildcard")
     if location:
         _check_location_host(location, where)
     if mirrors is None:
@@ -159,7 +159,7 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
         pull_from = mirror.get("pull-from-mirror", mirror.get("pull_from_mirror")) or ""
         if pull_from not in PULL_FROM_MIRROR_VALUES:
             raise RegistriesConfError(
-                f"{mwhere}: pull-from-mirror {pull_from!r} is not one of all, digest-only, tag-only"
+                f"{mwhere}: pull-from-mirror {short_value(pull_from)} is not one of all, digest-only, tag-only"
             )
         parsed.append(Mirror(mlocation, _check_bool(mirror.get("insecure"), mwhere, "insecure"), pull_from))
     by_digest_only = _check_bool(by_digest_only, where, "mirror-by-digest-only")
@@ -179,7 +179,7 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
 
 def _check_location_host(location: str, where: str):
     """A location must name a registry host, optionally with a path (``mirror.example.com[:port][/path]``)."""
-    problem = f"{where}: location {location!r} is not a registry host with an optional path"
+    problem = f"{where}: location {short_value(location)} is not a registry host with an optional path"
     try:
         parsed = parse_image_ref(location + ("" if "/" in location else "/x"), require_digest=False)
     except ImageReferenceError:

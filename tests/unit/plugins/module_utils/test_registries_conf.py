@@ -374,3 +374,13 @@ def test_credentials_for_source(conf, keys, image, expected):
         creds = credentials_for_source(auth, source, ref)
         found.append(keys[int(creds.username)] if creds else None)
     assert found == expected
+
+
+@pytest.mark.parametrize("text", [
+    '[[registry]]\nlocation = "https://' + "x" * 1_000_000 + '"\n',
+    '[[registry]]\nlocation = "quay.io"\ninsecure = [' + ", ".join(["1"] * 100_000) + "]\n",
+])
+def test_error_values_are_cut_short(text):
+    with pytest.raises(RegistriesConfError) as info:
+        parse_registries_conf(text, "x")
+    assert len(str(info.value)) < 300

@@ -264,3 +264,11 @@ def test_load_errors_name_the_file(tmp_path, monkeypatch, kind, message):
         load_docker_config(str(path), default_path=None)
     assert str(path) in str(info.value)
     assert message in str(info.value)
+
+
+def test_a_huge_key_is_cut_short_in_errors(tmp_path):
+    path = tmp_path / "auth.json"
+    path.write_text(json.dumps({"auths": {"q.io/" + "x" * 1_000_000: "not an object"}}))
+    with pytest.raises(RegistryAuthError) as info:
+        load_docker_config(path)
+    assert "must be an object" in str(info.value) and len(str(info.value)) < 400
