@@ -16,7 +16,8 @@ exists only between create and rename; ``tmp_dir`` puts it elsewhere on the same
 Public API
 ----------
 ``AtomicFileError(OSError)``: a write or removal failed (message names the path and the cause).
-``read_bytes(path) -> bytes | None``: content, or None when the file does not exist.
+``read_bytes(path, limit=None) -> bytes | None``: content (at most ``limit + 1`` bytes), or None when the file does
+    not exist.
 ``atomic_write(path, content, mode=0o644, check_mode=False, same=None, tmp_dir=None) -> dict``
     ``content`` is str (UTF-8) or bytes. ``same(old_bytes, new_bytes) -> bool`` decides "unchanged"
     (default: byte equality). Unchanged content is not rewritten; a wrong mode is fixed with chmod.
@@ -46,11 +47,12 @@ class AtomicFileError(OSError):
         self.errno = err
 
 
-def read_bytes(path):
-    """The file's bytes, or None when it does not exist."""
+def read_bytes(path, limit: int | None = None):
+    """The file's bytes, or None when it does not exist; with ``limit``, at most ``limit + 1`` of them (enough to
+    tell that the file is bigger)."""
     try:
         with open(path, "rb") as handle:
-            return handle.read()
+            return handle.read(-1 if limit is None else limit + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -59,6 +61,11 @@ def read_bytes(path):
 
 # An old file much bigger than the new content cannot be the same: only its start is read, and the diff leaves it out.
 _MIN_COMPARED = 1024 * 1024
+
+
+def compare_limit(new_content) -> int:
+    """How much of an old file is read to compare it with ``new_content``: more cannot be the same."""
+    return max(_MIN_COMPARED, 4 * len(new_content))
 
 
 def _read_bounded(path, limit: int):
@@ -155,7 +162,7 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
     """Replace ``path`` with ``content`` atomically; see the module docstring."""
     path = os.fspath(path)
     data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-    before, oversize = _read_bounded(path, max(_MIN_COMPARED, 4 * len(data)))
+    before, oversize = _read_bounded(path, compare_limit(data))
     unchanged = before is not None and not oversize and (same(before, data) if same else before == data)
     if unchanged:
         current_mode = stat.S_IMODE(os.stat(path).st_mode)

@@ -82,7 +82,7 @@ def parse_status(value) -> dict:
         return {}
     try:
         status = json.loads(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return {}
     if not isinstance(status, dict):
         return {}

@@ -213,6 +213,8 @@ def parse_registries_conf(text: str, source: str = "<registries.conf>", warnings
         document = _toml.loads(text)
     except _toml.TOMLDecodeError as exc:
         raise RegistriesConfError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # arrays or tables nested thousands deep
+        raise RegistriesConfError(f"{source}: not valid TOML: nested too deeply") from None
     if "registries" in document:
         raise RegistriesConfError(
             f"{source}: uses the v1 format ([registries.search], [registries.insecure], [registries.block]), "

@@ -150,7 +150,8 @@ def test_errors_are_truncated_and_bad_annotations_are_ignored():
     status = update_status({}, sets, "done", T0, failures={"a": "x" * (MAX_ERROR_LENGTH + 10)})
     assert len(item(status, "a")["lastFailedGenerationError"]) == MAX_ERROR_LENGTH
     oversized = json.dumps({"pinnedImageSets": [{"name": "a"}], "pad": "x" * MAX_ANNOTATION_SIZE})
-    for value in (None, "", "not json", "[1, 2]", json.dumps({"pinnedImageSets": [{"nope": 1}]}), oversized):
+    nested = "[" * 100_000 + "]" * 100_000
+    for value in (None, "", "not json", "[1, 2]", json.dumps({"pinnedImageSets": [{"nope": 1}]}), oversized, nested):
         assert parse_status(value).get("pinnedImageSets", []) == []
     assert render_status(status) == json.dumps(status, sort_keys=True, separators=(",", ":"))
 

@@ -384,3 +384,13 @@ def test_error_values_are_cut_short(text):
     with pytest.raises(RegistriesConfError) as info:
         parse_registries_conf(text, "x")
     assert len(str(info.value)) < 300
+
+
+def test_a_nesting_bomb_and_a_50_mib_file_are_refused(tmp_path):
+    with pytest.raises(RegistriesConfError, match="x: not valid TOML: nested too deeply"):
+        parse_registries_conf("a = " + "[" * 100_000 + "]" * 100_000, "x")
+    big = tmp_path / "registries.conf"
+    with big.open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    with pytest.raises(RegistriesConfError, match=f"registries file {big} is larger than 4194304 bytes"):
+        load_registries_conf(big)
