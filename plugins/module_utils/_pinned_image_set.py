@@ -24,7 +24,9 @@ Public API
     ``kind: List`` of them), a ``PinnedImageSet`` / ``MachineConfigPool`` instance, or a path to a YAML
     file (multi-document; documents of other kinds are ignored) or a directory (``*.yaml``/``*.yml``,
     sorted, not recursive). Validates everything and raises one PinnedImageSetError listing every problem.
-    Sets with the same name must be identical (exact repeats are dropped).
+    Sets with the same name must be identical (exact repeats are dropped). Bounded: a file above
+    ``MAX_SET_FILE_SIZE`` is refused unread, and a file or object holding more than ``MAX_EXPANDED_NODES`` values
+    once its YAML aliases are counted out (or containing itself) is refused without expanding it.
 ``validate_set(obj, source=None) -> PinnedImageSet`` and ``validate_pool(obj, source=None) -> MachineConfigPool``
 ``check_dns_subdomain(value, what) -> str | None``
     Why ``value`` is not an RFC 1123 subdomain (Kubernetes object names), naming it ``what``; None when it is.

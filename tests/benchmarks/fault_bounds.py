@@ -126,6 +126,13 @@ def main() -> None:
         conf = big_file(tmp / "registries.conf", "", '[[registry]]\nlocation = "quay.io"\n')
         rows.append(("registries.conf: 50 MiB",
                      *run_child(loader(f"load_registries_conf({str(conf)!r}, None, '', None, '')"))))
+        nested = tmp / "nested.json"
+        nested.write_text('{"auths": ' + "[" * 100_000 + "]" * 100_000 + "}")
+        rows.append(("pull secret: 100,000-deep nesting (200 KB)", *run_child(loader(f"load_docker_config({str(nested)!r})"))))
+        nested_conf = tmp / "nested.conf"
+        nested_conf.write_text("a = " + "[" * 100_000 + "]" * 100_000)
+        rows.append(("registries.conf: 100,000-deep nesting (200 KB)",
+                     *run_child(loader(f"load_registries_conf({str(nested_conf)!r}, None, '', None, '')"))))
         dropin = tmp / "50-pinned-images"
         with dropin.open("wb") as handle:
             handle.truncate(BIG)
