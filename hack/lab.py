@@ -461,6 +461,7 @@ class Lab:
                 "node_cri_socket": node["endpoint"],
                 "node_dropin_path": str(dropin_dir / "50-pinned-images"),
                 "node_progress_file": str(base / "prefetch-progress.json"),
+                "node_pull_secret_path": str(base / "pull-secret.json"),
             }
             if node.get("containerd", "system") != "system":
                 groups[group][name]["node_pin"] = "auto"

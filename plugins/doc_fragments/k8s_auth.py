@@ -84,6 +84,15 @@ options:
         is left out of error messages.
       - Can also be specified via E(K8S_AUTH_PROXY) environment variable.
     type: str
+  request_timeout:
+    description:
+      - Seconds one call to the API server may take in all, API discovery and retries included. A server that does
+        not answer in that time fails the task with C(the Kubernetes API server at URL did not answer within N s).
+      - A refused or dropped connection is tried again (at most 3 attempts), within the same time.
+      - Can also be specified via E(K8S_AUTH_REQUEST_TIMEOUT) environment variable.
+      - kubernetes.core has no such option; the name and variable follow its style.
+    type: float
+    default: 30
 requirements:
   - kubernetes >= 24.2.0
 notes:

@@ -16,7 +16,8 @@ exists only between create and rename; ``tmp_dir`` puts it elsewhere on the same
 Public API
 ----------
 ``AtomicFileError(OSError)``: a write or removal failed (message names the path and the cause).
-``read_bytes(path) -> bytes | None``: content, or None when the file does not exist.
+``read_bytes(path, limit=None) -> bytes | None``: content (at most ``limit + 1`` bytes), or None when the file does
+    not exist.
 ``atomic_write(path, content, mode=0o644, check_mode=False, same=None, tmp_dir=None) -> dict``
     ``content`` is str (UTF-8) or bytes. ``same(old_bytes, new_bytes) -> bool`` decides "unchanged"
     (default: byte equality). Unchanged content is not rewritten; a wrong mode is fixed with chmod.
@@ -47,13 +48,37 @@ class AtomicFileError(OSError):
         self.errno = err
 
 
-def read_bytes(path):
-    """The file's bytes, or None when it does not exist."""
+def read_bytes(path, limit: int | None = None):
+    """The file's bytes, or None when it does not exist; with ``limit``, at most ``limit + 1`` of them (enough to
+    tell that the file is bigger)."""
     try:
         with open(path, "rb") as handle:
-            return handle.read()
+            return handle.read(-1 if limit is None else limit + 1)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise AtomicFileError(exc.errno, f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+# An old file much bigger than the new content cannot be the same: only its start is read, and the diff leaves it out.
+_MIN_COMPARED = 1024 * 1024
+
+
+def compare_limit(new_content) -> int:
+    """How much of an old file is read to compare it with ``new_content``: more cannot be the same."""
+    return max(_MIN_COMPARED, 4 * len(new_content))
+
+
+def _read_bounded(path, limit: int):
+    """(bytes or None when absent, the file's size when it is larger than ``limit`` else 0)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+            if len(data) <= limit:
+                return data, 0
+            return data[:limit], os.fstat(handle.fileno()).st_size
+    except FileNotFoundError:
+        return None, 0
     except OSError as exc:
         raise AtomicFileError(exc.errno, f"cannot read {path}: {exc.strerror or exc}") from exc
 
@@ -138,8 +163,8 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
     """Replace ``path`` with ``content`` atomically; see the module docstring."""
     path = os.fspath(path)
     data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-    before = read_bytes(path)
-    unchanged = before is not None and (same(before, data) if same else before == data)
+    before, oversize = _read_bounded(path, compare_limit(data))
+    unchanged = before is not None and not oversize and (same(before, data) if same else before == data)
     if unchanged:
         current_mode = stat.S_IMODE(os.stat(path).st_mode)
         if current_mode == mode:
@@ -155,6 +180,8 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
         return {"changed": True, "created": False, "content_changed": False, "diff": diff}
 
     result = {"changed": True, "created": before is None, "content_changed": True, "diff": _diff(path, before, data)}
+    if oversize:
+        result["diff"]["before"] = f"({oversize} bytes, far more than the new content: not shown)\n"
     if check_mode:
         return result
 

@@ -2,9 +2,25 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Reading the node's small configuration files (pull secret, registries.conf) with errors that name them."""
+"""Reading the node's small configuration files (pull secret, registries.conf, set files) with errors that name
+them, and values shown short in those errors."""
 
 from __future__ import annotations
+
+import reprlib
+
+# A few items and levels at most: a value from a file can be megabytes long, or an aliased YAML structure.
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 2
+_REPR.maxstring = _REPR.maxother = 100
+
+
+def short_value(value, limit: int = 100) -> str:
+    """``value`` for an error message: a quoted string or a repr, cut to about ``limit`` characters."""
+    text = value if isinstance(value, str) else _REPR.repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return repr(text) if isinstance(value, str) else text
 
 
 def read_config_text(path: str, what: str, max_size: int, error_class, encoding: str = "utf-8") -> str:

@@ -11,6 +11,7 @@ Runtime differences are explicit here: CRI-O listens on /var/run/crio/crio.sock,
 from __future__ import annotations
 
 import os
+import socket as _socket
 import stat
 import traceback
 
@@ -123,6 +124,37 @@ def _check_socket_path(path: str) -> None:
         raise CriError(f"permission denied on {path}: run as root (become: true)", PERMISSION)
 
 
+# What a gRPC client sends first: the HTTP/2 preface and an empty SETTINGS frame.
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_PROBE_SECONDS = 1.0
+
+
+def describe_listener(path: str, timeout: float = _PROBE_SECONDS) -> str:
+    """Why a gRPC channel to the unix socket ``path`` did not become ready, from what answers there."""
+    not_cri = "not a CRI socket"
+    if path.endswith(".ttrpc"):
+        not_cri += " (a .ttrpc socket is containerd's ttrpc API; its CRI socket is the same path without .ttrpc)"
+    try:
+        with _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(path)
+            sock.sendall(_HTTP2_PREFACE)
+            answer = sock.recv(64)
+    except ConnectionRefusedError:
+        return "nothing is listening there (connection refused; a socket file left by a stopped runtime?)"
+    except _socket.timeout:
+        return f"something there accepts connections but does not answer gRPC (HTTP/2): {not_cri}"
+    except OSError as exc:
+        return f"cannot talk to it: {exc.strerror or exc}"
+    if not answer:
+        return f"something there closed the connection without a gRPC (HTTP/2) answer: {not_cri}"
+    # An HTTP/2 server answers with a SETTINGS frame (type 4 at offset 3).
+    if len(answer) >= 9 and answer[3] == 4:
+        return "an HTTP/2 server there did not accept the gRPC channel"
+    shown = answer[:40].decode("latin-1")
+    return f"something there answered {shown!r}, which is not gRPC (HTTP/2): {not_cri}"
+
+
 def _image_to_dict(image) -> dict:
     return dict(
         id=image.id,
@@ -171,9 +203,11 @@ class CriClient:
             grpc.channel_ready_future(channel).result(timeout=self.connect_timeout)
         except grpc.FutureTimeoutError:
             channel.close()
+            why = "is crio or containerd running?"
+            if self.socket_path:
+                why = describe_listener(self.socket_path)
             raise CriError(
-                f"could not connect to the CRI runtime at {self.endpoint} within {self.connect_timeout:g}s: "
-                "is crio or containerd running?",
+                f"could not connect to the CRI runtime at {self.endpoint} within {self.connect_timeout:g}s: {why}",
                 UNAVAILABLE,
             )
         self._channel = channel

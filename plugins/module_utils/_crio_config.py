@@ -236,6 +236,7 @@ def sync_pinned_images(path, images, state: str = "present", check_mode: bool = 
     """
     from ansible_collections.pinned.images.plugins.module_utils._atomic_file import (
         atomic_write,
+        compare_limit,
         read_bytes,
         remove_file,
     )
@@ -247,7 +248,7 @@ def sync_pinned_images(path, images, state: str = "present", check_mode: bool = 
         images = []
     else:
         content = render_pinned_images(images)
-        before = read_bytes(path)
+        before = read_bytes(path, compare_limit(content))
         content_changed = not same_content(before, content)
         if content_changed and not force and check_presence is not None:
             missing = check_presence(images)

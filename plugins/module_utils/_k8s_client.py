@@ -22,12 +22,14 @@ that names the verb, the resource and the API server; tokens, passwords and the 
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import json
 import os
 import re
 import shutil
 import tempfile
+import time
 import weakref
 from urllib.parse import unquote
 
@@ -52,6 +54,9 @@ else:
 
 DEFAULT_FIELD_MANAGER = "pinned-images"
 DEFAULT_TIMEOUT = 30
+# Attempts of one request when the server refused the connection or dropped it unanswered, all within the timeout.
+MAX_ATTEMPTS = 3
+RETRY_DELAY = 0.25
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 REDACTED = "********"
@@ -83,6 +88,11 @@ K8S_AUTH_ARG_SPEC = {
     },
     # May carry user:password@ (SOCKS proxies use it); hidden from results and logs as a whole.
     "proxy": {"type": "str", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_PROXY"])},
+    "request_timeout": {
+        "type": "float",
+        "default": DEFAULT_TIMEOUT,
+        "fallback": (env_fallback, ["K8S_AUTH_REQUEST_TIMEOUT"]),
+    },
 }
 
 K8S_AUTH_OPTION_NAMES = tuple(K8S_AUTH_ARG_SPEC)
@@ -214,13 +224,69 @@ def _parse_warnings(headers):
     return found
 
 
+class _DeadlinePassed(Exception):
+    """The time of the current call ran out before (another attempt of) a request could start."""
+
+
+def _within_timeout(method):
+    """Give one public call (discovery, retries and every request it makes) ``timeout`` seconds in all."""
+
+    @functools.wraps(method)
+    def bounded(self, *args, **kwargs):
+        if self._deadline is not None:  # a call inside another one shares its deadline
+            return method(self, *args, **kwargs)
+        self._deadline = time.monotonic() + self.timeout
+        try:
+            return method(self, *args, **kwargs)
+        except _DeadlinePassed:
+            raise self._timeout_error() from None
+        finally:
+            self._deadline = None
+
+    return bounded
+
+
+def _is_timeout(exc) -> bool:
+    if isinstance(exc, urllib3.exceptions.MaxRetryError):
+        exc = exc.reason
+    # NewConnectionError derives from ConnectTimeoutError, but means "refused" or "unreachable".
+    return isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(exc, urllib3.exceptions.NewConnectionError)
+
+
+def _is_retryable(exc, method: str) -> bool:
+    """Refused connections never reached the server; a dropped one is retried for the idempotent verbs used here."""
+    if isinstance(exc, urllib3.exceptions.MaxRetryError):
+        exc = exc.reason
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return True
+    return isinstance(exc, urllib3.exceptions.ProtocolError) and method.upper() in ("GET", "PATCH")
+
+
+def check_timeout(value) -> float:
+    """``value`` as a timeout in seconds; K8sError unless it is a positive number."""
+    try:
+        timeout = float(value)
+    except (TypeError, ValueError):
+        timeout = 0.0
+    if not timeout > 0 or timeout == float("inf"):
+        raise K8sError(f"request_timeout must be a positive number of seconds, got {value!r}")
+    return timeout
+
+
 class K8sClient:
-    """Talks to one API server. Build it with :meth:`from_params`; call :meth:`close` when done."""
+    """Talks to one API server. Build it with :meth:`from_params`; call :meth:`close` when done.
+
+    Each public call (``apply``, ``get``, ``list``, ...) ends within ``timeout`` seconds: discovery, the request
+    and up to :data:`MAX_ATTEMPTS` attempts share that time; a server that does not answer gives K8sError status 0.
+    """
 
     def __init__(self, configuration, secrets=(), tmpdir=None, timeout=DEFAULT_TIMEOUT):
         _require_kubernetes()
         self.configuration = configuration
-        self.timeout = timeout
+        # urllib3 would retry 3 more times with the full timeout each; the attempts are counted here instead.
+        self.configuration.retries = 0
+        self.timeout = check_timeout(timeout)
+        self._deadline = None
         self.warnings = []
         self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
         self._own_tmpdir = tmpdir is None
@@ -236,14 +302,18 @@ class K8sClient:
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def from_params(cls, params, tmpdir=None, timeout=DEFAULT_TIMEOUT):
+    def from_params(cls, params, tmpdir=None, timeout=None):
         """Build a client from module parameters named as in :data:`K8S_AUTH_ARG_SPEC`.
 
         ``tmpdir`` receives the discovery cache and certificate files the kubeconfig loader writes; give the module's
         ``module.tmpdir``. Without it a private temporary directory is made and removed on :meth:`close`.
+        ``timeout`` defaults to the ``request_timeout`` parameter, else :data:`DEFAULT_TIMEOUT`.
         """
         _require_kubernetes()
         params = params or {}
+        if timeout is None:
+            timeout = params.get("request_timeout")
+        timeout = check_timeout(DEFAULT_TIMEOUT if timeout is None else timeout)
         own_tmp = None
         if tmpdir is None:
             own_tmp = tempfile.mkdtemp(prefix="pinned-images-k8s-")
@@ -293,7 +363,46 @@ class K8sClient:
             secrets |= _url_secrets(url)
         return _scrub_text(str(text), secrets)
 
+    def _timeout_error(self):
+        return K8sError(
+            f"the Kubernetes API server at {self.host} did not answer within {self.timeout:g} s (request_timeout)",
+            status=0,
+            reason="Timeout",
+        )
+
+    def _remaining(self) -> float:
+        if self._deadline is None:
+            return self.timeout
+        return self._deadline - time.monotonic()
+
+    def _bound_requests(self, api_client):
+        """Make every request of ``api_client`` (discovery too) use what is left of the call's time."""
+        rest_client = api_client.rest_client
+        send = rest_client.request
+
+        def request(method, url, *args, **kwargs):
+            attempt = 1
+            while True:
+                remaining = self._remaining()
+                if remaining <= 0:
+                    raise _DeadlinePassed()
+                kwargs["_request_timeout"] = remaining
+                try:
+                    return send(method, url, *args, **kwargs)
+                except urllib3.exceptions.HTTPError as exc:
+                    if _is_timeout(exc):
+                        raise _DeadlinePassed() from None
+                    delay = RETRY_DELAY * attempt
+                    if attempt >= MAX_ATTEMPTS or not _is_retryable(exc, method) or self._remaining() <= delay:
+                        raise
+                time.sleep(delay)
+                attempt += 1
+
+        rest_client.request = request
+
     def _connection_error(self, exc):
+        if _is_timeout(exc):
+            return self._timeout_error()
         reason = getattr(exc, "reason", None) or exc
         text = str(reason)
         lowered = text.lower()
@@ -312,6 +421,7 @@ class K8sClient:
     def _dyn(self):
         if self._dynamic is None:
             self._api_client = k8s_client_mod.ApiClient(self.configuration)
+            self._bound_requests(self._api_client)
             cache_file = os.path.join(self._tmpdir, "discovery-cache.json")
             try:
                 self._dynamic = DynamicClient(self._api_client, cache_file=cache_file)
@@ -405,7 +515,6 @@ class K8sClient:
     def _request(self, verb, what, method, resource, name=None, namespace=None, body=None, rbac_verb=None, **params):
         dyn = self._dyn()
         path = resource.path(name=name, namespace=namespace)
-        params.setdefault("_request_timeout", self.timeout)
         try:
             response = dyn.request(method, path, body=body, serialize=False, **params)
         except (DynamicApiError, ApiException) as exc:
@@ -440,11 +549,13 @@ class K8sClient:
 
     # ------------------------------------------------------------------ verbs
 
+    @_within_timeout
     def server_version(self):
         """The ``/version`` answer (``gitVersion``, ``major``, ``minor``, ...)."""
         version = self._dyn().version or {}
         return dict(version.get("kubernetes") or {})
 
+    @_within_timeout
     def apply(self, obj, field_manager=DEFAULT_FIELD_MANAGER, force_conflicts=False, dry_run=False):
         """Server-side apply ``obj`` (create or update); return the object the server stored (or would store)."""
         if not isinstance(obj, dict):
@@ -474,6 +585,7 @@ class K8sClient:
             **params,
         )
 
+    @_within_timeout
     def get(self, api_version, kind, name, namespace=None):
         """The object, or None when it does not exist."""
         resource = self._resource(api_version, kind)
@@ -485,6 +597,7 @@ class K8sClient:
                 return None
             raise
 
+    @_within_timeout
     def list(self, api_version, kind, label_selector=None, namespace=None):
         """Every object of ``kind`` (in ``namespace`` when given), optionally filtered by a label selector."""
         resource = self._resource(api_version, kind)
@@ -505,6 +618,7 @@ class K8sClient:
             items.append(item)
         return items
 
+    @_within_timeout
     def delete(self, api_version, kind, name, namespace=None, dry_run=False):
         """Delete the object; False when it was already absent."""
         resource = self._resource(api_version, kind)
@@ -518,6 +632,7 @@ class K8sClient:
             raise
         return True
 
+    @_within_timeout
     def patch_merge(self, api_version, kind, name, patch, namespace=None, dry_run=False, field_manager=DEFAULT_FIELD_MANAGER):
         """JSON merge patch (RFC 7386; ``None`` removes a key), e.g. ``{"metadata": {"annotations": {...}}}``."""
         if not isinstance(patch, dict):
@@ -529,13 +644,21 @@ class K8sClient:
             params["dry_run"] = "All"
         return self._request("patch", self._what(kind, name, namespace), "patch", resource, name, namespace, body=patch, **params)
 
-    def annotate(self, api_version, kind, name, annotations, namespace=None, dry_run=False, field_manager=DEFAULT_FIELD_MANAGER):
-        """Set (value) or remove (None) annotations with a merge patch; return the patched object."""
+    def annotate(self, api_version, kind, name, annotations, namespace=None, dry_run=False, field_manager=DEFAULT_FIELD_MANAGER,
+                 resource_version=None):
+        """Set (value) or remove (None) annotations with a merge patch; return the patched object.
+
+        With ``resource_version`` the patch applies only to that version of the object: K8sError status 409 when
+        it changed since it was read (another writer), so the caller can read it again instead of overwriting.
+        """
+        metadata = {"annotations": dict(annotations)}
+        if resource_version is not None:
+            metadata["resourceVersion"] = str(resource_version)
         return self.patch_merge(
             api_version,
             kind,
             name,
-            {"metadata": {"annotations": dict(annotations)}},
+            {"metadata": metadata},
             namespace=namespace,
             dry_run=dry_run,
             field_manager=field_manager,

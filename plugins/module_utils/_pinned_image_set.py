@@ -24,7 +24,9 @@ Public API
     ``kind: List`` of them), a ``PinnedImageSet`` / ``MachineConfigPool`` instance, or a path to a YAML
     file (multi-document; documents of other kinds are ignored) or a directory (``*.yaml``/``*.yml``,
     sorted, not recursive). Validates everything and raises one PinnedImageSetError listing every problem.
-    Sets with the same name must be identical (exact repeats are dropped).
+    Sets with the same name must be identical (exact repeats are dropped). Bounded: a file above
+    ``MAX_SET_FILE_SIZE`` is refused unread, and a file or object holding more than ``MAX_EXPANDED_NODES`` values
+    once its YAML aliases are counted out (or containing itself) is refused without expanding it.
 ``validate_set(obj, source=None) -> PinnedImageSet`` and ``validate_pool(obj, source=None) -> MachineConfigPool``
 ``check_dns_subdomain(value, what) -> str | None``
     Why ``value`` is not an RFC 1123 subdomain (Kubernetes object names), naming it ``what``; None when it is.
@@ -68,6 +70,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
 
 try:
@@ -100,6 +103,11 @@ MAX_POOL_SET_REFS = 100
 MAX_NAME_LENGTH = 253
 
 YAML_SUFFIXES = (".yaml", ".yml")
+# A full set (500 names of at most 447 characters) is about 250 KB; a bigger file is a wrong path or an attack.
+MAX_SET_FILE_SIZE = 4 * 1024 * 1024
+# Nodes of one file or input object counted as if every alias were written out: refuses alias ("billion laughs")
+# bombs, which load cheaply (aliases share one object) but expand without bound wherever they are walked.
+MAX_EXPANDED_NODES = 200_000
 
 # Go's unicode.IsSpace, which strings/bytes.TrimSpace use: Python's str.strip() also removes U+001C..U+001F,
 # which Go keeps.
@@ -165,13 +173,6 @@ class MachineConfigPool:
     source: str | None = None
 
 
-def _short(value, limit: int = 100) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return repr(text) if isinstance(value, str) else text
-
-
 def _type_name(value) -> str:
     if value is None:
         return "null"
@@ -202,10 +203,10 @@ def check_dns_subdomain(value, what: str) -> str | None:
     if not isinstance(value, str) or not value:
         return f"{what} is required and must be a non-empty string"
     if len(value) > MAX_NAME_LENGTH:
-        return f"{what} {_short(value)} is {len(value)} characters long; at most {MAX_NAME_LENGTH} are allowed"
+        return f"{what} {short_value(value)} is {len(value)} characters long; at most {MAX_NAME_LENGTH} are allowed"
     if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
         return (
-            f"{what} {_short(value)} is not a valid RFC 1123 subdomain (lower-case letters, digits, '-' and '.', "
+            f"{what} {short_value(value)} is not a valid RFC 1123 subdomain (lower-case letters, digits, '-' and '.', "
             "starting and ending with a letter or digit)"
         )
     return None
@@ -220,15 +221,15 @@ def _check_labels(labels, what: str) -> list:
     problems = []
     for key, value in labels.items():
         if not isinstance(key, str):
-            problems.append(f"{what} key {_short(key)} must be a string")
+            problems.append(f"{what} key {short_value(key)} must be a string")
             continue
         prefix, slash, name = key.rpartition("/")
         if (slash and check_dns_subdomain(prefix, "prefix")) or not name or len(name) > 63 or not _LABEL_NAME_RE.fullmatch(name):
-            problems.append(f"{what} key {_short(key)} is not a valid label key")
+            problems.append(f"{what} key {short_value(key)} is not a valid label key")
         if not isinstance(value, str):
             problems.append(f"{what}[{key!r}] must be a string, got {_type_name(value)} (quote it in YAML)")
         elif value and (len(value) > 63 or not _LABEL_NAME_RE.fullmatch(value)):
-            problems.append(f"{what}[{key!r}] value {_short(value)} is not a valid label value")
+            problems.append(f"{what}[{key!r}] value {short_value(value)} is not a valid label value")
     return problems
 
 
@@ -259,7 +260,7 @@ def _check_selector(selector, what: str) -> list:
         if not isinstance(key, str) or not key:
             problems.append(f"{where}.key is required and must be a non-empty string")
         if operator not in _SELECTOR_OPERATORS:
-            problems.append(f"{where}.operator {_short(operator)} is not one of {', '.join(_SELECTOR_OPERATORS)}")
+            problems.append(f"{where}.operator {short_value(operator)} is not one of {', '.join(_SELECTOR_OPERATORS)}")
             continue
         if values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
             problems.append(f"{where}.values must be a list of strings")
@@ -309,7 +310,7 @@ def _check_image_name(value) -> str | None:
     if not value:
         return "is empty"
     if len(value) > MAX_IMAGE_NAME_LENGTH:
-        return f"{_short(value)} is {len(value)} characters long; at most {MAX_IMAGE_NAME_LENGTH} are allowed"
+        return f"{short_value(value)} is {len(value)} characters long; at most {MAX_IMAGE_NAME_LENGTH} are allowed"
     parts = value.split("@")
     if len(parts) != 2 or not _CEL_DIGEST_RE.fullmatch(parts[1]):
         try:
@@ -318,10 +319,10 @@ def _check_image_name(value) -> str | None:
             ref = None
         if ref is not None and ref.tag and not ref.digest:
             return (
-                f"{_short(value)} is a tag reference; PinnedImageSet takes digests only "
+                f"{short_value(value)} is a tag reference; PinnedImageSet takes digests only "
                 "(name@sha256:<64 lower-case hex digits>)"
             )
-        return f"{_short(value)} must end with a valid '@sha256:<digest>' suffix, where '<digest>' is 64 lower-case hex digits"
+        return f"{short_value(value)} must end with a valid '@sha256:<digest>' suffix, where '<digest>' is 64 lower-case hex digits"
     try:
         parse_image_ref(value, require_digest=True)
     except ImageReferenceError as exc:
@@ -331,7 +332,7 @@ def _check_image_name(value) -> str | None:
         return str(exc)
     if not _CEL_NAME_RE.fullmatch(parts[0]):
         return (
-            f"{_short(value)} does not have the host[:port][/namespace]/name form the PinnedImageSet API requires: "
+            f"{short_value(value)} does not have the host[:port][/namespace]/name form the PinnedImageSet API requires: "
             "the registry host must be written out and contain a dot, and at most one namespace "
             "(letters, digits, '-', '_') may come between host and name"
         )
@@ -341,9 +342,9 @@ def _check_image_name(value) -> str | None:
 def _check_api_version_kind(obj, kind: str) -> list:
     problems = []
     if obj.get("apiVersion") != API_VERSION:
-        problems.append(f"apiVersion is {_short(obj.get('apiVersion'))}; it must be {API_VERSION!r}")
+        problems.append(f"apiVersion is {short_value(obj.get('apiVersion'))}; it must be {API_VERSION!r}")
     if obj.get("kind") != kind:
-        problems.append(f"kind is {_short(obj.get('kind'))}; it must be {kind!r}")
+        problems.append(f"kind is {short_value(obj.get('kind'))}; it must be {kind!r}")
     return problems
 
 
@@ -386,7 +387,7 @@ def _check_set(obj, source) -> tuple:
             for index, entry in enumerate(pinned):
                 where = f"spec.pinnedImages[{index}]"
                 if not isinstance(entry, dict) or "name" not in entry:
-                    problems.append(f"{where} must be a mapping with a name, got {_short(entry)}")
+                    problems.append(f"{where} must be a mapping with a name, got {short_value(entry)}")
                     continue
                 value = entry["name"]
                 problem = _check_image_name(value)
@@ -394,7 +395,7 @@ def _check_set(obj, source) -> tuple:
                     problems.append(f"{where}.name {problem}")
                     continue
                 if value in seen:
-                    problems.append(f"{where}.name {_short(value)} duplicates spec.pinnedImages[{seen[value]}]")
+                    problems.append(f"{where}.name {short_value(value)} duplicates spec.pinnedImages[{seen[value]}]")
                     continue
                 seen[value] = index
                 images.append(value)
@@ -446,7 +447,7 @@ def _check_pool(obj, source) -> tuple:
                 if not isinstance(ref_name, str) or not ref_name:
                     problems.append(f"{where} must be a mapping with a non-empty name")
                 elif len(ref_name) > MAX_NAME_LENGTH or not _POOL_SET_REF_RE.fullmatch(ref_name):
-                    problems.append(f"{where}.name {_short(ref_name)} is not a valid RFC 1123 subdomain")
+                    problems.append(f"{where}.name {short_value(ref_name)} is not a valid RFC 1123 subdomain")
                 elif ref_name in refs:
                     problems.append(f"{where}.name {ref_name!r} is listed twice")
                 else:
@@ -507,17 +508,78 @@ def as_pool(value) -> MachineConfigPool:
     return validate_pool(value)
 
 
+_END = object()
+
+
+def _frame(node) -> list:
+    """[container, iterator over its values, its count so far (itself and its keys)]."""
+    if isinstance(node, dict):
+        return [node, iter(node.values()), 1 + len(node)]
+    return [node, iter(node), 1]
+
+
+def _expanded_size(root, limit: int) -> int:
+    """How many values ``root`` holds with every shared part counted each time it occurs; stops above ``limit``.
+
+    Walks each distinct container once (sizes of finished ones are remembered), so the cost follows the
+    size of the input, not of its expansion. A structure that contains itself counts as ``limit + 1``.
+    """
+    if not isinstance(root, (dict, list)):
+        return 1
+    done = {}
+    active = {id(root)}
+    stack = [_frame(root)]
+    while stack:
+        frame = stack[-1]
+        child = next(frame[1], _END)
+        if child is _END:
+            stack.pop()
+            active.discard(id(frame[0]))
+            done[id(frame[0])] = frame[2]
+            if not stack:
+                break
+            stack[-1][2] += frame[2]
+        elif not isinstance(child, (dict, list)):
+            frame[2] += 1
+        elif id(child) in done:
+            frame[2] += done[id(child)]
+        elif id(child) in active:
+            return limit + 1
+        else:
+            active.add(id(child))
+            stack.append(_frame(child))
+            continue
+        if stack and stack[-1][2] > limit:
+            return stack[-1][2]
+    return done[id(root)]
+
+
+def _too_big(value, source) -> str | None:
+    """The problem of an input that expands beyond :data:`MAX_EXPANDED_NODES`, else None."""
+    if _expanded_size(value, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
+        return (
+            f"{source}: expands to more than {MAX_EXPANDED_NODES} values once its YAML aliases (*name) are written "
+            "out, or refers to itself; write the objects without anchors and aliases"
+        )
+    return None
+
+
 def _yaml_documents(path: str) -> tuple:
-    """(documents, problems) of a YAML file."""
+    """(documents, problems) of a YAML file no bigger than :data:`MAX_SET_FILE_SIZE`."""
     if not HAS_YAML:  # pragma: no cover
         return [], [f"{path}: PyYAML is needed to read YAML files ({YAML_IMPORT_ERROR})"]
     try:
-        with open(path, "rb") as handle:
-            return list(yaml.load_all(handle, Loader=_YamlLoader)), []
-    except OSError as exc:
-        return [], [f"{path}: cannot read: {exc.strerror or exc}"]
+        text = read_config_text(path, "set file", MAX_SET_FILE_SIZE, PinnedImageSetError)
+    except PinnedImageSetError as exc:
+        return [], exc.problems
+    try:
+        documents = list(yaml.load_all(text, Loader=_YamlLoader))
     except yaml.YAMLError as exc:
         return [], [f"{path}: not valid YAML: {exc}".replace("\n", " ")]
+    except RecursionError:  # the pure-Python loader on deep nesting (libyaml stops at 1000 levels)
+        return [], [f"{path}: not valid YAML: nested too deeply"]
+    problem = _too_big(documents, path)
+    return ([], [problem]) if problem else (documents, [])
 
 
 def _expand(obj, source, from_file: bool, sets: list, pools: list, problems: list) -> None:
@@ -554,7 +616,7 @@ def _expand(obj, source, from_file: bool, sets: list, pools: list, problems: lis
             pools.append(result)
     elif not from_file:
         problems.append(
-            f"{source}: kind is {_short(kind)}; expected {PINNED_IMAGE_SET_KIND} or {MACHINE_CONFIG_POOL_KIND}"
+            f"{source}: kind is {short_value(kind)}; expected {PINNED_IMAGE_SET_KIND} or {MACHINE_CONFIG_POOL_KIND}"
         )
 
 
@@ -599,7 +661,11 @@ def load_sets(sources) -> tuple:
             else:
                 problems.append(f"{path}: no such file or directory")
         else:
-            _expand(item, f"sets[{position}]", False, sets, pools, problems)
+            problem = _too_big(item, f"sets[{position}]")
+            if problem:
+                problems.append(problem)
+            else:
+                _expand(item, f"sets[{position}]", False, sets, pools, problems)
 
     unique_sets = []
     by_name = {}

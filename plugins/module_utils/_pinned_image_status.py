@@ -40,6 +40,8 @@ PROGRESSING_CONDITION = "PinnedImageSetsProgressing"
 DEGRADED_CONDITION = "PinnedImageSetsDegraded"
 MAX_ERROR_LENGTH = 32768
 MAX_MESSAGE_LENGTH = 1024
+# The API server caps all annotations of an object at 256 KiB together; a longer value is not ours.
+MAX_ANNOTATION_SIZE = 256 * 1024
 
 STATE_PROGRESSING = "progressing"
 STATE_DONE = "done"
@@ -75,12 +77,12 @@ def _truncate(text: str, limit: int) -> str:
 
 
 def parse_status(value) -> dict:
-    """The annotation value as a status dict; anything unreadable counts as no status."""
-    if not value:
+    """The annotation value as a status dict; anything unreadable or too big counts as no status."""
+    if not value or len(value) > MAX_ANNOTATION_SIZE:
         return {}
     try:
         status = json.loads(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return {}
     if not isinstance(status, dict):
         return {}

@@ -40,6 +40,8 @@ class PrefetchOptions:
     pull_timeout: float | None = None
     check_mode: bool = False
     progress_file: str | None = None
+    # Written to the progress file, so a reader can tell runs apart.
+    run_id: str | None = None
     # Named in "no space left on device" errors.
     image_fs: str | None = None
 
@@ -87,9 +89,10 @@ def _new_result(image: str) -> dict:
 class _Progress:
     """Counts shared by the workers; optionally mirrored to a JSON file that a poller can read."""
 
-    def __init__(self, results: list[dict], path: str | None):
+    def __init__(self, results: list[dict], path: str | None, run_id: str | None = None):
         self.results = results
         self.path = path
+        self.run_id = run_id
         self.lock = threading.Lock()
         self.started = time.time()
         self.error = None
@@ -100,6 +103,7 @@ class _Progress:
         with self.lock:
             counts, pulled_bytes = _tally(self.results)
             snapshot = dict(
+                run_id=self.run_id,
                 total=len(self.results),
                 done=sum(counts.values()),
                 counts=counts,
@@ -131,7 +135,7 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     failed = failed or {}
     results = [_new_result(str(ref)) for ref in refs]
     # Check mode changes nothing, the progress file included.
-    progress = _Progress(results, None if options.check_mode else options.progress_file)
+    progress = _Progress(results, None if options.check_mode else options.progress_file, options.run_id)
     pending = queue.Queue()
     for ref, result in zip(refs, results):
         image = present.get(result["image"])
@@ -179,6 +183,27 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     warnings = [progress.error] if progress.error else []
     totals = dict(requested=len(results), bytes_pulled=pulled_bytes, **counts)
     return dict(images=results, totals=totals, warnings=warnings)
+
+
+def _listed(items: list, limit: int = 5) -> str:
+    text = "; ".join(items[:limit])
+    return text + (f"; and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def failure_message(images: list) -> str | None:
+    """The task's error for a report with failed images (None without): the first failures, then the images
+    that were not attempted because the disk filled up, so the user knows a rerun after freeing space pulls them."""
+    failures = [f"{r['image']}: {r['error']}" for r in images if r["status"] == FAILED]
+    if not failures:
+        return None
+    message = f"{len(failures)} of {len(images)} images failed: " + _listed(failures)
+    skipped = [r["image"] for r in images if r["status"] == SKIPPED]
+    if skipped:
+        message += (
+            f". {len(skipped)} more were not attempted because the disk ran out of space (free space and run "
+            "again to pull them): " + _listed(skipped)
+        )
+    return message
 
 
 def _fetch_one(client, ref: ImageRef, result: dict, auth_for, options: PrefetchOptions, stop, sleep) -> None:

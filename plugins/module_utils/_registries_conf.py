@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text
+from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import (
     ImageRef,
     ImageReferenceError,
@@ -35,6 +35,13 @@ DEFAULT_REGISTRIES_CONF_D = "/etc/containers/registries.conf.d"
 # registries.conf files are small; refuse to parse anything absurd.
 MAX_CONF_SIZE = 4 * 1024 * 1024
 PULL_FROM_MIRROR_VALUES = ("", "all", "digest-only", "tag-only")
+# The keys containers/image decodes (sysregistriesv2); others are ignored by it and here, with a warning.
+_CONF_KEYS = frozenset((
+    "registry", "registries", "unqualified-search-registries", "short-name-mode", "credential-helpers", "aliases",
+    "additional-layer-store-auth-helper",
+))
+_REGISTRY_KEYS = frozenset(("prefix", "location", "insecure", "blocked", "mirror", "mirror-by-digest-only"))
+_CONF_MIRROR_KEYS = frozenset(("location", "insecure", "pull-from-mirror", "pull_from_mirror"))
 
 
 class RegistriesConfError(ValueError):
@@ -107,10 +114,10 @@ def _check_location(value, where: str, what: str) -> str:
         raise RegistriesConfError(f"{where}: {what} must be a string, got {type(value).__name__}")
     value = value.strip()
     if value.startswith(("http://", "https://")):
-        raise RegistriesConfError(f"{where}: {what} {value!r}: URI schemes are not supported")
+        raise RegistriesConfError(f"{where}: {what} {short_value(value)}: URI schemes are not supported")
     value = value.rstrip("/")
     if any(ch.isspace() for ch in value):
-        raise RegistriesConfError(f"{where}: {what} {value!r} contains whitespace")
+        raise RegistriesConfError(f"{where}: {what} {short_value(value)} contains whitespace")
     return value
 
 
@@ -118,7 +125,7 @@ def _check_bool(value, where: str, what: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise RegistriesConfError(f"{where}: {what} must be true or false, got {value!r}")
+        raise RegistriesConfError(f"{where}: {what} must be true or false, got {short_value(value)}")
     return value
 
 
@@ -132,10 +139,10 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
     if "*" in prefix:
         if not prefix.startswith("*.") or "*" in prefix[1:] or any(ch in prefix for ch in "/@:"):
             raise RegistriesConfError(
-                f"{where}: prefix {prefix!r}: a wildcard prefix must look like *.example.com"
+                f"{where}: prefix {short_value(prefix)}: a wildcard prefix must look like *.example.com"
             )
     elif not location:
-        raise RegistriesConfError(f"{where}: location is unset and prefix {prefix!r} is not a *.example.com wildcard")
+        raise RegistriesConfError(f"{where}: location is unset and prefix {short_value(prefix)} is not a *.example.com wildcard")
     if mirrors is None:
         mirrors = []
     if not isinstance(mirrors, list):
@@ -151,7 +158,7 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
         pull_from = mirror.get("pull-from-mirror", mirror.get("pull_from_mirror")) or ""
         if pull_from not in PULL_FROM_MIRROR_VALUES:
             raise RegistriesConfError(
-                f"{mwhere}: pull-from-mirror {pull_from!r} is not one of all, digest-only, tag-only"
+                f"{mwhere}: pull-from-mirror {short_value(pull_from)} is not one of all, digest-only, tag-only"
             )
         parsed.append(Mirror(mlocation, _check_bool(mirror.get("insecure"), mwhere, "insecure"), pull_from))
     by_digest_only = _check_bool(by_digest_only, where, "mirror-by-digest-only")
@@ -183,8 +190,22 @@ def _check_conflicts(registries: list, source: str) -> None:
                 )
 
 
-def parse_registries_conf(text: str, source: str = "<registries.conf>") -> list:
-    """The ``[[registry]]`` entries of a v2 registries.conf document."""
+def _unknown_keys(table: dict, known: frozenset, where: str, warnings: list) -> None:
+    unknown = sorted(str(key) for key in table if key not in known)
+    if unknown:
+        shown = ", ".join(repr(key[:64]) for key in unknown[:10])
+        if len(unknown) > 10:
+            shown += f" and {len(unknown) - 10} more"
+        warnings.append(f"{where}: unknown keys {shown} are ignored (a typo?); known are {', '.join(sorted(known))}")
+
+
+def parse_registries_conf(text: str, source: str = "<registries.conf>", warnings: list | None = None) -> list:
+    """The ``[[registry]]`` entries of a v2 registries.conf document.
+
+    Keys that containers/image does not know are ignored, as it does; ``warnings`` (when given) receives one line
+    per table that has some.
+    """
+    warnings = [] if warnings is None else warnings
     if _toml is None:
         raise RegistriesConfError(
             f"{source}: reading registries.conf needs Python 3.11+ (tomllib) or the 'tomli' package on this host"
@@ -193,6 +214,8 @@ def parse_registries_conf(text: str, source: str = "<registries.conf>") -> list:
         document = _toml.loads(text)
     except _toml.TOMLDecodeError as exc:
         raise RegistriesConfError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # arrays or tables nested thousands deep
+        raise RegistriesConfError(f"{source}: not valid TOML: nested too deeply") from None
     if "registries" in document:
         raise RegistriesConfError(
             f"{source}: uses the v1 format ([registries.search], [registries.insecure], [registries.block]), "
@@ -201,6 +224,7 @@ def parse_registries_conf(text: str, source: str = "<registries.conf>") -> list:
     entries = document.get("registry", [])
     if not isinstance(entries, list):
         raise RegistriesConfError(f"{source}: 'registry' must be an array of tables ([[registry]])")
+    _unknown_keys(document, _CONF_KEYS, source, warnings)
     registries = []
     for index, entry in enumerate(entries):
         where = f"{source}: [[registry]] #{index + 1}"
@@ -211,6 +235,11 @@ def parse_registries_conf(text: str, source: str = "<registries.conf>") -> list:
                 f"{where}: pull-from-mirror must not be set for a non-mirror registry "
                 f"{entry.get('prefix') or entry.get('location')!r}; set it on a [[registry.mirror]]"
             )
+        _unknown_keys(entry, _REGISTRY_KEYS, where, warnings)
+        mirrors = entry.get("mirror")
+        for mindex, mirror in enumerate(mirrors if isinstance(mirrors, list) else []):
+            if isinstance(mirror, dict):
+                _unknown_keys(mirror, _CONF_MIRROR_KEYS, f"{where} mirror[{mindex}]", warnings)
         registries.append(
             _build_registry(
                 entry.get("prefix"), entry.get("location"), entry.get("insecure"), entry.get("blocked"),
@@ -275,6 +304,8 @@ def _merge(base: list, updates: list) -> list:
 class RegistriesConf:
     registries: list = field(default_factory=list)
     files: list = field(default_factory=list)
+    # Unknown keys found in the files (ignored, as containers/image does).
+    warnings: list = field(default_factory=list)
 
     def find_registry(self, ref):
         """The matching entry with the longest prefix, or None; on a tie the first one (``FindRegistry``).
@@ -347,14 +378,14 @@ def load_registries_conf(path=None, mirrors=None, default_path: str = DEFAULT_RE
             conf_d = default_conf_d
     if path is not None:
         path = os.fspath(path)
-        conf.registries = parse_registries_conf(_read(path), path)
+        conf.registries = parse_registries_conf(_read(path), path, conf.warnings)
         conf.files.append(path)
     if conf_d and os.path.isdir(conf_d):
         for name in sorted(os.listdir(conf_d)):
             if not name.endswith(".conf"):
                 continue
             drop_in = os.path.join(conf_d, name)
-            conf.registries = _merge(conf.registries, parse_registries_conf(_read(drop_in), drop_in))
+            conf.registries = _merge(conf.registries, parse_registries_conf(_read(drop_in), drop_in, conf.warnings))
             conf.files.append(drop_in)
     conf.registries = _merge(conf.registries, registries_from_list(mirrors))
     return conf

@@ -21,7 +21,7 @@ import fnmatch
 import json
 import os
 
-from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text
+from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import DOCKER_HUB, DOCKER_HUB_ALIASES
 
 DEFAULT_AUTH_FILE = "/var/lib/kubelet/config.json"
@@ -219,7 +219,7 @@ def _decode_auth(blob: str, where: str) -> tuple[str, str]:
 
 
 def _parse_entry(key: str, entry, source: str) -> _Entry | None:
-    where = f"{source}: auths[{key!r}]"
+    where = f"{source}: auths[{short_value(key)}]"
     if not isinstance(entry, dict):
         raise RegistryAuthError(f"{where} must be an object, got {type(entry).__name__}")
     host, path = _split_key(key)

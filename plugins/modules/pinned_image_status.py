@@ -21,7 +21,9 @@ description:
     failed otherwise, with the error.
   - The desired generation of a set is its C(metadata.generation) in the cluster when the cluster has the same set
     (same images); otherwise a counter kept in the annotation that goes up whenever the set's images change.
-  - The annotation is changed with a JSON merge patch, and only when its content changes.
+  - The annotation is changed with a JSON merge patch, and only when its content changes. The patch names the
+    C(resourceVersion) of the Node it was computed from; when another writer changed the Node meanwhile (HTTP 409),
+    the status is computed again from the fresh annotation, up to 3 times, so a concurrent write is never lost.
   - Nodes the cluster does not have are reported in RV(missing) with a warning, not as an error.
 extends_documentation_fragment:
   - pinned.images.k8s_auth
@@ -207,6 +209,9 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status
     update_status,
 )
 
+# Writes of one node's annotation that may meet a concurrent writer (409) before the task gives up.
+WRITE_ATTEMPTS = 3
+
 
 def _argument_spec():
     spec = dict(
@@ -238,10 +243,54 @@ def _argument_spec():
     return spec
 
 
+def _annotation_and_version(node, annotation):
+    metadata = node.get("metadata") or {}
+    return (metadata.get("annotations") or {}).get(annotation), metadata.get("resourceVersion")
+
+
+def _write_status(module, client, node, live, annotation, now, generations, result):
+    """(status, changed, (annotation, resourceVersion) now) of one node after writing its annotation; None when the
+    cluster has no such node.
+
+    The merge patch carries the resourceVersion read: when another writer changed the Node meanwhile, the API
+    server answers 409 and the status is computed again from the fresh annotation (at most WRITE_ATTEMPTS times).
+    """
+    name = node["name"]
+    failures = None
+    if node["state"] == STATE_DONE:
+        failures = set_failures(node["sets"], node["images"], node["error"])
+    node_error = node["error"] if node["state"] == STATE_DONE else None
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        if live is None:
+            return None
+        value_before, version = live
+        try:
+            status = update_status(parse_status(value_before), node["sets"], node["state"], now, failures, generations,
+                                   node_error=node_error)
+        except StatusError as exc:
+            module.fail_json(msg=f"node {name}: {exc}", **result)
+        value = render_status(status)
+        changed = value != value_before
+        if not changed or module.check_mode:
+            return status, changed, live
+        try:
+            written = client.annotate("v1", "Node", name, {annotation: value}, resource_version=version)
+            return status, changed, _annotation_and_version(written, annotation)
+        except K8sError as exc:
+            if exc.status != 409:
+                raise
+        fresh = client.get("v1", "Node", name)
+        live = _annotation_and_version(fresh, annotation) if fresh is not None else None
+    module.fail_json(msg=f"node {name}: its status annotation changed {WRITE_ATTEMPTS} times while this task wrote "
+                         "it; is another run writing it too?", **result)
+
+
 def _cluster_generations(module, client):
     try:
         items = client.list(API_VERSION, PINNED_IMAGE_SET_KIND)
     except K8sError as exc:
+        if exc.status == 0:  # no answer: the next call would wait as long again
+            raise
         module.warn(f"cannot read the cluster's PinnedImageSets, counting generations in the annotation: {exc}")
         return {}
     generations = {}
@@ -267,27 +316,14 @@ def main():
             generations = _cluster_generations(module, client) if params["cluster_generations"] else {}
             live = {}
             for node in client.list("v1", "Node"):
-                metadata = node.get("metadata") or {}
-                live[metadata.get("name")] = (metadata.get("annotations") or {}).get(annotation)
+                live[(node.get("metadata") or {}).get("name")] = _annotation_and_version(node, annotation)
             for node in params["nodes"]:
                 name = node["name"]
-                if name not in live:
+                written = _write_status(module, client, node, live.get(name), annotation, now, generations, result)
+                if written is None:
                     result["missing"].append(name)
                     continue
-                previous = parse_status(live[name])
-                failures = None
-                if node["state"] == STATE_DONE:
-                    failures = set_failures(node["sets"], node["images"], node["error"])
-                try:
-                    status = update_status(previous, node["sets"], node["state"], now, failures, generations,
-                                           node_error=node["error"] if node["state"] == STATE_DONE else None)
-                except StatusError as exc:
-                    module.fail_json(msg=f"node {name}: {exc}", **result)
-                value = render_status(status)
-                changed = value != live[name]
-                if changed and not module.check_mode:
-                    client.annotate("v1", "Node", name, {annotation: value})
-                    live[name] = value
+                status, changed, live[name] = written
                 result["changed"] |= changed
                 result["nodes"].append(dict(name=name, changed=changed, summary=summarise(status), status=status))
             for warning in client.warnings:

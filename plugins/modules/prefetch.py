@@ -126,7 +126,20 @@ options:
       - A JSON file the module rewrites after each image with counts, bytes and elapsed seconds, so a long run can
         be watched (the C(pinned.images.node) role polls it). Its directory must exist. A failed write (a full disk)
         stops the updates with a warning; it never stops the pulls.
+      - The file also holds O(run_id), so that a reader can tell this run's progress from an earlier one's.
     type: path
+  lock_file:
+    description:
+      - A file the module locks (C(flock)) while it pulls, so that only one prefetch runs on the node at a time. A
+        second run with the same lock file fails at once, naming the pid, run id and start time of the first, and
+        pulls nothing; a run that was killed leaves no lock behind.
+      - Default is O(progress_file) with C(.lock) appended; without either no lock is taken. Not taken in check mode.
+    type: path
+  run_id:
+    description:
+      - A name for this run, written to O(progress_file) and O(lock_file) and shown to a second run that finds the
+        lock taken. The C(pinned.images.node) role gives each run its own.
+    type: str
 notes:
   - Pinning is separate; see M(pinned.images.crio_pinned_images).
 seealso:
@@ -312,7 +325,8 @@ error_kind:
   description:
     - When the module fails before pulling because of the runtime (socket missing, permission, deadline), the kind of
       error, as in RV(images[].error_kind).
-  returned: on failure to reach the runtime
+    - V(locked) when another prefetch holds O(lock_file).
+  returned: on failure to reach the runtime or to take the lock
   type: str
   sample: unavailable
 runtime:
@@ -334,7 +348,8 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, GRPC_IMPORT_ERROR, HAS_GRPC, CriClient, CriError
 from ..module_utils._disk_guard import check, estimate, filesystem_stats, parse_size
 from ..module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ..module_utils._prefetch import PrefetchOptions, find_present, prefetch
+from ..module_utils._node_lock import NodeLock, NodeLockError
+from ..module_utils._prefetch import PrefetchOptions, failure_message, find_present, prefetch
 from ..module_utils._pull_estimate import PullEstimator
 from ..module_utils._registries_conf import load_registries_conf
 from ..module_utils._registry_auth import RegistryAuthError, load_docker_config
@@ -423,6 +438,8 @@ def main():
         image_store_path=dict(type="path"),
         platform=dict(type="str"),
         progress_file=dict(type="path"),
+        lock_file=dict(type="path"),
+        run_id=dict(type="str"),
     )
     argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     argument_spec.update(REGISTRY_ARGUMENT_SPEC)
@@ -450,6 +467,8 @@ def main():
     except (ValueError, RegistryAuthError, RegistryError) as err:
         module.fail_json(msg=str(err))
     module.no_log_values.update(auth_config.secrets())
+    for warning in registries.warnings:
+        module.warn(warning)
 
     auth_source = auth_config.path or "no auth file"
 
@@ -468,7 +487,15 @@ def main():
         pull_timeout=params["pull_timeout"] or None,
         check_mode=module.check_mode,
         progress_file=params["progress_file"],
+        run_id=params["run_id"],
     )
+    lock = None
+    lock_file = params["lock_file"] or (params["progress_file"] + ".lock" if params["progress_file"] else None)
+    if lock_file and not module.check_mode:
+        try:
+            lock = NodeLock(lock_file, params["run_id"]).acquire()
+        except NodeLockError as err:
+            module.fail_json(msg=str(err), error_kind="locked")
     started = time.monotonic()
     try:
         with CriClient.from_params(params) as client:
@@ -481,6 +508,9 @@ def main():
             report = prefetch(client, refs, auth_for, options, present, unreadable)
     except CriError as err:
         module.fail_json(msg=str(err), error_kind=err.kind)
+    finally:
+        if lock is not None:
+            lock.release()
 
     totals = dict(report["totals"], seconds=round(time.monotonic() - started, 3))
     changed = totals["pulled"] > 0 or totals["would_pull"] > 0
@@ -491,13 +521,9 @@ def main():
         result["diff"] = image_diff(report["images"])
     if guard is not None:
         result["disk_guard"] = guard
-    if totals["failed"] and params["fail_on_error"]:
-        failures = [f"{r['image']}: {r['error']}" for r in report["images"] if r["status"] == "failed"]
-        module.fail_json(
-            msg=f"{totals['failed']} of {totals['requested']} images failed: " + "; ".join(failures[:5])
-            + (f"; and {len(failures) - 5} more" if len(failures) > 5 else ""),
-            **result,
-        )
+    failure = failure_message(report["images"])
+    if failure and params["fail_on_error"]:
+        module.fail_json(msg=failure, **result)
     module.exit_json(**result)
 
 

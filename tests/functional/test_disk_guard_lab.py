@@ -90,6 +90,9 @@ def test_real_enospc_with_guard_off_stops_the_queue(big_images, tiny_node):
     failed = statuses.index("failed")
     assert statuses[:failed] == ["pulled"] * failed and failed >= 1
     assert statuses[failed + 1:] == ["skipped"] * (len(refs) - failed - 1)
+    skipped = len(refs) - failed - 1
+    if skipped:
+        assert f". {skipped} more were not attempted because the disk ran out of space" in result["msg"]
     image = result["images"][failed]
     assert image["error_kind"] == "no_space"
     assert image["attempts"] == 1

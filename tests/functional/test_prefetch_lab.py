@@ -233,6 +233,19 @@ def test_wrong_socket_path_fails_clearly_without_waiting_for_a_timeout(tmp_path)
     assert result["msg"] == f"nothing is listening at {socket} (no such file): is crio or containerd running?"
 
 
+@pytest.mark.lab
+def test_containerd_ttrpc_socket_is_named_as_not_cri(lab):
+    ttrpc = lab.status()["nodes"]["worker-0"]["socket"] + ".ttrpc"
+    rc, result, output = adhoc("pinned.images.prefetch",
+                               prefetch_args(images=[], cri_socket=ttrpc, cri_connect_timeout=1), timeout=60)
+    assert rc != 0
+    assert result["msg"] == (
+        f"could not connect to the CRI runtime at {ttrpc} within 1s: something there accepts connections but does "
+        "not answer gRPC (HTTP/2): not a CRI socket (a .ttrpc socket is containerd's ttrpc API; its CRI socket is "
+        "the same path without .ttrpc)"
+    )
+
+
 def test_invalid_references_are_all_named_and_nothing_is_pulled(lab, empty_node):
     rc, result, output = adhoc(
         "pinned.images.prefetch",

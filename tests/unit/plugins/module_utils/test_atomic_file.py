@@ -271,3 +271,36 @@ def test_random_kills_never_leave_a_torn_file(tmp_path):
                 assert leftover.name.startswith(f".{path.name}.") and leftover.name.endswith(".tmp")
     atomic_write(path, NEW)
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_a_huge_old_file_is_replaced_without_being_read_whole(tmp_path, monkeypatch):
+    target = tmp_path / "50-pinned-images"
+    with target.open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)  # sparse: 50 MiB of zeros
+    read_sizes = []
+
+    class Recorded:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc_info):
+            self.handle.close()
+
+        def read(self, size=-1):
+            data = self.handle.read(size)
+            read_sizes.append(len(data))
+            return data
+
+        def fileno(self):
+            return self.handle.fileno()
+
+    monkeypatch.setattr(af, "open", lambda *args, **kwargs: Recorded(open(*args, **kwargs)), raising=False)
+    result = atomic_write(target, "small\n")
+    monkeypatch.undo()
+    assert result["changed"] is True
+    assert result["diff"]["before"] == f"({50 * 1024 * 1024} bytes, far more than the new content: not shown)\n"
+    assert target.read_text() == "small\n"
+    assert read_sizes == [af._MIN_COMPARED + 1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 
 import grpc
 import pytest
@@ -61,9 +62,61 @@ def test_nobody_listening_times_out_with_a_clear_error(tmp_path):
         with pytest.raises(CriError, match=r"could not connect to the CRI runtime at .*idle.sock within 0.2s") as info:
             CriClient(path, connect_timeout=0.2).connect()
         assert info.value.kind == cri.UNAVAILABLE
+        assert str(info.value).endswith(": nothing is listening there (connection refused; a socket file left by a "
+                                        "stopped runtime?)")
     finally:
         server.close()
         os.unlink(path)
+
+
+def serve_once(path, answer):
+    """A unix socket server that reads what the client sends first, then answers ``answer`` (None: stays silent)."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(8)
+    stop = threading.Event()
+
+    def run():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.recv(1024)
+            if answer is not None:
+                conn.sendall(answer)
+                conn.close()
+            else:
+                stop.wait()
+                conn.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def close():
+        stop.set()
+        server.close()
+
+    return close
+
+
+@pytest.mark.parametrize("name, answer, why", [
+    ("api.sock.ttrpc", None, "something there accepts connections but does not answer gRPC (HTTP/2): not a CRI socket "
+                             "(a .ttrpc socket is containerd's ttrpc API; its CRI socket is the same path without .ttrpc)"),
+    ("http.sock", b"HTTP/1.1 400 Bad Request\r\n\r\n",
+     "something there answered 'HTTP/1.1 400 Bad Request\\r\\n\\r\\n', which is not gRPC (HTTP/2): not a CRI socket"),
+    ("closer.sock", b"", "something there closed the connection without a gRPC (HTTP/2) answer: not a CRI socket"),
+])
+def test_a_socket_that_is_not_cri_says_what_answered(tmp_path, name, answer, why):
+    path = str(tmp_path / name)
+    close = serve_once(path, answer)
+    try:
+        with pytest.raises(CriError) as info:
+            CriClient(path, connect_timeout=0.3).connect()
+    finally:
+        close()
+    assert str(info.value) == f"could not connect to the CRI runtime at {path} within 0.3s: {why}"
+    assert "is crio or containerd running" not in str(info.value)
 
 
 @pytest.mark.parametrize("message, kind", [

@@ -250,3 +250,25 @@ def test_reload_none_and_unknown():
         reload_crio("bogus")
     with pytest.raises(ReloadError):
         reload_crio("systemd")
+
+
+def test_a_huge_old_drop_in_is_replaced_without_being_read_whole(tmp_path, monkeypatch):
+    path = tmp_path / "50-pinned-images"
+    with path.open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    from ansible_collections.pinned.images.plugins.module_utils import _atomic_file
+
+    reads = []
+    real_read_bytes = _atomic_file.read_bytes
+
+    def recorded(target, limit=None):
+        data = real_read_bytes(target, limit)
+        reads.append(len(data or b""))
+        return data
+
+    monkeypatch.setattr(_atomic_file, "read_bytes", recorded)
+    result = sync_pinned_images(str(path), [A], check_presence=lambda images: [])
+    assert result["changed"] is True
+    assert result["diff"]["before"].startswith(f"({50 * 1024 * 1024} bytes")
+    assert tomllib.loads(path.read_text())["crio"]["image"]["pinned_images"] == [A]
+    assert reads and max(reads) <= _atomic_file.compare_limit(path.read_text()) + 1

@@ -8,6 +8,7 @@ what it implements).
 from __future__ import annotations
 
 import copy
+import time
 
 import pytest
 import yaml
@@ -40,6 +41,7 @@ ENV_NAMES = {
     "client_cert": "K8S_AUTH_CERT_FILE",
     "client_key": "K8S_AUTH_KEY_FILE",
     "proxy": "K8S_AUTH_PROXY",
+    "request_timeout": "K8S_AUTH_REQUEST_TIMEOUT",
 }
 
 
@@ -102,6 +104,7 @@ def test_every_env_fallback_reaches_the_params(monkeypatch, tmp_path):
         "K8S_AUTH_CERT_FILE": str(files["client.crt"]),
         "K8S_AUTH_KEY_FILE": str(files["client.key"]),
         "K8S_AUTH_PROXY": "http://proxy.example.test:3128",
+        "K8S_AUTH_REQUEST_TIMEOUT": "7.5",
     }
     for key, value in values.items():
         monkeypatch.setenv(key, value)
@@ -116,6 +119,7 @@ def test_every_env_fallback_reaches_the_params(monkeypatch, tmp_path):
         "client_cert": str(files["client.crt"]),
         "client_key": str(files["client.key"]),
         "proxy": "http://proxy.example.test:3128",
+        "request_timeout": 7.5,
     }
     # Explicit arguments (and the kubernetes.core aliases) win over the environment.
     params = module_params({"verify_ssl": True, "ssl_ca_cert": "/x/ca", "cert_file": "/x/c", "key_file": "/x/k"})
@@ -538,3 +542,114 @@ def test_connection_refused_names_the_host(tmp_path):
 
 def test_server_version(client):
     assert client.server_version()["gitVersion"] == "v1.31.0-fake"
+
+
+# ---------------------------------------------------------------- every call ends
+
+# Bounds for "ended within the timeout", not benchmarks: generous against a loaded machine.
+MARGIN = 5.0
+
+
+def timed_failure(call):
+    start = time.monotonic()
+    with pytest.raises(K8sError) as info:
+        call()
+    return info.value, time.monotonic() - start
+
+
+@pytest.mark.parametrize("timeout", [1, 2.5])
+def test_a_server_that_never_answers_ends_within_the_timeout(silent_listener, tmp_path, timeout):
+    with K8sClient.from_params({"host": silent_listener, "api_key": "tok", "request_timeout": timeout},
+                               tmpdir=str(tmp_path)) as c:
+        error, elapsed = timed_failure(lambda: c.list("v1", "Node"))
+    assert str(error) == f"the Kubernetes API server at {silent_listener} did not answer within {timeout:g} s (request_timeout)"
+    assert error.status == 0 and error.reason == "Timeout"
+    assert elapsed < timeout + MARGIN
+
+
+@pytest.mark.parametrize("verb", ["get", "list", "apply", "annotate", "delete"])
+def test_a_server_that_hangs_after_discovery_ends_within_the_timeout(fake_apiserver, tmp_path, verb):
+    fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    method = {"get": "GET", "list": "GET", "apply": "PATCH", "annotate": "PATCH", "delete": "DELETE"}[verb]
+    fake_apiserver.hold(method, "/api/v1/nodes")
+    params = {"host": fake_apiserver.url, "api_key": fake_apiserver.token, "request_timeout": 1.5}
+    calls = {
+        "get": lambda c: c.get("v1", "Node", "n1"),
+        "list": lambda c: c.list("v1", "Node"),
+        "apply": lambda c: c.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"a": "b"}}}),
+        "annotate": lambda c: c.annotate("v1", "Node", "n1", {"a": "b"}),
+        "delete": lambda c: c.delete("v1", "Node", "n1"),
+    }
+    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+        error, elapsed = timed_failure(lambda: calls[verb](c))
+    assert "did not answer within 1.5 s" in str(error)
+    assert elapsed < 1.5 + MARGIN
+    # One attempt only: a request that timed out is not sent again.
+    held = [r for r in fake_apiserver.requests if r.method == method and r.path.startswith("/api/v1/nodes")]
+    assert len(held) == 1
+
+
+def test_refused_connections_are_retried_within_the_same_deadline(tmp_path, monkeypatch):
+    port = free_port()
+    sleeps = []
+    monkeypatch.setattr(_k8s_client.time, "sleep", sleeps.append)
+    with K8sClient.from_params({"host": f"http://127.0.0.1:{port}", "api_key": "tok"}, tmpdir=str(tmp_path)) as c:
+        with pytest.raises(K8sError, match="connection refused"):
+            c.list("v1", "Node")
+    assert sleeps == [_k8s_client.RETRY_DELAY, 2 * _k8s_client.RETRY_DELAY]
+
+
+def test_a_server_that_comes_back_is_reached_by_a_retry(fake_apiserver, tmp_path, monkeypatch):
+    from kubernetes.client import rest
+
+    fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    send = rest.RESTClientObject.request
+    refused = []
+
+    def refuse_once(self, method, url, *args, **kwargs):
+        if not refused:
+            refused.append(url)
+            raise _k8s_client.urllib3.exceptions.NewConnectionError(None, "Connection refused")
+        return send(self, method, url, *args, **kwargs)
+
+    monkeypatch.setattr(rest.RESTClientObject, "request", refuse_once)
+    monkeypatch.setattr(_k8s_client.time, "sleep", lambda _: None)
+    with K8sClient.from_params({"host": fake_apiserver.url, "api_key": fake_apiserver.token}, tmpdir=str(tmp_path)) as c:
+        assert [n["metadata"]["name"] for n in c.list("v1", "Node")] == ["n1"]
+    assert len(refused) == 1
+
+
+@pytest.mark.parametrize("value", [0, -1, "soon", float("inf")])
+def test_bad_timeouts_are_named(tmp_path, value):
+    with pytest.raises(K8sError, match=r"request_timeout must be a positive number of seconds, got"):
+        K8sClient.from_params({"host": "http://127.0.0.1:1", "request_timeout": value}, tmpdir=str(tmp_path))
+
+
+# ---------------------------------------------------------------- 409 for a stale resourceVersion
+
+
+def test_a_stale_resource_version_is_a_conflict_on_both_write_paths(client, fake_apiserver):
+    fake_apiserver.add(pis())
+    fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    stale_set = fake_apiserver.get(PIS, "set-a")["metadata"]["resourceVersion"]
+    stale_node = fake_apiserver.get("Node", "n1")["metadata"]["resourceVersion"]
+    fake_apiserver.add(pis(images=(IMG_A, IMG_B)))
+    fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"x": "y"}}})
+    body = pis(images=(IMG_B,))
+    body["metadata"]["resourceVersion"] = stale_set
+    with pytest.raises(K8sError) as info:
+        client.apply(body)
+    assert info.value.status == 409 and info.value.reason == "Conflict"
+    assert str(info.value) == (
+        'conflict: cannot server-side apply PinnedImageSet/set-a: Operation cannot be fulfilled on '
+        'pinnedimagesets.machineconfiguration.openshift.io "set-a": the object has been modified; please apply your '
+        "changes to the latest version and try again"
+    )
+    with pytest.raises(K8sError) as info:
+        client.annotate("v1", "Node", "n1", {"a": "b"}, resource_version=stale_node)
+    assert info.value.status == 409 and 'nodes "n1": the object has been modified' in str(info.value)
+    # Nothing was written; with the current version the same write goes through.
+    assert "annotations" not in fake_apiserver.get("Node", "n1")["metadata"]
+    current = fake_apiserver.get("Node", "n1")["metadata"]["resourceVersion"]
+    client.annotate("v1", "Node", "n1", {"a": "b"}, resource_version=current)
+    assert fake_apiserver.get("Node", "n1")["metadata"]["annotations"] == {"a": "b"}

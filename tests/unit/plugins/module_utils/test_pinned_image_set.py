@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -403,3 +406,79 @@ def test_sets_are_plain_data():
     s = PinnedImageSet(name="x", images=("a",))
     assert s.labels == {} and s.pool_selector is None
     assert pis.MAX_PINNED_IMAGES == 500 and pis.MAX_IMAGE_NAME_LENGTH == 447
+
+
+# ----------------------------------------------------------------------------- bounded input
+
+
+def alias_bomb(levels: int, where: str) -> str:
+    """A ~600-byte YAML set whose ``where`` (apiVersion or an image name) expands to 9**levels strings."""
+    anchors = ['  a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    anchors += [f"  a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    top = f"*a{levels - 1}"
+    api_version = top if where == "apiVersion" else API_VERSION
+    image = top if where == "image" else img(1)
+    return ("x-anchors:\n" + "\n".join(anchors) + f"\napiVersion: {api_version}\nkind: PinnedImageSet\n"
+            f"metadata: {{name: bomb}}\nspec: {{pinnedImages: [{{name: {image}}}]}}\n")
+
+
+LOAD_UNDER_LIMITS = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (512 * 1024 * 1024, 512 * 1024 * 1024))
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import PinnedImageSetError, load_sets
+try:
+    load_sets(sys.argv[1])
+except PinnedImageSetError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.parametrize("levels, where", [(6, "apiVersion"), (10, "apiVersion"), (10, "image")])
+def test_alias_bombs_are_refused_without_expanding(tmp_path, levels, where):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(alias_bomb(levels, where))
+    assert path.stat().st_size < 1000
+    # Bounds, not a benchmark: the refusal must come in a process that may not grow past 512 MiB.
+    done = subprocess.run([sys.executable, "-c", LOAD_UNDER_LIMITS, str(path)], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=True)
+    assert f"{path}: expands to more than {pis.MAX_EXPANDED_NODES} values once its YAML aliases" in done.stdout
+    assert len(done.stdout) < 500
+
+
+def test_small_aliases_and_self_references(tmp_path):
+    shared = tmp_path / "shared.yaml"
+    shared.write_text(f"metadata: {{name: a, labels: &l {{team: x}}}}\napiVersion: {API_VERSION}\n"
+                      f"kind: PinnedImageSet\nspec: {{pinnedImages: [{{name: '{img(1)}'}}], x: *l}}\n")
+    assert load_sets(str(shared))[0][0].labels == {"team": "x"}
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("kind: PinnedImageSet\nspec: &s {pinnedImages: *s}\n")
+    with pytest.raises(PinnedImageSetError, match="refers to itself"):
+        load_sets(str(loop))
+    nested = [make_set("a")]
+    for _ in range(12):
+        nested = [nested] * 9
+    with pytest.raises(PinnedImageSetError, match=r"sets\[0\]: expands to more than"):
+        load_sets([nested])
+
+
+def test_a_big_set_file_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "big.yaml"
+    line = f"  - name: {img(1)}\n"
+    with path.open("w") as handle:
+        handle.write(f"apiVersion: {API_VERSION}\nkind: PinnedImageSet\nmetadata: {{name: big}}\nspec:\n  pinnedImages:\n")
+        handle.write(line * (50 * 1024 * 1024 // len(line)))
+    done = subprocess.run([sys.executable, "-c", LOAD_UNDER_LIMITS, str(path)], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=True)
+    assert done.stdout.strip() == f"set file {path} is larger than {pis.MAX_SET_FILE_SIZE} bytes"
+
+
+def test_error_values_are_cut_short():
+    deep = ["x" * 1000]
+    for _ in range(40):
+        deep = [deep] * 9
+    bad = make_set("a")
+    bad["apiVersion"] = deep
+    bad["spec"]["pinnedImages"] = [{"name": {"k": "v" * 10_000}}]
+    with pytest.raises(PinnedImageSetError) as info:
+        validate_set(bad)
+    assert all(len(problem) < 400 for problem in info.value.problems)

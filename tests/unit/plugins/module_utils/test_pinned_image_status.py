@@ -9,6 +9,7 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status import (
     DEGRADED_CONDITION,
+    MAX_ANNOTATION_SIZE,
     MAX_ERROR_LENGTH,
     PROGRESSING_CONDITION,
     StatusError,
@@ -148,7 +149,9 @@ def test_errors_are_truncated_and_bad_annotations_are_ignored():
     sets = [{"name": "a", "images": [A]}]
     status = update_status({}, sets, "done", T0, failures={"a": "x" * (MAX_ERROR_LENGTH + 10)})
     assert len(item(status, "a")["lastFailedGenerationError"]) == MAX_ERROR_LENGTH
-    for value in (None, "", "not json", "[1, 2]", json.dumps({"pinnedImageSets": [{"nope": 1}]})):
+    oversized = json.dumps({"pinnedImageSets": [{"name": "a"}], "pad": "x" * MAX_ANNOTATION_SIZE})
+    nested = "[" * 100_000 + "]" * 100_000
+    for value in (None, "", "not json", "[1, 2]", json.dumps({"pinnedImageSets": [{"nope": 1}]}), oversized, nested):
         assert parse_status(value).get("pinnedImageSets", []) == []
     assert render_status(status) == json.dumps(status, sort_keys=True, separators=(",", ":"))
 

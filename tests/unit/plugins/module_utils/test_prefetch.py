@@ -15,7 +15,12 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import AUTH, NO_SPACE, NOT_FOUND, UNKNOWN, CriError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._prefetch import PrefetchOptions, find_present, prefetch
+from ansible_collections.pinned.images.plugins.module_utils._prefetch import (
+    PrefetchOptions,
+    failure_message,
+    find_present,
+    prefetch,
+)
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -146,6 +151,21 @@ def test_no_space_stops_the_queue_and_skips_the_rest():
     assert "image filesystem /var/lib/containerd is full" in report["images"][0]["error"]
     assert [c for c in runtime.calls if c[0] == "PullImage"] == [("PullImage", str(refs[0]), None)]
     assert sleeps == []
+    message = failure_message(report["images"])
+    assert message.startswith(f"1 of 6 images failed: {refs[0]}: image filesystem /var/lib/containerd is full")
+    assert (". 5 more were not attempted because the disk ran out of space (free space and run again to pull them): "
+            + "; ".join(str(r) for r in refs[1:]) in message)
+
+
+def test_failure_message_lists_five_and_counts_the_rest():
+    images = [{"image": f"i{n}", "status": "failed", "error": "e"} for n in range(7)]
+    images += [{"image": f"s{n}", "status": "skipped", "error": "x"} for n in range(8)]
+    images += [{"image": "p", "status": "pulled", "error": None}]
+    assert failure_message(images) == (
+        "7 of 16 images failed: i0: e; i1: e; i2: e; i3: e; i4: e; and 2 more. 8 more were not attempted because the "
+        "disk ran out of space (free space and run again to pull them): s0; s1; s2; s3; s4; and 3 more"
+    )
+    assert failure_message(images[-1:]) is None
 
 
 def test_concurrency_bounds_parallel_pulls():

@@ -265,7 +265,35 @@ def test_prefix_defaults_to_location_and_trailing_slash():
 
 def test_ignored_keys():
     text = 'unqualified-search-registries = ["x.io"]\ncredential-helpers = ["a"]\n[aliases]\n"a" = "x.io/a"\n'
-    assert parse_registries_conf(text, "x") == []
+    warnings = []
+    assert parse_registries_conf(text, "x", warnings) == []
+    assert warnings == []
+
+
+def test_unknown_keys_are_ignored_with_a_warning(tmp_path):
+    conf = tmp_path / "registries.conf"
+    conf.write_text('unqualified-search-registry = ["x.io"]\n[[registry]]\nlocation = "quay.io"\nblock = true\n'
+                    '[[registry.mirror]]\nlocation = "m.example.com"\ninsecur = true\n')
+    loaded = load_registries_conf(conf)
+    (reg,) = loaded.registries
+    assert reg.blocked is False and reg.mirrors[0].insecure is False
+    assert loaded.warnings == [
+        f"{conf}: unknown keys 'unqualified-search-registry' are ignored (a typo?); known are "
+        "additional-layer-store-auth-helper, aliases, credential-helpers, registries, registry, short-name-mode, "
+        "unqualified-search-registries",
+        f"{conf}: [[registry]] #1: unknown keys 'block' are ignored (a typo?); known are blocked, insecure, "
+        "location, mirror, mirror-by-digest-only, prefix",
+        f"{conf}: [[registry]] #1 mirror[0]: unknown keys 'insecur' are ignored (a typo?); known are insecure, "
+        "location, pull-from-mirror, pull_from_mirror",
+    ]
+
+
+def test_many_unknown_keys_make_one_short_warning():
+    text = "".join(f'k{i:03}{"x" * 200} = 1\n' for i in range(500))
+    warnings = []
+    parse_registries_conf(text, "x", warnings)
+    (warning,) = warnings
+    assert warning.count("'k") == 10 and "and 490 more" in warning and len(warning) < 1200
 
 
 BAD_LIST = [
@@ -389,3 +417,23 @@ def test_credentials_for_source(conf, keys, image, expected):
         creds = credentials_for_source(auth, source, ref)
         found.append(keys[int(creds.username)] if creds else None)
     assert found == expected
+
+
+@pytest.mark.parametrize("text", [
+    '[[registry]]\nlocation = "https://' + "x" * 1_000_000 + '"\n',
+    '[[registry]]\nlocation = "quay.io"\ninsecure = [' + ", ".join(["1"] * 100_000) + "]\n",
+])
+def test_error_values_are_cut_short(text):
+    with pytest.raises(RegistriesConfError) as info:
+        parse_registries_conf(text, "x")
+    assert len(str(info.value)) < 300
+
+
+def test_a_nesting_bomb_and_a_50_mib_file_are_refused(tmp_path):
+    with pytest.raises(RegistriesConfError, match="x: not valid TOML: nested too deeply"):
+        parse_registries_conf("a = " + "[" * 100_000 + "]" * 100_000, "x")
+    big = tmp_path / "registries.conf"
+    with big.open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    with pytest.raises(RegistriesConfError, match=f"registries file {big} is larger than 4194304 bytes"):
+        load_registries_conf(big)

@@ -272,3 +272,23 @@ def test_load_errors_name_the_file(tmp_path, monkeypatch, kind, message):
         load_docker_config(str(path), default_path=None)
     assert str(path) in str(info.value)
     assert message in str(info.value)
+
+
+def test_a_huge_key_is_cut_short_in_errors(tmp_path):
+    path = tmp_path / "auth.json"
+    path.write_text(json.dumps({"auths": {"q.io/" + "x" * 1_000_000: "not an object"}}))
+    with pytest.raises(RegistryAuthError) as info:
+        load_docker_config(path)
+    assert "must be an object" in str(info.value) and len(str(info.value)) < 400
+
+
+def test_a_nesting_bomb_and_a_50_mib_file_are_refused(tmp_path):
+    nested = tmp_path / "nested.json"
+    nested.write_text('{"auths": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(RegistryAuthError, match=f"{nested}: not valid JSON"):
+        load_docker_config(nested)
+    big = tmp_path / "big.json"
+    with big.open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    with pytest.raises(RegistryAuthError, match=f"auth file {big} is larger than 4194304 bytes"):
+        load_docker_config(big)

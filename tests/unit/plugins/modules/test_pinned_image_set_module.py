@@ -301,3 +301,18 @@ def test_dest_reports_the_file_as_created_changed_or_removed(tmp_path, capsys):
     assert edited["file_changes"] == {"created": [], "changed": [path], "removed": []}
     gone = run({"name": "worker-pins", "state": "absent", "dest": str(tmp_path)}, capsys)
     assert gone["file_changes"] == {"created": [], "changed": [], "removed": [path]}
+
+
+def test_a_definition_copied_from_the_cluster_with_a_stale_resource_version_applies(fake_apiserver, conn, capsys):
+    # Server-side apply is declarative: the module sends no resourceVersion, so a definition taken from
+    # `kubectl get -o yaml` long ago does not meet the API server's 409 for a stale one.
+    fake_apiserver.add({"apiVersion": API, "kind": KIND, "metadata": {"name": "copied"}, "spec": {"pinnedImages": [{"name": A}]}})
+    stale = fake_apiserver.get(KIND, "copied")
+    fake_apiserver.add(dict(stale, spec={"pinnedImages": [{"name": A}, {"name": B}]}))
+    definition = dict(stale, spec={"pinnedImages": [{"name": B}]})
+    assert definition["metadata"]["resourceVersion"] != fake_apiserver.get(KIND, "copied")["metadata"]["resourceVersion"]
+    result = run({"definition": definition, **conn}, capsys)
+    assert result["rc"] == 0, result["msg"] if "msg" in result else result
+    applied = [r for r in fake_apiserver.requests if r.method == "PATCH"]
+    assert "resourceVersion" not in applied[-1].body["metadata"]
+    assert {"name": B} in fake_apiserver.get(KIND, "copied")["spec"]["pinnedImages"]

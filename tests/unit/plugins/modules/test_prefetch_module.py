@@ -57,3 +57,12 @@ def test_missing_runtime_is_named(capsys, tmp_path):
     result = run_module(module, dict(images=[GOOD], cri_socket=socket), capsys)
     assert result["msg"] == f"nothing is listening at {socket} (no such file): is crio or containerd running?"
     assert result["error_kind"] == "unavailable"
+
+
+def test_unknown_registries_conf_keys_are_warned_about(capsys, tmp_path):
+    conf = tmp_path / "registries.conf"
+    conf.write_text('[[registry]]\nlocation = "quay.io"\nmirorr-by-digest-only = true\n')
+    socket = str(tmp_path / "no.sock")
+    result = run_module(module, dict(images=[GOOD], cri_socket=socket, registries_conf=str(conf)), capsys)
+    assert result["msg"].startswith("nothing is listening at")
+    assert any("unknown keys 'mirorr-by-digest-only' are ignored" in str(w) for w in result.get("warnings", []))

@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Two prefetches on one node at once, through real `ansible` against real containerd: the second is refused at
+once and names the first, which goes on undisturbed; a pull secret left by an interrupted run is removed by the
+next run of the node role."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fixtures.ansible_runs import VENV_BIN, adhoc, ansible_env
+from fixtures.gate_proxy import GateProxy
+
+GUARD = dict(min_free="64Mi")
+NODE = "worker-0"
+
+
+@pytest.fixture
+def held_image(lab):
+    """An image of worker-0 whose pull the proxy holds until the test releases it."""
+    prefix = "overlap-%d" % time.time_ns()  # images no node has yet
+    proxy = GateProxy(lab.state["registries"]["plain"]["host"], prefix, quorum=1000, timeout=120)
+    hosts = Path(lab.state["nodes"][NODE]["certs_d"]) / proxy.host / "hosts.toml"
+    hosts.parent.mkdir(parents=True, exist_ok=True)
+    hosts.write_text('server = "http://%s"\n\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n'
+                     % (proxy.host, proxy.host))
+    (record,) = lab.push_bulk(1, prefix=prefix)
+    yield proxy, record.reference.replace(lab.state["registries"]["plain"]["host"], proxy.host, 1)
+    proxy.stop()
+
+
+def adhoc_command(args: dict) -> list:
+    return [str(VENV_BIN / "ansible"), "localhost", "-c", "local", "-i", "localhost,", "-m", "pinned.images.prefetch",
+            "-a", json.dumps(args)]
+
+
+@pytest.mark.lab
+def test_a_second_prefetch_on_the_node_is_refused_and_the_first_goes_on(lab, empty_node, held_image, tmp_path):
+    proxy, image = held_image
+    progress = tmp_path / "progress.json"
+    args = dict(GUARD, images=[image], cri_socket=empty_node, progress_file=str(progress), concurrency=1)
+    first = subprocess.Popen(adhoc_command(dict(args, run_id="first")), env=ansible_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        # The first run holds the lock once its pull waits at the proxy (a bound, not a measurement).
+        deadline = time.monotonic() + 120
+        while proxy.waiting < 1 and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert proxy.waiting == 1, first.communicate(timeout=60)[0] if first.poll() is not None else "no pull yet"
+
+        rc, result, output = adhoc("pinned.images.prefetch", dict(args, run_id="second"), timeout=60)
+        assert rc != 0
+        assert result["error_kind"] == "locked"
+        assert result["msg"].startswith("another prefetch is running on this node (pid ")
+        assert ", run first, started " in result["msg"]
+        assert f"lock file {progress}.lock" in result["msg"]
+        # The second run neither pulled nor touched the first one's progress.
+        assert json.loads(progress.read_text())["run_id"] == "first"
+        assert proxy.waiting == 1
+    finally:
+        proxy.release()
+        output = first.communicate(timeout=300)[0]
+    assert first.returncode == 0, output
+    assert '"status": "pulled"' in output
+    done = json.loads(progress.read_text())
+    assert done["run_id"] == "first" and done["done"] == done["total"] == 1
+
+    # Once the first has ended the node is free: a rerun finds the image present.
+    rc, result, output = adhoc("pinned.images.prefetch", dict(args, run_id="third"), timeout=120)
+    assert rc == 0, output
+    assert [i["status"] for i in result["images"]] == ["present"]
+
+
+@pytest.mark.lab
+def test_a_pull_secret_left_by_an_interrupted_run_is_removed_by_the_next(lab, empty_node, tmp_path):
+    inventory = lab.write_inventory(tmp_path / "inventory.yml")
+    secret_path = Path(yaml.safe_load(inventory.read_text())["all"]["children"]["workers"]["hosts"][NODE]
+                       ["node_pull_secret_path"])
+    secret_path.write_text('{"auths": {"left.example": {"auth": "bGVmdDpvdmVy"}}}')
+    playbook = tmp_path / "node.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": NODE, "gather_facts": False,
+                                         "roles": [{"role": "pinned.images.node"}]}]))
+    image = lab.images()["plain-small"].reference
+    proc = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(playbook),
+                           "-e", json.dumps({"node_images": [image]})],
+                          env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not secret_path.exists()
+    assert "bGVmdDpvdmVy" not in proc.stdout + proc.stderr
