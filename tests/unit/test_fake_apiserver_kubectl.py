@@ -62,7 +62,7 @@ def test_create_apply_replace_and_generation(kubectl):
     rc, out = kubectl("create", "--validate=false", "-f", "-", stdin=manifest())
     assert rc == 0 and f"{PIS}/s1 created" in out.replace("pinnedimageset.", "pinnedimagesets.")
     rc, out = kubectl("create", "--validate=false", "-f", "-", stdin=manifest())
-    assert rc == 1 and f'(AlreadyExists)' in out and f'{PIS} "s1" already exists' in out
+    assert rc == 1 and '(AlreadyExists)' in out and f'{PIS} "s1" already exists' in out
     rc, out = kubectl("apply", "--server-side", "--validate=false", "-f", "-", stdin=manifest())
     assert rc == 0 and "serverside-applied" in out
     assert kubectl.server.get("PinnedImageSet", "s1")["metadata"]["generation"] == 1
