@@ -5,8 +5,9 @@
 """grpcio and protobuf for the node modules: from the node's Python, or from a private directory (node side, 3.8+).
 
 The ``pinned.images.node`` role sets ``PINNED_IMAGES_PYTHON_DIR`` (``node_python_deps_dir``) on every node module
-task. Importing this module then puts ``<dir>/<tag>/site`` first on ``sys.path`` when that directory holds what its
-``manifest.json`` lists, byte for byte (sha256), and imports grpc and protobuf from there or from the node's Python.
+task; without it the directory is ``/var/lib/pinned-images/python``. Importing this module puts ``<dir>/<tag>/site``
+first on ``sys.path`` when that directory belongs to this user alone and holds what its ``manifest.json`` lists, byte
+for byte (sha256), and imports grpc and protobuf from there or from the node's Python.
 ``<tag>`` names the interpreter (``cp311-manylinux-x86_64``), so several interpreters of one node never share
 compiled files, and the role needs no round trip to learn it before the first module call.
 
@@ -34,6 +35,8 @@ import zipfile
 from ansible.module_utils.basic import missing_required_lib
 
 ENV_DIR = "PINNED_IMAGES_PYTHON_DIR"
+# Used without the variable too, so that ad hoc runs on a node the role provisioned need nothing more.
+DEFAULT_DIR = "/var/lib/pinned-images/python"
 # The oldest versions the committed stubs run on; requirements-node.txt states the same floors (a unit test compares).
 MIN_PYTHON = (3, 8)
 FLOORS = {"grpcio": (1, 62, 0), "protobuf": (4, 25, 0)}
@@ -126,12 +129,15 @@ def _version(text: str) -> tuple:
 
 def _activate(environ) -> tuple:
     """Put the private directory first on sys.path when it is intact; (site or None, why not or None)."""
-    base = environ.get(ENV_DIR)
-    if not base:
-        return None, None
+    base = environ.get(ENV_DIR) or DEFAULT_DIR
     tag_dir = os.path.join(base, interpreter()["tag"])
-    if not os.path.isdir(tag_dir):
+    try:
+        owner = os.stat(tag_dir)
+    except OSError:
         return None, "%s does not exist" % tag_dir
+    # Code on sys.path must be writable by this user only.
+    if owner.st_uid != os.geteuid() or owner.st_mode & 0o022:
+        return None, "%s is writable by another user than %d; not using it" % (tag_dir, os.geteuid())
     problem = verify(tag_dir)
     if problem:
         return None, problem
@@ -195,8 +201,7 @@ def require_node_deps(module, **result) -> None:
         )
     module.fail_json(
         msg="%s (%s). The role pinned.images.node provides them offline (node_python_deps: auto); for ad hoc runs "
-            "prepare the node with the playbook pinned.images.node_deps and set PYTHONPATH as it prints "
-            "(docs/nodes.md)." % (missing_required_lib("grpcio and protobuf"), report["problem"]),
+            "prepare the node once with the playbook pinned.images.node_deps (docs/nodes.md)." % (missing_required_lib("grpcio and protobuf"), report["problem"]),
         exception=NODE_DEPS_ERROR,
         node_deps=report,
         **result
@@ -269,7 +274,7 @@ def provision(base: str, tag: str, wheels: list, check_mode: bool = False) -> di
         os.rename(staging, site)
         staging = None
         temp = os.path.join(tag_dir, ".%s.tmp" % MANIFEST)
-        with open(temp, "w") as handle:
+        with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
             json.dump({"tag": tag, "wheels": wanted, "files": files}, handle, indent=1, sort_keys=True)
             handle.flush()
             os.fsync(handle.fileno())

@@ -35,11 +35,6 @@ PLATFORMS = {
     "manylinux": ("manylinux2014_{machine}", "manylinux_2_17_{machine}"),
     "musllinux": ("musllinux_1_1_{machine}", "musllinux_1_2_{machine}"),
 }
-COMMON_TARGETS = (
-    "cp39-manylinux-x86_64", "cp39-manylinux-aarch64",
-    "cp311-manylinux-x86_64", "cp311-manylinux-aarch64",
-    "cp312-manylinux-x86_64", "cp312-manylinux-aarch64",
-)
 
 
 class WheelhouseError(Exception):

@@ -16,8 +16,10 @@ description:
     sha256 and writes a manifest of the sha256 of every unpacked file. The system Python is not touched. A directory
     that matches its manifest and the wheels is left alone; a changed, missing or extra file makes the module unpack
     the whole directory anew (atomically swapped in).
-  - The node modules use the directory when the environment variable C(PINNED_IMAGES_PYTHON_DIR) names O(path) (the
-    C(pinned.images.node) role sets it), or through C(PYTHONPATH=<path>/<tag>/site).
+  - The node modules use the directory when it is V(/var/lib/pinned-images/python) or the environment variable
+    C(PINNED_IMAGES_PYTHON_DIR) names it (the C(pinned.images.node) role sets it), and only while it belongs to the
+    user running them, is writable by no one else and matches its manifest. C(PYTHONPATH=<path>/<tag>/site) works
+    too.
   - With O(state=absent), removes O(path).
   - The role C(pinned.images.node) runs this module when a node module reports missing dependencies; the playbook
     C(pinned.images.node_deps) runs it for ad hoc use. See C(docs/nodes.md).
@@ -46,14 +48,16 @@ options:
     default: info
   wheels:
     description:
-      - The wheels on the node to unpack, for O(state=present), each with the sha256 the controller's wheelhouse has.
+      - The wheels to unpack, for O(state=present), each with the sha256 the controller's wheelhouse has
+        (M(pinned.images.node_wheelhouse) returns them as C(checksums)). They must have been copied to
+        C(<path>/<tag>/wheels/).
     type: list
     elements: dict
     default: []
     suboptions:
-      path:
-        description: The wheel file on the node.
-        type: path
+      name:
+        description: The wheel's file name.
+        type: str
         required: true
       sha256:
         description: Its sha256 (hex).
@@ -74,7 +78,7 @@ EXAMPLES = r"""
   pinned.images.node_python_deps:
     state: present
     wheels:
-      - path: /var/lib/pinned-images/python/cp311-manylinux-x86_64/wheels/grpcio-1.85.3-cp311-cp311-manylinux_2_17_x86_64.whl
+      - name: grpcio-1.85.3-cp311-cp311-manylinux_2_17_x86_64.whl
         sha256: 3f1c0e7b6a1f7e4e62a7d1b4c5e0e2c8d9b3a4f5e6d7c8b9a0f1e2d3c4b5a697
 
 - name: Remove the private directory
@@ -156,6 +160,7 @@ from ansible_collections.pinned.images.plugins.module_utils._node_deps import (
     HAS_NODE_DEPS,
     NODE_DEPS,
     SITE,
+    WHEELS,
     NodeDepsError,
     interpreter,
     provision,
@@ -169,7 +174,7 @@ def main():
             path=dict(type="path", default="/var/lib/pinned-images/python"),
             state=dict(type="str", choices=["info", "present", "absent"], default="info"),
             wheels=dict(type="list", elements="dict", default=[], options=dict(
-                path=dict(type="path", required=True),
+                name=dict(type="str", required=True),
                 sha256=dict(type="str", required=True),
             )),
         ),
@@ -195,7 +200,9 @@ def run(params: dict, check_mode: bool) -> dict:
         if params["state"] == "present":
             if not params["wheels"]:
                 return dict(result, failed=True, msg="state=present needs at least one wheel")
-            outcome = provision(base, info["tag"], params["wheels"], check_mode)
+            wheels = [dict(path=os.path.join(tag_dir, WHEELS, os.path.basename(wheel["name"])), sha256=wheel["sha256"])
+                      for wheel in params["wheels"]]
+            outcome = provision(base, info["tag"], wheels, check_mode)
             result.update(changed=outcome["changed"], reason=outcome["reason"], files=outcome["files"])
         elif params["state"] == "absent":
             result["changed"] = remove(base, check_mode)["changed"]

@@ -84,13 +84,18 @@ path:
   returned: always
   type: str
 targets:
-  description: Per tag, its directory and wheels.
+  description:
+    - Per tag, its directory, its wheels, C(checksums) (name and sha256 of each wheel, as
+      M(pinned.images.node_python_deps) takes them) and C(unmet) (requirements without a wheel, in check mode).
   returned: always
   type: dict
   sample:
     cp311-manylinux-x86_64:
       path: /root/.cache/pinned-images/wheelhouse/cp311-manylinux-x86_64
       unmet: []
+      checksums:
+        - name: protobuf-7.36.2-cp310-abi3-manylinux2014_x86_64.whl
+          sha256: 0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9
       wheels:
         - name: protobuf-7.36.2-cp310-abi3-manylinux2014_x86_64.whl
           path: /root/.cache/pinned-images/wheelhouse/cp311-manylinux-x86_64/protobuf-7.36.2-cp310-abi3-manylinux2014_x86_64.whl
@@ -134,7 +139,9 @@ def main():
             outcome = fill(path, tag, params["requirements"], params["download"], params["pip"], params["timeout"],
                            module.check_mode)
             changed = changed or outcome["changed"]
-            targets[tag] = dict(path=outcome["path"], wheels=outcome["wheels"], unmet=outcome["unmet"])
+            checksums = [dict(name=wheel["name"], sha256=wheel["sha256"]) for wheel in outcome["wheels"]]
+            targets[tag] = dict(path=outcome["path"], wheels=outcome["wheels"], checksums=checksums,
+                                unmet=outcome["unmet"])
     except (ValueError, WheelhouseError, OSError) as err:
         module.fail_json(msg=str(err), path=path, targets=targets)
     total = sum(wheel["size"] for target in targets.values() for wheel in target["wheels"])
