@@ -21,7 +21,6 @@ and calls again), else with the usual import error naming ``node_python_deps``.
 from __future__ import annotations
 
 import compileall
-import hashlib
 import json
 import os
 import platform
@@ -33,6 +32,8 @@ import traceback
 import zipfile
 
 from ansible.module_utils.basic import missing_required_lib
+
+from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write, file_sha256
 
 ENV_DIR = "PINNED_IMAGES_PYTHON_DIR"
 # Used without the variable too, so that ad hoc runs on a node the role provisioned need nothing more.
@@ -77,14 +78,6 @@ def interpreter() -> dict:
     )
 
 
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _tree_files(site: str) -> list:
     found = []
     for root, _dirs, files in os.walk(site):
@@ -118,7 +111,7 @@ def verify(tag_dir: str):
         path = os.path.join(site, name)
         if name not in present:
             return "%s is missing" % path
-        if _sha256(path) != digest:
+        if file_sha256(path) != digest:
             return "%s was changed (sha256 differs from the manifest)" % path
     return None
 
@@ -242,7 +235,7 @@ def provision(base: str, tag: str, wheels: list, check_mode: bool = False) -> di
     for wheel in wheels:
         if not os.path.isfile(wheel["path"]):
             raise NodeDepsError("wheel %s does not exist" % wheel["path"])
-        digest = _sha256(wheel["path"])
+        digest = file_sha256(wheel["path"])
         if digest != wheel["sha256"]:
             raise NodeDepsError("wheel %s has sha256 %s, the wheelhouse has %s" % (wheel["path"], digest,
                                                                                     wheel["sha256"]))
@@ -265,7 +258,7 @@ def provision(base: str, tag: str, wheels: list, check_mode: bool = False) -> di
             _extract(wheel["path"], staging)
         # Bytecode now, so that imports from the verified directory never need to write any.
         compileall.compile_dir(staging, quiet=2)
-        files = {name: _sha256(os.path.join(staging, name)) for name in _tree_files(staging)}
+        files = {name: file_sha256(os.path.join(staging, name)) for name in _tree_files(staging)}
         site = os.path.join(tag_dir, SITE)
         old = None
         if os.path.exists(site):
@@ -273,12 +266,8 @@ def provision(base: str, tag: str, wheels: list, check_mode: bool = False) -> di
             os.rename(site, os.path.join(old, SITE))
         os.rename(staging, site)
         staging = None
-        temp = os.path.join(tag_dir, ".%s.tmp" % MANIFEST)
-        with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
-            json.dump({"tag": tag, "wheels": wanted, "files": files}, handle, indent=1, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, os.path.join(tag_dir, MANIFEST))
+        atomic_write(os.path.join(tag_dir, MANIFEST),
+                     json.dumps({"tag": tag, "wheels": wanted, "files": files}, indent=1, sort_keys=True), mode=0o600)
         if old:
             shutil.rmtree(old)
     except (OSError, zipfile.BadZipFile) as exc:

@@ -13,12 +13,13 @@ needs no index.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import re
 import subprocess
 import sys
 from contextlib import contextmanager
+
+from ansible_collections.pinned.images.plugins.module_utils._atomic_file import file_sha256
 
 try:
     from packaging.requirements import InvalidRequirement, Requirement
@@ -87,14 +88,6 @@ def requirements_for(lines: list, target: dict) -> list:
             requirement.marker = None
             found.append(requirement)
     return found
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def select(directory: str, requirements: list) -> tuple:
@@ -184,5 +177,5 @@ def fill(path: str, tag: str, requirement_lines: list, download: bool = True, pi
     wheels = []
     for name in names:
         wheel = os.path.join(directory, name)
-        wheels.append(dict(name=name, path=wheel, sha256=_sha256(wheel), size=os.path.getsize(wheel)))
+        wheels.append(dict(name=name, path=wheel, sha256=file_sha256(wheel), size=os.path.getsize(wheel)))
     return dict(changed=changed, path=directory, tag=tag, wheels=wheels, unmet=unmet)

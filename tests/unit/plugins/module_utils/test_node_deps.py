@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils import _node_deps as deps
+from ansible_collections.pinned.images.plugins.module_utils._atomic_file import file_sha256
 from ansible_collections.pinned.images.plugins.module_utils._wheelhouse import TAG_PATTERN
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -28,7 +29,7 @@ def make_wheel(directory: Path, name: str = "fakepkg", version: str = "1.0", ext
     with zipfile.ZipFile(path, "w") as archive:
         for member, text in members.items():
             archive.writestr(member, text)
-    return {"path": str(path), "sha256": deps._sha256(str(path))}
+    return {"path": str(path), "sha256": file_sha256(str(path))}
 
 
 @pytest.fixture
