@@ -194,7 +194,8 @@ def require_node_deps(module, **result) -> None:
         )
     module.fail_json(
         msg="%s (%s). The role pinned.images.node provides them offline (node_python_deps: auto); for ad hoc runs "
-            "prepare the node once with the playbook pinned.images.node_deps (docs/nodes.md)." % (missing_required_lib("grpcio and protobuf"), report["problem"]),
+            "prepare the node once with the playbook pinned.images.node_deps (docs/nodes.md)."
+            % (missing_required_lib("grpcio and protobuf"), report["problem"]),
         exception=NODE_DEPS_ERROR,
         node_deps=report,
         **result
@@ -237,8 +238,8 @@ def provision(base: str, tag: str, wheels: list, check_mode: bool = False) -> di
             raise NodeDepsError("wheel %s does not exist" % wheel["path"])
         digest = file_sha256(wheel["path"])
         if digest != wheel["sha256"]:
-            raise NodeDepsError("wheel %s has sha256 %s, the wheelhouse has %s" % (wheel["path"], digest,
-                                                                                    wheel["sha256"]))
+            raise NodeDepsError(
+                "wheel %s has sha256 %s, the wheelhouse has %s" % (wheel["path"], digest, wheel["sha256"]))
         wanted.append({"name": os.path.basename(wheel["path"]), "sha256": digest})
     wanted.sort(key=lambda item: item["name"])
     manifest = read_manifest(tag_dir)

@@ -42,10 +42,9 @@ options:
     default: /var/lib/pinned-images/python
   state:
     description:
-      - V(info) only reports, V(present) unpacks O(wheels), V(absent) removes O(path).
+      - V(present) unpacks O(wheels), V(absent) removes O(path). Omitted, the module only reports.
     type: str
-    choices: [info, present, absent]
-    default: info
+    choices: [present, absent]
   wheels:
     description:
       - The wheels to unpack, for O(state=present), each with the sha256 the controller's wheelhouse has
@@ -172,7 +171,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", default="/var/lib/pinned-images/python"),
-            state=dict(type="str", choices=["info", "present", "absent"], default="info"),
+            state=dict(type="str", choices=["present", "absent"]),
             wheels=dict(type="list", elements="dict", default=[], options=dict(
                 name=dict(type="str", required=True),
                 sha256=dict(type="str", required=True),

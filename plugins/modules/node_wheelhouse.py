@@ -10,7 +10,7 @@ module: node_wheelhouse
 short_description: Fill the controller's wheelhouse with grpcio and protobuf wheels for node interpreters
 version_added: 0.1.0
 description:
-  - Runs on the controller (C(delegate_to: localhost)). For each node tag in O(targets), for example
+  - Runs on the controller (C(delegate_to) V(localhost)). For each node tag in O(targets), for example
     V(cp311-manylinux-x86_64), makes sure C(<path>/<tag>/) holds a wheel of each requirement of O(requirements)
     that applies to that Python version (environment markers evaluated for the target), and returns the wheels with
     their sha256.

@@ -148,8 +148,8 @@ def test_python_3_9_node(lab, tmp_path, wheelhouse):
 def test_air_gapped_node_step_uses_the_wheelhouse_filled_beforehand(lab, tmp_path):
     prefilled = tmp_path / "prefilled"
     node = Node(lab, tmp_path, "deps-air", SYSTEM_PYTHON, prefilled)
-    rc, output, _report = node.playbook("wheelhouse", dict(wheelhouse_path=str(prefilled),
-                                                            wheelhouse_targets=["cp311-manylinux-x86_64"]))
+    fill = dict(wheelhouse_path=str(prefilled), wheelhouse_targets=["cp311-manylinux-x86_64"])
+    rc, output, _report = node.playbook("wheelhouse", fill)
     assert rc == 0, output
 
     rc, output, report = node.playbook(env=NO_INDEX)
