@@ -187,3 +187,15 @@ def test_a_changed_file_in_the_private_directory_is_detected_and_replaced(lab, t
     # The wheels were still there: they were not copied again, only unpacked anew.
     assert re.search(r"Unpack and check the wheels\] \**\nchanged: \[deps-tamper\]", output), output
     assert not re.search(r"Copy the wheels\] \**\nchanged", output), output
+
+
+def test_check_mode_on_a_bare_node_provides_the_libraries_and_pulls_nothing(lab, tmp_path, wheelhouse):
+    node = Node(lab, tmp_path, "deps-check", SYSTEM_PYTHON, wheelhouse)
+    command = [str(VENV_BIN / "ansible-playbook"), "pinned.images.prefetch", "-i", str(node.inventory), "--check"]
+    proc = subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=600, check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    # The modules need them even to say what they would pull; the images and the runtime stay as they were.
+    assert re.search(r'"deps-check\s+check\s+%d\s+0\s+0\s' % len(node.images), output), output
+    assert (node.site().parent / "manifest.json").exists()
+    assert not set(node.images) & node.node_images()
