@@ -30,8 +30,10 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
+    details: Reports whether it would unpack or remove the directory, and writes nothing.
   diff_mode:
     support: none
+    details: RV(reason) says what differs.
   platform:
     platforms: posix
 options:
