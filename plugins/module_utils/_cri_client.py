@@ -14,7 +14,7 @@ import os
 import stat
 
 # First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
-from ._node_deps import HAS_NODE_DEPS as HAS_GRPC  # noqa: F401  pylint: disable=unused-import
+from ._node_deps import HAS_NODE_DEPS as HAS_GRPC
 from ._cri_proto import cri_image_pb2 as pb
 from ._cri_proto import cri_image_pb2_grpc as pb_grpc
 

@@ -130,7 +130,8 @@ def _activate(environ) -> tuple:
         return None, "%s does not exist" % tag_dir
     # Code on sys.path must be writable by this user only.
     if owner.st_uid != os.geteuid() or owner.st_mode & 0o022:
-        return None, "%s is writable by another user than %d; not using it" % (tag_dir, os.geteuid())
+        return None, "%s belongs to another user than %d or is writable by others; not using it" % (
+            tag_dir, os.geteuid())
     problem = verify(tag_dir)
     if problem:
         return None, problem

@@ -129,7 +129,7 @@ def test_an_intact_directory_goes_first_on_sys_path_and_a_group_writable_one_doe
 
     os.chmod(tmp_path / tag, 0o770)
     site, problem = deps._activate({deps.ENV_DIR: str(tmp_path)})
-    assert site is None and "writable by another user" in problem
+    assert site is None and "writable by others" in problem
     os.chmod(tmp_path / tag, 0o700)
     (tmp_path / tag / "site" / "fakepkg" / "__init__.py").write_text("VALUE = 2\n")
     site, problem = deps._activate({deps.ENV_DIR: str(tmp_path)})
