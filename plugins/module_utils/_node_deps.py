@@ -31,8 +31,6 @@ import tempfile
 import traceback
 import zipfile
 
-from ansible.module_utils.basic import missing_required_lib
-
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write, file_sha256
 
 ENV_DIR = "PINNED_IMAGES_PYTHON_DIR"
@@ -183,6 +181,9 @@ def require_node_deps(module, **result) -> None:
     """Return when grpc and protobuf are usable; else end the module (see the module docstring)."""
     if HAS_NODE_DEPS:
         return
+    # Here, not at the top: the CRI client imports this module and also runs without Ansible (tests, scripts).
+    from ansible.module_utils.basic import missing_required_lib
+
     report = node_deps_report()
     if os.environ.get(ENV_DIR):
         module.exit_json(
