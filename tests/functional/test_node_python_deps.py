@@ -199,3 +199,22 @@ def test_check_mode_on_a_bare_node_provides_the_libraries_and_pulls_nothing(lab,
     assert re.search(r'"deps-check\s+check\s+%d\s+0\s+0\s' % len(node.images), output), output
     assert (node.site().parent / "manifest.json").exists()
     assert not set(node.images) & node.node_images()
+
+
+def test_the_node_deps_playbook_prepares_a_node_for_ad_hoc_runs_and_removes_the_directory(lab, tmp_path, wheelhouse):
+    node = Node(lab, tmp_path, "deps-adhoc", SYSTEM_PYTHON, wheelhouse)
+    rc, output, _report = node.playbook("node_deps")
+    assert rc == 0, output
+    assert f"{SYSTEM_PYTHON} uses {node.site()}" in output
+    # Ad hoc, as docs/nodes.md shows it (with the local connection the module inherits this environment).
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible"), node.name, "-i", str(node.inventory), "-m", "pinned.images.cri_image_info",
+         "-a", json.dumps(dict(cri_socket=lab.state["nodes"][node.name]["endpoint"], images=node.images))],
+        env=ansible_env(PINNED_IMAGES_PYTHON_DIR=str(node.private)), capture_output=True, text=True, timeout=300,
+        check=False)
+    assert proc.returncode == 0 and '"runtime_name": "containerd"' in proc.stdout, proc.stdout + proc.stderr
+
+    rc, output, _report = node.playbook("node_deps", dict(node_python_deps_state="absent"))
+    assert rc == 0, output
+    assert recap(output, node.name)["changed"] == 1
+    assert not node.private.exists()
