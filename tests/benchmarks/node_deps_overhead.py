@@ -65,12 +65,12 @@ def main() -> None:
                         wheelhouse_path=str(wheelhouse), wheelhouse_targets=[f"{tag[0]}-manylinux-{tag[1]}"]))
                 first = run(path)
                 # The machine may be shared: the median of three reruns.
-                timings[label] = (first, sorted(run(path) for _ in range(3))[1])
+                timings[label] = (first, sorted(run(path) for _rerun in range(3))[1])
             tag_dir = next((tmp / "python").iterdir())
             copied = sum(wheel.stat().st_size for wheel in (tag_dir / "wheels").iterdir())
             unpacked = sum(path.stat().st_size for path in (tag_dir / "site").rglob("*") if path.is_file())
             started = time.monotonic()
-            for _ in range(10):
+            for _call in range(10):
                 assert verify(str(tag_dir)) is None
             check = (time.monotonic() - started) / 10
         finally:
