@@ -27,11 +27,13 @@ Public API
     Outside check mode it also removes the leftovers of dead writers next to ``path`` (CRI-O would read them,
     hidden or not); ``changed`` and ``diff`` describe ``path`` only.
 ``cleanup_stale_temps(path) -> list[str]``: remove leftovers of dead writers for ``path``.
+``file_sha256(path) -> str``: the hex sha256 of a file, read in blocks.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import stat
@@ -81,6 +83,15 @@ def _read_bounded(path, limit: int):
         return None, 0
     except OSError as exc:
         raise AtomicFileError(exc.errno, f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def file_sha256(path) -> str:
+    """The hex sha256 of the file at ``path``, read in blocks (wheels and unpacked libraries are megabytes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _text(data) -> str:

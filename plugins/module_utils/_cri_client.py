@@ -13,23 +13,14 @@ from __future__ import annotations
 import os
 import socket as _socket
 import stat
-import traceback
 
+# First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
+from ._node_deps import HAS_NODE_DEPS as HAS_GRPC
 from ._cri_proto import cri_image_pb2 as pb
 from ._cri_proto import cri_image_pb2_grpc as pb_grpc
 
-try:
+if HAS_GRPC:
     import grpc
-except ImportError:
-    HAS_GRPC = False
-    GRPC_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_GRPC = True
-    GRPC_IMPORT_ERROR = None
-# The generated modules guard their imports: without protobuf they define nothing.
-if HAS_GRPC and not hasattr(pb, "ImageSpec"):
-    HAS_GRPC = False
-    GRPC_IMPORT_ERROR = "the protobuf package is not installed"
 
 # Tried in this order when no socket is given, as crictl does.
 DEFAULT_SOCKETS = (

@@ -111,9 +111,10 @@ image_filesystems:
       free_bytes: 64424509440
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, GRPC_IMPORT_ERROR, HAS_GRPC, CriClient, CriError
+from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
 from ..module_utils._disk_guard import filesystem_stats
 
 
@@ -129,8 +130,7 @@ def main():
     argument_spec = dict(images=dict(type="list", elements="str"))
     argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    if not HAS_GRPC:
-        module.fail_json(msg=missing_required_lib("grpcio and protobuf"), exception=GRPC_IMPORT_ERROR)
+    require_node_deps(module)
 
     requested = module.params["images"]
     try:

@@ -155,13 +155,11 @@ missing:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
     CRI_CLIENT_ARGUMENT_SPEC,
-    GRPC_IMPORT_ERROR,
-    HAS_GRPC,
     CriClient,
     CriError,
 )
@@ -174,6 +172,7 @@ from ansible_collections.pinned.images.plugins.module_utils._crio_config import 
     sync_pinned_images,
     validate_pinned_images,
 )
+from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
@@ -220,8 +219,7 @@ def main():
     result["set_names"] = set_names
 
     def check_presence(wanted):
-        if not HAS_GRPC:
-            module.fail_json(msg=missing_required_lib("grpcio and protobuf"), exception=GRPC_IMPORT_ERROR, **result)
+        require_node_deps(module, **result)
         with CriClient.from_params(params) as client:
             return missing_images(client, wanted)
 

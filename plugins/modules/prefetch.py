@@ -343,9 +343,10 @@ runtime:
 import os
 import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, GRPC_IMPORT_ERROR, HAS_GRPC, CriClient, CriError
+from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
 from ..module_utils._disk_guard import check, estimate, filesystem_stats, parse_size
 from ..module_utils._image_ref import ImageReferenceError, parse_image_ref
 from ..module_utils._node_lock import NodeLock, NodeLockError
@@ -445,8 +446,7 @@ def main():
     argument_spec.update(REGISTRY_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
-    if not HAS_GRPC:
-        module.fail_json(msg=missing_required_lib("grpcio and protobuf"), exception=GRPC_IMPORT_ERROR)
+    require_node_deps(module)
 
     for name, low in (("concurrency", 1), ("retries", 0), ("throttle", 0), ("retry_delay", 0),
                       ("retry_max_delay", 0), ("pull_timeout", 0)):

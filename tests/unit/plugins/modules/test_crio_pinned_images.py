@@ -65,7 +65,6 @@ def cri(monkeypatch):
     FakeCriClient.opened = 0
     FakeCriClient.asked = []
     monkeypatch.setattr(module, "CriClient", FakeCriClient)
-    monkeypatch.setattr(module, "HAS_GRPC", True)
     return FakeCriClient
 
 
