@@ -169,7 +169,7 @@ runtime:
   sample: {"runtime_name": "containerd", "runtime_version": "1.7.24", "runtime_api_version": "v1"}
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pinned.images.plugins.module_utils._containerd_client import CRI_NAMESPACE, ContainerdClient
 from ansible_collections.pinned.images.plugins.module_utils._containerd_pins import (
@@ -180,11 +180,10 @@ from ansible_collections.pinned.images.plugins.module_utils._containerd_pins imp
 )
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
     CRI_CLIENT_ARGUMENT_SPEC,
-    GRPC_IMPORT_ERROR,
-    HAS_GRPC,
     CriError,
 )
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import MissingImagesError, PinnedImagesError
+from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
@@ -225,8 +224,7 @@ def main():
             )
         except (PinnedImageSetError, PinnedImagesError) as exc:
             module.fail_json(msg=str(exc), problems=exc.problems, **result)
-    if not HAS_GRPC:
-        module.fail_json(msg=missing_required_lib("grpcio and protobuf"), exception=GRPC_IMPORT_ERROR, **result)
+    require_node_deps(module, **result)
 
     try:
         with ContainerdClient.from_params(params) as client:
