@@ -79,7 +79,7 @@ def serve_once(path, answer):
     def run():
         while not stop.is_set():
             try:
-                conn, _ = server.accept()
+                conn, _address = server.accept()
             except OSError:
                 return
             conn.recv(1024)

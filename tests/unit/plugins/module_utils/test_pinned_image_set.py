@@ -455,7 +455,7 @@ def test_small_aliases_and_self_references(tmp_path):
     with pytest.raises(PinnedImageSetError, match="refers to itself"):
         load_sets(str(loop))
     nested = [make_set("a")]
-    for _ in range(12):
+    for _level in range(12):
         nested = [nested] * 9
     with pytest.raises(PinnedImageSetError, match=r"sets\[0\]: expands to more than"):
         load_sets([nested])
@@ -474,7 +474,7 @@ def test_a_big_set_file_is_refused_before_it_is_read(tmp_path):
 
 def test_error_values_are_cut_short():
     deep = ["x" * 1000]
-    for _ in range(40):
+    for _level in range(40):
         deep = [deep] * 9
     bad = make_set("a")
     bad["apiVersion"] = deep

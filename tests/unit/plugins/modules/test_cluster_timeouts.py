@@ -42,7 +42,7 @@ def run_timed(module, args, capsys):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_silent_server_fails_the_module_within_the_timeout(name, silent_listener, capsys):
-    module, args, _ = CASES[name]
+    module, args, _expected = CASES[name]
     result, elapsed = run_timed(module, {**args, "host": silent_listener, "api_key": "t0ken-value",
                                          "request_timeout": TIMEOUT}, capsys)
     assert result["failed"] is True
