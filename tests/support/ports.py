@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Free local TCP ports on 127.0.0.1."""
+
+from __future__ import annotations
+
+import socket
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports nothing listens on (all stay bound until every one is known)."""
+    sockets = []
+    try:
+        for _index in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def free_port() -> int:
+    """One port nothing listens on (also for connection-refused tests)."""
+    return free_ports(1)[0]
