@@ -43,7 +43,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registry_client imp
     parse_platform,
 )
 # registry_lab is a session fixture; importing it registers it for this module.
-from fixtures.registry_servers import IDENTITY_TOKEN, PASSWORD, USER, registry_lab  # noqa: F401 pylint: disable=unused-import
+from support.registries import IDENTITY_TOKEN, PASSWORD, USER, registry_lab  # noqa: F401 pylint: disable=unused-import
 
 ALICE = RegistryCredentials(USER, PASSWORD)
 WRONG = "Wr0ng:" + PASSWORD[::-1]
