@@ -12,7 +12,7 @@ for extra in (ROOT / "tests",):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-pytest_plugins = ["fixtures.fake_apiserver"]
+pytest_plugins = ["support.apiserver.fixtures"]
 
 
 def pytest_sessionfinish(session, exitstatus):

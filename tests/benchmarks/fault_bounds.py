@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / ".build" / "collections"), str(ROOT / "tests")]
 
-from fixtures.fake_apiserver import FakeApiServer  # noqa: E402
+from support.apiserver.api import FakeApiServer  # noqa: E402
 
 IMAGE = "quay.io/openshift/app-a@sha256:" + "a" * 64
 BIG = 50 * 1024 * 1024

@@ -43,6 +43,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registry_client imp
     parse_platform,
 )
 # registry_lab is a session fixture; importing it registers it for this module.
+from support.ports import free_port
 from support.registries import IDENTITY_TOKEN, PASSWORD, USER, registry_lab  # noqa: F401 pylint: disable=unused-import
 
 ALICE = RegistryCredentials(USER, PASSWORD)
@@ -365,15 +366,9 @@ def test_unusable_ca_file(registry_lab, tmp_path):
 
 # --- connection failures ---------------------------------------------------------------------------------------
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.parametrize("insecure", [False, True])
 def test_connection_refused(insecure):
-    port = _free_port()
+    port = free_port()
     target = parse_image_ref(f"127.0.0.1:{port}/a/b:v1", require_digest=False)
     with pytest.raises(RegistryConnectionError) as info:
         RegistryClient(certs_dirs=[]).manifest_info(target, insecure=insecure)

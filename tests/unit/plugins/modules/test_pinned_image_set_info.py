@@ -196,7 +196,7 @@ def test_crd_missing_on_plain_kubernetes(fake_apiserver, cluster, capsys):
 
 
 def test_a_dict_kubeconfig_and_a_proxy_password_are_never_shown(fake_apiserver, cluster, capsys):
-    from fixtures.fake_apiserver import free_port
+    from support.ports import free_port
 
     config = yaml.safe_load(fake_apiserver.kubeconfig_path.read_text())
     read = run({"cluster": True, "kubeconfig": config}, capsys)
