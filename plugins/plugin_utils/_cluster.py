@@ -57,7 +57,8 @@ def host_nodes(hosts: list, hostvars, control_plane_hosts: list) -> list:
     out = []
     for host in hosts:
         labels = _CONTROL_PLANE_LABELS if host in control_plane_hosts else _WORKER_LABELS
-        out.append({"name": _node_name(hostvars, host), "labels": _var(hostvars, host, "cluster_node_labels", dict(labels))})
+        labels = _var(hostvars, host, "cluster_node_labels", dict(labels))
+        out.append({"name": _node_name(hostvars, host), "labels": labels})
     return out
 
 

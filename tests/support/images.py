@@ -77,7 +77,6 @@ class ImageRecord:
         return cls(**fields)
 
 
-
 def canonical(obj: Any) -> bytes:
     """Compact JSON with sorted keys: the same object gives the same bytes, hence the same digest."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
@@ -113,7 +112,6 @@ def parse_size(text: str) -> int:
         raise ValueError("not a size: %r" % text)
     factor = {"": 1, "k": KIB, "m": MIB, "g": 1024 * MIB}[match.group(2).lower()]
     return int(match.group(1)) * factor
-
 
 
 def release_layer(components: Mapping[str, str], version: str, padding: int = 0, key: str = "") -> bytes:
@@ -169,7 +167,6 @@ def push_release_manifest(
     digest = sha256(body)
     client.push_manifest(repo, digest, body, OCI_MANIFEST)
     return digest, body
-
 
 
 def push_lab_image(

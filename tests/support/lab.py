@@ -146,8 +146,8 @@ class Lab(Supervisor):
         ``pinned.images.node`` role can run on all of them at once. Groups: ``control_plane`` and ``workers``.
         The containerd nodes have no CRI-O: pinning is forced on (``node_pin``) and nothing is reloaded, so the
         drop-in shows what CRI-O would read; nodes running containerd 1.7 (``trixie``) pin with the image label
-        instead, as a real containerd node does (``node_pin: auto``). Pulls authenticate with the lab's docker config; the lab runs as
-        root already, so nothing becomes root (``ansible_become``).
+        instead, as a real containerd node does (``node_pin: auto``). Pulls authenticate with the lab's docker
+        config; the lab runs as root already, so nothing becomes root (``ansible_become``).
         """
         if not self.state.get("nodes"):
             raise LabError("no lab at %s" % self.path)
@@ -434,6 +434,7 @@ class Lab(Supervisor):
     def _client(self, registry: str) -> PushClient:
         entry = self.state["registries"][registry]
         return PushClient(entry["host"], ca=entry["ca"], basic=self.credentials() if entry["tls"] else None)
+
     def push_image(
         self,
         repo: str,
@@ -453,7 +454,8 @@ class Lab(Supervisor):
         """
         client = self._client(registry)
         try:
-            record = self._push(client, registry, repo, tag, layer_sizes, shared_layers or {}, platforms, name)
+            record = push_lab_image(client, self.seed, client.host, registry, repo, tag, layer_sizes,
+                                    shared_layers or {}, platforms, name)
         finally:
             client.close()
         self.state["images"][record.name] = asdict(record)
@@ -475,7 +477,8 @@ class Lab(Supervisor):
                 local.client = self._client(registry)
                 clients.append(local.client)
             repo = "%s/img-%04d" % (prefix, index)
-            return self._push(local.client, registry, repo, "v1", [size], {}, None, "%s-%04d" % (prefix, index))
+            return push_lab_image(local.client, self.seed, local.client.host, registry, repo, "v1", [size], {}, None,
+                                  "%s-%04d" % (prefix, index))
 
         try:
             with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -542,21 +545,6 @@ class Lab(Supervisor):
         self._save()
         return record
 
-    def _push(
-        self,
-        client: PushClient,
-        registry: str,
-        repo: str,
-        tag: str,
-        layer_sizes: Sequence[int],
-        shared_layers: Mapping[str, int],
-        platforms: Sequence[str] | None,
-        name: str | None,
-    ) -> ImageRecord:
-        host = self.state["registries"][registry]["host"]
-        return push_lab_image(client, self.seed, host, registry, repo, tag, layer_sizes, shared_layers, platforms,
-                              name)
-
     def _push_defaults(self) -> None:
         base = {"base": 1 * MIB}
         for registry, prefix in (("plain", "lab"), ("auth", "private")):
@@ -572,4 +560,3 @@ class Lab(Supervisor):
                 platforms=MULTIARCH_PLATFORMS,
                 name=registry + "-multiarch",
             )
-

@@ -67,7 +67,6 @@ def containerd_choices(choices: Mapping[str, str] | None, names: Sequence[str]) 
     return {name: choices.get(name, "system") for name in names}
 
 
-
 def node_names(nodes: int, control_plane: int | None = None) -> list[str]:
     """`control_plane` (default: 1 when there is a node) names cp-0.., the rest are worker-0.."""
     if control_plane is None:

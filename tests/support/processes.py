@@ -74,7 +74,6 @@ def mounts_under(path: Path) -> list[str]:
     return sorted(found, key=lambda p: p.count("/"), reverse=True)
 
 
-
 def binary(name: str) -> str:
     path = shutil.which(name)
     if not path:
@@ -103,7 +102,6 @@ def unmount(point: str) -> None:
     if subprocess.run(["umount", point], capture_output=True, check=False).returncode:
         # Busy (a process we do not know still uses it): detach now, the kernel frees it later.
         run(["umount", "-l", point])
-
 
 
 def tail(entry: Mapping[str, Any], lines: int = 20) -> str:

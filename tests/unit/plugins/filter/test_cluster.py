@@ -56,8 +56,8 @@ def test_phases_follow_the_order_and_pad_to_two():
                                  control_plane_max_fail_percentage="0", worker_max_fail_percentage=10)
     assert phases == [{"group": "workers", "serial": "25%", "max_fail_percentage": 10},
                       {"group": "control_plane", "serial": 1, "max_fail_percentage": 0}]
-    assert F["cluster_phases"](["workers"], worker_serial=2)[1] == {"group": "", "serial": 1,
-                                                                     "max_fail_percentage": 100}
+    padding = F["cluster_phases"](["workers"], worker_serial=2)[1]
+    assert padding == {"group": "", "serial": 1, "max_fail_percentage": 100}
 
 
 def test_node_set_list_adds_the_own_images_under_the_default_or_given_name():
@@ -76,7 +76,8 @@ def test_progressing_statuses_skip_unresolved_nodes_and_add_own_images():
     hostvars = {"a": {"node_sets": [{"name": "t", "images": [B]}], "node_images": [A],
                       "node_images_set_name": "own"}, "b": {}, "c": {}}
     assert F["cluster_progressing"](plan, hostvars) == [
-        {"name": "node-a", "state": "progressing", "sets": [{"name": "t", "images": [B]}, {"name": "own", "images": [A]}]},
+        {"name": "node-a", "state": "progressing",
+         "sets": [{"name": "t", "images": [B]}, {"name": "own", "images": [A]}]},
         {"name": "node-b", "state": "progressing", "sets": [{"name": "s", "images": [A]}]},
     ]
 
@@ -111,7 +112,8 @@ def test_report_lines_show_rows_totals_check_note_and_errors():
     assert lines[2].split() == ["b", "failed", "1", "1", "0", "0", "B", "0.0", "-"]
     assert lines[3].split() == ["total", "(2", "nodes)", "1", "ok", "2", "2", "0", "3.0", "MiB", "1.2"]
     assert lines[4].startswith("check mode") and lines[5:] == ["b: boom"]
-    assert not any(line.startswith("check mode") for line in F["cluster_report_lines"](results, F["cluster_summary"](results)))
+    lines = F["cluster_report_lines"](results, F["cluster_summary"](results))
+    assert not any(line.startswith("check mode") for line in lines)
 
 
 def test_done_statuses_carry_sets_images_and_errors():
