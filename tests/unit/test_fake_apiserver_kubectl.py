@@ -20,6 +20,7 @@ KUBECTL = Path(__file__).resolve().parents[2] / ".build" / "trixie" / "kubectl" 
 IMAGE = "quay.io/openshift/app-a@sha256:" + "a" * 64
 PIS = "pinnedimagesets.machineconfiguration.openshift.io"
 
+
 @pytest.fixture
 def kubectl(fake_apiserver_tls, tmp_path):
     server = fake_apiserver_tls
