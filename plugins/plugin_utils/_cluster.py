@@ -100,7 +100,7 @@ def phases(order: list, control_plane: tuple, workers: tuple) -> list:
     for phase in order:
         serial, max_fail_percentage = control_plane if phase == CONTROL_PLANE else workers
         out.append({"group": phase, "serial": serial, "max_fail_percentage": int(max_fail_percentage)})
-    return out + [{"group": "", "serial": 1, "max_fail_percentage": 100} for _ in range(2 - len(out))]
+    return out + [{"group": "", "serial": 1, "max_fail_percentage": 100} for _index in range(2 - len(out))]
 
 
 def progressing_statuses(plan: list, hostvars) -> list:
