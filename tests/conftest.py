@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Shared pytest set-up: test support lives in tests/support (the lab, registries, PKI, fake API server), fixtures in tests/fixtures."""
+"""Shared pytest set-up: test support lives in tests/support (the lab, registries, PKI, fake API server), small
+helpers in tests/fixtures."""
 
 from __future__ import annotations
 
