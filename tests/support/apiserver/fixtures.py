@@ -6,12 +6,11 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
 from support.apiserver.api import FakeApiServer
+from support.ports import silent_port
 
 
 def _running(tmp_path, name, tls):
@@ -45,7 +44,5 @@ def crd_schemas():
 @pytest.fixture
 def silent_listener():
     """The URL of a port that accepts connections (into the kernel's backlog) and never answers."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with silent_port() as port:
+        yield f"http://127.0.0.1:{port}"
