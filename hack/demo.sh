@@ -31,7 +31,7 @@ export ANSIBLE_CALLBACK_RESULT_FORMAT=yaml ANSIBLE_LOCALHOST_WARNING=False ANSIB
 
 echo "== lab: 2 registries, 3 control-plane + 3 worker containerd nodes"
 "$python" hack/lab.py up --nodes 6 --control-plane 3 --bulk 30 --bulk-size 256K >/dev/null
-lab_dir=$("$python" -c 'import sys; sys.path.insert(0, "hack"); from lab import Lab; print(Lab().path)')
+lab_dir=$("$python" -c 'import sys; sys.path.insert(0, "tests"); from support.lab import Lab; print(Lab().path)')
 inventory=$("$python" hack/lab.py inventory)
 nodes=$("$python" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["nodes"]))' "$lab_dir/state.json")
 if [ "$nodes" != 6 ]; then

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Shared pytest set-up: test helpers live in tests/fixtures, the lab in hack/."""
+"""Shared pytest set-up: test support lives in tests/support (the lab, registries, PKI, fake API server), small
+helpers in tests/fixtures."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-for extra in (ROOT / "hack", ROOT / "tests"):
+for extra in (ROOT / "tests",):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-pytest_plugins = ["fixtures.fake_apiserver"]
+pytest_plugins = ["support.apiserver.fixtures"]
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -37,6 +37,14 @@ options:
     type: list
     elements: path
     default: []
+  sets:
+    description:
+      - PinnedImageSet and MachineConfigPool objects (dictionaries, or a C(kind=List) of them), or paths as in
+        O(paths); read with O(paths) and validated the same way.
+    type: list
+    elements: raw
+    default: []
+    version_added: 0.1.0
   pools:
     description:
       - More machine config pools, as MachineConfigPool objects or as names. A name means a pool shaped like
@@ -250,6 +258,7 @@ def _argument_spec():
     spec = dict(
         cluster=dict(type="bool", default=False),
         paths=dict(type="list", elements="path", default=[]),
+        sets=dict(type="list", elements="raw", default=[]),
         pools=dict(type="list", elements="raw"),
         nodes=dict(
             type="list",
@@ -327,7 +336,8 @@ def main():
                 module.warn(f"skipped a cluster {MACHINE_CONFIG_POOL_KIND}: {exc}")
 
     try:
-        file_sets, file_pools = load_sets(list(params["paths"])) if params["paths"] else ([], [])
+        sources = list(params["sets"]) + list(params["paths"])
+        file_sets, file_pools = load_sets(sources) if sources else ([], [])
         extra_pools = []
         for index, value in enumerate(params["pools"] or []):
             pool = as_pool(value)

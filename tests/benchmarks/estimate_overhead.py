@@ -2,7 +2,7 @@
 """Cost of the disk estimate: time and HTTP requests to read the manifests of N images from local registries.
 
 Usage: .venv/bin/python tests/benchmarks/estimate_overhead.py [N]   (default 100)
-Starts the test registries of tests/fixtures/registry_servers.py under a temporary directory, pushes N images
+Starts the test registries of tests/support/registries.py under a temporary directory, pushes N images
 (every fifth an OCI index over amd64 and arm64; layers shared in groups of ten) to the plain-HTTP registry and
 to the TLS + token-auth registry, then estimates them sequentially and with 4 threads.
 """
@@ -22,12 +22,12 @@ from ansible_collections.pinned.images.plugins.module_utils._disk_guard import e
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import parse_image_ref  # noqa: E402
 from ansible_collections.pinned.images.plugins.module_utils._registry_auth import RegistryCredentials  # noqa: E402
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import RegistryClient  # noqa: E402
-from fixtures.registry_servers import (  # noqa: E402
-    PASSWORD, USER, Pusher, layer, push_image, push_index, start_lab,
-)
+from support.images import layer, push_image, push_index  # noqa: E402
+from support.push import PushClient  # noqa: E402
+from support.registries import PASSWORD, USER, start_registries  # noqa: E402
 
 
-def push_set(pusher: Pusher, count: int) -> list:
+def push_set(pusher: PushClient, count: int) -> list:
     refs = []
     for i in range(count):
         repo = f"bench/app{i}"
@@ -37,7 +37,7 @@ def push_set(pusher: Pusher, count: int) -> list:
                 "linux/amd64": [base, layer(f"amd{i}", 3000)], "linux/arm64": [layer(f"arm{i}", 2000)]})
         else:
             pushed = push_image(pusher, repo, [base, layer(f"a{i}", 4000), layer(f"b{i}", 1000)])
-        refs.append(f"{pusher.registry.name}/{repo}@{pushed.digest}")
+        refs.append(f"{pusher.host}/{repo}@{pushed.digest}")
     return refs
 
 
@@ -65,11 +65,11 @@ def run(label, refs, credentials, insecure, certs_dir, workers, token_server=Non
 def main():
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     with tempfile.TemporaryDirectory() as base:
-        lab = start_lab(base, push=False)
+        lab = start_registries(base, push=False)
         try:
             t0 = time.perf_counter()
-            plain_refs = push_set(Pusher(lab.plain), count)
-            token_refs = push_set(Pusher(lab.token, lab.tls_context(), token_server=lab.token_server), count)
+            plain_refs = push_set(lab.pusher("plain"), count)
+            token_refs = push_set(lab.pusher("token"), count)
             print(f"pushed {2 * count} images in {time.perf_counter() - t0:.1f} s")
             alice = RegistryCredentials(USER, PASSWORD)
             for workers in (1, 4):

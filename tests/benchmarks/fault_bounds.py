@@ -22,7 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / ".build" / "collections"), str(ROOT / "tests")]
 
-from fixtures.fake_apiserver import FakeApiServer  # noqa: E402
+from support.apiserver.api import FakeApiServer  # noqa: E402
+from support.ports import silent_port  # noqa: E402
 
 IMAGE = "quay.io/openshift/app-a@sha256:" + "a" * 64
 BIG = 50 * 1024 * 1024
@@ -146,10 +147,8 @@ def main() -> None:
             print("parsed as", parse_status(value))
         """)))
 
-        with socket.socket() as silent:
-            silent.bind(("127.0.0.1", 0))
-            silent.listen(64)
-            url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        with silent_port() as port:
+            url = f"http://127.0.0.1:{port}"
             for name, args in cluster_cases(url, timeout):
                 rows.append((f"{name}: server never answers", *run_child(module_case(name, args))))
         fake = FakeApiServer(tmp / "fake")

@@ -26,10 +26,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
 
 import yaml  # noqa: E402
-from lab import Lab, parse_size  # noqa: E402
+from support.images import parse_size  # noqa: E402
+from support.lab import Lab  # noqa: E402
 
 from fixtures.ansible_runs import VENV_BIN, ansible_env  # noqa: E402
 from fixtures.openshift_objects import ROLE_LABEL, pinned_image_set  # noqa: E402

@@ -9,7 +9,7 @@ Modules run through `ansible` / `ansible-playbook` (AnsiballZ, local connection)
 from __future__ import annotations
 
 import pytest
-from lab import Lab
+from support.lab import Lab
 
 from fixtures.ansible_runs import node_socket, remove_all_images
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from fixtures.ansible_runs import VENV_BIN, adhoc, ansible_env, remove_all_images
 from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set, role_pool
-from lab import Lab
+from support.lab import Lab
 
 from ansible_collections.pinned.images.plugins.module_utils._containerd_client import ContainerdClient
 from ansible_collections.pinned.images.plugins.module_utils._containerd_pins import OWNER_LABEL, PIN_LABEL, wait_reported

@@ -22,7 +22,8 @@ import pytest
 from grpc_tools import protoc
 
 from fixtures.reference import CRI_PROTO_PARTS, reference_path
-from lab import HOST_PLATFORM, OCI_INDEX, OCI_MANIFEST, Lab
+from support.images import HOST_PLATFORM, OCI_INDEX, OCI_MANIFEST
+from support.lab import Lab
 
 pytestmark = pytest.mark.lab
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lab import Lab
+from support.lab import Lab
 
 from fixtures.ansible_runs import VENV_BIN, ansible_env
 from fixtures.gate_proxy import GateProxy

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import yaml
 
-from fixtures.registry_servers import free_port
+from support.ports import free_port
 from fixtures.ansible_runs import VENV_BIN, adhoc, ansible_env, node_socket, remove_all_images
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import validate_set

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """_k8s_client with the real ``kubernetes`` client over real HTTP(S) against the fake API server fixture.
 
-No kube-apiserver can be installed here; tests/fixtures/fake_apiserver.py stands in for it (see its docstring for
+No kube-apiserver can be installed here; tests/support/apiserver stands in for it (see its docstring for
 what it implements).
 """
 
@@ -23,7 +23,7 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
     clean_object,
     selector_string,
 )
-from fixtures.fake_apiserver import free_port
+from support.ports import free_port
 from fixtures.module_runner import patch_module_args
 from fixtures.openshift_objects import MCO_API_VERSION as MCO, pinned_image_set
 

@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -43,7 +42,8 @@ from ansible_collections.pinned.images.plugins.module_utils._registry_client imp
     parse_platform,
 )
 # registry_lab is a session fixture; importing it registers it for this module.
-from fixtures.registry_servers import IDENTITY_TOKEN, PASSWORD, USER, registry_lab  # noqa: F401 pylint: disable=unused-import
+from support.ports import free_port, silent_port
+from support.registries import IDENTITY_TOKEN, PASSWORD, USER, registry_lab  # noqa: F401 pylint: disable=unused-import
 
 ALICE = RegistryCredentials(USER, PASSWORD)
 WRONG = "Wr0ng:" + PASSWORD[::-1]
@@ -365,15 +365,9 @@ def test_unusable_ca_file(registry_lab, tmp_path):
 
 # --- connection failures ---------------------------------------------------------------------------------------
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.parametrize("insecure", [False, True])
 def test_connection_refused(insecure):
-    port = _free_port()
+    port = free_port()
     target = parse_image_ref(f"127.0.0.1:{port}/a/b:v1", require_digest=False)
     with pytest.raises(RegistryConnectionError) as info:
         RegistryClient(certs_dirs=[]).manifest_info(target, insecure=insecure)
@@ -381,15 +375,10 @@ def test_connection_refused(insecure):
 
 
 def test_timeout():
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    try:
-        target = parse_image_ref(f"127.0.0.1:{listener.getsockname()[1]}/a/b:v1", require_digest=False)
+    with silent_port() as port:
+        target = parse_image_ref(f"127.0.0.1:{port}/a/b:v1", require_digest=False)
         with pytest.raises(RegistryConnectionError, match=r"timed out after 0.3 s"):
             RegistryClient(certs_dirs=[], timeout=0.3).manifest_info(target, insecure=True)
-    finally:
-        listener.close()
 
 
 # --- manifest documents, through a fake transport --------------------------------------------------------------

@@ -179,7 +179,7 @@ def test_a_dict_kubeconfig_never_shows_its_token(capsys, fake_apiserver):
 
 
 def test_a_proxy_password_is_never_shown(capsys, fake_apiserver):
-    from fixtures.fake_apiserver import free_port
+    from support.ports import free_port
 
     proxy = f"http://proxy-user:pr0xy-pa55word@127.0.0.1:{free_port()}"
     result = run({"host": fake_apiserver.url, "api_key": fake_apiserver.token, "proxy": proxy, "pools": ["worker"],

@@ -282,7 +282,7 @@ def test_a_dict_kubeconfig_and_a_proxy_password_are_never_shown(fake_apiserver, 
     assert created["rc"] == 0 and created["changed"] is True
     rejected = run(worker_set({"kubeconfig": config, "context": "wrong-token"}), capsys)
     assert rejected["rc"] == 1 and rejected["status"] == 401
-    from fixtures.fake_apiserver import free_port
+    from support.ports import free_port
 
     proxy = f"http://proxy-user:pr0xy-pa55word@127.0.0.1:{free_port()}"
     proxied = run(worker_set({"host": fake_apiserver.url, "api_key": fake_apiserver.token, "proxy": proxy}), capsys)

@@ -1,0 +1,78 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Filters of the cluster role: node plan, phases, statuses, report and render objects (documented in the .yml
+files; the logic is in ``plugin_utils/_cluster.py``)."""
+
+from __future__ import annotations
+
+from ansible_collections.pinned.images.plugins.plugin_utils import _cluster
+
+
+def cluster_host_nodes(hosts, hostvars, control_plane_hosts):
+    """The inventory hosts as nodes (name, labels)."""
+    return _cluster.host_nodes(hosts, hostvars, control_plane_hosts)
+
+
+def cluster_plan(hosts, hostvars, control_plane_hosts, info=None, add_hosts=False):
+    """What each node gets."""
+    return _cluster.node_plan(hosts, hostvars, control_plane_hosts, info=info, add_hosts=bool(add_hosts))
+
+
+def cluster_phases(order, control_plane_serial=1, worker_serial=1, control_plane_max_fail_percentage=0,
+                   worker_max_fail_percentage=0):
+    """The phases of the prefetch playbook."""
+    return _cluster.phases(order, (control_plane_serial, control_plane_max_fail_percentage),
+                           (worker_serial, worker_max_fail_percentage))
+
+
+def node_set_list(sets, images, name=None):
+    """The sets of a node, its own images as one more set."""
+    return _cluster.node_set_list(sets, images, name)
+
+
+def cluster_progressing(plan, hostvars):
+    """The progressing status of the nodes of the plan."""
+    return _cluster.progressing_statuses(plan, hostvars)
+
+
+def cluster_results(hosts, hostvars, unresolved_hosts=None):
+    """The result of each node."""
+    return _cluster.node_results(hosts, hostvars, unresolved_hosts or [])
+
+
+def cluster_summary(results):
+    """The totals of the results."""
+    return _cluster.summary(results)
+
+
+def cluster_report_lines(results, summary, check_mode=False):
+    """The report table."""
+    return _cluster.report_lines(results, summary, check_mode=bool(check_mode))
+
+
+def cluster_done(results):
+    """The done status of each node."""
+    return _cluster.done_statuses(results)
+
+
+def render_objects(info):
+    """The sets and pools of a pinned_image_set_info result as API objects."""
+    return _cluster.render_objects(info)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "cluster_host_nodes": cluster_host_nodes,
+            "cluster_plan": cluster_plan,
+            "cluster_phases": cluster_phases,
+            "node_set_list": node_set_list,
+            "cluster_progressing": cluster_progressing,
+            "cluster_results": cluster_results,
+            "cluster_summary": cluster_summary,
+            "cluster_report_lines": cluster_report_lines,
+            "cluster_done": cluster_done,
+            "render_objects": render_objects,
+        }

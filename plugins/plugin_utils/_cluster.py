@@ -1,0 +1,192 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The controller-side logic of the ``pinned.images.cluster`` role, exposed as filters by ``plugins/filter/cluster.py``.
+
+``hostvars`` is Ansible's ``hostvars`` (or, in tests, a dict of dicts): only ``hostvars[host].get(name)`` is used.
+
+Public API
+----------
+``DEFAULT_SET_NAME``: the name of the set that holds a node's own images (``node_images``).
+``node_set_list(sets, images, name)``: the sets a node gets, its own images as one more set.
+``host_nodes(hosts, hostvars, control_plane_hosts)``: inventory hosts described as nodes (name, labels).
+``node_plan(hosts, hostvars, control_plane_hosts, info, add_hosts)``: what each node gets.
+``phases(order, control_plane, workers)``: the two phases of the prefetch playbook.
+``progressing_statuses(plan, hostvars)``, ``done_statuses(results)``: the ``nodes`` of ``pinned_image_status``.
+``node_results(hosts, hostvars, unresolved_hosts)``, ``summary(results)``, ``report_lines(results, summary,
+check_mode)``: the report of a run.
+``render_objects(info)``: the sets and pools of a ``pinned_image_set_info`` result as API objects.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.pinned.images.plugins.module_utils._disk_guard import human_size
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import MachineConfigPool, PinnedImageSet
+
+DEFAULT_SET_NAME = "pinned-images"
+CONTROL_PLANE = "control_plane"
+_CONTROL_PLANE_LABELS = {"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": ""}
+_WORKER_LABELS = {"node-role.kubernetes.io/worker": ""}
+_NOT_RUN = "not attempted: the run stopped before this node (failure percentage) or the node was unreachable"
+_ROW = "%-24s %-8s %7s %8s %7s %11s %8s  %s"
+_COUNTERS = {"requested": 0, "present": 0, "pulled": 0, "failed": 0, "would_pull": 0, "bytes": 0, "seconds": 0.0}
+
+
+def _var(hostvars, host: str, name: str, default=None):
+    """A host variable, ``default`` when the host or the variable is undefined."""
+    try:
+        return hostvars[host].get(name, default)
+    except KeyError:
+        return default
+
+
+def _node_name(hostvars, host: str) -> str:
+    return _var(hostvars, host, "cluster_node_name", host)
+
+
+def node_set_list(sets: list, images: list, name: str | None = None) -> list:
+    """``sets`` plus, when ``images`` is not empty, a set ``name`` (default ``DEFAULT_SET_NAME``) holding them."""
+    own = [{"name": name or DEFAULT_SET_NAME, "images": list(images)}] if images else []
+    return list(sets or []) + own
+
+
+def host_nodes(hosts: list, hostvars, control_plane_hosts: list) -> list:
+    """``[{name, labels}]`` of the inventory hosts: ``cluster_node_name`` and ``cluster_node_labels`` when set, else
+    the host name and the labels OpenShift gives a control-plane or a worker node."""
+    out = []
+    for host in hosts:
+        labels = _CONTROL_PLANE_LABELS if host in control_plane_hosts else _WORKER_LABELS
+        labels = _var(hostvars, host, "cluster_node_labels", dict(labels))
+        out.append({"name": _node_name(hostvars, host), "labels": labels})
+    return out
+
+
+def node_plan(hosts: list, hostvars, control_plane_hosts: list, info: dict | None = None,
+              add_hosts: bool = False) -> list:
+    """One entry per node (``host``, ``node``, ``added``, ``control_plane``, ``pools``, ``sets``, ``error``).
+
+    Without ``info`` (nothing to resolve) every inventory host is a node whose ``sets`` is None (its own variables
+    decide). With ``info`` (the ``pinned_image_set_info`` result) the nodes are ``info['nodes']``, mapped to the
+    inventory hosts by node name; the others are added under their node name with ``add_hosts``, else left out.
+    """
+    if info is None:
+        return [{"host": host, "node": _node_name(hostvars, host), "added": False,
+                 "control_plane": host in control_plane_hosts, "pools": [], "sets": None, "error": ""}
+                for host in hosts]
+    by_node = {_node_name(hostvars, host): host for host in hosts}
+    images_of = {image_set["name"]: image_set["images"] for image_set in info.get("sets", [])}
+    plan = []
+    for node in info.get("nodes", []):
+        host = by_node.get(node["name"]) or (node["name"] if add_hosts else "")
+        if not host:
+            continue
+        plan.append({
+            "host": host,
+            "node": node["name"],
+            "added": node["name"] not in by_node,
+            "control_plane": "master" in node["pools"] or host in control_plane_hosts,
+            "pools": node["pools"],
+            "sets": [{"name": name, "images": images_of.get(name, [])} for name in node["sets"]],
+            "error": node.get("error", ""),
+        })
+    return plan
+
+
+def phases(order: list, control_plane: tuple, workers: tuple) -> list:
+    """``[{group, serial, max_fail_percentage}]`` for each phase of ``order``, padded with empty phases to two;
+    ``control_plane`` and ``workers`` are the ``(serial, max_fail_percentage)`` of the two kinds of phase."""
+    out = []
+    for phase in order:
+        serial, max_fail_percentage = control_plane if phase == CONTROL_PLANE else workers
+        out.append({"group": phase, "serial": serial, "max_fail_percentage": int(max_fail_percentage)})
+    return out + [{"group": "", "serial": 1, "max_fail_percentage": 100} for _index in range(2 - len(out))]
+
+
+def progressing_statuses(plan: list, hostvars) -> list:
+    """The ``progressing`` status of each resolved node of ``plan``, with the sets the node role will pin."""
+    out = []
+    for item in plan:
+        if item["error"]:
+            continue
+        sets = item["sets"] if item["sets"] is not None else _var(hostvars, item["host"], "node_sets", [])
+        sets = node_set_list(sets, _var(hostvars, item["host"], "node_images", []),
+                             _var(hostvars, item["host"], "node_images_set_name"))
+        out.append({"name": item["node"], "state": "progressing", "sets": sets})
+    return out
+
+
+def _not_run(host: str, hostvars) -> dict:
+    return dict(_COUNTERS, node=host, status="not_run", node_error=_NOT_RUN, error=_NOT_RUN, changed=False,
+                pinned=None, sets=_var(hostvars, host, "node_sets", []), images=[])
+
+
+def node_results(hosts: list, hostvars, unresolved_hosts: list) -> list:
+    """The ``node_result`` of each host of ``hosts`` (``not_run`` when it has none), then a failed result for each
+    host of ``unresolved_hosts``; each with ``host`` and ``node_name``."""
+    out = []
+    for host in hosts:
+        result = _var(hostvars, host, "node_result") or _not_run(host, hostvars)
+        out.append(dict(result, host=host, node_name=_node_name(hostvars, host)))
+    for host in unresolved_hosts:
+        error = _var(hostvars, host, "cluster_node_error", "")
+        out.append(dict(_COUNTERS, host=host, node=host, node_name=_node_name(hostvars, host), status="failed",
+                        error=error, node_error=error, changed=False, pinned=None, sets=[], images=[]))
+    return out
+
+
+def summary(results: list) -> dict:
+    """Counts and sums of ``results``; ``failed_nodes`` are the hosts that failed or did not run."""
+    def total(key, kind=int):
+        return sum(kind(result.get(key) or 0) for result in results)
+
+    return {
+        "nodes": len(results),
+        "ok": sum(1 for r in results if r["status"] in ("ok", "check")),
+        "failed": sum(1 for r in results if r["status"] == "failed"),
+        "not_run": sum(1 for r in results if r["status"] == "not_run"),
+        "pulled": total("pulled"),
+        "would_pull": total("would_pull"),
+        "present": total("present"),
+        "failed_images": total("failed"),
+        "bytes": total("bytes"),
+        "node_seconds": round(total("seconds", float), 3),
+        "failed_nodes": [r["host"] for r in results if r["status"] in ("failed", "not_run")],
+    }
+
+
+def report_lines(results: list, totals: dict, check_mode: bool = False) -> list:
+    """The report table: a row per node (``pinned`` is how and how many images it pins, ``-`` when it did not),
+    the totals, then each node's error."""
+    lines = [_ROW % ("node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned")]
+    for r in results:
+        pinned = "-" if r.get("pinned") is None else f"{r.get('pin_method')} {r['pinned']}"
+        lines.append(_ROW % (r["host"], r["status"], int(r["pulled"]) + int(r.get("would_pull") or 0), r["present"],
+                             r["failed"], human_size(int(r["bytes"])), "%.1f" % float(r["seconds"]), pinned))
+    lines.append(_ROW % ("total (%d nodes)" % totals["nodes"], "%d ok" % totals["ok"],
+                         totals["pulled"] + totals["would_pull"], totals["present"], totals["failed_images"],
+                         human_size(totals["bytes"]), "%.1f" % totals["node_seconds"], ""))
+    if check_mode:
+        lines.append('check mode: nothing was pulled; "pulled" counts the images that would be')
+    lines.extend(f"{r['host']}: {r['error']}" for r in results if r.get("error"))
+    return lines
+
+
+def done_statuses(results: list) -> list:
+    """The ``done`` status of each node of ``results``."""
+    return [{"name": r["node_name"], "state": "done", "sets": r.get("sets") or [], "images": r.get("images") or [],
+             "error": r.get("node_error") or ""} for r in results]
+
+
+def render_objects(info: dict) -> dict:
+    """``{sets, pools}``: the sets (with their pool selector) and pools of a ``pinned_image_set_info`` result as
+    ``machineconfiguration.openshift.io/v1`` objects."""
+    sets = [PinnedImageSet(name=s["name"], labels=s["labels"] or {}, images=tuple(s["images"]),
+                           pool_selector=s.get("pool_selector") or None).to_dict(include_pool_selector=True)
+            for s in info.get("sets", [])]
+    pools = [MachineConfigPool(name=p["name"], labels=p["labels"] or {},
+                               machine_config_selector=p.get("machine_config_selector"),
+                               node_selector=p.get("node_selector"),
+                               pinned_image_sets=tuple(p.get("pinned_image_sets") or ())).to_dict()
+             for p in info.get("pools", [])]
+    return {"sets": sets, "pools": pools}

@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The cluster role's filters: node plan, phases, statuses, report rows and render objects."""
+
+from __future__ import annotations
+
+from ansible_collections.pinned.images.plugins.filter.cluster import FilterModule
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import load_sets
+
+F = FilterModule().filters()
+A = "quay.io/openshift/app-a@sha256:" + "a" * 64
+B = "quay.io/openshift/app-b@sha256:" + "b" * 64
+CP_LABELS = {"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": ""}
+
+
+def test_host_nodes_use_names_and_labels_or_the_role_defaults():
+    hostvars = {"cp": {}, "w1": {"cluster_node_name": "worker-1"}, "w2": {"cluster_node_labels": {"gpu": ""}}}
+    assert F["cluster_host_nodes"](["cp", "w1", "w2"], hostvars, ["cp"]) == [
+        {"name": "cp", "labels": CP_LABELS},
+        {"name": "worker-1", "labels": {"node-role.kubernetes.io/worker": ""}},
+        {"name": "w2", "labels": {"gpu": ""}},
+    ]
+
+
+def test_plan_without_info_keeps_every_host_with_its_own_sets():
+    plan = F["cluster_plan"](["cp", "w"], {"cp": {}, "w": {"cluster_node_name": "worker-0"}}, ["cp"])
+    assert plan == [
+        {"host": "cp", "node": "cp", "added": False, "control_plane": True, "pools": [], "sets": None, "error": ""},
+        {"host": "w", "node": "worker-0", "added": False, "control_plane": False, "pools": [], "sets": None,
+         "error": ""},
+    ]
+
+
+def test_plan_maps_cluster_nodes_to_hosts_and_adds_or_leaves_out_the_others():
+    info = {
+        "sets": [{"name": "worker-set", "images": [A]}, {"name": "master-set", "images": [B]}],
+        "nodes": [
+            {"name": "master-0", "pools": ["master"], "sets": ["master-set"], "images": [B]},
+            {"name": "worker-0", "pools": ["worker"], "sets": ["worker-set", "gone"], "images": [A]},
+            {"name": "extra", "pools": ["worker"], "sets": ["worker-set"], "images": [A]},
+            {"name": "odd", "pools": [], "sets": [], "images": [], "error": "two custom pools select it"},
+        ],
+    }
+    hostvars = {"m": {"cluster_node_name": "master-0"}, "worker-0": {}, "odd": {}}
+    plan = F["cluster_plan"](["m", "worker-0", "odd"], hostvars, [], info=info)
+    assert [(p["host"], p["node"], p["control_plane"], p["added"]) for p in plan] == [
+        ("m", "master-0", True, False), ("worker-0", "worker-0", False, False), ("odd", "odd", False, False)]
+    assert plan[1]["sets"] == [{"name": "worker-set", "images": [A]}, {"name": "gone", "images": []}]
+    assert plan[2]["error"] == "two custom pools select it"
+    added = F["cluster_plan"](["m"], hostvars, [], info=info, add_hosts=True)
+    assert [(p["host"], p["added"]) for p in added] == [("m", False), ("worker-0", True), ("extra", True),
+                                                        ("odd", True)]
+
+
+def test_phases_follow_the_order_and_pad_to_two():
+    phases = F["cluster_phases"](["workers", "control_plane"], control_plane_serial=1, worker_serial="25%",
+                                 control_plane_max_fail_percentage="0", worker_max_fail_percentage=10)
+    assert phases == [{"group": "workers", "serial": "25%", "max_fail_percentage": 10},
+                      {"group": "control_plane", "serial": 1, "max_fail_percentage": 0}]
+    padding = F["cluster_phases"](["workers"], worker_serial=2)[1]
+    assert padding == {"group": "", "serial": 1, "max_fail_percentage": 100}
+
+
+def test_node_set_list_adds_the_own_images_under_the_default_or_given_name():
+    sets = [{"name": "s", "images": [A]}]
+    assert F["node_set_list"](sets, []) == sets
+    assert F["node_set_list"](sets, [B]) == sets + [{"name": "pinned-images", "images": [B]}]
+    assert F["node_set_list"](sets, [B], "mine") == sets + [{"name": "mine", "images": [B]}]
+
+
+def test_progressing_statuses_skip_unresolved_nodes_and_add_own_images():
+    plan = [
+        {"host": "a", "node": "node-a", "sets": None, "error": ""},
+        {"host": "b", "node": "node-b", "sets": [{"name": "s", "images": [A]}], "error": ""},
+        {"host": "c", "node": "node-c", "sets": [], "error": "ambiguous"},
+    ]
+    hostvars = {"a": {"node_sets": [{"name": "t", "images": [B]}], "node_images": [A],
+                      "node_images_set_name": "own"}, "b": {}, "c": {}}
+    assert F["cluster_progressing"](plan, hostvars) == [
+        {"name": "node-a", "state": "progressing",
+         "sets": [{"name": "t", "images": [B]}, {"name": "own", "images": [A]}]},
+        {"name": "node-b", "state": "progressing", "sets": [{"name": "s", "images": [A]}]},
+    ]
+
+
+def _result(**kwargs):
+    base = {"node": "n", "status": "ok", "error": "", "node_error": "", "requested": 2, "present": 1, "pulled": 1,
+            "failed": 0, "would_pull": 0, "bytes": 3 * 1048576, "seconds": 1.25, "changed": True, "pinned": 2,
+            "pin_method": "dropin", "sets": [{"name": "s", "images": [A, B]}], "images": [{"image": A}]}
+    return dict(base, **kwargs)
+
+
+def test_results_mark_nodes_without_a_result_and_unresolved_nodes():
+    hostvars = {"a": {"node_result": _result(node="a")}, "b": {"node_sets": [{"name": "s", "images": [A]}]},
+                "c": {"cluster_node_name": "node-c", "cluster_node_error": "ambiguous"}}
+    results = F["cluster_results"](["a", "b"], hostvars, ["c"])
+    assert [(r["host"], r["node_name"], r["status"]) for r in results] == [
+        ("a", "a", "ok"), ("b", "b", "not_run"), ("c", "node-c", "failed")]
+    assert results[1]["error"].startswith("not attempted") and results[1]["sets"] == [{"name": "s", "images": [A]}]
+    assert results[2]["error"] == results[2]["node_error"] == "ambiguous"
+    summary = F["cluster_summary"](results)
+    assert summary == {"nodes": 3, "ok": 1, "failed": 1, "not_run": 1, "pulled": 1, "would_pull": 0, "present": 1,
+                       "failed_images": 0, "bytes": 3 * 1048576, "node_seconds": 1.25, "failed_nodes": ["b", "c"]}
+
+
+def test_report_lines_show_rows_totals_check_note_and_errors():
+    results = [dict(_result(), host="a", node_name="a"),
+               dict(_result(status="failed", error="boom", pinned=None, pulled=0, would_pull=1, bytes=0,
+                            seconds=0.0), host="b", node_name="b")]
+    lines = F["cluster_report_lines"](results, F["cluster_summary"](results), check_mode=True)
+    assert lines[0].split() == ["node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned"]
+    assert lines[1].split() == ["a", "ok", "1", "1", "0", "3.0", "MiB", "1.2", "dropin", "2"]
+    assert lines[2].split() == ["b", "failed", "1", "1", "0", "0", "B", "0.0", "-"]
+    assert lines[3].split() == ["total", "(2", "nodes)", "1", "ok", "2", "2", "0", "3.0", "MiB", "1.2"]
+    assert lines[4].startswith("check mode") and lines[5:] == ["b: boom"]
+    lines = F["cluster_report_lines"](results, F["cluster_summary"](results))
+    assert not any(line.startswith("check mode") for line in lines)
+
+
+def test_done_statuses_carry_sets_images_and_errors():
+    results = [dict(_result(node_error="boom"), node_name="node-a"), dict(_result(sets=None), node_name="node-b")]
+    done = F["cluster_done"](results)
+    assert done[0] == {"name": "node-a", "state": "done", "sets": [{"name": "s", "images": [A, B]}],
+                       "images": [{"image": A}], "error": "boom"}
+    assert done[1]["sets"] == [] and done[1]["error"] == ""
+
+
+def test_render_objects_are_valid_api_objects_that_load_back_the_same():
+    info = {
+        "sets": [{"name": "worker-set", "labels": {"machineconfiguration.openshift.io/role": "worker"},
+                  "images": [B, A], "pool_selector": None},
+                 {"name": "seed", "labels": {}, "images": [A],
+                  "pool_selector": {"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}}}],
+        "pools": [{"name": "worker", "labels": {"pools.operator.machineconfiguration.openshift.io/worker": ""},
+                   "machine_config_selector": {"matchLabels": {"machineconfiguration.openshift.io/role": "worker"}},
+                   "node_selector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
+                   "pinned_image_sets": ["worker-set"]},
+                  {"name": "bare", "labels": {}, "machine_config_selector": None, "node_selector": None,
+                   "pinned_image_sets": []}],
+    }
+    objects = F["render_objects"](info)
+    assert objects["sets"][0] == {
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "PinnedImageSet",
+        "metadata": {"name": "worker-set", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"pinnedImages": [{"name": B}, {"name": A}]}}
+    assert objects["pools"][1]["spec"] == {"machineConfigSelector": {}, "nodeSelector": {}}
+    sets, pools = load_sets(objects["sets"] + objects["pools"])
+    assert [(s.name, list(s.images), s.pool_selector) for s in sets] == [
+        (s["name"], s["images"], s["pool_selector"]) for s in info["sets"]]
+    assert [(p.name, list(p.pinned_image_sets)) for p in pools] == [("worker", ["worker-set"]), ("bare", [])]
