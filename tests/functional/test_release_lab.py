@@ -11,6 +11,7 @@ import subprocess
 import pytest
 import yaml
 
+from support.lab import Lab
 from support.ports import free_port
 from fixtures.ansible_runs import VENV_BIN, adhoc, ansible_env, node_socket, remove_all_images
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
@@ -22,6 +23,16 @@ pytestmark = pytest.mark.lab
 
 MODULE = "pinned.images.release_image_set"
 MIB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A lab of this module's own: the staging playbook runs on every node, and other modules add nodes (tmpfs ones
+    that the disk guard rightly refuses) to the session's lab."""
+    lab = Lab(tmp_path_factory.mktemp("release-lab"))
+    lab.up(nodes=3, control_plane=1)
+    yield lab
+    lab.down()
 
 
 @pytest.fixture(scope="module")
