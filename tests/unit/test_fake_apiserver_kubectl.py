@@ -59,7 +59,7 @@ def test_get_list_and_field_selectors(kubectl):
     assert rc == 1 and 'Error from server (NotFound): nodes "n9" not found' in out
 
 
-def test_create_apply_replace_and_generation(kubectl):
+def test_create_apply_replace_and_generation(kubectl, crd_schemas):
     rc, out = kubectl("create", "--validate=false", "-f", "-", stdin=manifest())
     assert rc == 0 and f"{PIS}/s1 created" in out.replace("pinnedimageset.", "pinnedimagesets.")
     rc, out = kubectl("create", "--validate=false", "-f", "-", stdin=manifest())
