@@ -15,9 +15,9 @@ import socket as _socket
 import stat
 
 # First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
-from ._node_deps import HAS_NODE_DEPS as HAS_GRPC
-from ._cri_proto import cri_image_pb2 as pb
-from ._cri_proto import cri_image_pb2_grpc as pb_grpc
+from ansible_collections.pinned.images.plugins.module_utils._node_deps import HAS_NODE_DEPS as HAS_GRPC
+from ansible_collections.pinned.images.plugins.module_utils._cri_proto import cri_image_pb2 as pb
+from ansible_collections.pinned.images.plugins.module_utils._cri_proto import cri_image_pb2_grpc as pb_grpc
 
 if HAS_GRPC:
     import grpc

@@ -33,7 +33,7 @@ import copy
 import hashlib
 import json
 
-from ._image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
 
 DEFAULT_ANNOTATION = "pinned.images/pinned-image-sets"
 PROGRESSING_CONDITION = "PinnedImageSetsProgressing"

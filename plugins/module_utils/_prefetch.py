@@ -18,8 +18,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ._cri_client import AUTH, NO_SPACE, CriError
-from ._image_ref import ImageRef
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import AUTH, NO_SPACE, CriError
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageRef
 
 PRESENT = "present"
 PULLED = "pulled"

@@ -16,8 +16,8 @@ import ipaddress
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ._registries_conf import RegistriesConfError, credentials_for_source
-from ._registry_client import (
+from ansible_collections.pinned.images.plugins.module_utils._registries_conf import RegistriesConfError, credentials_for_source
+from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
     ManifestUnknownError,
     RegistryAuthRejected,
     RegistryConnectionError,

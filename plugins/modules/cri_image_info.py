@@ -113,9 +113,9 @@ image_filesystems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient, CriError
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ..module_utils._disk_guard import filesystem_stats
+from ansible_collections.pinned.images.plugins.module_utils._disk_guard import filesystem_stats
 
 
 def _with_local_usage(filesystem: dict) -> dict:

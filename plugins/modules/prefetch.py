@@ -345,16 +345,16 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient, CriError
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ..module_utils._disk_guard import check, estimate, filesystem_stats, parse_size
-from ..module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ..module_utils._node_lock import NodeLock, NodeLockError
-from ..module_utils._prefetch import PrefetchOptions, failure_message, find_present, prefetch
-from ..module_utils._pull_estimate import PullEstimator
-from ..module_utils._registries_conf import load_registries_conf
-from ..module_utils._registry_auth import RegistryAuthError, load_docker_config
-from ..module_utils._registry_client import (
+from ansible_collections.pinned.images.plugins.module_utils._disk_guard import check, estimate, filesystem_stats, parse_size
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLock, NodeLockError
+from ansible_collections.pinned.images.plugins.module_utils._prefetch import PrefetchOptions, failure_message, find_present, prefetch
+from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import PullEstimator
+from ansible_collections.pinned.images.plugins.module_utils._registries_conf import load_registries_conf
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import RegistryAuthError, load_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
     REGISTRY_ARGUMENT_SPEC,
     RegistryClient,
     RegistryError,
