@@ -35,7 +35,7 @@ from urllib.parse import unquote
 
 from ansible.module_utils.basic import env_fallback
 
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import scrub
+from ansible_collections.pinned.images.plugins.module_utils._secrets import redact
 
 try:
     import urllib3
@@ -59,7 +59,6 @@ MAX_ATTEMPTS = 3
 RETRY_DELAY = 0.25
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
-REDACTED = "********"
 # Shorter values are not scrubbed from messages: they would blank out unrelated words.
 _MIN_SECRET_LENGTH = 4
 # Keys of a kubeconfig whose string values are credentials.
@@ -161,7 +160,7 @@ def connection_secrets(params) -> set:
 
 def _scrub_text(text, secrets):
     """``text`` without URL user info and without any of ``secrets`` (those of at least _MIN_SECRET_LENGTH)."""
-    return scrub(_safe_url(text), (s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH), REDACTED)
+    return redact(_safe_url(text), secrets, _MIN_SECRET_LENGTH)
 
 
 def _group_of(api_version):

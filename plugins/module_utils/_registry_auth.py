@@ -23,11 +23,11 @@ import os
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import DOCKER_HUB, DOCKER_HUB_ALIASES
+from ansible_collections.pinned.images.plugins.module_utils._secrets import REDACTED
 
 DEFAULT_AUTH_FILE = "/var/lib/kubelet/config.json"
 # A pull secret is a few kilobytes; refuse to parse anything absurd.
 MAX_AUTH_FILE_SIZE = 4 * 1024 * 1024
-REDACTED = "<redacted>"
 
 _SECRET_FIELDS = ("password", "identity_token", "registry_token")
 
@@ -91,16 +91,6 @@ class RegistryCredentials:
         found |= self._extra_secrets
         found.discard("")
         return found
-
-
-def scrub(text: str, secrets, replacement: str = REDACTED) -> str:
-    """Replace every occurrence of any secret in ``text``; longest first so overlapping secrets vanish whole.
-
-    The one secret scrubber of the collection (registry errors, Kubernetes API errors); empty secrets are ignored.
-    """
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, replacement)
-    return text
 
 
 def _normalise_host(host: str) -> str:

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import scrub
+from ansible_collections.pinned.images.plugins.module_utils._secrets import redact
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -623,7 +623,7 @@ class RegistryClient:
         if status == 200:
             return
         registry = ref.registry
-        detail = scrub(_error_detail(response.body), secrets)
+        detail = redact(_error_detail(response.body), secrets)
         suffix = f" ({detail})" if detail else ""
         target = f"{ref.name}@{wanted}" if wanted.startswith("sha256:") else f"{ref.name}:{wanted}"
         if status in (401, 403):
