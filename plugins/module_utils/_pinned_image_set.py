@@ -72,18 +72,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
-
-try:
-    import yaml
-
-    HAS_YAML = True
-    YAML_IMPORT_ERROR = None
-    _YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-except ImportError as _exc:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
-    HAS_YAML = False
-    YAML_IMPORT_ERROR = _exc
-    _YamlLoader = None
+from ansible_collections.pinned.images.plugins.module_utils._yaml import HAS_YAML, YAML_IMPORT_ERROR, YAMLError, load_yaml_all
 
 API_GROUP = "machineconfiguration.openshift.io"
 API_VERSION = API_GROUP + "/v1"
@@ -573,8 +562,8 @@ def _yaml_documents(path: str) -> tuple:
     except PinnedImageSetError as exc:
         return [], exc.problems
     try:
-        documents = list(yaml.load_all(text, Loader=_YamlLoader))
-    except yaml.YAMLError as exc:
+        documents = load_yaml_all(text)
+    except YAMLError as exc:
         return [], [f"{path}: not valid YAML: {exc}".replace("\n", " ")]
     except RecursionError:  # the pure-Python loader on deep nesting (libyaml stops at 1000 levels)
         return [], [f"{path}: not valid YAML: nested too deeply"]

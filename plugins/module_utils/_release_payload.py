@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError, atomic_write
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import estimate, human_size
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._machine_config import dump_yaml
-# yaml: the set loader's guarded PyYAML import (None without PyYAML; the module checks HAS_YAML there).
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
     MAX_PINNED_IMAGES,
@@ -33,7 +31,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
     ROLE_LABEL,
     check_dns_subdomain,
     validate_set,
-    yaml,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prefetch import PrefetchOptions
 from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import (
@@ -51,6 +48,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registry_client imp
     RegistryError,
     parse_platform,
 )
+from ansible_collections.pinned.images.plugins.module_utils._yaml import YAMLError, dump_yaml, load_yaml
 
 RELEASE_LABEL = "io.openshift.release"
 IMAGE_REFERENCES = "release-manifests/image-references"
@@ -144,8 +142,8 @@ def parse_image_references(data: bytes, image: str) -> dict:
     """{tag name: digest reference} from an ImageStream document (JSON or YAML)."""
     where = f"release image {image}: {IMAGE_REFERENCES}"
     try:
-        document = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        document = load_yaml(data.decode("utf-8"))
+    except (YAMLError, UnicodeDecodeError) as exc:
         raise ReleasePayloadError(f"{where} is not JSON or YAML: {str(exc)[:120]}") from None
     if not isinstance(document, dict) or document.get("kind") != "ImageStream":
         kind = document.get("kind") if isinstance(document, dict) else type(document).__name__
