@@ -38,14 +38,16 @@ import os
 import re
 import stat
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
+
 DEFAULT_MODE = 0o644
 _TEMP_SUFFIX = ".tmp"
 
 
-class AtomicFileError(OSError):
-    """A file could not be written or removed; the message names the path and the cause."""
+class AtomicFileError(CollectionError):
+    """A file could not be written or removed; the message names the path and the cause, ``errno`` the OS error."""
 
-    def __init__(self, err, message):
+    def __init__(self, err: int | None, message: str) -> None:
         super().__init__(message)
         self.errno = err
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from ansible_collections.pinned.images.plugins.module_utils._containerd_proto import containerd_images_pb2 as cpb
 from ansible_collections.pinned.images.plugins.module_utils._containerd_proto import containerd_images_pb2_grpc as cpb_grpc
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import NOT_FOUND, CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._errors import NOT_FOUND
 
 CRI_NAMESPACE = "k8s.io"
 NAMESPACE_HEADER = "containerd-namespace"

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import time
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
     MissingImagesError,
     PinnedImagesError,
@@ -43,15 +44,15 @@ MIN_VERSION = (1, 7, 3)
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
-class NotReportedError(RuntimeError):
+class NotReportedError(CollectionError):
     """The labels are written but CRI did not report the images as wanted in time."""
 
 
-class OldRuntimeError(RuntimeError):
-    """The runtime would store the label but not report the image pinned."""
+class OldRuntimeError(CollectionError):
+    """The runtime would store the label but not report the image pinned; ``version`` is its CRI Version."""
 
-    def __init__(self, message: str, version: dict):
-        super().__init__(message)
+    def __init__(self, message: str, version: dict) -> None:
+        super().__init__(message, details={"runtime": version})
         self.version = version
 
 

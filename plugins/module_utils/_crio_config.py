@@ -32,13 +32,15 @@ Public API
     raises ``ReloadError``.
 ``sync_pinned_images(path, images, state, check_mode, force, check_presence, reload, run_command, pid_file)``
     The whole node-side step; returns ``{changed, path, images, reloaded, diff}``. A ReloadError raised after
-    the write carries ``.result``.
+    the write carries ``.result`` (None before).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Iterable, Optional
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import go_trim_space, unique_sorted_images
 
@@ -50,18 +52,8 @@ _PATTERN_BODY_RE = re.compile(r"[A-Za-z0-9._:/@\[\]-]+")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
 
-class PinnedImagesError(ValueError):
+class PinnedImagesError(CollectionError):
     """Bad pinned_images entries; ``problems`` lists each."""
-
-    def __init__(self, problems):
-        if isinstance(problems, str):
-            problems = [problems]
-        self.problems = list(problems)
-        if len(self.problems) == 1:
-            message = self.problems[0]
-        else:
-            message = f"{len(self.problems)} problems found:\n" + "\n".join("- " + p for p in self.problems)
-        super().__init__(message)
 
 
 def _quote(value: str) -> str:
@@ -162,22 +154,22 @@ def same_content(old, new) -> bool:
 class MissingImagesError(PinnedImagesError):
     """Images that are not present in the runtime; ``missing`` lists them."""
 
-    def __init__(self, missing):
+    def __init__(self, missing: Iterable[str]) -> None:
         self.missing = list(missing)
         super().__init__(
-            [f"{name} is not present in the container runtime" for name in self.missing]
-        )
-        self.args = (
-            f"refusing to pin {len(self.missing)} image(s) that are not present in the container runtime "
+            [f"{name} is not present in the container runtime" for name in self.missing],
+            message=f"refusing to pin {len(self.missing)} image(s) that are not present in the container runtime "
             "(prefetch them first, or set force=true): " + ", ".join(self.missing),
+            details={"missing": self.missing},
         )
 
-    def __str__(self):
-        return self.args[0]
 
+class ReloadError(CollectionError):
+    """CRI-O could not be told to reload its configuration; ``result`` is the sync result when the file was written."""
 
-class ReloadError(RuntimeError):
-    """CRI-O could not be told to reload its configuration."""
+    def __init__(self, message: str, result: Optional[dict] = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 def is_pattern(name: str) -> bool:
@@ -266,7 +258,6 @@ def sync_pinned_images(path, images, state: str = "present", check_mode: bool = 
         try:
             reload_crio(reload, run_command=run_command, pid_file=pid_file)
         except ReloadError as exc:
-            exc.result = result
-            raise
+            raise ReloadError(exc.message, result=result) from exc
         result["reloaded"] = True
     return result

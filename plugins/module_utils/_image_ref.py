@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
+
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_ALIASES = frozenset((DOCKER_HUB, "index.docker.io", "registry-1.docker.io"))
 # distribution/reference (since v0.6.0) caps the path, without the host, at 255 characters.
@@ -31,7 +33,7 @@ _SHA256_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _IMAGE_ID_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
-class ImageReferenceError(ValueError):
+class ImageReferenceError(CollectionError):
     """An image reference that does not parse or breaks a rule."""
 
 

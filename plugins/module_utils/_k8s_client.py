@@ -35,6 +35,7 @@ from urllib.parse import unquote
 
 from ansible.module_utils.basic import env_fallback
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._secrets import redact
 
 try:
@@ -94,25 +95,19 @@ K8S_AUTH_ARG_SPEC = {
     },
 }
 
-K8S_AUTH_OPTION_NAMES = tuple(K8S_AUTH_ARG_SPEC)
 
-
-class K8sError(Exception):
+class K8sError(CollectionError):
     """A Kubernetes API failure.
 
     ``status`` is the HTTP status (0 when the server never answered), ``reason`` the API ``Status.reason``
     (``Forbidden``, ``Conflict``, ``NotFound``, ``Invalid``, ...) and ``causes`` the ``Status.details.causes`` list.
     """
 
-    def __init__(self, message, status=0, reason=None, causes=None):
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: str, status: int = 0, reason: str | None = None, causes: list | None = None) -> None:
+        super().__init__(message, details={"status": status, "reason": reason})
         self.status = status
         self.reason = reason
         self.causes = list(causes or [])
-
-    def __str__(self):
-        return self.message
 
 
 def _require_kubernetes():
@@ -165,11 +160,6 @@ def _scrub_text(text, secrets):
 
 def _group_of(api_version):
     return api_version.split("/", 1)[0] if "/" in api_version else ""
-
-
-def _plural_guess(kind):
-    # Only used in messages before discovery found the real plural.
-    return kind.lower() + "s"
 
 
 def selector_string(label_selector):
@@ -279,7 +269,7 @@ class K8sClient:
     and up to :data:`MAX_ATTEMPTS` attempts share that time; a server that does not answer gives K8sError status 0.
     """
 
-    def __init__(self, configuration, secrets=(), tmpdir=None, timeout=DEFAULT_TIMEOUT):
+    def __init__(self, configuration, secrets=(), tmpdir=None, timeout=DEFAULT_TIMEOUT, remove_tmpdir=False):
         _require_kubernetes()
         self.configuration = configuration
         # urllib3 would retry 3 more times with the full timeout each; the attempts are counted here instead.
@@ -288,12 +278,10 @@ class K8sClient:
         self._deadline = None
         self.warnings = []
         self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
-        self._own_tmpdir = tmpdir is None
+        # A directory made here, or handed over by from_params, is removed on close().
+        remove_tmpdir = remove_tmpdir or tmpdir is None
         self._tmpdir = tmpdir if tmpdir is not None else tempfile.mkdtemp(prefix="pinned-images-k8s-")
-        if self._own_tmpdir:
-            self._finalizer = weakref.finalize(self, shutil.rmtree, self._tmpdir, True)
-        else:
-            self._finalizer = None
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self._tmpdir, True) if remove_tmpdir else None
         self._api_client = None
         self._dynamic = None
         self._resources = {}
@@ -323,11 +311,7 @@ class K8sClient:
             if own_tmp:
                 shutil.rmtree(own_tmp, ignore_errors=True)
             raise
-        client = cls(configuration, secrets=secrets, tmpdir=tmpdir, timeout=timeout)
-        if own_tmp:
-            client._own_tmpdir = True
-            client._finalizer = weakref.finalize(client, shutil.rmtree, own_tmp, True)
-        return client
+        return cls(configuration, secrets=secrets, tmpdir=tmpdir, timeout=timeout, remove_tmpdir=own_tmp is not None)
 
     def close(self):
         if self._api_client is not None:

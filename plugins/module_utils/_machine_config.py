@@ -60,6 +60,7 @@ import os
 import re
 
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH, render_pinned_images
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
     MAX_NAME_LENGTH,
@@ -78,7 +79,7 @@ FILE_MODE = 0o644  # 420, as Ignition wants it: a decimal integer
 DATA_URL_PREFIX = "data:;base64,"
 
 
-class MachineConfigError(ValueError):
+class MachineConfigError(CollectionError):
     """A MachineConfig cannot be rendered from the given input."""
 
 

@@ -32,6 +32,7 @@ import traceback
 import zipfile
 
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write, file_sha256
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 
 ENV_DIR = "PINNED_IMAGES_PYTHON_DIR"
 # Used without the variable too, so that ad hoc runs on a node the role provisioned need nothing more.
@@ -45,7 +46,7 @@ WHEELS = "wheels"
 _MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}
 
 
-class NodeDepsError(Exception):
+class NodeDepsError(CollectionError):
     """The private directory cannot be written or its input is wrong; the message names the file."""
 
 

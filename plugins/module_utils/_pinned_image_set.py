@@ -71,6 +71,7 @@ import re
 from dataclasses import dataclass, field
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._yaml import HAS_YAML, YAML_IMPORT_ERROR, YAMLError, load_yaml_all
 
@@ -114,19 +115,8 @@ _LABEL_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-class PinnedImageSetError(ValueError):
+class PinnedImageSetError(CollectionError):
     """Invalid pinned image sets or pools; ``problems`` lists every problem found."""
-
-    def __init__(self, problems):
-        if isinstance(problems, str):
-            problems = [problems]
-        self.problems = list(problems)
-        count = len(self.problems)
-        if count == 1:
-            message = self.problems[0]
-        else:
-            message = f"{count} problems found:\n" + "\n".join("- " + p for p in self.problems)
-        super().__init__(message)
 
 
 @dataclass(frozen=True)

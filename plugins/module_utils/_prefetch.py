@@ -18,7 +18,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import AUTH, NO_SPACE, CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._errors import AUTH, NO_SPACE, UNKNOWN
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageRef
 
 PRESENT = "present"
@@ -166,7 +167,7 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
                 _fetch_one(client, ref, result, auth_for, options, stop, sleep)
             except Exception as err:  # pylint: disable=broad-exception-caught
                 # A worker that dies would leave its image uncounted, and the run would look successful.
-                result.update(status=FAILED, error=f"unexpected error: {err!r}", error_kind="unknown")
+                result.update(status=FAILED, error=f"unexpected error: {err!r}", error_kind=UNKNOWN)
             progress.update()
             if result["attempts"] and options.throttle:
                 sleep(options.throttle)

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import (
     ImageRef,
     ImageReferenceError,
@@ -44,7 +45,7 @@ _REGISTRY_KEYS = frozenset(("prefix", "location", "insecure", "blocked", "mirror
 _CONF_MIRROR_KEYS = frozenset(("location", "insecure", "pull-from-mirror", "pull_from_mirror"))
 
 
-class RegistriesConfError(ValueError):
+class RegistriesConfError(CollectionError):
     """registries.conf or the explicit mirror list is unreadable or invalid."""
 
 

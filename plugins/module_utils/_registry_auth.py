@@ -22,6 +22,7 @@ import json
 import os
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import DOCKER_HUB, DOCKER_HUB_ALIASES
 from ansible_collections.pinned.images.plugins.module_utils._secrets import REDACTED
 
@@ -32,7 +33,7 @@ MAX_AUTH_FILE_SIZE = 4 * 1024 * 1024
 _SECRET_FIELDS = ("password", "identity_token", "registry_token")
 
 
-class RegistryAuthError(ValueError):
+class RegistryAuthError(CollectionError):
     """The auth file is missing, unreadable or malformed. The message names the file and key, never a secret."""
 
 

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._secrets import redact
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -92,10 +93,10 @@ _SCHEME_RE = re.compile(r"\s*,?\s*([A-Za-z][A-Za-z0-9_-]*)")
 _PARAM_RE = re.compile(r'\s*([A-Za-z0-9_.-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)\s*,?')
 
 
-class RegistryError(Exception):
+class RegistryError(CollectionError):
     """A registry request failed; ``registry`` names the registry (host[:port])."""
 
-    def __init__(self, message: str, registry: str = ""):
+    def __init__(self, message: str, registry: str = "") -> None:
         super().__init__(message)
         self.registry = registry
 

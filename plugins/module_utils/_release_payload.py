@@ -21,8 +21,9 @@ import tarfile
 import zlib
 from dataclasses import dataclass, field
 
-from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError, atomic_write
+from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import estimate, human_size
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
@@ -38,14 +39,10 @@ from ansible_collections.pinned.images.plugins.module_utils._pull_estimate impor
     SourcesFailedError,
     read_from_sources,
 )
-from ansible_collections.pinned.images.plugins.module_utils._registries_conf import (
-    RegistriesConfError,
-    load_registries_conf,
-)
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import RegistryAuthError, load_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._registries_conf import load_registries_conf
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import load_docker_config
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
     RegistryClient,
-    RegistryError,
     parse_platform,
 )
 from ansible_collections.pinned.images.plugins.module_utils._yaml import YAMLError, dump_yaml, load_yaml
@@ -60,7 +57,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-class ReleasePayloadError(ValueError):
+class ReleasePayloadError(CollectionError):
     """The image is not a readable release payload; the message names the image and what was found."""
 
 
@@ -316,7 +313,7 @@ def run_module(module) -> None:
         platform = parse_platform(params["platform"]) if params["platform"] else None
         docker_config = load_docker_config(params["auth_file"])
         registries = load_registries_conf(params["registries_conf"], params["registry_mirrors"])
-    except (ValueError, RegistryAuthError) as err:
+    except (ValueError, CollectionError) as err:
         module.fail_json(msg=f"release {params['release']!r}: {err}" if isinstance(err, ImageReferenceError)
                          else str(err))
     module.no_log_values.update(docker_config.secrets())
@@ -347,7 +344,7 @@ def run_module(module) -> None:
                 result["diff"] = written["diff"]
     except SourcesFailedError as err:
         module.fail_json(msg=f"cannot read release image {ref}: {err.last_error}")
-    except (ReleasePayloadError, RegistriesConfError, RegistryError, AtomicFileError, ValueError) as err:
+    except (ValueError, CollectionError) as err:
         module.fail_json(msg=str(err))
     finally:
         client.close()

@@ -20,6 +20,7 @@ import sys
 from contextlib import contextmanager
 
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import file_sha256
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 
 try:
     from packaging.requirements import InvalidRequirement, Requirement
@@ -38,7 +39,7 @@ PLATFORMS = {
 }
 
 
-class WheelhouseError(Exception):
+class WheelhouseError(CollectionError):
     """The wheelhouse cannot serve a tag; the message names the tag and what fixes it."""
 
 

@@ -244,7 +244,7 @@ def main():
     except CriError as exc:
         module.fail_json(msg=f"cannot check that the images are present: {exc}", **result)
     except ReloadError as exc:
-        partial = getattr(exc, "result", {})
+        partial = exc.result or {}
         result.update(changed=partial.get("changed", True), images=partial.get("images", images))
         module.fail_json(msg=f"{path} was written, but CRI-O was not reloaded: {exc}", **result)
     except AtomicFileError as exc:

@@ -346,6 +346,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import check, estimate, filesystem_stats, parse_size
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
@@ -353,11 +354,10 @@ from ansible_collections.pinned.images.plugins.module_utils._node_lock import No
 from ansible_collections.pinned.images.plugins.module_utils._prefetch import PrefetchOptions, failure_message, find_present, prefetch
 from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import PullEstimator
 from ansible_collections.pinned.images.plugins.module_utils._registries_conf import load_registries_conf
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import RegistryAuthError, load_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import load_docker_config
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
     REGISTRY_ARGUMENT_SPEC,
     RegistryClient,
-    RegistryError,
     parse_platform,
 )
 
@@ -464,7 +464,7 @@ def main():
         platform = parse_platform(params["platform"]) if params["platform"] else None
         auth_config = load_docker_config(params["auth_file"])
         registries = load_registries_conf(params["registries_conf"], params["registry_mirrors"])
-    except (ValueError, RegistryAuthError, RegistryError) as err:
+    except (ValueError, CollectionError) as err:
         module.fail_json(msg=str(err))
     module.no_log_values.update(auth_config.secrets())
     for warning in registries.warnings:
