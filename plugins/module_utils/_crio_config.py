@@ -21,7 +21,7 @@ Public API
     Digest references written fully qualified, exactly as CRI-O matches them (registry host written out,
     ``docker.io/library/...`` for Docker Hub's official images); with ``require_digest=False`` also tag
     references and CRI-O's glob (``quay.io/foo/*``) and keyword (``*bar*``) patterns.
-    Returns the MCO list: blank names dropped, de-duplicated, sorted (``_pinned_image_set.unique_sorted_images``).
+    Returns the MCO list: blank names dropped, de-duplicated, sorted (``_image_ref.unique_sorted_images``).
 ``render_pinned_images(images) -> str``: the drop-in text for an already validated list (kept in the given order).
 ``same_content(old, new) -> bool``: the MCO's rewrite test (equal after Go's ``bytes.TrimSpace``, which trims
     U+0085 and U+00A0 too, but not U+001C..U+001F).
@@ -42,7 +42,7 @@ from typing import Iterable, Optional
 
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import go_trim_space, unique_sorted_images
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import go_trim_space, unique_sorted_images
 
 DEFAULT_PATH = "/etc/crio/crio.conf.d/50-pinned-images"
 # Characters an image reference or a CRI-O pattern body may hold.

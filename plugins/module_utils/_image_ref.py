@@ -6,6 +6,8 @@
 
 The grammar follows the distribution reference grammar that CRI-O, containerd and the kubelet use;
 digests are restricted to sha256 with 64 lower-case hex digits, as PinnedImageSet requires.
+``unique_sorted_images(names)`` gives the list the MCO writes to the CRI-O drop-in (blank names dropped,
+de-duplicated, sorted; blank means ``go_trim_space(name) == ""``, Go's ``strings.TrimSpace``).
 """
 
 from __future__ import annotations
@@ -142,3 +144,24 @@ def parse_image_ref(value, require_digest: bool = True) -> ImageRef:
             "use name@sha256:<64 hex digits> or set require_digest to false"
         )
     return ImageRef(registry=registry, repository=path, tag=tag, digest=digest)
+
+
+# Go's unicode.IsSpace, which strings/bytes.TrimSpace use: Python's str.strip() also removes U+001C..U+001F,
+# which Go keeps.
+GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000"
+
+
+def go_trim_space(text: str) -> str:
+    """``text`` trimmed as Go's ``strings.TrimSpace`` does (see GO_SPACE)."""
+    return text.strip(GO_SPACE)
+
+
+def unique_sorted_images(names) -> list:
+    """Blank names dropped, de-duplicated, sorted: the list the MCO writes (``uniqueSortedImageNames``)."""
+    unique = set()
+    for name in names:
+        if isinstance(name, str) and go_trim_space(name):
+            unique.add(name)
+    # Code-point order is UTF-8 byte order, which Go's sort.Strings uses.
+    return sorted(unique)
+

@@ -37,7 +37,7 @@ Public API
 ``render_for_pools(pools, sets=None, images=None, ...) -> list[dict]``
     Per pool (names, pool dicts or ``MachineConfigPool``): ``{pool, name, images, set_names, machine_config}``;
     ``machine_config`` is None when the pool has no images. With ``images`` every pool gets that list;
-    otherwise each pool gets the union of its sets (``_pinned_image_set.images_for_pool``).
+    otherwise each pool gets the union of its sets (``_pool_selection.images_for_pool``).
 ``file_path(dest, name)``: ``<dest>/<name>.yaml``.
 ``sync_files(entries, dest, state, check_mode) -> {changed, files, diffs, file_changes, previous_images}``:
     atomic, byte-stable files; any file system failure is raised as ``_atomic_file.AtomicFileError`` naming
@@ -61,14 +61,10 @@ import re
 
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH, render_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
-    API_VERSION,
-    MAX_NAME_LENGTH,
-    ROLE_LABEL,
-    as_pool,
-    check_dns_subdomain,
-    images_for_pool,
-)
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import MAX_NAME_LENGTH
+from ansible_collections.pinned.images.plugins.module_utils._label_selector import check_dns_subdomain
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import API_VERSION, ROLE_LABEL, as_pool
+from ansible_collections.pinned.images.plugins.module_utils._pool_selection import images_for_pool
 from ansible_collections.pinned.images.plugins.module_utils._yaml import HAS_YAML, YAMLError, dump_yaml, load_yaml
 
 MACHINE_CONFIG_KIND = "MachineConfig"

@@ -25,12 +25,12 @@ from ansible_collections.pinned.images.plugins.module_utils._atomic_file import 
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import estimate, human_size
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._label_selector import check_dns_subdomain
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
     MAX_PINNED_IMAGES,
     PINNED_IMAGE_SET_KIND,
     ROLE_LABEL,
-    check_dns_subdomain,
     validate_set,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prefetch import PrefetchOptions

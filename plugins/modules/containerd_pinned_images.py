@@ -184,11 +184,11 @@ from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
 )
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import MissingImagesError, PinnedImagesError
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import PinnedImageSetError
+from ansible_collections.pinned.images.plugins.module_utils._pool_selection import (
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
     SELECTION_REQUIRED_BY,
-    PinnedImageSetError,
     wanted_images,
 )
 

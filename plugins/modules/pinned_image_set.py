@@ -213,11 +213,11 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
     K8sError,
     clean_object,
 )
+from ansible_collections.pinned.images.plugins.module_utils._label_selector import check_dns_subdomain
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
     PINNED_IMAGE_SET_KIND,
     PinnedImageSetError,
-    check_dns_subdomain,
     validate_set,
 )
 from ansible_collections.pinned.images.plugins.module_utils._yaml import (

@@ -235,15 +235,17 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
     PinnedImageSetError,
     as_pool,
     default_pool,
-    images_for_node,
-    images_for_pool,
-    load_sets,
-    missing_set_refs,
-    pools_for_node,
-    set_matches_pool,
     validate_pool,
     validate_set,
 )
+from ansible_collections.pinned.images.plugins.module_utils._pool_selection import (
+    images_for_node,
+    images_for_pool,
+    missing_set_refs,
+    pools_for_node,
+    set_matches_pool,
+)
+from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
 
 
 def _argument_spec():

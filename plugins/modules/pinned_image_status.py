@@ -193,10 +193,7 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
     K8sClient,
     K8sError,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
-    API_VERSION,
-    PINNED_IMAGE_SET_KIND,
-)
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import API_VERSION, PINNED_IMAGE_SET_KIND
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status import (
     DEFAULT_ANNOTATION,
     STATE_DONE,
