@@ -30,7 +30,7 @@ WOULD_PULL = "would_pull"
 STATUSES = (PRESENT, PULLED, FAILED, SKIPPED, WOULD_PULL)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PrefetchOptions:
     concurrency: int = 5
     throttle: float = 0.0

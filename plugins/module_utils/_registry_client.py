@@ -308,6 +308,8 @@ class RegistryClient:
         self.blob_bytes_read = 0
         self._lock = threading.Lock()
         self._local = threading.local()
+        # Every thread's connection pool, so close() reaches the connections of worker threads too.
+        self._pools: list = []
         self._contexts = {}
         self._schemes = {}
         self._challenges = {}
@@ -682,6 +684,8 @@ class RegistryClient:
         pool = getattr(self._local, "pool", None)
         if pool is None:
             pool = self._local.pool = {}
+            with self._lock:
+                self._pools.append(pool)
         key = (scheme, netloc, insecure)
         connection = pool.get(key)
         if connection is not None:
@@ -776,8 +780,17 @@ class RegistryClient:
             return RegistryConnectionError(f"cannot talk to {where}: {exc.strerror or exc}", registry)
         return RegistryConnectionError(f"bad HTTP exchange with {where}: {type(exc).__name__}", registry)
 
-    def close(self):
-        """Close this thread's kept-alive connections."""
-        for connection in getattr(self._local, "pool", {}).values():
-            connection.close()
-        self._local.pool = {}
+    def close(self) -> None:
+        """Close the kept-alive connections of every thread that used this client (after its threads are done)."""
+        with self._lock:
+            pools = list(self._pools)
+        for pool in pools:
+            for connection in pool.values():
+                connection.close()
+            pool.clear()
+
+    def __enter__(self) -> "RegistryClient":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

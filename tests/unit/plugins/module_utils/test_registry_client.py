@@ -698,3 +698,26 @@ def test_blob_redirects_are_followed_without_the_registry_credentials(tampered):
         client.close()
         origin.shutdown()
         cdn.shutdown()
+
+
+def test_close_reaches_the_connections_of_worker_threads():
+    """The estimator reads manifests from a thread pool; closing the client closes those threads' connections."""
+    closed = []
+
+    class Recorded:
+        def close(self):
+            closed.append(self)
+
+    with RegistryClient(timeout=1) as client:
+        def use():
+            connection, reused = client._connection("http", "127.0.0.1:1", "127.0.0.1", False)
+            assert not reused
+            client._local.pool[("http", "127.0.0.1:1", False)] = Recorded()
+
+        workers = [threading.Thread(target=use) for _ in range(3)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert closed == []
+    assert len(closed) == 3
