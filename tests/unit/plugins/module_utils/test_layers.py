@@ -44,6 +44,7 @@ LAYERS = {
     "_label_selector": DOMAIN,
     "_pinned_image_set": DOMAIN,
     "_set_loading": DOMAIN,
+    "_set_publish": DOMAIN,
     "_pool_selection": DOMAIN,
     "_crio_config": DOMAIN,
     "_containerd_pins": DOMAIN,
