@@ -43,6 +43,7 @@ LAYERS = {
     # Domain: what the modules do.
     "_label_selector": DOMAIN,
     "_pinned_image_set": DOMAIN,
+    "_set_info": DOMAIN,
     "_set_loading": DOMAIN,
     "_set_publish": DOMAIN,
     "_pool_selection": DOMAIN,
