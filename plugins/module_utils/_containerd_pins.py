@@ -157,7 +157,7 @@ def sync_containerd_pins(client, images, state: str = "present", check_mode: boo
     present = [name for name in images if statuses[name] is not None]
 
     records = {record["name"]: record for record in client.list_records()}
-    wanted_records = {}  # record name -> wanted image
+    wanted_records: dict = {}  # record name -> wanted image
     for name in present:
         status = statuses[name]
         for record_name in [status["id"], *status["repo_tags"], *status["repo_digests"]]:
@@ -190,7 +190,7 @@ def sync_containerd_pins(client, images, state: str = "present", check_mode: boo
             wait_reported(client, expected, settle_timeout)
 
     newly = {name for name in present if statuses[name]["id"] not in was}
-    unpinned_groups = {}
+    unpinned_groups: dict = {}
     for name in lost:
         unpinned_groups.setdefault(image_ids[name], []).append(name)
     return {

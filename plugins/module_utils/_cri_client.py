@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import socket as _socket
 import stat
+from typing import Any
 
 # First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import HAS_NODE_DEPS as HAS_GRPC
@@ -164,9 +165,9 @@ class CriClient:
         self.target, self.socket_path = resolve_endpoint(socket)
         self.connect_timeout = connect_timeout
         self.timeout = timeout
-        self._channel = None
-        self._images = None
-        self._runtime = None
+        self._channel: Any = None
+        self._images: Any = None
+        self._runtime: Any = None
 
     @classmethod
     def from_params(cls, params: dict) -> CriClient:

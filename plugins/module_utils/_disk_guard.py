@@ -95,7 +95,7 @@ def estimate(manifests, expansion_factor=DEFAULT_EXPANSION_FACTOR) -> dict:
     seen = {}
     per_image = []
     for image, info in items:
-        own = {}
+        own: dict = {}
         for digest, size in info.layers:
             own.setdefault(digest, size)
         new = {d: s for d, s in own.items() if d not in seen}

@@ -87,8 +87,10 @@ def parse_image_ref(value, require_digest: bool = True) -> ImageRef:
     if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise ImageReferenceError(f"image reference {_describe(value)} contains whitespace or control characters")
 
-    remainder, at, digest = value.partition("@")
+    remainder, at, after_at = value.partition("@")
+    digest: str | None = None
     if at:
+        digest = after_at
         if "@" in digest:
             raise ImageReferenceError(f"image reference {_describe(value)} has more than one '@'")
         if not _SHA256_RE.match(digest):
@@ -96,8 +98,6 @@ def parse_image_ref(value, require_digest: bool = True) -> ImageRef:
                 f"image reference {_describe(value)} has digest {_describe(digest)}; "
                 "allowed is sha256: followed by 64 lower-case hex digits"
             )
-    else:
-        digest = None
 
     tag = None
     last_slash = remainder.rfind("/")

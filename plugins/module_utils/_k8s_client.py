@@ -32,6 +32,7 @@ import tempfile
 import time
 import weakref
 from urllib.parse import unquote
+from typing import Any
 
 from ansible.module_utils.basic import env_fallback
 
@@ -48,7 +49,7 @@ try:
     from kubernetes.client.exceptions import ApiException
 except ImportError as exc:  # pragma: no cover - exercised only without the library
     HAS_KUBERNETES = False
-    KUBERNETES_IMPORT_ERROR = exc
+    KUBERNETES_IMPORT_ERROR: ImportError | None = exc
 else:
     HAS_KUBERNETES = True
     KUBERNETES_IMPORT_ERROR = None
@@ -122,7 +123,7 @@ def _safe_url(url):
 
 def _url_secrets(url):
     """The user info of a URL and its password, raw and percent-decoded (empty for a URL without them)."""
-    found = set()
+    found: set = set()
     for match in _USERINFO_RE.finditer(str(url or "")):
         userinfo = match.group(0)[:-1]
         password = userinfo.partition(":")[2]
@@ -634,7 +635,7 @@ class K8sClient:
         With ``resource_version`` the patch applies only to that version of the object: K8sError status 409 when
         it changed since it was read (another writer), so the caller can read it again instead of overwriting.
         """
-        metadata = {"annotations": dict(annotations)}
+        metadata: dict = {"annotations": dict(annotations)}
         if resource_version is not None:
             metadata["resourceVersion"] = str(resource_version)
         return self.patch_merge(
@@ -662,7 +663,7 @@ def _temp_file_kwarg(loader, tmpdir):
 
 def _build_configuration(params, tmpdir):
     """Return (Configuration, secrets) for the parameters; never touches the process-wide default configuration."""
-    configuration = k8s_client_mod.Configuration()
+    configuration: Any = k8s_client_mod.Configuration()
     kubeconfig = params.get("kubeconfig")
     context = params.get("context")
     host = params.get("host")
@@ -743,7 +744,7 @@ def _build_configuration(params, tmpdir):
             cfg.api_key_prefix = {}
 
     apply_overrides(configuration)
-    loader_hook = getattr(configuration, "refresh_api_key_hook", None)
+    loader_hook: Any = getattr(configuration, "refresh_api_key_hook", None)
     if loader_hook is not None and (overrides or api_key):
 
         def refresh_then_override(cfg):

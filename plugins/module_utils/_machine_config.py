@@ -142,7 +142,8 @@ def render_for_pools(pools, sets=None, images=None, name_template: str = DEFAULT
                      ignition_version: str = DEFAULT_IGNITION_VERSION, path: str = DEFAULT_PATH) -> list:
     """Render per pool; see the module docstring."""
     check_ignition_version(ignition_version)
-    results, names = [], {}
+    results: list = []
+    names: dict = {}
     for value in pools:
         pool = as_pool(value)
         if images is not None:
@@ -214,7 +215,7 @@ def sync_files(entries, dest: str, state: str = "present", check_mode: bool = Fa
     )
 
     changed, files, diffs = False, [], []
-    file_changes = {"created": [], "changed": [], "removed": []}
+    file_changes: dict[str, list] = {"created": [], "changed": [], "removed": []}
     previous_images = {}
     if state == "present" and not check_mode and any(e["machine_config"] for e in entries):
         try:

@@ -256,19 +256,21 @@ def provision(base: str, tag: str, wheels: list, check_mode: bool = False) -> di
     for directory in (base, tag_dir):
         os.makedirs(directory, mode=0o700, exist_ok=True)
         os.chmod(directory, 0o700)
-    staging = tempfile.mkdtemp(prefix=".site-", dir=tag_dir)
+    new_site = tempfile.mkdtemp(prefix=".site-", dir=tag_dir)
+    # Removed on failure; None once it has become the site directory.
+    staging: str | None = new_site
     try:
         for wheel in wheels:
-            _extract(wheel["path"], staging)
+            _extract(wheel["path"], new_site)
         # Bytecode now, so that imports from the verified directory never need to write any.
-        compileall.compile_dir(staging, quiet=2)
-        files = {name: file_sha256(os.path.join(staging, name)) for name in _tree_files(staging)}
+        compileall.compile_dir(new_site, quiet=2)
+        files = {name: file_sha256(os.path.join(new_site, name)) for name in _tree_files(new_site)}
         site = os.path.join(tag_dir, SITE)
         old = None
         if os.path.exists(site):
             old = tempfile.mkdtemp(prefix=".old-", dir=tag_dir)
             os.rename(site, os.path.join(old, SITE))
-        os.rename(staging, site)
+        os.rename(new_site, site)
         staging = None
         atomic_write(os.path.join(tag_dir, MANIFEST),
                      json.dumps({"tag": tag, "wheels": wanted, "files": files}, indent=1, sort_keys=True), mode=0o600)

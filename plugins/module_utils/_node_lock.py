@@ -53,7 +53,7 @@ class NodeLock:
     def __init__(self, path: str, run_id: str | None = None):
         self.path = path
         self.run_id = run_id
-        self._fd = None
+        self._fd: int | None = None
 
     def acquire(self) -> NodeLock:
         """Take the lock or raise NodeLockError at once; then record this process in the file."""

@@ -88,10 +88,10 @@ class PinnedImageSet:
 
     def to_dict(self, include_pool_selector: bool = False) -> dict:
         """The API object; the seed-style pool selector only when asked (the v1 API prunes it)."""
-        metadata = {"name": self.name}
+        metadata: dict = {"name": self.name}
         if self.labels:
             metadata["labels"] = dict(self.labels)
-        spec = {"pinnedImages": [{"name": name} for name in self.images]}
+        spec: dict = {"pinnedImages": [{"name": name} for name in self.images]}
         if include_pool_selector and self.pool_selector is not None:
             spec["machineConfigPoolSelector"] = copy.deepcopy(self.pool_selector)
         return {"apiVersion": API_VERSION, "kind": PINNED_IMAGE_SET_KIND, "metadata": metadata, "spec": spec}
@@ -200,7 +200,7 @@ def check_set(obj, source) -> tuple:
                 problems.append("spec.pinnedImages must list at least one image")
             if len(pinned) > MAX_PINNED_IMAGES:
                 problems.append(f"spec.pinnedImages has {len(pinned)} items; at most {MAX_PINNED_IMAGES} are allowed")
-            seen = {}
+            seen: dict = {}
             for index, entry in enumerate(pinned):
                 where = f"spec.pinnedImages[{index}]"
                 if not isinstance(entry, dict) or "name" not in entry:

@@ -99,7 +99,8 @@ def read_status(value: Optional[str]) -> Tuple[dict, Optional[str]]:
         return {}, "the status annotation is not a JSON object"
     items = [i for i in status.get("pinnedImageSets") or [] if isinstance(i, dict) and isinstance(i.get("name"), str)]
     conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type")]
-    hashes = status.get("imageListHashes") if isinstance(status.get("imageListHashes"), dict) else {}
+    hashes = status.get("imageListHashes")
+    hashes = hashes if isinstance(hashes, dict) else {}
     return {"pinnedImageSets": items, "conditions": conditions, "imageListHashes": dict(hashes)}, None
 
 
@@ -129,7 +130,7 @@ def _has_work(item: dict) -> bool:
     desired = _int(item.get("desiredGeneration"))
     current = _int(item.get("currentGeneration"))
     failed = _int(item.get("lastFailedGeneration"))
-    return desired > current or (failed and failed >= desired)
+    return desired > current or bool(failed and failed >= desired)
 
 
 def set_failures(sets: list, images: list | None, node_error: str | None) -> dict:

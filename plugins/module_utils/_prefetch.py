@@ -96,7 +96,7 @@ class _Progress:
         self.run_id = run_id
         self.lock = threading.Lock()
         self.started = time.time()
-        self.error = None
+        self.error: str | None = None
 
     def update(self) -> None:
         if not self.path or self.error:
@@ -137,7 +137,7 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     results = [_new_result(str(ref)) for ref in refs]
     # Check mode changes nothing, the progress file included.
     progress = _Progress(results, None if options.check_mode else options.progress_file, options.run_id)
-    pending = queue.Queue()
+    pending: queue.Queue = queue.Queue()
     for ref, result in zip(refs, results):
         image = present.get(result["image"])
         if image is not None:
@@ -181,7 +181,7 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     progress.update()
 
     counts, pulled_bytes = _tally(results)
-    warnings = [progress.error] if progress.error else []
+    warnings: list = [progress.error] if progress.error else []
     totals = dict(requested=len(results), bytes_pulled=pulled_bytes, **counts)
     return dict(images=results, totals=totals, warnings=warnings)
 

@@ -151,7 +151,7 @@ def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], options: Pre
         return None, {}
     path = params["image_store_path"] or options.image_fs
     try:
-        total, free = filesystem_stats(path)
+        total, free = filesystem_stats(path)  # type: ignore[arg-type]  # None is caught as TypeError
     except (OSError, TypeError) as err:
         raise CollectionError(
             f"disk guard cannot read the free space of the image filesystem {path!r} ({err}); "
@@ -196,7 +196,7 @@ class PrefetchOutcome:
 
 
 def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool = False,
-                 client_factory: Callable[[Mapping[str, Any]], Any] = CriClient.from_params) -> PrefetchOutcome:
+                 client_factory: Callable[[Any], Any] = CriClient.from_params) -> PrefetchOutcome:
     """Lock the node, find the present images, guard the disk, pull the rest; the module's result."""
     lock = _locked(request, params)
     started = time.monotonic()

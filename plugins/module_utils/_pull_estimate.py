@@ -134,4 +134,6 @@ def read_from_sources(ref, registries, docker_config, read, retries: int = 0, ba
                 if source.mirror or not transient or attempts > retries:
                     break
                 sleep(backoff(attempts))
+    if last_error is None:  # pragma: no cover - pull_sources always yields the primary location
+        raise RegistriesConfError(f"no pull source for {ref}")
     raise SourcesFailedError(last_error, attempts)

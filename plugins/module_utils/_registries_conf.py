@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
@@ -23,11 +24,12 @@ from ansible_collections.pinned.images.plugins.module_utils._image_ref import (
     parse_image_ref,
 )
 
+_toml: Any
 try:
     import tomllib as _toml
 except ImportError:  # Python < 3.11 on the node
     try:
-        import tomli as _toml
+        import tomli as _toml  # type: ignore[no-redef]
     except ImportError:
         _toml = None
 
@@ -179,7 +181,7 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
 
 def _check_conflicts(registries: list, source: str) -> None:
     """Refuse entries for one location (or wildcard prefix) that disagree on insecure or blocked, as upstream."""
-    first = {}
+    first: dict = {}
     for reg in registries:
         key = reg.location or reg.prefix
         other = first.setdefault(key, reg)

@@ -219,7 +219,7 @@ def _parse_entry(key: str, entry, source: str) -> _Entry | None:
     blob = _field(entry, "auth", where)
     username = _field(entry, "username", where)
     password = _field(entry, "password", where)
-    extra = ()
+    extra: tuple = ()
     if blob:
         # As in docker: "auth" takes precedence over separate username/password.
         username, password = _decode_auth(blob, where)
@@ -239,7 +239,7 @@ def parse_docker_config(text, source: str = "<auth data>") -> DockerConfig:
         document = json.loads(text)
     except (ValueError, RecursionError) as exc:
         # The decoder's message quotes at most a position, never the document.
-        position = f" (line {exc.lineno}, column {exc.colno})" if hasattr(exc, "lineno") else ""
+        position = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         raise RegistryAuthError(f"{source}: not valid JSON{position}") from None
     if not isinstance(document, dict):
         raise RegistryAuthError(f"{source}: top level must be a JSON object, got {type(document).__name__}")

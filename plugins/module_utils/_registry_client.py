@@ -310,10 +310,10 @@ class RegistryClient:
         self._local = threading.local()
         # Every thread's connection pool, so close() reaches the connections of worker threads too.
         self._pools: list = []
-        self._contexts = {}
-        self._schemes = {}
-        self._challenges = {}
-        self._tokens = {}
+        self._contexts: dict = {}
+        self._schemes: dict = {}
+        self._challenges: dict = {}
+        self._tokens: dict = {}
 
     # --- public API -------------------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ import re
 import tarfile
 import zlib
 from dataclasses import dataclass, field
+from typing import Any
 
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import estimate, human_size
@@ -115,7 +116,7 @@ def scan_layer(blob, image: str, layer_digest: str) -> dict:
     where = f"release image {image}: layer {layer_digest}"
     if head.startswith(_ZSTD_MAGIC):
         raise ReleasePayloadError(f"{where} is zstd-compressed, which is not supported; gzip or plain tar is")
-    stream = _Peeked(head, blob)
+    stream: Any = _Peeked(head, blob)
     if head.startswith(_GZIP_MAGIC):
         stream = gzip.GzipFile(fileobj=stream, mode="rb")
     found = {}

@@ -175,7 +175,9 @@ def load_sets(sources) -> tuple:
         sources = []
     elif isinstance(sources, (str, bytes, os.PathLike, dict, PinnedImageSet, MachineConfigPool)):
         sources = [sources]
-    sets, pools, problems = [], [], []
+    sets: list = []
+    pools: list = []
+    problems: list = []
     for position, item in enumerate(sources):
         if isinstance(item, (str, bytes, os.PathLike)):
             path = os.fsdecode(item)
@@ -201,7 +203,7 @@ def load_sets(sources) -> tuple:
                 _expand(item, f"sets[{position}]", False, sets, pools, problems)
 
     unique_sets = []
-    by_name = {}
+    by_name: dict = {}
     for item in sets:
         first = by_name.get(item.name)
         if first is None:
@@ -213,7 +215,7 @@ def load_sets(sources) -> tuple:
                 f"in {first.source or 'input'}; set names are cluster-wide and must be unique"
             )
     unique_pools = []
-    pools_by_name = {}
+    pools_by_name: dict = {}
     for pool in pools:
         first = pools_by_name.get(pool.name)
         if first is None:

@@ -56,12 +56,17 @@ def build_object(params: Mapping[str, Any]) -> Tuple[dict, str]:
     return {"apiVersion": API_VERSION, "kind": PINNED_IMAGE_SET_KIND, "metadata": metadata, "spec": spec}, "parameters"
 
 
+def _mapping(obj: dict, key: str) -> dict:
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def dropped_fields(obj: dict) -> List[str]:
     """The fields of a definition a PinnedImageSet does not use (``status``, ``metadata.namespace``, ...)."""
     dropped = [key for key in obj if key not in ("apiVersion", "kind", "metadata", "spec")]
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata = _mapping(obj, "metadata")
     dropped.extend("metadata." + key for key in metadata if key not in _USED_METADATA)
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    spec = _mapping(obj, "spec")
     dropped.extend("spec." + key for key in spec if key not in _USED_SPEC)
     return dropped
 
@@ -79,7 +84,7 @@ def render(image_set: PinnedImageSet, obj: dict) -> dict:
 
 
 def _annotation_problems(obj: dict, source: str) -> List[str]:
-    annotations = (obj.get("metadata") or {}).get("annotations") if isinstance(obj.get("metadata"), dict) else None
+    annotations = _mapping(obj, "metadata").get("annotations")
     if annotations is None:
         return []
     if not isinstance(annotations, dict):
@@ -162,16 +167,18 @@ def publish_set(params: Mapping[str, Any], check_mode: bool = False, diff: bool 
         raise CollectionError(missing_required_lib("PyYAML"), details={"exception": str(YAML_IMPORT_ERROR)})
     obj, source = build_object(params)
     warnings: List[str] = []
-    rendered = None
+    rendered: Optional[dict] = None
+    name: str
     if params["state"] == "present":
         name, rendered = _validated(obj, source)
         dropped = dropped_fields(obj) if params["definition"] is not None else []
         if dropped:
             warnings.append("definition fields not used for a PinnedImageSet were dropped: " + ", ".join(dropped))
     else:
-        name = (obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}).get("name")
-        if check_dns_subdomain(name, "metadata.name") is not None:
-            raise CollectionError([], message=f"invalid PinnedImageSet name {name!r}: it must be an RFC 1123 subdomain")
+        given = _mapping(obj, "metadata").get("name")
+        if check_dns_subdomain(given, "metadata.name") is not None:
+            raise CollectionError([], message=f"invalid PinnedImageSet name {given!r}: it must be an RFC 1123 subdomain")
+        name = str(given)
     if dest is not None and os.path.exists(dest) and not os.path.isdir(dest):
         raise CollectionError(f"dest {dest} is not a directory; nothing was applied or written")
     result: Dict[str, Any] = {"changed": False, "name": name}

@@ -93,7 +93,7 @@ def requirements_for(lines: list, target: dict) -> list:
 
 def select(directory: str, requirements: list) -> tuple:
     """(the newest wheel of ``directory`` satisfying each requirement, the requirements no wheel satisfies)."""
-    wheels = {}
+    wheels: dict = {}
     if os.path.isdir(directory):
         for name in os.listdir(directory):
             if name.endswith(".whl"):
@@ -103,7 +103,7 @@ def select(directory: str, requirements: list) -> tuple:
                     continue
                 wheels.setdefault(project, []).append((version, name))
     chosen, unmet = {}, []
-    by_name = {}
+    by_name: dict = {}
     for requirement in requirements:
         by_name.setdefault(canonicalize_name(requirement.name), []).append(requirement)
     for project, needed in sorted(by_name.items()):
