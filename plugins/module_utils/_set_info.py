@@ -41,7 +41,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pool_selection impo
     pools_for_node,
     set_matches_pool,
 )
-from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
+from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets, pool_fields, set_fields
 from ansible_collections.pinned.images.plugins.module_utils._set_publish import SetOutcome
 
 
@@ -86,14 +86,6 @@ def merge_by_name(kind: str, base: Sequence, overrides: Sequence, key: Callable,
             warnings.append(f"{kind} {item.name!r} from {item.source} replaces the one from {old.source}")
         merged[item.name] = item
     return [merged[name] for name in order]
-
-
-def _set_key(item: PinnedImageSet) -> tuple:
-    return (item.labels, item.images, item.pool_selector)
-
-
-def _pool_key(item: MachineConfigPool) -> tuple:
-    return (item.labels, item.machine_config_selector, item.node_selector, item.pinned_image_sets)
 
 
 def _set_row(image_set: PinnedImageSet, pools: List[MachineConfigPool]) -> dict:
@@ -148,9 +140,9 @@ def describe_sets(params: Mapping[str, Any], tmpdir: Optional[str] = None) -> Se
     for value in params["pools"] or []:
         pool = as_pool(value)
         extra_pools.append(dataclasses.replace(pool, source=pool.source or "pools"))
-    sets = merge_by_name(PINNED_IMAGE_SET_KIND, cluster_sets, file_sets, _set_key, warnings)
-    pools = merge_by_name(MACHINE_CONFIG_POOL_KIND, cluster_pools, file_pools, _pool_key, warnings)
-    pools = merge_by_name(MACHINE_CONFIG_POOL_KIND, pools, extra_pools, _pool_key, warnings)
+    sets = merge_by_name(PINNED_IMAGE_SET_KIND, cluster_sets, file_sets, set_fields, warnings)
+    pools = merge_by_name(MACHINE_CONFIG_POOL_KIND, cluster_pools, file_pools, pool_fields, warnings)
+    pools = merge_by_name(MACHINE_CONFIG_POOL_KIND, pools, extra_pools, pool_fields, warnings)
     if not pools:
         pools = [dataclasses.replace(default_pool(name), source="default") for name in (MASTER_POOL, WORKER_POOL)]
     nodes = params["nodes"] if params["nodes"] is not None else (cluster_nodes or [])

@@ -19,6 +19,7 @@ Public API
 from __future__ import annotations
 
 import os
+from typing import Any, Callable
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._label_selector import type_name
@@ -162,8 +163,29 @@ def _load_file(path: str, sets: list, pools: list, problems: list) -> None:
         _expand(document, source, True, sets, pools, problems)
 
 
-def _pool_fields(pool) -> tuple:
+def set_fields(image_set: PinnedImageSet) -> tuple:
+    """What makes two sets of one name the same set."""
+    return (image_set.labels, image_set.images, image_set.pool_selector)
+
+
+def pool_fields(pool: MachineConfigPool) -> tuple:
+    """What makes two pools of one name the same pool."""
     return (pool.labels, pool.machine_config_selector, pool.node_selector, pool.pinned_image_sets)
+
+
+def _unique_by_name(items: list, kind: str, fields: Callable[[Any], tuple], note: str, problems: list) -> list:
+    """``items`` without exact repeats of a name; a name defined twice differently is a problem."""
+    unique: list = []
+    by_name: dict = {}
+    for item in items:
+        first = by_name.get(item.name)
+        if first is None:
+            by_name[item.name] = item
+            unique.append(item)
+        elif fields(first) != fields(item):
+            problems.append(f"{item.source or 'input'}: {kind} {item.name!r} is also defined, differently, "
+                            f"in {first.source or 'input'}{note}")
+    return unique
 
 
 def load_sets(sources) -> tuple:
@@ -202,30 +224,9 @@ def load_sets(sources) -> tuple:
             else:
                 _expand(item, f"sets[{position}]", False, sets, pools, problems)
 
-    unique_sets = []
-    by_name: dict = {}
-    for item in sets:
-        first = by_name.get(item.name)
-        if first is None:
-            by_name[item.name] = item
-            unique_sets.append(item)
-        elif (first.labels, first.images, first.pool_selector) != (item.labels, item.images, item.pool_selector):
-            problems.append(
-                f"{item.source or 'input'}: {PINNED_IMAGE_SET_KIND} {item.name!r} is also defined, differently, "
-                f"in {first.source or 'input'}; set names are cluster-wide and must be unique"
-            )
-    unique_pools = []
-    pools_by_name: dict = {}
-    for pool in pools:
-        first = pools_by_name.get(pool.name)
-        if first is None:
-            pools_by_name[pool.name] = pool
-            unique_pools.append(pool)
-        elif _pool_fields(first) != _pool_fields(pool):
-            problems.append(
-                f"{pool.source or 'input'}: {MACHINE_CONFIG_POOL_KIND} {pool.name!r} is also defined, differently, "
-                f"in {first.source or 'input'}"
-            )
+    unique_sets = _unique_by_name(sets, PINNED_IMAGE_SET_KIND, set_fields,
+                                  "; set names are cluster-wide and must be unique", problems)
+    unique_pools = _unique_by_name(pools, MACHINE_CONFIG_POOL_KIND, pool_fields, "", problems)
     if problems:
         raise PinnedImageSetError(problems)
     return unique_sets, unique_pools
