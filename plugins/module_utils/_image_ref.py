@@ -164,4 +164,3 @@ def unique_sorted_images(names) -> list:
             unique.add(name)
     # Code-point order is UTF-8 byte order, which Go's sort.Strings uses.
     return sorted(unique)
-

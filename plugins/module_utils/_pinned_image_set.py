@@ -324,4 +324,3 @@ def as_pool(value) -> MachineConfigPool:
     if isinstance(value, str):
         return default_pool(value)
     return validate_pool(value)
-

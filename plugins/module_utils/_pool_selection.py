@@ -41,6 +41,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
 )
 from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
 
+
 def set_matches_pool(pool, image_set: PinnedImageSet) -> bool:
     """True when the pool's non-empty machineConfigSelector selects the set's labels, or the set selects the pool.
 
@@ -168,4 +169,3 @@ def wanted_images(images, sets, pools, node_labels, validate) -> tuple:
                     chosen.append(image_set)
         return images_for_sets(chosen), [s.name for s in chosen]
     return images_for_sets(loaded), [s.name for s in loaded]
-

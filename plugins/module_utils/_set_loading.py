@@ -230,4 +230,3 @@ def load_sets(sources) -> tuple:
     if problems:
         raise PinnedImageSetError(problems)
     return unique_sets, unique_pools
-
