@@ -96,7 +96,7 @@ def _upward_imports(path: Path, own: int) -> list:
     for line, module in sorted(_imports(path), key=lambda found: found[0]):
         if not module or not module.startswith(PREFIX):
             continue
-        kind, _, rest = module[len(PREFIX):].partition(".")
+        kind, rest = (module[len(PREFIX):] + ".").split(".", 1)
         if kind != "module_utils":
             upward.append(f"line {line}: {module} (plugins/{kind} is above module_utils)")
             continue

@@ -714,7 +714,7 @@ def test_close_reaches_the_connections_of_worker_threads():
             assert not reused
             client._local.pool[("http", "127.0.0.1:1", False)] = Recorded()
 
-        workers = [threading.Thread(target=use) for _ in range(3)]
+        workers = [threading.Thread(target=use) for _index in range(3)]
         for worker in workers:
             worker.start()
         for worker in workers:
