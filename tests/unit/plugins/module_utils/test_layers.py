@@ -96,11 +96,11 @@ def _upward_imports(path: Path, own: int) -> list:
     for line, module in sorted(_imports(path), key=lambda found: found[0]):
         if not module or not module.startswith(PREFIX):
             continue
-        kind, rest = (module[len(PREFIX):] + ".").split(".", 1)
-        if kind != "module_utils":
-            upward.append(f"line {line}: {module} (plugins/{kind} is above module_utils)")
+        parts = module[len(PREFIX):].split(".")
+        if parts[0] != "module_utils":
+            upward.append(f"line {line}: {module} (plugins/{parts[0]} is above module_utils)")
             continue
-        target = rest.split(".")[0]
+        target = parts[1]
         if LAYERS[target] > own:
             upward.append(f"line {line}: {target} ({LAYER_NAMES[LAYERS[target]]}) from a {LAYER_NAMES[own]} file")
     return upward
