@@ -15,7 +15,7 @@ exists only between create and rename; ``tmp_dir`` puts it elsewhere on the same
 
 Public API
 ----------
-``AtomicFileError(OSError)``: a write or removal failed (message names the path and the cause).
+``AtomicFileError(CollectionError)``: a write or removal failed (message names the path and the cause).
 ``read_bytes(path, limit=None) -> bytes | None``: content (at most ``limit + 1`` bytes), or None when the file does
     not exist.
 ``atomic_write(path, content, mode=0o644, check_mode=False, same=None, tmp_dir=None) -> dict``

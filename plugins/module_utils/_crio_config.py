@@ -16,7 +16,7 @@ strings, one trailing newline)::
 Public API
 ----------
 ``DEFAULT_PATH``: ``/etc/crio/crio.conf.d/50-pinned-images``.
-``PinnedImagesError(ValueError)``: ``.problems`` lists every bad entry (index, value, why).
+``PinnedImagesError(CollectionError)``: ``.problems`` lists every bad entry (index, value, why).
 ``validate_pinned_images(images, require_digest=True) -> list[str]``
     Digest references written fully qualified, exactly as CRI-O matches them (registry host written out,
     ``docker.io/library/...`` for Docker Hub's official images); with ``require_digest=False`` also tag

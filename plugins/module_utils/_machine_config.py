@@ -26,7 +26,7 @@ One MachineConfig per pool::
 
 Public API
 ----------
-``MachineConfigError(ValueError)``
+``MachineConfigError(CollectionError)``
 ``SUPPORTED_IGNITION_VERSIONS`` (3.1.0 .. 3.4.0), ``DEFAULT_IGNITION_VERSION`` (3.2.0),
 ``DEFAULT_NAME_TEMPLATE`` (``99-{pool}-pinned-images``; ``{pool}`` is replaced by the pool name).
 ``machine_config_name(pool_name, template=DEFAULT_NAME_TEMPLATE) -> str`` (validated RFC 1123 subdomain)
