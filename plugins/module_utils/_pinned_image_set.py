@@ -19,7 +19,7 @@ Public API
     API object (``include_pool_selector=True`` keeps the seed-only field, which the v1 API prunes).
 ``MachineConfigPool`` (frozen dataclass)
     ``name``, ``labels``, ``machine_config_selector``, ``node_selector``, ``pinned_image_sets``
-    (tuple of explicitly referenced set names), ``source``.
+    (tuple of explicitly referenced set names), ``source``; ``to_dict()`` renders the API object.
 ``validate_set(obj, source=None) -> PinnedImageSet`` and ``validate_pool(obj, source=None) -> MachineConfigPool``
 ``check_set(obj, source)`` and ``check_pool(obj, source)``: ``(PinnedImageSet or MachineConfigPool or None, problems)``.
 ``default_pool(name) -> MachineConfigPool``
@@ -107,6 +107,17 @@ class MachineConfigPool:
     node_selector: dict | None = None
     pinned_image_sets: tuple = ()
     source: str | None = None
+
+    def to_dict(self) -> dict:
+        """The API object (missing selectors as empty ones, which select nothing)."""
+        spec: dict = {
+            "machineConfigSelector": copy.deepcopy(self.machine_config_selector or {}),
+            "nodeSelector": copy.deepcopy(self.node_selector or {}),
+        }
+        if self.pinned_image_sets:
+            spec["pinnedImageSets"] = [{"name": name} for name in self.pinned_image_sets]
+        metadata = {"name": self.name, "labels": dict(self.labels)}
+        return {"apiVersion": API_VERSION, "kind": MACHINE_CONFIG_POOL_KIND, "metadata": metadata, "spec": spec}
 
 
 def _where(source, kind, name) -> str:

@@ -4,10 +4,10 @@
 
 """The pinned_image_set_info module's run (controller side): which sets each pool gets and what each node pins.
 
-Sets and pools come from the cluster (optional), then from files (``_set_loading.load_sets``), then the
-``pools`` option; a later source replaces an earlier item of the same name, with a warning when they differ
-(unlike ``load_sets``, which refuses two different definitions within one source). ``describe_sets(params,
-tmpdir) -> SetOutcome``; failures are CollectionErrors.
+Sets and pools come from the cluster (optional), then from set objects and files (``_set_loading.load_sets``),
+then the ``pools`` option; a later source replaces an earlier item of the same name, with a warning when they
+differ (unlike ``load_sets``, which refuses two different definitions within one source).
+``describe_sets(params, tmpdir) -> SetOutcome``; failures are CollectionErrors.
 """
 
 from __future__ import annotations
@@ -135,7 +135,8 @@ def describe_sets(params: Mapping[str, Any], tmpdir: Optional[str] = None) -> Se
         set_objects, pool_objects, cluster_nodes = _read_cluster(params, tmpdir, params["nodes"] is None, warnings)
         cluster_sets = _cluster_items(set_objects, PINNED_IMAGE_SET_KIND, validate_set, warnings)
         cluster_pools = _cluster_items(pool_objects, MACHINE_CONFIG_POOL_KIND, validate_pool, warnings)
-    file_sets, file_pools = load_sets(list(params["paths"])) if params["paths"] else ([], [])
+    sources = list(params["sets"]) + list(params["paths"])
+    file_sets, file_pools = load_sets(sources) if sources else ([], [])
     extra_pools = []
     for value in params["pools"] or []:
         pool = as_pool(value)

@@ -4,7 +4,7 @@
 
 """The collection's YAML: the guarded PyYAML import, a byte-stable dumper and the safe loaders.
 
-A leaf: it imports nothing of the collection. libyaml's C loader and dumper are used when PyYAML has them; the C
+A leaf: it imports only the error root. libyaml's C loader and dumper are used when PyYAML has them; the C
 dumper writes the same bytes as the pure-Python one for the objects the collection writes (a unit test compares
 both on a large document), so the same object always gives the same file whichever PyYAML is installed.
 """
@@ -12,6 +12,8 @@ both on a large document), so the same object always gives the same file whichev
 from __future__ import annotations
 
 from typing import Any, List, Optional, Union
+
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 
 try:
     import yaml
@@ -43,7 +45,7 @@ else:
 
 def _require_yaml() -> None:
     if not HAS_YAML:  # pragma: no cover
-        raise RuntimeError(f"PyYAML is needed to read or write YAML ({YAML_IMPORT_ERROR})")
+        raise CollectionError(f"PyYAML is needed to read or write YAML ({YAML_IMPORT_ERROR})")
 
 
 # No scalar is ever folded: the two emitters fold long double-quoted scalars at different columns.

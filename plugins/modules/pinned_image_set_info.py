@@ -37,6 +37,14 @@ options:
     type: list
     elements: path
     default: []
+  sets:
+    description:
+      - PinnedImageSet and MachineConfigPool objects (dictionaries, or a C(kind=List) of them), or paths as in
+        O(paths); read with O(paths) and validated the same way.
+    type: list
+    elements: raw
+    default: []
+    version_added: 0.1.0
   pools:
     description:
       - More machine config pools, as MachineConfigPool objects or as names. A name means a pool shaped like
@@ -226,6 +234,7 @@ def _argument_spec():
     spec = dict(
         cluster=dict(type="bool", default=False),
         paths=dict(type="list", elements="path", default=[]),
+        sets=dict(type="list", elements="raw", default=[]),
         pools=dict(type="list", elements="raw"),
         nodes=dict(
             type="list",

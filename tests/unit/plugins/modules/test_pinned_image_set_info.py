@@ -103,6 +103,26 @@ def test_files_override_cluster_sets_with_a_warning(cluster, capsys, tmp_path):
     ]
 
 
+def test_set_objects_and_paths_together(capsys, tmp_path):
+    (tmp_path / "master.yaml").write_text(yaml.safe_dump(pis("master-set", [B], "master")))
+    args = {
+        "sets": [{"apiVersion": "v1", "kind": "List", "items": [pis("worker-set", [A], "worker")]},
+                 str(tmp_path / "master.yaml")],
+        "nodes": [{"name": "w", "labels": {"node-role.kubernetes.io/worker": ""}},
+                  {"name": "m", "labels": {"node-role.kubernetes.io/master": ""}}],
+    }
+    result = run(args, capsys)
+    assert result["rc"] == 0
+    assert [(s["name"], s["source"]) for s in result["sets"]] == [
+        ("worker-set", "sets[0] items[0]"), ("master-set", str(tmp_path / "master.yaml"))]
+    assert [(n["name"], n["images"]) for n in result["nodes"]] == [("w", [A]), ("m", [B])]
+
+
+def test_a_bad_set_object_is_named(capsys):
+    result = run({"sets": [pis("Bad_Name", [A], "worker")]}, capsys)
+    assert result["rc"] == 1 and "sets[0]" in result["msg"] and "Bad_Name" in result["msg"]
+
+
 def test_offline_from_files_with_default_pools(fake_apiserver, capsys, tmp_path):
     docs = [pis("worker-set", [A], "worker"), pis("master-set", [B], "master"), {"kind": "ConfigMap"}]
     (tmp_path / "sets.yaml").write_text(yaml.safe_dump_all(docs))
