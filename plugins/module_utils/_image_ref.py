@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Iterable
 
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 
@@ -74,7 +75,7 @@ def _split_domain(name: str) -> tuple[str, str]:
     return DOCKER_HUB, name
 
 
-def parse_image_ref(value, require_digest: bool = True) -> ImageRef:
+def parse_image_ref(value: object, require_digest: bool = True) -> ImageRef:
     """Parse ``[host[:port]/]path[:tag][@sha256:<hex>]``; raise ImageReferenceError naming the problem."""
     if not isinstance(value, str):
         raise ImageReferenceError(f"image reference must be a string, got {type(value).__name__}")
@@ -156,7 +157,7 @@ def go_trim_space(text: str) -> str:
     return text.strip(GO_SPACE)
 
 
-def unique_sorted_images(names) -> list:
+def unique_sorted_images(names: Iterable[object]) -> list:
     """Blank names dropped, de-duplicated, sorted: the list the MCO writes (``uniqueSortedImageNames``)."""
     unique = set()
     for name in names:

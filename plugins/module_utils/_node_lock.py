@@ -95,5 +95,5 @@ class NodeLock:
     def __enter__(self) -> NodeLock:
         return self.acquire()
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()

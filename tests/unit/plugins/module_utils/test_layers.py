@@ -79,7 +79,9 @@ def _layer_of(path: Path) -> str:
 
 
 def test_the_table_names_every_module_utils_file():
-    present = {_layer_of(p) for p in MODULE_UTILS.iterdir() if p.name.startswith("_") and p.name != "__init__.py"}
+    # Files and packages; not __init__.py, not a __pycache__ directory.
+    present = {_layer_of(p) for p in MODULE_UTILS.glob("_*") if p.name != "__init__.py"
+               and (p.suffix == ".py" or (p / "__init__.py").exists())}
     assert present - set(LAYERS) == set(), "give these module_utils files a layer in LAYERS"
     assert set(LAYERS) - present == set(), "LAYERS names files that no longer exist"
 
