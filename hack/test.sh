@@ -3,7 +3,8 @@
 # sanity (newest and oldest supported ansible-core), ansible-lint, the release checks on the built tarball, molecule,
 # the unit tests on the oldest ansible-core, and pytest (unit and functional tests against the lab pytest starts).
 # Usage: hack/test.sh [pytest args...]
-#   SKIP_SANITY=1 / SKIP_LINT=1 / SKIP_RELEASE=1 / SKIP_MOLECULE=1 / SKIP_OLDEST=1 shorten local iterations.
+#   SKIP_SANITY=1 / SKIP_LINT=1 / SKIP_MYPY=1 / SKIP_RELEASE=1 / SKIP_MOLECULE=1 / SKIP_OLDEST=1 shorten local
+#   iterations.
 # Each stage prints one line; its output goes to .build/logs/<stage>.log and is shown only when the stage fails.
 # With CI set, a skipped pytest test fails the run: CI always has the upstream reference files.
 set -euo pipefail
@@ -39,6 +40,8 @@ if [ -z "${SKIP_SANITY:-}" ]; then
   stage compile-node-pythons bash hack/compile_node_pythons.sh
 fi
 [ -n "${SKIP_LINT:-}" ] || stage ansible-lint ansible-lint --profile production
+# Type check of plugins/module_utils (flags in mypy.ini); MYPYPATH makes the tree importable as the collection.
+[ -n "${SKIP_MYPY:-}" ] || stage mypy env MYPYPATH="$top/.build/collections" mypy --config-file mypy.ini
 [ -n "${SKIP_RELEASE:-}" ] || stage release-checks bash hack/release_checks.sh
 if [ -z "${SKIP_MOLECULE:-}" ]; then
   for role in node cluster; do

@@ -15,7 +15,7 @@ exists only between create and rename; ``tmp_dir`` puts it elsewhere on the same
 
 Public API
 ----------
-``AtomicFileError(OSError)``: a write or removal failed (message names the path and the cause).
+``AtomicFileError(CollectionError)``: a write or removal failed (message names the path and the cause).
 ``read_bytes(path, limit=None) -> bytes | None``: content (at most ``limit + 1`` bytes), or None when the file does
     not exist.
 ``atomic_write(path, content, mode=0o644, check_mode=False, same=None, tmp_dir=None) -> dict``
@@ -38,14 +38,16 @@ import os
 import re
 import stat
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
+
 DEFAULT_MODE = 0o644
 _TEMP_SUFFIX = ".tmp"
 
 
-class AtomicFileError(OSError):
-    """A file could not be written or removed; the message names the path and the cause."""
+class AtomicFileError(CollectionError):
+    """A file could not be written or removed; the message names the path and the cause, ``errno`` the OS error."""
 
-    def __init__(self, err, message):
+    def __init__(self, err: int | None, message: str) -> None:
         super().__init__(message)
         self.errno = err
 
@@ -132,7 +134,7 @@ def cleanup_stale_temps(path, tmp_dir=None) -> list:
     """Remove temporaries for ``path`` left by writers that are no longer running."""
     directory = tmp_dir or os.path.dirname(os.path.abspath(path))
     pattern = _temp_re(os.path.basename(path))
-    removed = []
+    removed: list = []
     try:
         names = os.listdir(directory)
     except OSError:
@@ -190,7 +192,7 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
         diff["after_header"] = f"{path} (mode {mode:04o})"
         return {"changed": True, "created": False, "content_changed": False, "diff": diff}
 
-    result = {"changed": True, "created": before is None, "content_changed": True, "diff": _diff(path, before, data)}
+    result: dict = {"changed": True, "created": before is None, "content_changed": True, "diff": _diff(path, before, data)}
     if oversize:
         result["diff"]["before"] = f"({oversize} bytes, far more than the new content: not shown)\n"
     if check_mode:
@@ -203,7 +205,7 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
     if tmp_dir and os.path.isdir(tmp_dir) and _same_device(tmp_dir, directory):
         temp_dir = tmp_dir
     cleanup_stale_temps(path, temp_dir)
-    temp = None
+    temp: str | None = None
     try:
         fd = None
         for _attempt in range(100):
@@ -222,6 +224,7 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        assert temp is not None  # set with fd above
         os.chmod(temp, mode)
         if before is not None and hasattr(os, "chown"):
             old = os.stat(path)

@@ -8,6 +8,7 @@ them, and values shown short in those errors."""
 from __future__ import annotations
 
 import reprlib
+from typing import Callable
 
 # A few items and levels at most: a value from a file can be megabytes long, or an aliased YAML structure.
 _REPR = reprlib.Repr()
@@ -15,7 +16,7 @@ _REPR.maxlevel = 2
 _REPR.maxstring = _REPR.maxother = 100
 
 
-def short_value(value, limit: int = 100) -> str:
+def short_value(value: object, limit: int = 100) -> str:
     """``value`` for an error message: a quoted string or a repr, cut to about ``limit`` characters."""
     text = value if isinstance(value, str) else _REPR.repr(value)
     if len(text) > limit:
@@ -23,7 +24,8 @@ def short_value(value, limit: int = 100) -> str:
     return repr(text) if isinstance(value, str) else text
 
 
-def read_config_text(path: str, what: str, max_size: int, error_class, encoding: str = "utf-8") -> str:
+def read_config_text(path: str, what: str, max_size: int, error_class: Callable[[str], Exception],
+                     encoding: str = "utf-8") -> str:
     """The text of ``path``; ``error_class("<what> <path> ...")`` when it is missing, unreadable, too big or not text.
 
     The size cap keeps a wrong path (a device, a huge file) from being read whole.

@@ -22,9 +22,12 @@ Public API
 
 from __future__ import annotations
 
+from typing import Any
+
 from ansible_collections.pinned.images.plugins.module_utils._containerd_proto import containerd_images_pb2 as cpb
 from ansible_collections.pinned.images.plugins.module_utils._containerd_proto import containerd_images_pb2_grpc as cpb_grpc
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import NOT_FOUND, CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._errors import NOT_FOUND
 
 CRI_NAMESPACE = "k8s.io"
 NAMESPACE_HEADER = "containerd-namespace"
@@ -46,7 +49,7 @@ class ContainerdClient(CriClient):
                  namespace: str = CRI_NAMESPACE):
         super().__init__(socket, connect_timeout, timeout)
         self.namespace = namespace
-        self._records = None
+        self._records: Any = None
 
     @classmethod
     def from_params(cls, params: dict) -> ContainerdClient:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import time
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
     MissingImagesError,
     PinnedImagesError,
@@ -43,15 +44,15 @@ MIN_VERSION = (1, 7, 3)
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
-class NotReportedError(RuntimeError):
+class NotReportedError(CollectionError):
     """The labels are written but CRI did not report the images as wanted in time."""
 
 
-class OldRuntimeError(RuntimeError):
-    """The runtime would store the label but not report the image pinned."""
+class OldRuntimeError(CollectionError):
+    """The runtime would store the label but not report the image pinned; ``version`` is its CRI Version."""
 
-    def __init__(self, message: str, version: dict):
-        super().__init__(message)
+    def __init__(self, message: str, version: dict) -> None:
+        super().__init__(message, details={"runtime": version})
         self.version = version
 
 
@@ -156,7 +157,7 @@ def sync_containerd_pins(client, images, state: str = "present", check_mode: boo
     present = [name for name in images if statuses[name] is not None]
 
     records = {record["name"]: record for record in client.list_records()}
-    wanted_records = {}  # record name -> wanted image
+    wanted_records: dict = {}  # record name -> wanted image
     for name in present:
         status = statuses[name]
         for record_name in [status["id"], *status["repo_tags"], *status["repo_digests"]]:
@@ -189,7 +190,7 @@ def sync_containerd_pins(client, images, state: str = "present", check_mode: boo
             wait_reported(client, expected, settle_timeout)
 
     newly = {name for name in present if statuses[name]["id"] not in was}
-    unpinned_groups = {}
+    unpinned_groups: dict = {}
     for name in lost:
         unpinned_groups.setdefault(image_ids[name], []).append(name)
     return {

@@ -13,11 +13,24 @@ from __future__ import annotations
 import os
 import socket as _socket
 import stat
+from typing import Any
 
 # First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
-from ._node_deps import HAS_NODE_DEPS as HAS_GRPC
-from ._cri_proto import cri_image_pb2 as pb
-from ._cri_proto import cri_image_pb2_grpc as pb_grpc
+from ansible_collections.pinned.images.plugins.module_utils._node_deps import HAS_NODE_DEPS as HAS_GRPC
+from ansible_collections.pinned.images.plugins.module_utils._cri_proto import cri_image_pb2 as pb
+from ansible_collections.pinned.images.plugins.module_utils._cri_proto import cri_image_pb2_grpc as pb_grpc
+from ansible_collections.pinned.images.plugins.module_utils._errors import (
+    AUTH,
+    DEADLINE,
+    INVALID,
+    NO_SPACE,
+    NOT_FOUND,
+    PERMANENT_ERROR_KINDS,
+    PERMISSION,
+    UNAVAILABLE,
+    UNKNOWN,
+    CollectionError,
+)
 
 if HAS_GRPC:
     import grpc
@@ -39,17 +52,6 @@ CRI_CLIENT_ARGUMENT_SPEC = dict(
     cri_timeout=dict(type="float", default=60.0),
 )
 
-# Error kinds; a retry cannot fix the ones in PERMANENT_ERROR_KINDS.
-UNAVAILABLE = "unavailable"
-PERMISSION = "permission"
-DEADLINE = "deadline"
-NOT_FOUND = "not_found"
-AUTH = "auth"
-NO_SPACE = "no_space"
-INVALID = "invalid"
-UNKNOWN = "unknown"
-PERMANENT_ERROR_KINDS = frozenset((PERMISSION, NOT_FOUND, AUTH, NO_SPACE, INVALID))
-
 # Lower-case fragments of runtime error messages, most specific first. containerd and CRI-O both
 # pass registry errors through as UNKNOWN with the text of the underlying Go error.
 _MESSAGE_KINDS = (
@@ -61,11 +63,11 @@ _MESSAGE_KINDS = (
 )
 
 
-class CriError(Exception):
-    """A CRI failure with a user-facing message and a ``kind`` saying whether a retry may help."""
+class CriError(CollectionError):
+    """A CRI failure with a user-facing message and a ``kind`` (``error_kind``) saying whether a retry may help."""
 
-    def __init__(self, message: str, kind: str = UNKNOWN):
-        super().__init__(message)
+    def __init__(self, message: str, kind: str = UNKNOWN) -> None:
+        super().__init__(message, details={"error_kind": kind})
         self.kind = kind
 
     @property
@@ -163,9 +165,9 @@ class CriClient:
         self.target, self.socket_path = resolve_endpoint(socket)
         self.connect_timeout = connect_timeout
         self.timeout = timeout
-        self._channel = None
-        self._images = None
-        self._runtime = None
+        self._channel: Any = None
+        self._images: Any = None
+        self._runtime: Any = None
 
     @classmethod
     def from_params(cls, params: dict) -> CriClient:

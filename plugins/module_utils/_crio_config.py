@@ -16,12 +16,12 @@ strings, one trailing newline)::
 Public API
 ----------
 ``DEFAULT_PATH``: ``/etc/crio/crio.conf.d/50-pinned-images``.
-``PinnedImagesError(ValueError)``: ``.problems`` lists every bad entry (index, value, why).
+``PinnedImagesError(CollectionError)``: ``.problems`` lists every bad entry (index, value, why).
 ``validate_pinned_images(images, require_digest=True) -> list[str]``
     Digest references written fully qualified, exactly as CRI-O matches them (registry host written out,
     ``docker.io/library/...`` for Docker Hub's official images); with ``require_digest=False`` also tag
     references and CRI-O's glob (``quay.io/foo/*``) and keyword (``*bar*``) patterns.
-    Returns the MCO list: blank names dropped, de-duplicated, sorted (``_pinned_image_set.unique_sorted_images``).
+    Returns the MCO list: blank names dropped, de-duplicated, sorted (``_image_ref.unique_sorted_images``).
 ``render_pinned_images(images) -> str``: the drop-in text for an already validated list (kept in the given order).
 ``same_content(old, new) -> bool``: the MCO's rewrite test (equal after Go's ``bytes.TrimSpace``, which trims
     U+0085 and U+00A0 too, but not U+001C..U+001F).
@@ -32,15 +32,17 @@ Public API
     raises ``ReloadError``.
 ``sync_pinned_images(path, images, state, check_mode, force, check_presence, reload, run_command, pid_file)``
     The whole node-side step; returns ``{changed, path, images, reloaded, diff}``. A ReloadError raised after
-    the write carries ``.result``.
+    the write carries ``.result`` (None before).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Iterable, Optional
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import go_trim_space, unique_sorted_images
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import go_trim_space, unique_sorted_images
 
 DEFAULT_PATH = "/etc/crio/crio.conf.d/50-pinned-images"
 # Characters an image reference or a CRI-O pattern body may hold.
@@ -50,18 +52,8 @@ _PATTERN_BODY_RE = re.compile(r"[A-Za-z0-9._:/@\[\]-]+")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
 
-class PinnedImagesError(ValueError):
+class PinnedImagesError(CollectionError):
     """Bad pinned_images entries; ``problems`` lists each."""
-
-    def __init__(self, problems):
-        if isinstance(problems, str):
-            problems = [problems]
-        self.problems = list(problems)
-        if len(self.problems) == 1:
-            message = self.problems[0]
-        else:
-            message = f"{len(self.problems)} problems found:\n" + "\n".join("- " + p for p in self.problems)
-        super().__init__(message)
 
 
 def _quote(value: str) -> str:
@@ -162,22 +154,22 @@ def same_content(old, new) -> bool:
 class MissingImagesError(PinnedImagesError):
     """Images that are not present in the runtime; ``missing`` lists them."""
 
-    def __init__(self, missing):
+    def __init__(self, missing: Iterable[str]) -> None:
         self.missing = list(missing)
         super().__init__(
-            [f"{name} is not present in the container runtime" for name in self.missing]
-        )
-        self.args = (
-            f"refusing to pin {len(self.missing)} image(s) that are not present in the container runtime "
+            [f"{name} is not present in the container runtime" for name in self.missing],
+            message=f"refusing to pin {len(self.missing)} image(s) that are not present in the container runtime "
             "(prefetch them first, or set force=true): " + ", ".join(self.missing),
+            details={"missing": self.missing},
         )
 
-    def __str__(self):
-        return self.args[0]
 
+class ReloadError(CollectionError):
+    """CRI-O could not be told to reload its configuration; ``result`` is the sync result when the file was written."""
 
-class ReloadError(RuntimeError):
-    """CRI-O could not be told to reload its configuration."""
+    def __init__(self, message: str, result: Optional[dict] = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 def is_pattern(name: str) -> bool:
@@ -266,7 +258,6 @@ def sync_pinned_images(path, images, state: str = "present", check_mode: bool = 
         try:
             reload_crio(reload, run_command=run_command, pid_file=pid_file)
         except ReloadError as exc:
-            exc.result = result
-            raise
+            raise ReloadError(exc.message, result=result) from exc
         result["reloaded"] = True
     return result

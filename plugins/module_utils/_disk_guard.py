@@ -17,6 +17,7 @@ import math
 import os
 import re
 from decimal import Decimal, InvalidOperation
+from typing import Any, Iterable, Tuple, Union
 
 MODES = ("estimate", "free_only", "off")
 DEFAULT_MIN_FREE = "16Gi"
@@ -33,12 +34,12 @@ _ALLOWED = "bytes (1073741824), binary units (500Mi, 16Gi, 1.5Gi), decimal units
            "the filesystem size (10%)"
 
 
-def _describe(value) -> str:
+def _describe(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def parse_size(value, total: int | None = None) -> int:
+def parse_size(value: Union[str, int], total: int | None = None) -> int:
     """``16Gi``, ``500Mi``, ``1G``, ``1.5Gi``, ``1073741824`` or ``10%`` (of ``total``) -> bytes."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
@@ -82,7 +83,7 @@ def filesystem_stats(path: str) -> tuple:
     return stats.f_blocks * stats.f_frsize, stats.f_bavail * stats.f_frsize
 
 
-def estimate(manifests, expansion_factor=DEFAULT_EXPANSION_FACTOR) -> dict:
+def estimate(manifests: Iterable[Tuple[str, Any]], expansion_factor: float = DEFAULT_EXPANSION_FACTOR) -> dict:
     """Bytes needed to pull ``manifests``: {image: ManifestInfo} or [(image, ManifestInfo)].
 
     Each layer digest counts once across the set. ``per_image`` gives each image's own compressed size and the
@@ -95,7 +96,7 @@ def estimate(manifests, expansion_factor=DEFAULT_EXPANSION_FACTOR) -> dict:
     seen = {}
     per_image = []
     for image, info in items:
-        own = {}
+        own: dict = {}
         for digest, size in info.layers:
             own.setdefault(digest, size)
         new = {d: s for d, s in own.items() if d not in seen}
@@ -124,7 +125,8 @@ def _largest(estimated: dict) -> list:
             for i in ranked[:LARGEST_SHOWN]]
 
 
-def check(estimated: dict, total: int, free: int, min_free=DEFAULT_MIN_FREE, mode: str = "estimate") -> dict:
+def check(estimated: dict, total: int, free: int, min_free: Union[str, int] = DEFAULT_MIN_FREE,
+          mode: str = "estimate") -> dict:
     """Decide whether the pull fits. ``min_free`` is bytes or a size string (``16Gi``, ``10%`` of ``total``).
 
     ``estimate``: fail when free - reserve < required; ``free_only``: fail when free < reserve; ``off``: never.

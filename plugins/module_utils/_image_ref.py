@@ -6,12 +6,17 @@
 
 The grammar follows the distribution reference grammar that CRI-O, containerd and the kubelet use;
 digests are restricted to sha256 with 64 lower-case hex digits, as PinnedImageSet requires.
+``unique_sorted_images(names)`` gives the list the MCO writes to the CRI-O drop-in (blank names dropped,
+de-duplicated, sorted; blank means ``go_trim_space(name) == ""``, Go's ``strings.TrimSpace``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Iterable
+
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_ALIASES = frozenset((DOCKER_HUB, "index.docker.io", "registry-1.docker.io"))
@@ -31,7 +36,7 @@ _SHA256_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _IMAGE_ID_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
-class ImageReferenceError(ValueError):
+class ImageReferenceError(CollectionError):
     """An image reference that does not parse or breaks a rule."""
 
 
@@ -70,7 +75,7 @@ def _split_domain(name: str) -> tuple[str, str]:
     return DOCKER_HUB, name
 
 
-def parse_image_ref(value, require_digest: bool = True) -> ImageRef:
+def parse_image_ref(value: object, require_digest: bool = True) -> ImageRef:
     """Parse ``[host[:port]/]path[:tag][@sha256:<hex>]``; raise ImageReferenceError naming the problem."""
     if not isinstance(value, str):
         raise ImageReferenceError(f"image reference must be a string, got {type(value).__name__}")
@@ -83,8 +88,10 @@ def parse_image_ref(value, require_digest: bool = True) -> ImageRef:
     if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise ImageReferenceError(f"image reference {_describe(value)} contains whitespace or control characters")
 
-    remainder, at, digest = value.partition("@")
+    remainder, at, after_at = value.partition("@")
+    digest: str | None = None
     if at:
+        digest = after_at
         if "@" in digest:
             raise ImageReferenceError(f"image reference {_describe(value)} has more than one '@'")
         if not _SHA256_RE.match(digest):
@@ -92,8 +99,6 @@ def parse_image_ref(value, require_digest: bool = True) -> ImageRef:
                 f"image reference {_describe(value)} has digest {_describe(digest)}; "
                 "allowed is sha256: followed by 64 lower-case hex digits"
             )
-    else:
-        digest = None
 
     tag = None
     last_slash = remainder.rfind("/")
@@ -140,3 +145,23 @@ def parse_image_ref(value, require_digest: bool = True) -> ImageRef:
             "use name@sha256:<64 hex digits> or set require_digest to false"
         )
     return ImageRef(registry=registry, repository=path, tag=tag, digest=digest)
+
+
+# Go's unicode.IsSpace, which strings/bytes.TrimSpace use: Python's str.strip() also removes U+001C..U+001F,
+# which Go keeps.
+GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000"
+
+
+def go_trim_space(text: str) -> str:
+    """``text`` trimmed as Go's ``strings.TrimSpace`` does (see GO_SPACE)."""
+    return text.strip(GO_SPACE)
+
+
+def unique_sorted_images(names: Iterable[object]) -> list:
+    """Blank names dropped, de-duplicated, sorted: the list the MCO writes (``uniqueSortedImageNames``)."""
+    unique = set()
+    for name in names:
+        if isinstance(name, str) and go_trim_space(name):
+            unique.add(name)
+    # Code-point order is UTF-8 byte order, which Go's sort.Strings uses.
+    return sorted(unique)

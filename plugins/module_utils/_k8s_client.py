@@ -32,10 +32,12 @@ import tempfile
 import time
 import weakref
 from urllib.parse import unquote
+from typing import Any
 
 from ansible.module_utils.basic import env_fallback
 
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import scrub
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._secrets import redact
 
 try:
     import urllib3
@@ -47,7 +49,7 @@ try:
     from kubernetes.client.exceptions import ApiException
 except ImportError as exc:  # pragma: no cover - exercised only without the library
     HAS_KUBERNETES = False
-    KUBERNETES_IMPORT_ERROR = exc
+    KUBERNETES_IMPORT_ERROR: ImportError | None = exc
 else:
     HAS_KUBERNETES = True
     KUBERNETES_IMPORT_ERROR = None
@@ -59,7 +61,6 @@ MAX_ATTEMPTS = 3
 RETRY_DELAY = 0.25
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
-REDACTED = "********"
 # Shorter values are not scrubbed from messages: they would blank out unrelated words.
 _MIN_SECRET_LENGTH = 4
 # Keys of a kubeconfig whose string values are credentials.
@@ -95,25 +96,19 @@ K8S_AUTH_ARG_SPEC = {
     },
 }
 
-K8S_AUTH_OPTION_NAMES = tuple(K8S_AUTH_ARG_SPEC)
 
-
-class K8sError(Exception):
+class K8sError(CollectionError):
     """A Kubernetes API failure.
 
     ``status`` is the HTTP status (0 when the server never answered), ``reason`` the API ``Status.reason``
     (``Forbidden``, ``Conflict``, ``NotFound``, ``Invalid``, ...) and ``causes`` the ``Status.details.causes`` list.
     """
 
-    def __init__(self, message, status=0, reason=None, causes=None):
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: str, status: int = 0, reason: str | None = None, causes: list | None = None) -> None:
+        super().__init__(message, details={"status": status, "reason": reason})
         self.status = status
         self.reason = reason
         self.causes = list(causes or [])
-
-    def __str__(self):
-        return self.message
 
 
 def _require_kubernetes():
@@ -128,7 +123,7 @@ def _safe_url(url):
 
 def _url_secrets(url):
     """The user info of a URL and its password, raw and percent-decoded (empty for a URL without them)."""
-    found = set()
+    found: set = set()
     for match in _USERINFO_RE.finditer(str(url or "")):
         userinfo = match.group(0)[:-1]
         password = userinfo.partition(":")[2]
@@ -161,16 +156,11 @@ def connection_secrets(params) -> set:
 
 def _scrub_text(text, secrets):
     """``text`` without URL user info and without any of ``secrets`` (those of at least _MIN_SECRET_LENGTH)."""
-    return scrub(_safe_url(text), (s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH), REDACTED)
+    return redact(_safe_url(text), secrets, _MIN_SECRET_LENGTH)
 
 
 def _group_of(api_version):
     return api_version.split("/", 1)[0] if "/" in api_version else ""
-
-
-def _plural_guess(kind):
-    # Only used in messages before discovery found the real plural.
-    return kind.lower() + "s"
 
 
 def selector_string(label_selector):
@@ -280,7 +270,7 @@ class K8sClient:
     and up to :data:`MAX_ATTEMPTS` attempts share that time; a server that does not answer gives K8sError status 0.
     """
 
-    def __init__(self, configuration, secrets=(), tmpdir=None, timeout=DEFAULT_TIMEOUT):
+    def __init__(self, configuration, secrets=(), tmpdir=None, timeout=DEFAULT_TIMEOUT, remove_tmpdir=False):
         _require_kubernetes()
         self.configuration = configuration
         # urllib3 would retry 3 more times with the full timeout each; the attempts are counted here instead.
@@ -289,12 +279,10 @@ class K8sClient:
         self._deadline = None
         self.warnings = []
         self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
-        self._own_tmpdir = tmpdir is None
+        # A directory made here, or handed over by from_params, is removed on close().
+        remove_tmpdir = remove_tmpdir or tmpdir is None
         self._tmpdir = tmpdir if tmpdir is not None else tempfile.mkdtemp(prefix="pinned-images-k8s-")
-        if self._own_tmpdir:
-            self._finalizer = weakref.finalize(self, shutil.rmtree, self._tmpdir, True)
-        else:
-            self._finalizer = None
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self._tmpdir, True) if remove_tmpdir else None
         self._api_client = None
         self._dynamic = None
         self._resources = {}
@@ -324,11 +312,7 @@ class K8sClient:
             if own_tmp:
                 shutil.rmtree(own_tmp, ignore_errors=True)
             raise
-        client = cls(configuration, secrets=secrets, tmpdir=tmpdir, timeout=timeout)
-        if own_tmp:
-            client._own_tmpdir = True
-            client._finalizer = weakref.finalize(client, shutil.rmtree, own_tmp, True)
-        return client
+        return cls(configuration, secrets=secrets, tmpdir=tmpdir, timeout=timeout, remove_tmpdir=own_tmp is not None)
 
     def close(self):
         if self._api_client is not None:
@@ -651,7 +635,7 @@ class K8sClient:
         With ``resource_version`` the patch applies only to that version of the object: K8sError status 409 when
         it changed since it was read (another writer), so the caller can read it again instead of overwriting.
         """
-        metadata = {"annotations": dict(annotations)}
+        metadata: dict = {"annotations": dict(annotations)}
         if resource_version is not None:
             metadata["resourceVersion"] = str(resource_version)
         return self.patch_merge(
@@ -679,7 +663,7 @@ def _temp_file_kwarg(loader, tmpdir):
 
 def _build_configuration(params, tmpdir):
     """Return (Configuration, secrets) for the parameters; never touches the process-wide default configuration."""
-    configuration = k8s_client_mod.Configuration()
+    configuration: Any = k8s_client_mod.Configuration()
     kubeconfig = params.get("kubeconfig")
     context = params.get("context")
     host = params.get("host")
@@ -760,7 +744,7 @@ def _build_configuration(params, tmpdir):
             cfg.api_key_prefix = {}
 
     apply_overrides(configuration)
-    loader_hook = getattr(configuration, "refresh_api_key_hook", None)
+    loader_hook: Any = getattr(configuration, "refresh_api_key_hook", None)
     if loader_hook is not None and (overrides or api_key):
 
         def refresh_then_override(cfg):

@@ -26,7 +26,7 @@ One MachineConfig per pool::
 
 Public API
 ----------
-``MachineConfigError(ValueError)``
+``MachineConfigError(CollectionError)``
 ``SUPPORTED_IGNITION_VERSIONS`` (3.1.0 .. 3.4.0), ``DEFAULT_IGNITION_VERSION`` (3.2.0),
 ``DEFAULT_NAME_TEMPLATE`` (``99-{pool}-pinned-images``; ``{pool}`` is replaced by the pool name).
 ``machine_config_name(pool_name, template=DEFAULT_NAME_TEMPLATE) -> str`` (validated RFC 1123 subdomain)
@@ -37,8 +37,7 @@ Public API
 ``render_for_pools(pools, sets=None, images=None, ...) -> list[dict]``
     Per pool (names, pool dicts or ``MachineConfigPool``): ``{pool, name, images, set_names, machine_config}``;
     ``machine_config`` is None when the pool has no images. With ``images`` every pool gets that list;
-    otherwise each pool gets the union of its sets (``_pinned_image_set.images_for_pool``).
-``dump_yaml(obj) -> str``: block-style YAML with sorted keys; the same object always gives the same bytes.
+    otherwise each pool gets the union of its sets (``_pool_selection.images_for_pool``).
 ``file_path(dest, name)``: ``<dest>/<name>.yaml``.
 ``sync_files(entries, dest, state, check_mode) -> {changed, files, diffs, file_changes, previous_images}``:
     atomic, byte-stable files; any file system failure is raised as ``_atomic_file.AtomicFileError`` naming
@@ -61,24 +60,12 @@ import os
 import re
 
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH, render_pinned_images
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
-    API_VERSION,
-    MAX_NAME_LENGTH,
-    ROLE_LABEL,
-    as_pool,
-    check_dns_subdomain,
-    images_for_pool,
-)
-
-try:
-    import yaml
-
-    HAS_YAML = True
-    YAML_IMPORT_ERROR = None
-except ImportError as _exc:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
-    HAS_YAML = False
-    YAML_IMPORT_ERROR = _exc
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import MAX_NAME_LENGTH
+from ansible_collections.pinned.images.plugins.module_utils._label_selector import check_dns_subdomain
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import API_VERSION, ROLE_LABEL, as_pool
+from ansible_collections.pinned.images.plugins.module_utils._pool_selection import images_for_pool
+from ansible_collections.pinned.images.plugins.module_utils._yaml import HAS_YAML, YAMLError, dump_yaml, load_yaml
 
 MACHINE_CONFIG_KIND = "MachineConfig"
 SUPPORTED_IGNITION_VERSIONS = ("3.1.0", "3.2.0", "3.3.0", "3.4.0")
@@ -88,7 +75,7 @@ FILE_MODE = 0o644  # 420, as Ignition wants it: a decimal integer
 DATA_URL_PREFIX = "data:;base64,"
 
 
-class MachineConfigError(ValueError):
+class MachineConfigError(CollectionError):
     """A MachineConfig cannot be rendered from the given input."""
 
 
@@ -155,7 +142,8 @@ def render_for_pools(pools, sets=None, images=None, name_template: str = DEFAULT
                      ignition_version: str = DEFAULT_IGNITION_VERSION, path: str = DEFAULT_PATH) -> list:
     """Render per pool; see the module docstring."""
     check_ignition_version(ignition_version)
-    results, names = [], {}
+    results: list = []
+    names: dict = {}
     for value in pools:
         pool = as_pool(value)
         if images is not None:
@@ -179,31 +167,6 @@ def render_for_pools(pools, sets=None, images=None, name_template: str = DEFAULT
     return results
 
 
-if HAS_YAML:
-
-    class _StableDumper(yaml.SafeDumper):
-        """The pure-Python safe dumper, so libyaml's presence cannot change the bytes."""
-
-        def ignore_aliases(self, data):
-            return True
-
-
-def dump_yaml(obj) -> str:
-    """Block-style YAML, sorted keys, two-space indent, no line folding."""
-    if not HAS_YAML:  # pragma: no cover
-        raise MachineConfigError(f"PyYAML is needed to write YAML ({YAML_IMPORT_ERROR})")
-    return yaml.dump(
-        obj,
-        Dumper=_StableDumper,
-        default_flow_style=False,
-        sort_keys=True,
-        indent=2,
-        width=4096,
-        allow_unicode=True,
-        explicit_start=False,
-    )
-
-
 # --------------------------------------------------------------------------- files and cluster
 
 
@@ -220,14 +183,14 @@ def images_in_machine_config(data) -> list:
     if data is None or not HAS_YAML:
         return []
     try:
-        obj = yaml.safe_load(data)
+        obj = load_yaml(data)
         files = obj["spec"]["config"]["storage"]["files"]
         source = next(f["contents"]["source"] for f in files if f.get("path") == DEFAULT_PATH)
         text = base64.b64decode(source[len(DATA_URL_PREFIX):], validate=True).decode("utf-8")
         match = _PINNED_IMAGES_LINE.search(text)
         # The MCO's basic strings hold no escapes JSON reads differently (validated references only).
         images = json.loads(match.group(1)) if match else []
-    except (yaml.YAMLError, KeyError, TypeError, AttributeError, StopIteration, binascii.Error, UnicodeDecodeError,
+    except (YAMLError, KeyError, TypeError, AttributeError, StopIteration, binascii.Error, UnicodeDecodeError,
             ValueError):
         return []
     return sorted(i for i in images if isinstance(i, str)) if isinstance(images, list) else []
@@ -252,7 +215,7 @@ def sync_files(entries, dest: str, state: str = "present", check_mode: bool = Fa
     )
 
     changed, files, diffs = False, [], []
-    file_changes = {"created": [], "changed": [], "removed": []}
+    file_changes: dict[str, list] = {"created": [], "changed": [], "removed": []}
     previous_images = {}
     if state == "present" and not check_mode and any(e["machine_config"] for e in entries):
         try:

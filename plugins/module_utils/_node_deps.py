@@ -32,6 +32,7 @@ import traceback
 import zipfile
 
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write, file_sha256
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 
 ENV_DIR = "PINNED_IMAGES_PYTHON_DIR"
 # Used without the variable too, so that ad hoc runs on a node the role provisioned need nothing more.
@@ -45,7 +46,7 @@ WHEELS = "wheels"
 _MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}
 
 
-class NodeDepsError(Exception):
+class NodeDepsError(CollectionError):
     """The private directory cannot be written or its input is wrong; the message names the file."""
 
 
@@ -255,19 +256,21 @@ def provision(base: str, tag: str, wheels: list, check_mode: bool = False) -> di
     for directory in (base, tag_dir):
         os.makedirs(directory, mode=0o700, exist_ok=True)
         os.chmod(directory, 0o700)
-    staging = tempfile.mkdtemp(prefix=".site-", dir=tag_dir)
+    new_site = tempfile.mkdtemp(prefix=".site-", dir=tag_dir)
+    # Removed on failure; None once it has become the site directory.
+    staging: str | None = new_site
     try:
         for wheel in wheels:
-            _extract(wheel["path"], staging)
+            _extract(wheel["path"], new_site)
         # Bytecode now, so that imports from the verified directory never need to write any.
-        compileall.compile_dir(staging, quiet=2)
-        files = {name: file_sha256(os.path.join(staging, name)) for name in _tree_files(staging)}
+        compileall.compile_dir(new_site, quiet=2)
+        files = {name: file_sha256(os.path.join(new_site, name)) for name in _tree_files(new_site)}
         site = os.path.join(tag_dir, SITE)
         old = None
         if os.path.exists(site):
             old = tempfile.mkdtemp(prefix=".old-", dir=tag_dir)
             os.rename(site, os.path.join(old, SITE))
-        os.rename(staging, site)
+        os.rename(new_site, site)
         staging = None
         atomic_write(os.path.join(tag_dir, MANIFEST),
                      json.dumps({"tag": tag, "wheels": wanted, "files": files}, indent=1, sort_keys=True), mode=0o600)

@@ -18,12 +18,17 @@ import fcntl
 import json
 import os
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import LOCKED, CollectionError
+
 # A lock file holds one small JSON record; a bigger one is not ours and is not read whole.
 _MAX_RECORD = 4096
 
 
-class NodeLockError(Exception):
-    """The lock is held by another run, or the lock file cannot be used."""
+class NodeLockError(CollectionError):
+    """The lock is held by another run, or the lock file cannot be used; ``error_kind`` is ``locked``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, details={"error_kind": LOCKED})
 
 
 def _holder(fd: int) -> str:
@@ -48,7 +53,7 @@ class NodeLock:
     def __init__(self, path: str, run_id: str | None = None):
         self.path = path
         self.run_id = run_id
-        self._fd = None
+        self._fd: int | None = None
 
     def acquire(self) -> NodeLock:
         """Take the lock or raise NodeLockError at once; then record this process in the file."""
@@ -90,5 +95,5 @@ class NodeLock:
     def __enter__(self) -> NodeLock:
         return self.acquire()
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()

@@ -32,8 +32,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from typing import Optional, Tuple
 
-from ._image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._prefetch import PRESENT, PULLED
 
 DEFAULT_ANNOTATION = "pinned.images/pinned-image-sets"
 PROGRESSING_CONDITION = "PinnedImageSetsProgressing"
@@ -46,12 +49,17 @@ MAX_ANNOTATION_SIZE = 256 * 1024
 STATE_PROGRESSING = "progressing"
 STATE_DONE = "done"
 STATES = (STATE_PROGRESSING, STATE_DONE)
+# The one word summarise() gives a status.
+SUMMARY_PROGRESSING = "progressing"
+SUMMARY_DEGRADED = "degraded"
+SUMMARY_CURRENT = "current"
+SUMMARY_UNKNOWN = "unknown"
 
 # Prefetch statuses that leave an image on the node.
-_GOOD_STATUSES = frozenset(("present", "pulled"))
+_GOOD_STATUSES = frozenset((PRESENT, PULLED))
 
 
-class StatusError(ValueError):
+class StatusError(CollectionError):
     """Input that cannot be turned into a status."""
 
 
@@ -76,20 +84,29 @@ def _truncate(text: str, limit: int) -> str:
     return text[: limit - len(suffix)] + suffix
 
 
-def parse_status(value) -> dict:
-    """The annotation value as a status dict; anything unreadable or too big counts as no status."""
-    if not value or len(value) > MAX_ANNOTATION_SIZE:
-        return {}
+def read_status(value: Optional[str]) -> Tuple[dict, Optional[str]]:
+    """(status dict, why the value was unreadable or None): an unreadable or too big value counts as no status,
+    and the reason lets the caller warn that the generation counters start again."""
+    if not value:
+        return {}, None
+    if len(value) > MAX_ANNOTATION_SIZE:
+        return {}, f"the status annotation is bigger than {MAX_ANNOTATION_SIZE} bytes"
     try:
         status = json.loads(value)
     except (TypeError, ValueError, RecursionError):
-        return {}
+        return {}, "the status annotation is not JSON"
     if not isinstance(status, dict):
-        return {}
+        return {}, "the status annotation is not a JSON object"
     items = [i for i in status.get("pinnedImageSets") or [] if isinstance(i, dict) and isinstance(i.get("name"), str)]
     conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type")]
-    hashes = status.get("imageListHashes") if isinstance(status.get("imageListHashes"), dict) else {}
-    return {"pinnedImageSets": items, "conditions": conditions, "imageListHashes": dict(hashes)}
+    hashes = status.get("imageListHashes")
+    hashes = hashes if isinstance(hashes, dict) else {}
+    return {"pinnedImageSets": items, "conditions": conditions, "imageListHashes": dict(hashes)}, None
+
+
+def parse_status(value: Optional[str]) -> dict:
+    """The annotation value as a status dict; anything unreadable or too big counts as no status."""
+    return read_status(value)[0]
 
 
 def render_status(status: dict) -> str:
@@ -113,7 +130,7 @@ def _has_work(item: dict) -> bool:
     desired = _int(item.get("desiredGeneration"))
     current = _int(item.get("currentGeneration"))
     failed = _int(item.get("lastFailedGeneration"))
-    return desired > current or (failed and failed >= desired)
+    return desired > current or bool(failed and failed >= desired)
 
 
 def set_failures(sets: list, images: list | None, node_error: str | None) -> dict:
@@ -249,9 +266,9 @@ def summarise(status: dict) -> str:
     """One word for a status: ``progressing``, ``degraded``, ``current`` or ``unknown``."""
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     if conditions.get(PROGRESSING_CONDITION) == "True":
-        return "progressing"
+        return SUMMARY_PROGRESSING
     if conditions.get(DEGRADED_CONDITION) == "True":
-        return "degraded"
+        return SUMMARY_DEGRADED
     if conditions:
-        return "current"
-    return "unknown"
+        return SUMMARY_CURRENT
+    return SUMMARY_UNKNOWN

@@ -18,8 +18,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ._cri_client import AUTH, NO_SPACE, CriError
-from ._image_ref import ImageRef
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._errors import AUTH, NO_SPACE, UNKNOWN
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageRef
 
 PRESENT = "present"
 PULLED = "pulled"
@@ -29,7 +30,7 @@ WOULD_PULL = "would_pull"
 STATUSES = (PRESENT, PULLED, FAILED, SKIPPED, WOULD_PULL)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PrefetchOptions:
     concurrency: int = 5
     throttle: float = 0.0
@@ -95,7 +96,7 @@ class _Progress:
         self.run_id = run_id
         self.lock = threading.Lock()
         self.started = time.time()
-        self.error = None
+        self.error: str | None = None
 
     def update(self) -> None:
         if not self.path or self.error:
@@ -136,7 +137,7 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     results = [_new_result(str(ref)) for ref in refs]
     # Check mode changes nothing, the progress file included.
     progress = _Progress(results, None if options.check_mode else options.progress_file, options.run_id)
-    pending = queue.Queue()
+    pending: queue.Queue = queue.Queue()
     for ref, result in zip(refs, results):
         image = present.get(result["image"])
         if image is not None:
@@ -166,7 +167,7 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
                 _fetch_one(client, ref, result, auth_for, options, stop, sleep)
             except Exception as err:  # pylint: disable=broad-exception-caught
                 # A worker that dies would leave its image uncounted, and the run would look successful.
-                result.update(status=FAILED, error=f"unexpected error: {err!r}", error_kind="unknown")
+                result.update(status=FAILED, error=f"unexpected error: {err!r}", error_kind=UNKNOWN)
             progress.update()
             if result["attempts"] and options.throttle:
                 sleep(options.throttle)
@@ -180,7 +181,7 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     progress.update()
 
     counts, pulled_bytes = _tally(results)
-    warnings = [progress.error] if progress.error else []
+    warnings: list = [progress.error] if progress.error else []
     totals = dict(requested=len(results), bytes_pulled=pulled_bytes, **counts)
     return dict(images=results, totals=totals, warnings=warnings)
 

@@ -16,8 +16,9 @@ import ipaddress
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ._registries_conf import RegistriesConfError, credentials_for_source
-from ._registry_client import (
+from ansible_collections.pinned.images.plugins.module_utils._errors import AUTH, INVALID, NOT_FOUND, UNAVAILABLE, CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._registries_conf import RegistriesConfError, credentials_for_source
+from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
     ManifestUnknownError,
     RegistryAuthRejected,
     RegistryConnectionError,
@@ -46,12 +47,12 @@ def is_loopback(registry: str) -> bool:
 def error_kind(err: Exception) -> str:
     """The prefetch error kind (as _cri_client names them) for a registry or configuration error."""
     if isinstance(err, RegistryAuthRejected):
-        return "auth"
+        return AUTH
     if isinstance(err, ManifestUnknownError):
-        return "not_found"
+        return NOT_FOUND
     if isinstance(err, RegistryConnectionError):
-        return "unavailable"
-    return "invalid"
+        return UNAVAILABLE
+    return INVALID
 
 
 class PullEstimator:
@@ -93,7 +94,7 @@ class PullEstimator:
                     source.reference, credentials, insecure, self.platform),
                 self.options.retries, self.options.backoff, self.sleep)
         except RegistriesConfError as err:
-            return None, (str(err), "invalid")
+            return None, (str(err), INVALID)
         except SourcesFailedError as err:
             message = f"size estimate failed, not pulled: {err.last_error}"
             if err.attempts > 1:
@@ -102,11 +103,11 @@ class PullEstimator:
         return info, None
 
 
-class SourcesFailedError(Exception):
+class SourcesFailedError(CollectionError):
     """Every pull source failed; ``last_error`` is the primary location's RegistryError."""
 
-    def __init__(self, last_error: Exception, attempts: int):
-        super().__init__(str(last_error))
+    def __init__(self, last_error: Exception, attempts: int) -> None:
+        super().__init__(str(last_error), details={"error_kind": error_kind(last_error)})
         self.last_error = last_error
         self.attempts = attempts
 
@@ -133,4 +134,6 @@ def read_from_sources(ref, registries, docker_config, read, retries: int = 0, ba
                 if source.mirror or not transient or attempts > retries:
                     break
                 sleep(backoff(attempts))
+    if last_error is None:  # pragma: no cover - pull_sources always yields the primary location
+        raise RegistriesConfError(f"no pull source for {ref}")
     raise SourcesFailedError(last_error, attempts)

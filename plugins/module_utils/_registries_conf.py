@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import (
     ImageRef,
     ImageReferenceError,
     parse_image_ref,
 )
 
+_toml: Any
 try:
     import tomllib as _toml
 except ImportError:  # Python < 3.11 on the node
     try:
-        import tomli as _toml
+        import tomli as _toml  # type: ignore[no-redef]
     except ImportError:
         _toml = None
 
@@ -44,7 +47,7 @@ _REGISTRY_KEYS = frozenset(("prefix", "location", "insecure", "blocked", "mirror
 _CONF_MIRROR_KEYS = frozenset(("location", "insecure", "pull-from-mirror", "pull_from_mirror"))
 
 
-class RegistriesConfError(ValueError):
+class RegistriesConfError(CollectionError):
     """registries.conf or the explicit mirror list is unreadable or invalid."""
 
 
@@ -178,7 +181,7 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
 
 def _check_conflicts(registries: list, source: str) -> None:
     """Refuse entries for one location (or wildcard prefix) that disagree on insecure or blocked, as upstream."""
-    first = {}
+    first: dict = {}
     for reg in registries:
         key = reg.location or reg.prefix
         other = first.setdefault(key, reg)

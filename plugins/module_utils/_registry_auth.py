@@ -22,17 +22,18 @@ import json
 import os
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import DOCKER_HUB, DOCKER_HUB_ALIASES
+from ansible_collections.pinned.images.plugins.module_utils._secrets import REDACTED
 
 DEFAULT_AUTH_FILE = "/var/lib/kubelet/config.json"
 # A pull secret is a few kilobytes; refuse to parse anything absurd.
 MAX_AUTH_FILE_SIZE = 4 * 1024 * 1024
-REDACTED = "<redacted>"
 
 _SECRET_FIELDS = ("password", "identity_token", "registry_token")
 
 
-class RegistryAuthError(ValueError):
+class RegistryAuthError(CollectionError):
     """The auth file is missing, unreadable or malformed. The message names the file and key, never a secret."""
 
 
@@ -91,16 +92,6 @@ class RegistryCredentials:
         found |= self._extra_secrets
         found.discard("")
         return found
-
-
-def scrub(text: str, secrets, replacement: str = REDACTED) -> str:
-    """Replace every occurrence of any secret in ``text``; longest first so overlapping secrets vanish whole.
-
-    The one secret scrubber of the collection (registry errors, Kubernetes API errors); empty secrets are ignored.
-    """
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, replacement)
-    return text
 
 
 def _normalise_host(host: str) -> str:
@@ -228,7 +219,7 @@ def _parse_entry(key: str, entry, source: str) -> _Entry | None:
     blob = _field(entry, "auth", where)
     username = _field(entry, "username", where)
     password = _field(entry, "password", where)
-    extra = ()
+    extra: tuple = ()
     if blob:
         # As in docker: "auth" takes precedence over separate username/password.
         username, password = _decode_auth(blob, where)
@@ -248,7 +239,7 @@ def parse_docker_config(text, source: str = "<auth data>") -> DockerConfig:
         document = json.loads(text)
     except (ValueError, RecursionError) as exc:
         # The decoder's message quotes at most a position, never the document.
-        position = f" (line {exc.lineno}, column {exc.colno})" if hasattr(exc, "lineno") else ""
+        position = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         raise RegistryAuthError(f"{source}: not valid JSON{position}") from None
     if not isinstance(document, dict):
         raise RegistryAuthError(f"{source}: top level must be a JSON object, got {type(document).__name__}")

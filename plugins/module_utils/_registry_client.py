@@ -32,7 +32,8 @@ import time
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import scrub
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._secrets import redact
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -92,10 +93,10 @@ _SCHEME_RE = re.compile(r"\s*,?\s*([A-Za-z][A-Za-z0-9_-]*)")
 _PARAM_RE = re.compile(r'\s*([A-Za-z0-9_.-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)\s*,?')
 
 
-class RegistryError(Exception):
+class RegistryError(CollectionError):
     """A registry request failed; ``registry`` names the registry (host[:port])."""
 
-    def __init__(self, message: str, registry: str = ""):
+    def __init__(self, message: str, registry: str = "") -> None:
         super().__init__(message)
         self.registry = registry
 
@@ -307,10 +308,12 @@ class RegistryClient:
         self.blob_bytes_read = 0
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._contexts = {}
-        self._schemes = {}
-        self._challenges = {}
-        self._tokens = {}
+        # Every thread's connection pool, so close() reaches the connections of worker threads too.
+        self._pools: list = []
+        self._contexts: dict = {}
+        self._schemes: dict = {}
+        self._challenges: dict = {}
+        self._tokens: dict = {}
 
     # --- public API -------------------------------------------------------------------------------------------
 
@@ -623,7 +626,7 @@ class RegistryClient:
         if status == 200:
             return
         registry = ref.registry
-        detail = scrub(_error_detail(response.body), secrets)
+        detail = redact(_error_detail(response.body), secrets)
         suffix = f" ({detail})" if detail else ""
         target = f"{ref.name}@{wanted}" if wanted.startswith("sha256:") else f"{ref.name}:{wanted}"
         if status in (401, 403):
@@ -681,6 +684,8 @@ class RegistryClient:
         pool = getattr(self._local, "pool", None)
         if pool is None:
             pool = self._local.pool = {}
+            with self._lock:
+                self._pools.append(pool)
         key = (scheme, netloc, insecure)
         connection = pool.get(key)
         if connection is not None:
@@ -775,8 +780,17 @@ class RegistryClient:
             return RegistryConnectionError(f"cannot talk to {where}: {exc.strerror or exc}", registry)
         return RegistryConnectionError(f"bad HTTP exchange with {where}: {type(exc).__name__}", registry)
 
-    def close(self):
-        """Close this thread's kept-alive connections."""
-        for connection in getattr(self._local, "pool", {}).values():
-            connection.close()
-        self._local.pool = {}
+    def close(self) -> None:
+        """Close the kept-alive connections of every thread that used this client (after its threads are done)."""
+        with self._lock:
+            pools = list(self._pools)
+        for pool in pools:
+            for connection in pool.values():
+                connection.close()
+            pool.clear()
+
+    def __enter__(self) -> "RegistryClient":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

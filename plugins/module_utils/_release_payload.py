@@ -20,20 +20,19 @@ import re
 import tarfile
 import zlib
 from dataclasses import dataclass, field
+from typing import Any
 
-from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError, atomic_write
+from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import estimate, human_size
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._machine_config import dump_yaml
-# yaml: the set loader's guarded PyYAML import (None without PyYAML; the module checks HAS_YAML there).
+from ansible_collections.pinned.images.plugins.module_utils._label_selector import check_dns_subdomain
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
     MAX_PINNED_IMAGES,
     PINNED_IMAGE_SET_KIND,
     ROLE_LABEL,
-    check_dns_subdomain,
     validate_set,
-    yaml,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prefetch import PrefetchOptions
 from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import (
@@ -41,16 +40,13 @@ from ansible_collections.pinned.images.plugins.module_utils._pull_estimate impor
     SourcesFailedError,
     read_from_sources,
 )
-from ansible_collections.pinned.images.plugins.module_utils._registries_conf import (
-    RegistriesConfError,
-    load_registries_conf,
-)
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import RegistryAuthError, load_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._registries_conf import load_registries_conf
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import load_docker_config
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
     RegistryClient,
-    RegistryError,
     parse_platform,
 )
+from ansible_collections.pinned.images.plugins.module_utils._yaml import YAMLError, dump_yaml, load_yaml
 
 RELEASE_LABEL = "io.openshift.release"
 IMAGE_REFERENCES = "release-manifests/image-references"
@@ -62,7 +58,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-class ReleasePayloadError(ValueError):
+class ReleasePayloadError(CollectionError):
     """The image is not a readable release payload; the message names the image and what was found."""
 
 
@@ -120,7 +116,7 @@ def scan_layer(blob, image: str, layer_digest: str) -> dict:
     where = f"release image {image}: layer {layer_digest}"
     if head.startswith(_ZSTD_MAGIC):
         raise ReleasePayloadError(f"{where} is zstd-compressed, which is not supported; gzip or plain tar is")
-    stream = _Peeked(head, blob)
+    stream: Any = _Peeked(head, blob)
     if head.startswith(_GZIP_MAGIC):
         stream = gzip.GzipFile(fileobj=stream, mode="rb")
     found = {}
@@ -144,8 +140,8 @@ def parse_image_references(data: bytes, image: str) -> dict:
     """{tag name: digest reference} from an ImageStream document (JSON or YAML)."""
     where = f"release image {image}: {IMAGE_REFERENCES}"
     try:
-        document = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        document = load_yaml(data.decode("utf-8"))
+    except (YAMLError, UnicodeDecodeError) as exc:
         raise ReleasePayloadError(f"{where} is not JSON or YAML: {str(exc)[:120]}") from None
     if not isinstance(document, dict) or document.get("kind") != "ImageStream":
         kind = document.get("kind") if isinstance(document, dict) else type(document).__name__
@@ -318,7 +314,7 @@ def run_module(module) -> None:
         platform = parse_platform(params["platform"]) if params["platform"] else None
         docker_config = load_docker_config(params["auth_file"])
         registries = load_registries_conf(params["registries_conf"], params["registry_mirrors"])
-    except (ValueError, RegistryAuthError) as err:
+    except (ValueError, CollectionError) as err:
         module.fail_json(msg=f"release {params['release']!r}: {err}" if isinstance(err, ImageReferenceError)
                          else str(err))
     module.no_log_values.update(docker_config.secrets())
@@ -349,7 +345,7 @@ def run_module(module) -> None:
                 result["diff"] = written["diff"]
     except SourcesFailedError as err:
         module.fail_json(msg=f"cannot read release image {ref}: {err.last_error}")
-    except (ReleasePayloadError, RegistriesConfError, RegistryError, AtomicFileError, ValueError) as err:
+    except (ValueError, CollectionError) as err:
         module.fail_json(msg=str(err))
     finally:
         client.close()

@@ -38,7 +38,8 @@ KINDS = ("created", "changed", "removed")
 
 def merge_file_changes(changes) -> dict:
     """One ``{created, changed, removed}`` from many; a path listed twice keeps its first kind."""
-    seen, merged = set(), {kind: [] for kind in KINDS}
+    seen: set = set()
+    merged: dict[str, list] = {kind: [] for kind in KINDS}
     for item in changes or []:
         if not item:
             continue
@@ -83,7 +84,7 @@ def render_report(changes, pools=None, dest: str = "", check_mode: bool = False,
     report = {"version": REPORT_VERSION, "check_mode": bool(check_mode), "dest": dest_shown}
     if error is not None:
         err = _error(error)
-        lists = {kind: [] for kind in KINDS}
+        lists: dict[str, list] = {kind: [] for kind in KINDS}
         report.update(status="error", counts={kind: 0 for kind in KINDS}, pools=[], error=err, **lists)
         detail = "".join("\n- " + p for p in err["problems"] if p not in err["msg"])
         report["message"] = f"the render of {dest_shown or 'the sets'} failed (this is an error, not drift): " \

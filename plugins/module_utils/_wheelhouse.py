@@ -20,6 +20,7 @@ import sys
 from contextlib import contextmanager
 
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import file_sha256
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 
 try:
     from packaging.requirements import InvalidRequirement, Requirement
@@ -38,7 +39,7 @@ PLATFORMS = {
 }
 
 
-class WheelhouseError(Exception):
+class WheelhouseError(CollectionError):
     """The wheelhouse cannot serve a tag; the message names the tag and what fixes it."""
 
 
@@ -92,7 +93,7 @@ def requirements_for(lines: list, target: dict) -> list:
 
 def select(directory: str, requirements: list) -> tuple:
     """(the newest wheel of ``directory`` satisfying each requirement, the requirements no wheel satisfies)."""
-    wheels = {}
+    wheels: dict = {}
     if os.path.isdir(directory):
         for name in os.listdir(directory):
             if name.endswith(".whl"):
@@ -102,7 +103,7 @@ def select(directory: str, requirements: list) -> tuple:
                     continue
                 wheels.setdefault(project, []).append((version, name))
     chosen, unmet = {}, []
-    by_name = {}
+    by_name: dict = {}
     for requirement in requirements:
         by_name.setdefault(canonicalize_name(requirement.name), []).append(requirement)
     for project, needed in sorted(by_name.items()):

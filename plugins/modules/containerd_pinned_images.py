@@ -174,7 +174,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pinned.images.plugins.module_utils._containerd_client import CRI_NAMESPACE, ContainerdClient
 from ansible_collections.pinned.images.plugins.module_utils._containerd_pins import (
     NotReportedError,
-    OldRuntimeError,
     sync_containerd_pins,
     validate_images,
 )
@@ -182,13 +181,12 @@ from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
     CRI_CLIENT_ARGUMENT_SPEC,
     CriError,
 )
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import MissingImagesError, PinnedImagesError
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+from ansible_collections.pinned.images.plugins.module_utils._pool_selection import (
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
     SELECTION_REQUIRED_BY,
-    PinnedImageSetError,
     wanted_images,
 )
 
@@ -222,8 +220,8 @@ def main():
                 params["images"], params["sets"], params["pools"], params["node_labels"],
                 lambda names: validate_images(names, require_digest=params["require_digest"]),
             )
-        except (PinnedImageSetError, PinnedImagesError) as exc:
-            module.fail_json(msg=str(exc), problems=exc.problems, **result)
+        except CollectionError as exc:
+            fail_json_from(module, exc, **result)
     require_node_deps(module, **result)
 
     try:
@@ -231,13 +229,10 @@ def main():
             outcome = sync_containerd_pins(client, images, state=params["state"], check_mode=module.check_mode,
                                            force=params["force"], old_runtime=params["old_runtime"],
                                            settle_timeout=params["settle_timeout"])
-    except OldRuntimeError as exc:
-        module.fail_json(msg=str(exc), runtime=exc.version, **result)
-    except MissingImagesError as exc:
-        result["missing"] = exc.missing
-        module.fail_json(msg=str(exc), **result)
     except (CriError, NotReportedError) as exc:
-        module.fail_json(msg=f"cannot pin on containerd: {exc}", **result)
+        fail_json_from(module, exc, prefix="cannot pin on containerd: ", **result)
+    except CollectionError as exc:
+        fail_json_from(module, exc, **result)
 
     for warning in outcome.pop("warnings"):
         module.warn(warning)

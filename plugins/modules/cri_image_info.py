@@ -113,9 +113,10 @@ image_filesystems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._disk_guard import filesystem_stats
+from ansible_collections.pinned.images.plugins.module_utils._errors import fail_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ..module_utils._disk_guard import filesystem_stats
 
 
 def _with_local_usage(filesystem: dict) -> dict:
@@ -150,7 +151,7 @@ def main():
                         by_id.setdefault(image["id"], dict(image, requested=[]))["requested"].append(name)
                 images = list(by_id.values())
     except CriError as err:
-        module.fail_json(msg=str(err), error_kind=err.kind)
+        fail_json_from(module, err)
     module.exit_json(changed=False, runtime=runtime, images=images, missing=missing, image_filesystems=filesystems)
 
 

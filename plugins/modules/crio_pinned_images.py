@@ -157,7 +157,6 @@ missing:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
     CRI_CLIENT_ARGUMENT_SPEC,
     CriClient,
@@ -165,19 +164,17 @@ from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
 )
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
     DEFAULT_PATH,
-    MissingImagesError,
-    PinnedImagesError,
     ReloadError,
     missing_images,
     sync_pinned_images,
     validate_pinned_images,
 )
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+from ansible_collections.pinned.images.plugins.module_utils._pool_selection import (
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
     SELECTION_REQUIRED_BY,
-    PinnedImageSetError,
     wanted_images,
 )
 
@@ -214,8 +211,8 @@ def main():
                 params["node_labels"],
                 lambda names: validate_pinned_images(names, require_digest=params["require_digest"]),
             )
-        except (PinnedImageSetError, PinnedImagesError) as exc:
-            module.fail_json(msg=str(exc), problems=exc.problems, **result)
+        except CollectionError as exc:
+            fail_json_from(module, exc, **result)
     result["set_names"] = set_names
 
     def check_presence(wanted):
@@ -239,16 +236,14 @@ def main():
             run_command=run_command,
             pid_file=params["pid_file"],
         )
-    except MissingImagesError as exc:
-        module.fail_json(msg=str(exc), missing=exc.missing, **result)
     except CriError as exc:
-        module.fail_json(msg=f"cannot check that the images are present: {exc}", **result)
+        fail_json_from(module, exc, prefix="cannot check that the images are present: ", **result)
     except ReloadError as exc:
-        partial = getattr(exc, "result", {})
+        partial = exc.result or {}
         result.update(changed=partial.get("changed", True), images=partial.get("images", images))
         module.fail_json(msg=f"{path} was written, but CRI-O was not reloaded: {exc}", **result)
-    except AtomicFileError as exc:
-        module.fail_json(msg=str(exc), **result)
+    except CollectionError as exc:
+        fail_json_from(module, exc, **result)
 
     result.update(changed=outcome["changed"], images=outcome["images"], reloaded=outcome["reloaded"])
     if module._diff:

@@ -277,11 +277,8 @@ from ansible_collections.pinned.images.plugins.module_utils._machine_config impo
     sync_cluster,
     sync_files,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
-    PinnedImageSetError,
-    as_pool,
-    load_sets,
-)
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import PinnedImageSetError, as_pool
+from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
 
 
 def _plan(params) -> list:

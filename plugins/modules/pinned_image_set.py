@@ -195,40 +195,12 @@ file_changes:
 """
 
 import copy
-import os
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._atomic_file import (
-    AtomicFileError,
-    atomic_write,
-    remove_file,
-)
-from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
-    connection_secrets,
-    HAS_KUBERNETES,
-    K8S_AUTH_ARG_SPEC,
-    KUBERNETES_IMPORT_ERROR,
-    K8sClient,
-    K8sError,
-    clean_object,
-)
-from ansible_collections.pinned.images.plugins.module_utils._machine_config import (
-    HAS_YAML,
-    YAML_IMPORT_ERROR,
-    dump_yaml,
-)
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
-    API_VERSION,
-    PINNED_IMAGE_SET_KIND,
-    PinnedImageSetError,
-    check_dns_subdomain,
-    validate_set,
-)
-
-FIELD_MANAGER = "pinned-images"
-_USED_METADATA = ("name", "labels", "annotations")
-_USED_SPEC = ("pinnedImages", "machineConfigPoolSelector")
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8S_AUTH_ARG_SPEC, connection_secrets
+from ansible_collections.pinned.images.plugins.module_utils._set_publish import publish_set
 
 
 def _argument_spec():
@@ -247,55 +219,6 @@ def _argument_spec():
     return spec
 
 
-def _build_object(params):
-    if params["definition"] is not None:
-        return copy.deepcopy(params["definition"]), "definition"
-    metadata = {"name": params["name"]}
-    if params["labels"] is not None:
-        metadata["labels"] = params["labels"]
-    spec = {"pinnedImages": [{"name": image} for image in params["images"] or []]}
-    if params["pool_selector"] is not None:
-        spec["machineConfigPoolSelector"] = params["pool_selector"]
-    return {"apiVersion": API_VERSION, "kind": PINNED_IMAGE_SET_KIND, "metadata": metadata, "spec": spec}, "parameters"
-
-
-def _dropped_fields(obj):
-    dropped = []
-    for key in obj:
-        if key not in ("apiVersion", "kind", "metadata", "spec"):
-            dropped.append(key)
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    dropped.extend("metadata." + key for key in metadata if key not in _USED_METADATA)
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    dropped.extend("spec." + key for key in spec if key not in _USED_SPEC)
-    return dropped
-
-
-def _render(image_set, obj):
-    """The object to apply and write: the validated set plus the definition's annotations."""
-    rendered = image_set.to_dict(include_pool_selector=image_set.pool_selector is not None)
-    metadata = rendered["metadata"]
-    if metadata.get("labels"):
-        metadata["labels"] = dict(sorted(metadata["labels"].items()))
-    annotations = (obj.get("metadata") or {}).get("annotations")
-    if annotations:
-        metadata["annotations"] = dict(sorted(annotations.items()))
-    return rendered
-
-
-def _annotation_problems(obj, source):
-    annotations = (obj.get("metadata") or {}).get("annotations") if isinstance(obj.get("metadata"), dict) else None
-    if annotations is None:
-        return []
-    if not isinstance(annotations, dict):
-        return [f"{source}: metadata.annotations must be a mapping of strings"]
-    return [
-        f"{source}: metadata.annotations[{key!r}] must be a string"
-        for key, value in annotations.items()
-        if not isinstance(key, str) or not isinstance(value, str)
-    ]
-
-
 def main():
     module = AnsibleModule(
         argument_spec=_argument_spec(),
@@ -310,111 +233,13 @@ def main():
         supports_check_mode=True,
     )
     module.no_log_values.update(connection_secrets(module.params))
-    params = module.params
-    state = params["state"]
-    dest = params["dest"]
-    do_apply = params["apply"] if params["apply"] is not None else dest is None
-    if not do_apply and dest is None:
-        module.fail_json(msg="nothing to do: set dest to write a file, or apply=true to apply to the cluster")
-    if dest is not None and not HAS_YAML:
-        module.fail_json(msg=missing_required_lib("PyYAML"), exception=str(YAML_IMPORT_ERROR))
-
-    obj, source = _build_object(params)
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    name = metadata.get("name")
-    rendered = None
-    if state == "present":
-        problems = _annotation_problems(obj, source)
-        image_set = None
-        try:
-            image_set = validate_set(obj, source=source)
-        except PinnedImageSetError as exc:
-            problems = list(exc.problems) + problems
-        if problems:
-            message = problems[0] if len(problems) == 1 else f"{len(problems)} problems found:\n" + "\n".join(
-                "- " + p for p in problems
-            )
-            module.fail_json(msg=f"invalid PinnedImageSet, nothing was applied or written: {message}", problems=problems)
-        dropped = _dropped_fields(obj) if params["definition"] is not None else []
-        if dropped:
-            module.warn("definition fields not used for a PinnedImageSet were dropped: " + ", ".join(dropped))
-        rendered = _render(image_set, obj)
-        name = image_set.name
-    elif check_dns_subdomain(name, "metadata.name") is not None:
-        module.fail_json(msg=f"invalid PinnedImageSet name {name!r}: it must be an RFC 1123 subdomain", problems=[])
-
-    path = None
-    if dest is not None:
-        if os.path.exists(dest) and not os.path.isdir(dest):
-            module.fail_json(msg=f"dest {dest} is not a directory; nothing was applied or written")
-        path = os.path.join(dest, name + ".yaml")
-
-    result = {"changed": False, "name": name}
-    diffs = []
-    if rendered is not None:
-        result["definition"] = rendered
-
-    if do_apply:
-        if not HAS_KUBERNETES:
-            module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
-        try:
-            with K8sClient.from_params(params, tmpdir=module.tmpdir) as client:
-                before = client.get(API_VERSION, PINNED_IMAGE_SET_KIND, name)
-                after = None
-                if state == "present":
-                    after = client.apply(
-                        rendered,
-                        field_manager=FIELD_MANAGER,
-                        force_conflicts=params["force_conflicts"],
-                        dry_run=module.check_mode,
-                    )
-                elif before is not None:
-                    client.delete(API_VERSION, PINNED_IMAGE_SET_KIND, name, dry_run=module.check_mode)
-                for warning in client.warnings:
-                    module.warn(f"API server: {warning}")
-                host = client.host
-        except K8sError as exc:
-            module.fail_json(msg=str(exc), status=exc.status, reason=exc.reason)
-        before_clean = clean_object(before)
-        after_clean = clean_object(after)
-        if before_clean != after_clean:
-            result["changed"] = True
-        if after_clean is not None:
-            result["object"] = after_clean
-        where = f"{PINNED_IMAGE_SET_KIND}/{name} on {host}"
-        diffs.append(
-            {
-                "before": before_clean or {},
-                "after": after_clean or {},
-                "before_header": where if before is not None else f"{where} (absent)",
-                "after_header": where if after is not None else f"{where} (absent)",
-            }
-        )
-
-    if path is not None:
-        result["path"] = path
-        try:
-            if state == "present":
-                if not os.path.isdir(dest) and not module.check_mode:
-                    os.makedirs(dest, mode=0o755, exist_ok=True)
-                written = atomic_write(path, dump_yaml(rendered), mode=0o644, check_mode=module.check_mode)
-            else:
-                written = remove_file(path, check_mode=module.check_mode)
-        except (AtomicFileError, OSError) as exc:
-            module.fail_json(msg=str(exc), **result)
-        result["file_changes"] = {"created": [], "changed": [], "removed": []}
-        if state == "absent":
-            kind = "removed" if written["changed"] else None
-        else:
-            kind = ("created" if written["created"] else "changed") if written["content_changed"] else None
-        if kind:
-            result["file_changes"][kind].append(path)
-        result["changed"] = result["changed"] or written["changed"]
-        diffs.append(written["diff"])
-
-    if module._diff:
-        result["diff"] = diffs[0] if len(diffs) == 1 else diffs
-    module.exit_json(**result)
+    try:
+        outcome = publish_set(module.params, module.check_mode, module._diff, module.tmpdir)
+    except CollectionError as exc:
+        fail_json_from(module, exc)
+    for warning in outcome.warnings:
+        module.warn(warning)
+    module.exit_json(**outcome.result)
 
 
 if __name__ == "__main__":

@@ -222,36 +222,12 @@ nodes:
 """
 
 import copy
-import dataclasses
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
-    connection_secrets,
-    HAS_KUBERNETES,
-    K8S_AUTH_ARG_SPEC,
-    KUBERNETES_IMPORT_ERROR,
-    K8sClient,
-    K8sError,
-)
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
-    API_VERSION,
-    MACHINE_CONFIG_POOL_KIND,
-    MASTER_POOL,
-    PINNED_IMAGE_SET_KIND,
-    WORKER_POOL,
-    PinnedImageSetError,
-    as_pool,
-    default_pool,
-    images_for_node,
-    images_for_pool,
-    load_sets,
-    missing_set_refs,
-    pools_for_node,
-    set_matches_pool,
-    validate_pool,
-    validate_set,
-)
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8S_AUTH_ARG_SPEC, connection_secrets
+from ansible_collections.pinned.images.plugins.module_utils._set_info import describe_sets
 
 
 def _argument_spec():
@@ -273,128 +249,16 @@ def _argument_spec():
     return spec
 
 
-def _read_cluster(module, want_nodes):
-    """(set objects, pool objects, nodes or None) from the cluster."""
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
-    try:
-        with K8sClient.from_params(module.params, tmpdir=module.tmpdir) as client:
-            sets = client.list(API_VERSION, PINNED_IMAGE_SET_KIND)
-            pools = client.list(API_VERSION, MACHINE_CONFIG_POOL_KIND)
-            nodes = None
-            if want_nodes:
-                nodes = [
-                    {"name": n["metadata"]["name"], "labels": n["metadata"].get("labels") or {}}
-                    for n in client.list("v1", "Node")
-                ]
-            for warning in client.warnings:
-                module.warn(f"API server: {warning}")
-    except K8sError as exc:
-        module.fail_json(msg=str(exc), status=exc.status, reason=exc.reason)
-    return sets, pools, nodes
-
-
-def _merge_by_name(module, kind, base, overrides, compare):
-    """Items of ``overrides`` replace ``base`` items of the same name; order: base order, then new ones."""
-    merged = {item.name: item for item in base}
-    order = [item.name for item in base]
-    for item in overrides:
-        old = merged.get(item.name)
-        if old is None:
-            order.append(item.name)
-        elif compare(old) != compare(item):
-            module.warn(f"{kind} {item.name!r} from {item.source} replaces the one from {old.source}")
-        merged[item.name] = item
-    return [merged[name] for name in order]
-
-
-def _set_key(item):
-    return (item.labels, item.images, item.pool_selector)
-
-
-def _pool_key(item):
-    return (item.labels, item.machine_config_selector, item.node_selector, item.pinned_image_sets)
-
-
 def main():
     module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
     module.no_log_values.update(connection_secrets(module.params))
-    params = module.params
-
-    cluster_sets, cluster_pools, cluster_nodes = [], [], None
-    if params["cluster"]:
-        set_objects, pool_objects, cluster_nodes = _read_cluster(module, want_nodes=params["nodes"] is None)
-        for obj in set_objects:
-            try:
-                cluster_sets.append(validate_set(obj, source="cluster"))
-            except PinnedImageSetError as exc:
-                module.warn(f"skipped a cluster {PINNED_IMAGE_SET_KIND}: {exc}")
-        for obj in pool_objects:
-            try:
-                cluster_pools.append(validate_pool(obj, source="cluster"))
-            except PinnedImageSetError as exc:
-                module.warn(f"skipped a cluster {MACHINE_CONFIG_POOL_KIND}: {exc}")
-
     try:
-        sources = list(params["sets"]) + list(params["paths"])
-        file_sets, file_pools = load_sets(sources) if sources else ([], [])
-        extra_pools = []
-        for index, value in enumerate(params["pools"] or []):
-            pool = as_pool(value)
-            extra_pools.append(dataclasses.replace(pool, source=pool.source or "pools"))
-    except PinnedImageSetError as exc:
-        module.fail_json(msg=str(exc), problems=exc.problems)
-
-    sets = _merge_by_name(module, PINNED_IMAGE_SET_KIND, cluster_sets, file_sets, _set_key)
-    pools = _merge_by_name(module, MACHINE_CONFIG_POOL_KIND, cluster_pools, file_pools, _pool_key)
-    pools = _merge_by_name(module, MACHINE_CONFIG_POOL_KIND, pools, extra_pools, _pool_key)
-    if not pools:
-        pools = [dataclasses.replace(default_pool(name), source="default") for name in (MASTER_POOL, WORKER_POOL)]
-
-    try:
-        set_results = [
-            {
-                "name": s.name,
-                "labels": dict(s.labels),
-                "images": list(s.images),
-                "pool_selector": copy.deepcopy(s.pool_selector),
-                "source": s.source,
-                "pools": [p.name for p in pools if set_matches_pool(p, s)],
-            }
-            for s in sets
-        ]
-        pool_results = []
-        for pool in pools:
-            images, set_names = images_for_pool(pool, sets)
-            pool_results.append(
-                {
-                    "name": pool.name,
-                    "labels": dict(pool.labels),
-                    "machine_config_selector": copy.deepcopy(pool.machine_config_selector),
-                    "node_selector": copy.deepcopy(pool.node_selector),
-                    "pinned_image_sets": list(pool.pinned_image_sets),
-                    "source": pool.source,
-                    "sets": set_names,
-                    "images": images,
-                    "missing_sets": missing_set_refs(pool, sets),
-                }
-            )
-    except PinnedImageSetError as exc:
-        module.fail_json(msg=str(exc), problems=exc.problems)
-
-    nodes = params["nodes"] if params["nodes"] is not None else (cluster_nodes or [])
-    node_results = []
-    for node in nodes:
-        labels = node.get("labels") or {}
-        entry = {"name": node["name"], "pools": [], "images": [], "sets": []}
-        try:
-            entry["pools"] = [p.name for p in pools_for_node(labels, pools)]
-            entry["images"], entry["sets"] = images_for_node(labels, pools, sets)
-        except PinnedImageSetError as exc:
-            entry["error"] = str(exc)
-        node_results.append(entry)
-
-    module.exit_json(changed=False, sets=set_results, pools=pool_results, nodes=node_results)
+        outcome = describe_sets(module.params, module.tmpdir)
+    except CollectionError as exc:
+        fail_json_from(module, exc)
+    for warning in outcome.warnings:
+        module.warn(warning)
+    module.exit_json(**outcome.result)
 
 
 if __name__ == "__main__":

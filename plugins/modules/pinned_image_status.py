@@ -193,16 +193,14 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
     K8sClient,
     K8sError,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
-    API_VERSION,
-    PINNED_IMAGE_SET_KIND,
-)
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import API_VERSION, PINNED_IMAGE_SET_KIND
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status import (
+    DEFAULT_ANNOTATION,
     STATE_DONE,
     STATES,
     StatusError,
     image_list_hash,
-    parse_status,
+    read_status,
     render_status,
     set_failures,
     summarise,
@@ -236,7 +234,7 @@ def _argument_spec():
                 error=dict(type="str"),
             ),
         ),
-        annotation=dict(type="str", default="pinned.images/pinned-image-sets"),
+        annotation=dict(type="str", default=DEFAULT_ANNOTATION),
         cluster_generations=dict(type="bool", default=True),
     )
     spec.update(copy.deepcopy(K8S_AUTH_ARG_SPEC))
@@ -264,8 +262,11 @@ def _write_status(module, client, node, live, annotation, now, generations, resu
         if live is None:
             return None
         value_before, version = live
+        previous, unreadable = read_status(value_before)
+        if unreadable:
+            module.warn(f"node {name}: {unreadable}; its generation counters start again")
         try:
-            status = update_status(parse_status(value_before), node["sets"], node["state"], now, failures, generations,
+            status = update_status(previous, node["sets"], node["state"], now, failures, generations,
                                    node_error=node_error)
         except StatusError as exc:
             module.fail_json(msg=f"node {name}: {exc}", **result)

@@ -340,90 +340,17 @@ runtime:
     endpoint: /run/containerd/containerd.sock
 """
 
-import os
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ..module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ..module_utils._disk_guard import check, estimate, filesystem_stats, parse_size
-from ..module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ..module_utils._node_lock import NodeLock, NodeLockError
-from ..module_utils._prefetch import PrefetchOptions, failure_message, find_present, prefetch
-from ..module_utils._pull_estimate import PullEstimator
-from ..module_utils._registries_conf import load_registries_conf
-from ..module_utils._registry_auth import RegistryAuthError, load_docker_config
-from ..module_utils._registry_client import (
-    REGISTRY_ARGUMENT_SPEC,
-    RegistryClient,
-    RegistryError,
-    parse_platform,
-)
+from ansible_collections.pinned.images.plugins.module_utils._prefetch_run import PrefetchRequest, run_prefetch
+from ansible_collections.pinned.images.plugins.module_utils._registry_client import REGISTRY_ARGUMENT_SPEC
 
 
-def parse_images(images: list, require_digest: bool) -> list:
-    """Normalise and de-duplicate; one error lists every bad entry."""
-    refs, seen, problems = [], set(), []
-    for index, image in enumerate(images):
-        try:
-            ref = parse_image_ref(image, require_digest=require_digest)
-        except ImageReferenceError as err:
-            problems.append(f"images[{index}]: {err}")
-            continue
-        if str(ref) not in seen:
-            seen.add(str(ref))
-            refs.append(ref)
-    if problems:
-        raise ValueError("invalid images: " + "; ".join(problems))
-    return refs
-
-
-def image_diff(images: list) -> dict:
-    """Which of the requested images the node has, before and after."""
-    def lines(statuses):
-        names = sorted(r["image"] for r in images if r["status"] in statuses)
-        return "".join(name + "\n" for name in names)
-
-    return dict(before_header="requested images on the node", before=lines(("present",)),
-                after_header="requested images on the node", after=lines(("present", "pulled", "would_pull")))
-
-
-def guard_disk(module, missing, options, auth_config, registries, platform):
-    """Run the disk guard; fail the module before any pull when the missing images do not fit."""
-    params = module.params
-    mode = params["disk_guard"]
-    if mode == "off":
-        return None, {}
-    path = params["image_store_path"] or options.image_fs
-    try:
-        total, free = filesystem_stats(path)
-    except (OSError, TypeError) as err:
-        module.fail_json(
-            msg=f"disk guard cannot read the free space of the image filesystem {path!r} ({err}); "
-            "set image_store_path to a path on it, or disk_guard to off"
-        )
-    manifests, unreadable, estimator = [], {}, None
-    if mode == "estimate" and missing:
-        registry_client = RegistryClient(params["registry_timeout"], params["registry_certs_dirs"])
-        estimator = PullEstimator(registry_client, registries, auth_config, options, platform)
-        manifests, unreadable = estimator.read(missing)
-    try:
-        guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode)
-    except ValueError as err:
-        module.fail_json(msg=str(err))
-    guard.update(
-        filesystem=path,
-        registry_requests=estimator.requests if estimator else 0,
-        estimate_seconds=estimator.seconds if estimator else 0.0,
-    )
-    if not guard["ok"]:
-        module.fail_json(msg=f"disk guard refused the prefetch, nothing was pulled: {guard['message']}", disk_guard=guard)
-    return guard, unreadable
-
-
-def main():
-    argument_spec = dict(
+def _argument_spec() -> dict:
+    spec = dict(
         images=dict(type="list", elements="str", required=True),
         require_digest=dict(type="bool", default=True),
         concurrency=dict(type="int", default=5),
@@ -442,89 +369,27 @@ def main():
         lock_file=dict(type="path"),
         run_id=dict(type="str"),
     )
-    argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
-    argument_spec.update(REGISTRY_ARGUMENT_SPEC)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    params = module.params
+    spec.update(CRI_CLIENT_ARGUMENT_SPEC)
+    spec.update(REGISTRY_ARGUMENT_SPEC)
+    return spec
+
+
+def main():
+    module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
     require_node_deps(module)
-
-    for name, low in (("concurrency", 1), ("retries", 0), ("throttle", 0), ("retry_delay", 0),
-                      ("retry_max_delay", 0), ("pull_timeout", 0)):
-        if params[name] < low:
-            module.fail_json(msg=f"{name} must be at least {low}, got {params[name]}")
-    for name in ("expansion_factor", "registry_timeout", "cri_timeout", "cri_connect_timeout"):
-        if params[name] <= 0:
-            module.fail_json(msg=f"{name} must be above 0, got {params[name]}")
-    progress_dir = os.path.dirname(os.path.abspath(params["progress_file"] or "."))
-    if params["progress_file"] and not os.path.isdir(progress_dir):
-        module.fail_json(msg=f"progress_file: directory {progress_dir} does not exist")
     try:
-        refs = parse_images(params["images"], params["require_digest"])
-        parse_size(params["min_free"], total=0)
-        platform = parse_platform(params["platform"]) if params["platform"] else None
-        auth_config = load_docker_config(params["auth_file"])
-        registries = load_registries_conf(params["registries_conf"], params["registry_mirrors"])
-    except (ValueError, RegistryAuthError, RegistryError) as err:
-        module.fail_json(msg=str(err))
-    module.no_log_values.update(auth_config.secrets())
-    for warning in registries.warnings:
+        request = PrefetchRequest.from_params(module.params, module.check_mode)
+        module.no_log_values.update(request.secrets)
+        for warning in request.warnings:
+            module.warn(warning)
+        outcome = run_prefetch(request, module.params, diff=module._diff)
+    except CollectionError as err:
+        fail_json_from(module, err)
+    for warning in outcome.warnings:
         module.warn(warning)
-
-    auth_source = auth_config.path or "no auth file"
-
-    def auth_for(ref):
-        credentials = auth_config.credentials_for(ref.name)
-        if credentials is None:
-            return None, f"no credentials for {ref.registry} in {auth_source}; pulled anonymously"
-        return credentials.cri_auth_fields(), f"credentials for {credentials.server_address} from {auth_source}"
-
-    options = PrefetchOptions(
-        concurrency=params["concurrency"],
-        throttle=params["throttle"],
-        retries=params["retries"],
-        retry_delay=params["retry_delay"],
-        retry_max_delay=params["retry_max_delay"],
-        pull_timeout=params["pull_timeout"] or None,
-        check_mode=module.check_mode,
-        progress_file=params["progress_file"],
-        run_id=params["run_id"],
-    )
-    lock = None
-    lock_file = params["lock_file"] or (params["progress_file"] + ".lock" if params["progress_file"] else None)
-    if lock_file and not module.check_mode:
-        try:
-            lock = NodeLock(lock_file, params["run_id"]).acquire()
-        except NodeLockError as err:
-            module.fail_json(msg=str(err), error_kind="locked")
-    started = time.monotonic()
-    try:
-        with CriClient.from_params(params) as client:
-            runtime = dict(client.version(), endpoint=client.endpoint)
-            filesystems = client.image_fs_info()
-            options.image_fs = filesystems[0]["mountpoint"] if filesystems else None
-            present = find_present(client, refs)
-            missing = [ref for ref in refs if str(ref) not in present]
-            guard, unreadable = guard_disk(module, missing, options, auth_config, registries, platform)
-            report = prefetch(client, refs, auth_for, options, present, unreadable)
-    except CriError as err:
-        module.fail_json(msg=str(err), error_kind=err.kind)
-    finally:
-        if lock is not None:
-            lock.release()
-
-    totals = dict(report["totals"], seconds=round(time.monotonic() - started, 3))
-    changed = totals["pulled"] > 0 or totals["would_pull"] > 0
-    result = dict(changed=changed, images=report["images"], totals=totals, runtime=runtime)
-    for warning in report["warnings"]:
-        module.warn(warning)
-    if module._diff:
-        result["diff"] = image_diff(report["images"])
-    if guard is not None:
-        result["disk_guard"] = guard
-    failure = failure_message(report["images"])
-    if failure and params["fail_on_error"]:
-        module.fail_json(msg=failure, **result)
-    module.exit_json(**result)
+    if outcome.failure and module.params["fail_on_error"]:
+        module.fail_json(msg=outcome.failure, **outcome.result)
+    module.exit_json(**outcome.result)
 
 
 if __name__ == "__main__":

@@ -213,9 +213,9 @@ dest:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import HAS_YAML, YAML_IMPORT_ERROR
 from ansible_collections.pinned.images.plugins.module_utils._release_payload import run_module
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import REGISTRY_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._yaml import HAS_YAML, YAML_IMPORT_ERROR
 
 
 def main():

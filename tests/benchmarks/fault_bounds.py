@@ -71,7 +71,7 @@ def run_child(code: str) -> tuple:
 
 def loader(call: str) -> str:
     return f"""
-        from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import load_sets
+        from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
         from ansible_collections.pinned.images.plugins.module_utils._registry_auth import load_docker_config
         from ansible_collections.pinned.images.plugins.module_utils._registries_conf import load_registries_conf
         try:

@@ -14,18 +14,17 @@ import pytest
 import yaml
 
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import render_pinned_images, same_content
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import unique_sorted_images
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
-    _CEL_DIGEST_RE,
-    _CEL_NAME_RE,
     API_VERSION,
     MAX_IMAGE_NAME_LENGTH,
+    _CEL_DIGEST_RE,
+    _CEL_NAME_RE,
     PinnedImageSetError,
-    pools_for_node,
-    sets_for_pool,
-    unique_sorted_images,
     validate_pool,
     validate_set,
 )
+from ansible_collections.pinned.images.plugins.module_utils._pool_selection import pools_for_node, sets_for_pool
 
 from fixtures.reference import UPSTREAM_VECTORS_PARTS, reference_available, reference_path
 from vectors import check, load_json, load_yaml, vectors_path

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import (
     ImageRef,
     ImageReferenceError,
@@ -158,8 +159,8 @@ def test_invalid(value, require_digest, fragment):
     assert "\n" not in message and len(message) < 400
 
 
-def test_error_is_value_error():
-    assert issubclass(ImageReferenceError, ValueError)
+def test_error_derives_from_the_collection_root():
+    assert issubclass(ImageReferenceError, CollectionError)
 
 
 # Docker Hub repositories named with an explicit host and a single component belong under library/,

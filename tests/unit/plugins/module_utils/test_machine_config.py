@@ -15,7 +15,6 @@ from ansible_collections.pinned.images.plugins.module_utils._crio_config import 
 from ansible_collections.pinned.images.plugins.module_utils._machine_config import (
     MachineConfigError,
     data_url,
-    dump_yaml,
     image_changes,
     images_in_machine_config,
     machine_config_name,
@@ -24,6 +23,7 @@ from ansible_collections.pinned.images.plugins.module_utils._machine_config impo
     sync_cluster,
     sync_files,
 )
+from ansible_collections.pinned.images.plugins.module_utils._yaml import dump_yaml
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import ROLE_LABEL, validate_set
 
 A = "quay.io/openshift-release-dev/ocp-release@sha256:" + "0" * 64

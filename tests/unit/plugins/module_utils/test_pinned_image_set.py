@@ -15,24 +15,30 @@ from fixtures.openshift_objects import pinned_image_set
 from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
 from ansible_collections.pinned.images.plugins.module_utils import _pinned_image_set as pis
+from ansible_collections.pinned.images.plugins.module_utils import _set_loading
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import unique_sorted_images
+from ansible_collections.pinned.images.plugins.module_utils._label_selector import (
+    LabelSelectorError,
+    check_dns_subdomain,
+    label_selector_matches,
+)
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
     ROLE_LABEL,
     PinnedImageSet,
     PinnedImageSetError,
-    check_dns_subdomain,
     default_pool,
-    images_for_node,
-    images_for_pool,
-    label_selector_matches,
-    load_sets,
-    missing_set_refs,
-    pools_for_node,
-    sets_for_pool,
-    unique_sorted_images,
     validate_pool,
     validate_set,
 )
+from ansible_collections.pinned.images.plugins.module_utils._pool_selection import (
+    images_for_node,
+    images_for_pool,
+    missing_set_refs,
+    pools_for_node,
+    sets_for_pool,
+)
+from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
 
 
 def digest(n: int) -> str:
@@ -306,7 +312,7 @@ def test_label_selector_matches(selector, labels, expected):
 
 
 def test_bad_selector_raises():
-    with pytest.raises(PinnedImageSetError, match="takes no values"):
+    with pytest.raises(LabelSelectorError, match="takes no values"):
         label_selector_matches({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}, {})
 
 
@@ -425,7 +431,8 @@ def alias_bomb(levels: int, where: str) -> str:
 LOAD_UNDER_LIMITS = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (512 * 1024 * 1024, 512 * 1024 * 1024))
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import PinnedImageSetError, load_sets
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import PinnedImageSetError
+from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
 try:
     load_sets(sys.argv[1])
 except PinnedImageSetError as exc:
@@ -441,7 +448,7 @@ def test_alias_bombs_are_refused_without_expanding(tmp_path, levels, where):
     # Bounds, not a benchmark: the refusal must come in a process that may not grow past 512 MiB.
     done = subprocess.run([sys.executable, "-c", LOAD_UNDER_LIMITS, str(path)], capture_output=True, text=True,
                           timeout=30, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=True)
-    assert f"{path}: expands to more than {pis.MAX_EXPANDED_NODES} values once its YAML aliases" in done.stdout
+    assert f"{path}: expands to more than {_set_loading.MAX_EXPANDED_NODES} values once its YAML aliases" in done.stdout
     assert len(done.stdout) < 500
 
 
@@ -469,7 +476,7 @@ def test_a_big_set_file_is_refused_before_it_is_read(tmp_path):
         handle.write(line * (50 * 1024 * 1024 // len(line)))
     done = subprocess.run([sys.executable, "-c", LOAD_UNDER_LIMITS, str(path)], capture_output=True, text=True,
                           timeout=30, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=True)
-    assert done.stdout.strip() == f"set file {path} is larger than {pis.MAX_SET_FILE_SIZE} bytes"
+    assert done.stdout.strip() == f"set file {path} is larger than {_set_loading.MAX_SET_FILE_SIZE} bytes"
 
 
 def test_error_values_are_cut_short():

@@ -16,6 +16,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status
     desired_generation,
     image_list_hash,
     parse_status,
+    read_status,
     render_status,
     set_failures,
     summarise,
@@ -153,6 +154,10 @@ def test_errors_are_truncated_and_bad_annotations_are_ignored():
     nested = "[" * 100_000 + "]" * 100_000
     for value in (None, "", "not json", "[1, 2]", json.dumps({"pinnedImageSets": [{"nope": 1}]}), oversized, nested):
         assert parse_status(value).get("pinnedImageSets", []) == []
+    assert read_status(None) == ({}, None)
+    for value, reason in (("not json", "not JSON"), ("[1, 2]", "not a JSON object"), (oversized, "bigger than")):
+        status, problem = read_status(value)
+        assert status == {} and reason in problem
     assert render_status(status) == json.dumps(status, sort_keys=True, separators=(",", ":"))
 
 

@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import AUTH, NO_SPACE, NOT_FOUND, UNKNOWN, CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._errors import AUTH, NO_SPACE, NOT_FOUND, UNKNOWN
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._prefetch import (
     PrefetchOptions,

@@ -497,7 +497,7 @@ def test_http_errors(status, error, message):
     with pytest.raises(error) as info:
         client.manifest_info(parse_image_ref("reg.example.com/a/b:v1", require_digest=False), credentials=ALICE)
     assert message in str(info.value) and "reg.example.com" in str(info.value)
-    assert "DENIED: no way <redacted>" in str(info.value) and PASSWORD not in error_text(info.value)
+    assert "DENIED: no way ********" in str(info.value) and PASSWORD not in error_text(info.value)
 
 
 def test_repository_unknown():
@@ -687,3 +687,26 @@ def test_blob_redirects_are_followed_without_the_registry_credentials(tampered):
         client.close()
         origin.shutdown()
         cdn.shutdown()
+
+
+def test_close_reaches_the_connections_of_worker_threads():
+    """The estimator reads manifests from a thread pool; closing the client closes those threads' connections."""
+    closed = []
+
+    class Recorded:
+        def close(self):
+            closed.append(self)
+
+    with RegistryClient(timeout=1) as client:
+        def use():
+            connection, reused = client._connection("http", "127.0.0.1:1", "127.0.0.1", False)
+            assert not reused
+            client._local.pool[("http", "127.0.0.1:1", False)] = Recorded()
+
+        workers = [threading.Thread(target=use) for _index in range(3)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert closed == []
+    assert len(closed) == 3

@@ -86,3 +86,13 @@ def test_a_plain_write_needs_one_patch_and_a_rerun_none(fake_apiserver, cluster,
     again = run_module(module, dict(cluster, nodes=NODES), capsys)
     assert again["changed"] is False
     assert len([r for r in fake_apiserver.requests if r.method == "PATCH"]) == 1
+
+
+def test_an_unreadable_annotation_is_a_warning_not_a_silent_reset(fake_apiserver, cluster, capsys):
+    fake_apiserver.objects[("Node", "n1")]["metadata"]["annotations"] = {ANNOTATION: "{not json"}
+    result = run_module(module, dict(cluster, nodes=NODES), capsys)
+    assert result["rc"] == 0, result
+    assert any("node n1: the status annotation is not JSON; its generation counters start again" in str(w)
+               for w in result.get("warnings", []))
+    written = json.loads(fake_apiserver.get("Node", "n1")["metadata"]["annotations"][ANNOTATION])
+    assert written["pinnedImageSets"] == [{"name": "s", "desiredGeneration": 1, "currentGeneration": 1}]

@@ -1,0 +1,222 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The prefetch module's whole run (node side, Python 3.8+): check the input, take the node lock, find what the
+node has, guard the disk, pull the rest, and build the module's result.
+
+``PrefetchRequest.from_params(params, check_mode)`` checks every option before the runtime is contacted;
+``run_prefetch(request, params)`` does the rest. Both raise CollectionError (with ``error_kind`` or ``disk_guard``
+in its details) for a failure of the task as a whole; failed images are in the result, not raised.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
+from ansible_collections.pinned.images.plugins.module_utils._disk_guard import check, estimate, filesystem_stats, parse_size
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageRef, ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLock
+from ansible_collections.pinned.images.plugins.module_utils._prefetch import (
+    PRESENT,
+    PULLED,
+    WOULD_PULL,
+    PrefetchOptions,
+    failure_message,
+    find_present,
+    prefetch,
+)
+from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import PullEstimator
+from ansible_collections.pinned.images.plugins.module_utils._registries_conf import RegistriesConf, load_registries_conf
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import DockerConfig, load_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._registry_client import Platform, RegistryClient, parse_platform
+
+# Options with a lower bound (inclusive), and options that must be above 0.
+_AT_LEAST = (("concurrency", 1), ("retries", 0), ("throttle", 0), ("retry_delay", 0), ("retry_max_delay", 0),
+             ("pull_timeout", 0))
+_ABOVE_ZERO = ("expansion_factor", "registry_timeout", "cri_timeout", "cri_connect_timeout")
+
+
+class DiskGuardRefused(CollectionError):
+    """The missing images do not fit; ``disk_guard`` (the guard's report) is in the details."""
+
+    def __init__(self, guard: dict) -> None:
+        super().__init__(f"disk guard refused the prefetch, nothing was pulled: {guard['message']}",
+                         details={"disk_guard": guard})
+
+
+def parse_images(images: List[str], require_digest: bool) -> List[ImageRef]:
+    """Normalise and de-duplicate; one error lists every bad entry."""
+    refs: List[ImageRef] = []
+    seen, problems = set(), []
+    for index, image in enumerate(images):
+        try:
+            ref = parse_image_ref(image, require_digest=require_digest)
+        except ImageReferenceError as err:
+            problems.append(f"images[{index}]: {err}")
+            continue
+        if str(ref) not in seen:
+            seen.add(str(ref))
+            refs.append(ref)
+    if problems:
+        raise CollectionError(problems, message="invalid images: " + "; ".join(problems))
+    return refs
+
+
+def image_diff(images: List[dict]) -> dict:
+    """Which of the requested images the node has, before and after."""
+    def lines(statuses: Tuple[str, ...]) -> str:
+        names = sorted(r["image"] for r in images if r["status"] in statuses)
+        return "".join(name + "\n" for name in names)
+
+    return dict(before_header="requested images on the node", before=lines((PRESENT,)),
+                after_header="requested images on the node", after=lines((PRESENT, PULLED, WOULD_PULL)))
+
+
+@dataclass(frozen=True)
+class PrefetchRequest:
+    """Every option of one prefetch, checked; ``secrets`` must join the module's no_log values at once, and the
+    ``warnings`` (of registries.conf) be given before the runtime is contacted."""
+
+    refs: Tuple[ImageRef, ...]
+    platform: Optional[Platform]
+    auth_config: DockerConfig
+    registries: RegistriesConf
+    check_mode: bool
+
+    @property
+    def secrets(self) -> set:
+        return self.auth_config.secrets()
+
+    @property
+    def warnings(self) -> List[str]:
+        return list(self.registries.warnings)
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], check_mode: bool) -> "PrefetchRequest":
+        """Check the module's parameters; raise CollectionError naming the first bad option."""
+        for name, low in _AT_LEAST:
+            if params[name] < low:
+                raise CollectionError(f"{name} must be at least {low}, got {params[name]}")
+        for name in _ABOVE_ZERO:
+            if params[name] <= 0:
+                raise CollectionError(f"{name} must be above 0, got {params[name]}")
+        progress_dir = os.path.dirname(os.path.abspath(params["progress_file"] or "."))
+        if params["progress_file"] and not os.path.isdir(progress_dir):
+            raise CollectionError(f"progress_file: directory {progress_dir} does not exist")
+        refs = parse_images(params["images"], params["require_digest"])
+        try:
+            parse_size(params["min_free"], total=0)
+            platform = parse_platform(params["platform"]) if params["platform"] else None
+        except ValueError as err:
+            raise CollectionError(str(err)) from err
+        return cls(tuple(refs), platform, load_docker_config(params["auth_file"]),
+                   load_registries_conf(params["registries_conf"], params["registry_mirrors"]), check_mode)
+
+    def auth_for(self, ref: ImageRef) -> Tuple[Optional[dict], str]:
+        """(CRI auth fields or None, where they came from, without a secret) for pulling ``ref``."""
+        source = self.auth_config.path or "no auth file"
+        credentials = self.auth_config.credentials_for(ref.name)
+        if credentials is None:
+            return None, f"no credentials for {ref.registry} in {source}; pulled anonymously"
+        return credentials.cri_auth_fields(), f"credentials for {credentials.server_address} from {source}"
+
+
+def _options(params: Mapping[str, Any], check_mode: bool, image_fs: Optional[str]) -> PrefetchOptions:
+    return PrefetchOptions(
+        concurrency=params["concurrency"],
+        throttle=params["throttle"],
+        retries=params["retries"],
+        retry_delay=params["retry_delay"],
+        retry_max_delay=params["retry_max_delay"],
+        pull_timeout=params["pull_timeout"] or None,
+        check_mode=check_mode,
+        progress_file=params["progress_file"],
+        run_id=params["run_id"],
+        image_fs=image_fs,
+    )
+
+
+def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], options: PrefetchOptions,
+               missing: List[ImageRef]) -> Tuple[Optional[dict], dict]:
+    """(the guard's report or None when off, {image: (error, kind)} of unreadable manifests); raise
+    DiskGuardRefused before any pull when the missing images do not fit."""
+    mode = params["disk_guard"]
+    if mode == "off":
+        return None, {}
+    path = params["image_store_path"] or options.image_fs
+    try:
+        total, free = filesystem_stats(path)  # type: ignore[arg-type]  # None is caught as TypeError
+    except (OSError, TypeError) as err:
+        raise CollectionError(
+            f"disk guard cannot read the free space of the image filesystem {path!r} ({err}); "
+            "set image_store_path to a path on it, or disk_guard to off"
+        ) from err
+    manifests: list = []
+    unreadable: dict = {}
+    estimator = None
+    if mode == "estimate" and missing:
+        with RegistryClient(params["registry_timeout"], params["registry_certs_dirs"]) as registry_client:
+            estimator = PullEstimator(registry_client, request.registries, request.auth_config, options,
+                                      request.platform)
+            manifests, unreadable = estimator.read(missing)
+    try:
+        guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode)
+    except ValueError as err:
+        raise CollectionError(str(err)) from err
+    guard.update(
+        filesystem=path,
+        registry_requests=estimator.requests if estimator else 0,
+        estimate_seconds=estimator.seconds if estimator else 0.0,
+    )
+    if not guard["ok"]:
+        raise DiskGuardRefused(guard)
+    return guard, unreadable
+
+
+def _locked(request: PrefetchRequest, params: Mapping[str, Any]) -> Optional[NodeLock]:
+    lock_file = params["lock_file"] or (params["progress_file"] + ".lock" if params["progress_file"] else None)
+    if not lock_file or request.check_mode:
+        return None
+    return NodeLock(lock_file, params["run_id"]).acquire()
+
+
+@dataclass(frozen=True)
+class PrefetchOutcome:
+    """The module's result, the pull's warnings and the failure message (None when every image is there)."""
+
+    result: Dict[str, Any]
+    warnings: List[str]
+    failure: Optional[str]
+
+
+def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool = False,
+                 client_factory: Callable[[Any], Any] = CriClient.from_params) -> PrefetchOutcome:
+    """Lock the node, find the present images, guard the disk, pull the rest; the module's result."""
+    lock = _locked(request, params)
+    started = time.monotonic()
+    try:
+        with client_factory(params) as client:
+            runtime = dict(client.version(), endpoint=client.endpoint)
+            filesystems = client.image_fs_info()
+            options = _options(params, request.check_mode, filesystems[0]["mountpoint"] if filesystems else None)
+            present = find_present(client, list(request.refs))
+            missing = [ref for ref in request.refs if str(ref) not in present]
+            guard, unreadable = guard_disk(request, params, options, missing)
+            report = prefetch(client, list(request.refs), request.auth_for, options, present, unreadable)
+    finally:
+        if lock is not None:
+            lock.release()
+    totals = dict(report["totals"], seconds=round(time.monotonic() - started, 3))
+    result: Dict[str, Any] = dict(changed=totals[PULLED] > 0 or totals[WOULD_PULL] > 0, images=report["images"],
+                                  totals=totals, runtime=runtime)
+    if diff:
+        result["diff"] = image_diff(report["images"])
+    if guard is not None:
+        result["disk_guard"] = guard
+    return PrefetchOutcome(result, report["warnings"], failure_message(report["images"]))
