@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import VENV_BIN, ansible_env
+from fixtures.ansible_runs import VENV_BIN, ansible_env
 
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
 
