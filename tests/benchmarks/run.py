@@ -132,14 +132,19 @@ class Bench:
 
     # ---- rows ------------------------------------------------------------------------------------------------
 
+    def module_vs_raw(self, images: list) -> tuple[float, float, float]:
+        """Seconds of the raw pulls, of the module's own work and of its whole command, each from an empty node."""
+        self.empty()
+        raw = self.raw_pull(images)
+        self.empty()
+        wall, result = self.prefetch(images)
+        return raw, result["totals"]["seconds"], wall
+
     def b1(self) -> None:
-        self.empty()
-        raw = self.raw_pull(self.small)
-        self.empty()
-        wall, result = self.prefetch(self.small)
-        self.add("B1", result["totals"]["seconds"] / raw)
+        raw, module, wall = self.module_vs_raw(self.small)
+        self.add("B1", module / raw)
         self.add("B1 raw s", raw)
-        self.add("B1 module s", result["totals"]["seconds"])
+        self.add("B1 module s", module)
         self.empty()
         loop = self._ctr_loop(self.small)
         self.add("B1'", loop / wall)
@@ -158,11 +163,8 @@ class Bench:
         return self.timed([str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", str(playbook)])[0]
 
     def b2(self) -> None:
-        self.empty()
-        raw = self.raw_pull(self.big)
-        self.empty()
-        _wall, result = self.prefetch(self.big)
-        self.add("B2", result["totals"]["seconds"] / raw)
+        raw, module, _wall = self.module_vs_raw(self.big)
+        self.add("B2", module / raw)
         self.add("B2 raw s", raw)
 
     def b3(self) -> None:
