@@ -21,6 +21,7 @@ author:
   - pinned.images developers (@pinned-images)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   action:
     support: full
@@ -88,8 +89,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 images:
-  description: The job's result as P(pinned.images.prefetch#module) returns it; also RV(totals), RV(runtime) and the
-    other keys of that module.
+  description: One entry per image, as P(pinned.images.prefetch#module) returns them; the other keys of that module's
+    result (RV(pinned.images.prefetch#module:totals), RV(pinned.images.prefetch#module:runtime), ...) are returned
+    too.
   returned: when the job ended
   type: list
   elements: dict
