@@ -27,6 +27,8 @@ attributes:
     support: full
   async:
     support: none
+  bypass_host_loop:
+    support: none
   check_mode:
     support: none
     details: A job only exists outside check mode.
