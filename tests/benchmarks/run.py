@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The performance figures of docs/performance.md, rows B1-B9, with min/median over interleaved repetitions.
 
-Usage: .venv/bin/python tests/benchmarks/run.py [--full] [--reps N] [--rows B1,B3,...] [--keep]
+Usage: .venv/bin/python tests/benchmarks/run.py [--full] [--reps N] [--rows B1,B3,...] [--forks N] [--keep]
 
 Starts its own lab (hack/lab.py) under a temporary directory: 3 control-plane nodes and W workers (W = 3 + 5 by
 default, 40 with --full), pushes the images each row needs, and runs every row ``--reps`` times, the rows
@@ -46,8 +46,9 @@ CTR = "/usr/bin/ctr"
 
 
 class Bench:
-    def __init__(self, lab: Lab, tmp: Path, workers: int):
+    def __init__(self, lab: Lab, tmp: Path, workers: int, forks: list):
         self.lab = lab
+        self.forks = forks
         self.tmp = tmp
         self.workers = workers
         self.samples: dict[str, list] = {}
@@ -127,7 +128,7 @@ class Bench:
             [pinned_image_set(f"{pool}-bench", images, {ROLE_LABEL: pool}) for pool in ("master", "worker")]))
         extra = {"cluster_sets": [str(sets)], "cluster_report_file": str(report)}
         elapsed, _proc = self.timed([str(VENV_BIN / "ansible-playbook"), "pinned.images.prefetch", "-i",
-                                     str(inventory), "-e", json.dumps(extra)])
+                                     str(inventory), "-e", json.dumps(extra)] + self.forks)
         return elapsed, json.loads(report.read_text())
 
     # ---- rows ------------------------------------------------------------------------------------------------
@@ -219,7 +220,7 @@ class Bench:
         phase = max(n["finished"] for n in workers) - min(n["started"] for n in workers)
         self.add("B9", phase / max(n["seconds"] for n in workers))
         self.add("B9 worker phase s", phase)
-        ping = self.timed([str(VENV_BIN / "ansible"), "all", "-i", str(self.fleet_large), "-m", "ping"])[0]
+        ping = self.timed([str(VENV_BIN / "ansible"), "all", "-i", str(self.fleet_large), "-m", "ping"] + self.forks)[0]
         wall, _report = self.playbook(self.fleet_large, images, self.tmp / "b8.json")
         self.add("B8", wall / ping)
         self.add("B8 rerun s", wall)
@@ -241,6 +242,7 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="B8/B9 with 40 workers, 5 repetitions")
     parser.add_argument("--reps", type=int, help="repetitions (default 3, 5 with --full)")
     parser.add_argument("--rows", default="B1,B2,B3,B4,B5,B6,B8", help="rows to run (B6 includes B7, B8 B9)")
+    parser.add_argument("--forks", type=int, help="forks of the fleet runs and their ping (default: Ansible's, 5)")
     parser.add_argument("--keep", action="store_true", help="leave the lab running")
     args = parser.parse_args()
     reps = args.reps or (5 if args.full else 3)
@@ -251,7 +253,7 @@ def main() -> None:
     try:
         started = time.perf_counter()
         lab.up(nodes=3 + workers, control_plane=3)
-        bench = Bench(lab, tmp, workers)
+        bench = Bench(lab, tmp, workers, ["--forks", str(args.forks)] if args.forks else [])
         print(f"lab: 3 control-plane + {workers} workers, images pushed in {time.perf_counter() - started:.1f} s; "
               f"{reps} repetitions")
         steps = {"b1": bench.b1, "b2": bench.b2, "b3": bench.b3, "b4": bench.b4, "b5": bench.b5,
