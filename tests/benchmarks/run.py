@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -268,6 +269,7 @@ def main() -> None:
             print(f"lab kept at {lab.path}: .venv/bin/python hack/lab.py down --dir {lab.path}")
         else:
             lab.down()
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
