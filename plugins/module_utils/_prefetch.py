@@ -154,11 +154,15 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     stop = threading.Event()
 
     def worker():
+        pulled_before = False
         while True:
             try:
                 ref, result = pending.get_nowait()
             except queue.Empty:
                 return
+            # Between this worker's pulls only: nothing waits after the last one.
+            if pulled_before and options.throttle:
+                sleep(options.throttle)
             if stop.is_set():
                 result["status"] = SKIPPED
                 result["error"] = "not attempted: an earlier pull ran out of disk space"
@@ -169,8 +173,7 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
                 # A worker that dies would leave its image uncounted, and the run would look successful.
                 result.update(status=FAILED, error=f"unexpected error: {err!r}", error_kind=UNKNOWN)
             progress.update()
-            if result["attempts"] and options.throttle:
-                sleep(options.throttle)
+            pulled_before = result["attempts"] > 0
 
     worker_count = max(1, min(options.concurrency, pending.qsize()))
     workers = [threading.Thread(target=worker, daemon=True) for _index in range(worker_count)]

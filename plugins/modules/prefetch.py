@@ -57,7 +57,7 @@ options:
     default: 5
   throttle:
     description:
-      - Seconds a worker waits after each image it pulled, to spare the node and the registry.
+      - Seconds a worker waits between two images it pulls (not after its last one), to spare the node and the registry.
     type: float
     default: 0.0
   retries:

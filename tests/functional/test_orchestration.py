@@ -33,7 +33,7 @@ SPEED = {
     "node_worker_concurrency": 2,
     "node_worker_throttle": 0.5,
 }
-PROGRESS_LINE = re.compile(r"\(item=\d+/\d+ images, \d+\.\d+ GiB, \d+ s elapsed\)")
+PROGRESS_LINE = re.compile(r"\n[\w-]+: \d+/\d+ images, \d+\.\d+ GiB, \d+ s elapsed\n")
 
 
 class Run:

@@ -183,3 +183,35 @@ def test_grpc_errors_become_clear_cri_errors(code, details, kind):
     assert str(info.value).startswith("PullImage q.io/a: ")
     if kind == cri.DEADLINE:
         assert "deadline of 5s exceeded" in str(info.value)
+
+
+@pytest.mark.parametrize("status", [None, grpc.StatusCode.UNIMPLEMENTED])
+def test_connect_answers_without_a_connectivity_watch(tmp_path, status):
+    """A gRPC server that answers Version (or refuses it): connected, and no connectivity watch is left running,
+    whose 0.2 s polling close() would wait for."""
+    from concurrent import futures  # pylint: disable=import-outside-toplevel
+    from ansible_collections.pinned.images.plugins.module_utils._cri_proto import cri_image_pb2 as pb  # noqa: E501  pylint: disable=import-outside-toplevel
+
+    def version(_request, context):
+        if status is not None:
+            context.abort(status, "not here")
+        return pb.VersionResponse(runtime_name="fake", runtime_version="1")
+
+    handler = grpc.method_handlers_generic_handler("runtime.v1.RuntimeService", {
+        "Version": grpc.unary_unary_rpc_method_handler(
+            version, request_deserializer=pb.VersionRequest.FromString,
+            response_serializer=pb.VersionResponse.SerializeToString),
+    })
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1), handlers=[handler])
+    path = str(tmp_path / "cri.sock")
+    server.add_insecure_port(f"unix://{path}")
+    server.start()
+    try:
+        client = CriClient(path, connect_timeout=5).connect()
+        channel = client._channel  # pylint: disable=protected-access
+        assert channel is not None
+        assert not channel._connectivity_state.polling  # pylint: disable=protected-access
+        client.close()
+        assert client._channel is None  # pylint: disable=protected-access
+    finally:
+        server.stop(None)

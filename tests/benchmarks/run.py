@@ -1,0 +1,276 @@
+#!/usr/bin/env python
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The performance figures of docs/performance.md, rows B1-B9, with min/median over interleaved repetitions.
+
+Usage: .venv/bin/python tests/benchmarks/run.py [--full] [--reps N] [--rows B1,B3,...] [--forks N] [--keep]
+
+Starts its own lab (hack/lab.py) under a temporary directory: 3 control-plane nodes and W workers (W = 3 + 5 by
+default, 40 with --full), pushes the images each row needs, and runs every row ``--reps`` times, the rows
+interleaved (B1 B2 ... B9, then again), so that a busy machine slows them alike. A ratio is taken per repetition
+from the two figures of that same repetition, then summarised. Times are Python's perf_counter around whole
+commands (``ansible``, ``ansible-playbook``) or the module's own ``totals.seconds``. A benchmark, not a test: it
+asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
+
+import yaml  # noqa: E402
+from lab import MIB, Lab  # noqa: E402
+
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient  # noqa: E402
+from ansible_collections.pinned.images.plugins.module_utils._machine_config import (  # noqa: E402
+    render_for_pools, sync_files,
+)
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import load_sets  # noqa: E402
+from fixtures.ansible_runs import VENV_BIN, ansible_env, remove_all_images  # noqa: E402
+from fixtures.openshift_objects import ROLE_LABEL, pinned_image_set, role_pool  # noqa: E402
+
+TARGETS = {
+    "B1": "<= 1.1", "B1'": ">= 5", "B2": "<= 1.05", "B3": "<= 1.25", "B4": "<= 0.2 s, <= 1.1 req/image",
+    "B5": "<= 0.3 s / <= 1.5x ping", "B6": "<= 1.15", "B7": "<= 1 s", "B8": "<= 3", "B9": "<= 3",
+}
+CTR = "/usr/bin/ctr"
+
+
+class Bench:
+    def __init__(self, lab: Lab, tmp: Path, workers: int, forks: list):
+        self.lab = lab
+        self.forks = forks
+        self.tmp = tmp
+        self.workers = workers
+        self.samples: dict[str, list] = {}
+        nodes = lab.status()["nodes"]
+        self.node = nodes["worker-0"]["endpoint"]
+        self.sockets = {name: node["endpoint"] for name, node in nodes.items()}
+        # Images: 40 x 3 MiB (B1, the first 20 for B6), 3 x 32 MiB (B2), 500 x 64 KiB (B3, the first 8 for B8/B9),
+        # 100 x 64 KiB that are never pulled (B4).
+        self.small = [r.reference for r in lab.push_bulk(40, 3 * MIB, prefix="b-small")]
+        self.big = [r.reference for r in lab.push_bulk(3, 32 * MIB, prefix="b-big")]
+        self.many = [r.reference for r in lab.push_bulk(500, prefix="b-many")]
+        self.unpulled = [r.reference for r in lab.push_bulk(100, prefix="b-unpulled")]
+        self.inventory = lab.inventory()
+        self.fleet_small = self._inventory("fleet-small.yml", 3)
+        self.fleet_large = self._inventory("fleet-large.yml", workers)
+        self.render_sets = self._render_sets()
+
+    # ---- helpers ---------------------------------------------------------------------------------------------
+
+    def add(self, row: str, value: float) -> None:
+        self.samples.setdefault(row, []).append(value)
+
+    def _inventory(self, name: str, workers: int) -> Path:
+        inventory = json.loads(json.dumps(self.inventory))
+        hosts = inventory["all"]["children"]["workers"]["hosts"]
+        for host in sorted(hosts)[workers:]:
+            del hosts[host]
+        path = self.tmp / name
+        path.write_text(yaml.safe_dump(inventory))
+        return path
+
+    def _render_sets(self) -> Path:
+        documents = [role_pool("worker", ["worker"], "node-role.kubernetes.io/worker")]
+        for index in range(20):
+            images = [f"registry.example/bench/app-{index}-{n}@sha256:{(index * 1000 + n):064x}" for n in range(500)]
+            documents.append(pinned_image_set(f"set-{index:02d}", images, {ROLE_LABEL: "worker"}))
+        path = self.tmp / "render-sets.yaml"
+        path.write_text(yaml.safe_dump_all(documents))
+        return path
+
+    @staticmethod
+    def timed(command: list, **kwargs) -> tuple[float, subprocess.CompletedProcess]:
+        started = time.perf_counter()
+        proc = subprocess.run(command, env=ansible_env(), capture_output=True, text=True, check=False, **kwargs)
+        elapsed = time.perf_counter() - started
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(command[:6])} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                             f"{proc.stderr[-2000:]}")
+        return elapsed, proc
+
+    def adhoc(self, module: str, args: dict, check: bool = False) -> tuple[float, dict]:
+        command = [str(VENV_BIN / "ansible"), "localhost", "-c", "local", "-i", "localhost,", "-m", module,
+                   "-a", json.dumps(args)] + (["--check"] if check else [])
+        elapsed, proc = self.timed(command)
+        return elapsed, json.loads(proc.stdout.partition(" => ")[2] or "{}")
+
+    def ping(self) -> float:
+        return self.timed([str(VENV_BIN / "ansible"), "localhost", "-c", "local", "-i", "localhost,", "-m", "ping"])[0]
+
+    def prefetch(self, images: list, check: bool = False) -> tuple[float, dict]:
+        return self.adhoc("pinned.images.prefetch", dict(images=images, cri_socket=self.node, concurrency=5), check)
+
+    def raw_pull(self, images: list, socket: str | None = None) -> float:
+        with CriClient(socket or self.node, timeout=600) as client:
+            started = time.perf_counter()
+            with ThreadPoolExecutor(max_workers=5) as pool:
+                list(pool.map(client.pull_image, images))
+            return time.perf_counter() - started
+
+    def empty(self, sockets=None) -> None:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(remove_all_images, sockets or [self.node]))
+
+    def playbook(self, inventory: Path, images: list, report: Path) -> tuple[float, dict]:
+        sets = self.tmp / "fleet-sets.yaml"
+        sets.write_text(yaml.safe_dump_all(
+            [pinned_image_set(f"{pool}-bench", images, {ROLE_LABEL: pool}) for pool in ("master", "worker")]))
+        extra = {"cluster_sets": [str(sets)], "cluster_report_file": str(report)}
+        elapsed, _proc = self.timed([str(VENV_BIN / "ansible-playbook"), "pinned.images.prefetch", "-i",
+                                     str(inventory), "-e", json.dumps(extra)] + self.forks)
+        return elapsed, json.loads(report.read_text())
+
+    # ---- rows ------------------------------------------------------------------------------------------------
+
+    def module_vs_raw(self, images: list) -> tuple[float, float, float]:
+        """Seconds of the raw pulls, of the module's own work and of its whole command, each from an empty node."""
+        self.empty()
+        raw = self.raw_pull(images)
+        self.empty()
+        wall, result = self.prefetch(images)
+        return raw, result["totals"]["seconds"], wall
+
+    def b1(self) -> None:
+        raw, module, wall = self.module_vs_raw(self.small)
+        self.add("B1", module / raw)
+        self.add("B1 raw s", raw)
+        self.add("B1 module s", module)
+        self.empty()
+        loop = self._ctr_loop(self.small)
+        self.add("B1'", loop / wall)
+        self.add("B1' ctr loop s", loop)
+        self.add("B1' module command s", wall)
+
+    def _ctr_loop(self, images: list) -> float:
+        address = self.node.removeprefix("unix://")
+        playbook = self.tmp / "ctr-loop.yml"
+        playbook.write_text(yaml.safe_dump([{
+            "hosts": "localhost", "gather_facts": False, "connection": "local",
+            "tasks": [{"name": "Pull", "ansible.builtin.command": {"argv": [
+                CTR, "-a", address, "-n", "k8s.io", "images", "pull", "--plain-http", "--snapshotter", "native", "{{ item }}"]},
+                "loop": images}],
+        }]))
+        return self.timed([str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", str(playbook)])[0]
+
+    def b2(self) -> None:
+        raw, module, _wall = self.module_vs_raw(self.big)
+        self.add("B2", module / raw)
+        self.add("B2 raw s", raw)
+
+    def b3(self) -> None:
+        for count in (40, 500):
+            images = self.many[:count]
+            self.raw_pull(images)  # present; pulls only what an earlier row removed
+            ping = self.ping()
+            noop, result = self.prefetch(images)
+            if result["totals"]["present"] != count:
+                raise SystemExit(f"B3: {count} images should be present: {result['totals']}")
+            self.add(f"B3 {count}", noop / ping)
+            self.add(f"B3 {count} no-op s", noop)
+            self.add(f"B3 {count} ping s", ping)
+
+    def b4(self) -> None:
+        _wall, result = self.prefetch(self.unpulled, check=True)
+        guard = result["disk_guard"]
+        self.add("B4 s", guard["estimate_seconds"])
+        self.add("B4 req/image", guard["registry_requests"] / len(self.unpulled))
+
+    def b5(self) -> None:
+        dest = self.tmp / "render"
+        started = time.perf_counter()
+        sets, pools = load_sets([str(self.render_sets)])
+        sync_files(render_for_pools(pools, sets=sets), str(dest))
+        self.add("B5 in-process s", time.perf_counter() - started)
+        ping = self.ping()
+        wall, _result = self.adhoc("pinned.images.machine_config", dict(sets=[str(self.render_sets)],
+                                                                        dest=str(self.tmp / "render-ansible")))
+        self.add("B5 ansible/ping", wall / ping)
+        self.add("B5 ansible s", wall)
+
+    def b6_b7(self) -> None:
+        hosts = self._hosts(3)
+        self.empty(self.sockets[h] for h in hosts)
+        wall, report = self.playbook(self.fleet_small, self.small[:20], self.tmp / "b6.json")
+        nodes = report["nodes"]
+        cp = sum(n["seconds"] for n in nodes if n["control_plane"])
+        slowest = max(n["seconds"] for n in nodes if not n["control_plane"])
+        self.add("B6", wall / (cp + slowest))
+        _wall, report = self.playbook(self.fleet_small, self.small[:20], self.tmp / "b7.json")
+        roles = [n["finished"] - n["started"] for n in report["nodes"]]
+        self.add("B7 max s", max(roles))
+        self.add("B7 median s", statistics.median(roles))
+
+    def b8_b9(self) -> None:
+        hosts = self._hosts(self.workers)
+        self.empty(self.sockets[h] for h in hosts)
+        images = self.many[:8]
+        _wall, report = self.playbook(self.fleet_large, images, self.tmp / "b9.json")
+        workers = [n for n in report["nodes"] if not n["control_plane"]]
+        phase = max(n["finished"] for n in workers) - min(n["started"] for n in workers)
+        self.add("B9", phase / max(n["seconds"] for n in workers))
+        self.add("B9 worker phase s", phase)
+        ping = self.timed([str(VENV_BIN / "ansible"), "all", "-i", str(self.fleet_large), "-m", "ping"] + self.forks)[0]
+        wall, _report = self.playbook(self.fleet_large, images, self.tmp / "b8.json")
+        self.add("B8", wall / ping)
+        self.add("B8 rerun s", wall)
+        self.add("B8 ping s", ping)
+
+    def _hosts(self, workers: int) -> list:
+        return [f"cp-{i}" for i in range(3)] + [f"worker-{i}" for i in range(workers)]
+
+
+def show(samples: dict) -> None:
+    print(f"\n{'row':<24} {'min':>9} {'median':>9} {'n':>3}  target")
+    for row, values in samples.items():
+        target = TARGETS.get(row, "")
+        print(f"{row:<24} {min(values):9.3f} {statistics.median(values):9.3f} {len(values):3d}  {target}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="B8/B9 with 40 workers, 5 repetitions")
+    parser.add_argument("--reps", type=int, help="repetitions (default 3, 5 with --full)")
+    parser.add_argument("--rows", default="B1,B2,B3,B4,B5,B6,B8", help="rows to run (B6 includes B7, B8 B9)")
+    parser.add_argument("--forks", type=int, help="forks of the fleet runs and their ping (default: Ansible's, 5)")
+    parser.add_argument("--keep", action="store_true", help="leave the lab running")
+    args = parser.parse_args()
+    reps = args.reps or (5 if args.full else 3)
+    workers = 40 if args.full else 8
+    rows = [row.strip().lower() for row in args.rows.split(",")]
+    tmp = Path(tempfile.mkdtemp(prefix="pi-bench-"))
+    lab = Lab(tmp / "lab")
+    try:
+        started = time.perf_counter()
+        lab.up(nodes=3 + workers, control_plane=3)
+        bench = Bench(lab, tmp, workers, ["--forks", str(args.forks)] if args.forks else [])
+        print(f"lab: 3 control-plane + {workers} workers, images pushed in {time.perf_counter() - started:.1f} s; "
+              f"{reps} repetitions")
+        steps = {"b1": bench.b1, "b2": bench.b2, "b3": bench.b3, "b4": bench.b4, "b5": bench.b5,
+                 "b6": bench.b6_b7, "b8": bench.b8_b9}
+        for rep in range(reps):
+            for row in rows:
+                steps[row]()
+            print(f"repetition {rep + 1} done at {time.perf_counter() - started:.0f} s", flush=True)
+            show(bench.samples)
+    finally:
+        if args.keep:
+            print(f"lab kept at {lab.path}: .venv/bin/python hack/lab.py down --dir {lab.path}")
+        else:
+            lab.down()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
