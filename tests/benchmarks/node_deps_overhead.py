@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / ".build" / "collections"), str(ROOT / "hack")]
+sys.path[:0] = [str(ROOT / ".build" / "collections"), str(ROOT / "tests")]
 
-from lab import Lab  # noqa: E402
+from support.lab import Lab  # noqa: E402
 
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import verify  # noqa: E402
 

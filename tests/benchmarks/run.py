@@ -26,16 +26,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
 
 import yaml  # noqa: E402
-from lab import MIB, Lab  # noqa: E402
+from support.images import MIB  # noqa: E402
+from support.lab import Lab  # noqa: E402
 
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient  # noqa: E402
 from ansible_collections.pinned.images.plugins.module_utils._machine_config import (  # noqa: E402
     render_for_pools, sync_files,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import load_sets  # noqa: E402
+from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets  # noqa: E402
 from fixtures.ansible_runs import VENV_BIN, ansible_env, remove_all_images  # noqa: E402
 from fixtures.openshift_objects import ROLE_LABEL, pinned_image_set, role_pool  # noqa: E402
 
