@@ -218,13 +218,12 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
                 continue
             temp = candidate
             break
-        if fd is None:
+        if fd is None or temp is None:
             raise AtomicFileError(errno.EEXIST, f"cannot create a temporary file in {temp_dir}")
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        assert temp is not None  # set with fd above
         os.chmod(temp, mode)
         if before is not None and hasattr(os, "chown"):
             old = os.stat(path)
