@@ -9,7 +9,11 @@ import json
 from unittest import mock
 
 import pytest
-from ansible.module_utils import _internal as ansible_internal
+
+try:
+    from ansible.module_utils import _internal as ansible_internal
+except ImportError:  # ansible-core < 2.19 has no controller mark
+    ansible_internal = None
 
 
 @pytest.fixture(name="prefetch_job")
@@ -17,7 +21,8 @@ def fixture_prefetch_job(monkeypatch):
     """The action plugin's module, imported here: importing controller code marks the process as the controller, and
     the module tests of the same run would then see their warnings displayed instead of returned. The mark is undone
     after each test."""
-    monkeypatch.setattr(ansible_internal, "is_controller", ansible_internal.is_controller)
+    if ansible_internal is not None:
+        monkeypatch.setattr(ansible_internal, "is_controller", ansible_internal.is_controller)
     return importlib.import_module("ansible_collections.pinned.images.plugins.action.prefetch_job")
 
 
