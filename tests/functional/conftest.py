@@ -9,7 +9,7 @@ Modules run through `ansible` / `ansible-playbook` (AnsiballZ, local connection)
 from __future__ import annotations
 
 import pytest
-from support.lab import Lab
+from support.lab import started_lab
 
 from fixtures.ansible_runs import node_socket, remove_all_images
 
@@ -24,10 +24,8 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
-    lab = Lab(tmp_path_factory.mktemp("lab"))
-    lab.up(nodes=4, control_plane=1)
-    yield lab
-    lab.down()
+    with started_lab(tmp_path_factory.mktemp("lab"), nodes=4, control_plane=1) as lab:
+        yield lab
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from fixtures.ansible_runs import VENV_BIN, adhoc, ansible_env, remove_all_images
 from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set, role_pool
-from support.lab import Lab
+from support.lab import Lab, started_lab
 
 from ansible_collections.pinned.images.plugins.module_utils._containerd_client import ContainerdClient
 from ansible_collections.pinned.images.plugins.module_utils._containerd_pins import OWNER_LABEL, PIN_LABEL, wait_reported
@@ -31,10 +31,9 @@ OLD, NEW = "cp-0", "worker-0"
 
 @pytest.fixture(scope="module")
 def mlab(tmp_path_factory):
-    lab = Lab(tmp_path_factory.mktemp("mixed-lab"))
-    lab.up(nodes=3, control_plane=1, containerd_nodes={"worker-0": "trixie", "worker-1": "trixie"})
-    yield lab
-    lab.down()
+    with started_lab(tmp_path_factory.mktemp("mixed-lab"), nodes=3, control_plane=1,
+                     containerd_nodes={"worker-0": "trixie", "worker-1": "trixie"}) as lab:
+        yield lab
 
 
 def socket(lab: Lab, node: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.lab import Lab
+from support.lab import Lab, started_lab
 
 from fixtures.ansible_runs import VENV_BIN, ansible_env
 from fixtures.gate_proxy import GateProxy
@@ -87,10 +87,8 @@ def pull_intervals(run: Run, hosts) -> list:
 
 @pytest.fixture(scope="module")
 def olab(tmp_path_factory):
-    lab = Lab(tmp_path_factory.mktemp("olab"))
-    lab.up(nodes=6, control_plane=3)
-    yield lab
-    lab.down()
+    with started_lab(tmp_path_factory.mktemp("olab"), nodes=6, control_plane=3) as lab:
+        yield lab
 
 
 @pytest.fixture(scope="module")

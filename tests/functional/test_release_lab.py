@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import yaml
 
-from support.lab import Lab
+from support.lab import started_lab
 from support.ports import free_port
 from fixtures.ansible_runs import VENV_BIN, adhoc, ansible_env, node_socket, remove_all_images
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
@@ -29,10 +29,8 @@ MIB = 1024 * 1024
 def lab(tmp_path_factory):
     """A lab of this module's own: the staging playbook runs on every node, and other modules add nodes (tmpfs ones
     that the disk guard rightly refuses) to the session's lab."""
-    lab = Lab(tmp_path_factory.mktemp("release-lab"))
-    lab.up(nodes=3, control_plane=1)
-    yield lab
-    lab.down()
+    with started_lab(tmp_path_factory.mktemp("release-lab"), nodes=3, control_plane=1) as lab:
+        yield lab
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ nothing is written to system paths. See hack/README.md. Tests use the ``Lab`` cl
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import json
 import os
@@ -20,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
@@ -560,3 +561,14 @@ class Lab(Supervisor):
                 platforms=MULTIARCH_PLATFORMS,
                 name=registry + "-multiarch",
             )
+
+
+@contextlib.contextmanager
+def started_lab(path: str | os.PathLike[str], **up_args: Any) -> Iterator[Lab]:
+    """A lab brought up in `path` with `up_args` (see :meth:`Lab.up`), and down again however the block ends."""
+    lab = Lab(path)
+    lab.up(**up_args)
+    try:
+        yield lab
+    finally:
+        lab.down()
