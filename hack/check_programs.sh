@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks that every program in hack/programs.txt, and the trixie binaries, can be run; names what is missing.
+# Checks that every program in hack/programs.txt can be run; names what is missing.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -7,11 +7,11 @@ cd "$top"
 missing=()
 while read -r program package; do
   case "$program" in ''|'#'*) continue ;; esac
-  command -v "$program" >/dev/null || missing+=("$program (Debian package $package)")
+  case "$package" in
+    trixie:*) [ -x "$program" ] || missing+=("$program (Debian trixie package ${package#trixie:}, hack/trixie_debs.sh)") ;;
+    *) command -v "$program" >/dev/null || missing+=("$program (Debian package $package)") ;;
+  esac
 done < hack/programs.txt
-for binary in containerd/usr/bin/containerd kubectl/usr/bin/kubectl; do
-  [ -x ".build/trixie/$binary" ] || missing+=(".build/trixie/$binary (hack/trixie_debs.sh)")
-done
 if [ "${#missing[@]}" -gt 0 ]; then
   printf 'missing programs, run hack/setup.sh (as root) or install them:\n' >&2
   printf '  %s\n' "${missing[@]}" >&2

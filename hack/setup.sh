@@ -6,7 +6,7 @@ cd "$top"
 OLDEST_CORE=2.17.14  # the floor of meta/runtime.yml's requires_ansible, newest patch
 mkdir -p .build
 
-mapfile -t debs < <(awk '!/^#/ && NF { print $2 }' hack/programs.txt | sort -u)
+mapfile -t debs < <(awk '!/^#/ && NF && $2 !~ /^trixie:/ { print $2 }' hack/programs.txt | sort -u)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -20,7 +20,8 @@ fi
 
 # containerd 1.7 (pins through the image label) for the lab, and kubectl to check the fake API server:
 # Debian trixie's packages, unpacked into .build/trixie, nothing installed system-wide.
-bash hack/trixie_debs.sh containerd kubectl
+mapfile -t trixie < <(awk '!/^#/ && $2 ~ /^trixie:/ { sub(/^trixie:/, "", $2); print $2 }' hack/programs.txt | sort -u)
+bash hack/trixie_debs.sh "${trixie[@]}"
 
 python=${PYTHON:-python3}
 # venv DIR REQUIREMENTS...: creates DIR once, then installs the requirement files whenever they change.
