@@ -19,6 +19,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any, Iterable, Tuple, Union
 
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
+
 MODES = ("estimate", "free_only", "off")
 DEFAULT_MIN_FREE = "16Gi"
 DEFAULT_EXPANSION_FACTOR = 2
@@ -34,6 +36,10 @@ _ALLOWED = "bytes (1073741824), binary units (500Mi, 16Gi, 1.5Gi), decimal units
            "the filesystem size (10%)"
 
 
+class DiskGuardError(CollectionError):
+    """A size, expansion factor or guard mode that is not allowed; the message names the value and what is."""
+
+
 def _describe(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -43,26 +49,26 @@ def parse_size(value: Union[str, int], total: int | None = None) -> int:
     """``16Gi``, ``500Mi``, ``1G``, ``1.5Gi``, ``1073741824`` or ``10%`` (of ``total``) -> bytes."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
-            raise ValueError(f"size {value} is negative; allowed are {_ALLOWED}")
+            raise DiskGuardError(f"size {value} is negative; allowed are {_ALLOWED}")
         return value
     if not isinstance(value, str):
-        raise ValueError(f"size {_describe(value)} is not a string or integer; allowed are {_ALLOWED}")
+        raise DiskGuardError(f"size {_describe(value)} is not a string or integer; allowed are {_ALLOWED}")
     text = value.strip()
     percent = _PERCENT_RE.match(text) if len(text) <= 64 else None
     if percent:
         share = Decimal(percent.group(1))
         if share > 100:
-            raise ValueError(f"size {_describe(value)} is more than 100%")
+            raise DiskGuardError(f"size {_describe(value)} is more than 100%; allowed are 0% to 100%")
         if total is None:
-            raise ValueError(f"size {_describe(value)} is a percent; the filesystem size is needed to resolve it")
+            raise DiskGuardError(f"size {_describe(value)} is a percent; the filesystem size is needed to resolve it")
         return int(share * total / 100)
     match = _SIZE_RE.match(text) if len(text) <= 64 else None
     if not match:
-        raise ValueError(f"size {_describe(value)} is not understood; allowed are {_ALLOWED}")
+        raise DiskGuardError(f"size {_describe(value)} is not understood; allowed are {_ALLOWED}")
     try:
         return int(Decimal(match.group(1)) * _UNITS[match.group(2)])
     except InvalidOperation:
-        raise ValueError(f"size {_describe(value)} is not understood; allowed are {_ALLOWED}") from None
+        raise DiskGuardError(f"size {_describe(value)} is not understood; allowed are {_ALLOWED}") from None
 
 
 def human_size(size: int) -> str:
@@ -91,7 +97,7 @@ def estimate(manifests: Iterable[Tuple[str, Any]], expansion_factor: float = DEF
     """
     if isinstance(expansion_factor, bool) or not isinstance(expansion_factor, (int, float)) or \
             not math.isfinite(expansion_factor) or expansion_factor <= 0:
-        raise ValueError(f"expansion_factor {_describe(expansion_factor)} must be a finite number above 0")
+        raise DiskGuardError(f"expansion_factor {_describe(expansion_factor)} must be a finite number above 0")
     items = manifests.items() if isinstance(manifests, dict) else manifests
     seen = {}
     per_image = []
@@ -133,7 +139,7 @@ def check(estimated: dict, total: int, free: int, min_free: Union[str, int] = DE
     Returns a dict for module output; ``ok`` says whether to go on and ``message`` explains it.
     """
     if mode not in MODES:
-        raise ValueError(f"disk guard mode {_describe(mode)} is not one of {', '.join(MODES)}")
+        raise DiskGuardError(f"disk guard mode {_describe(mode)} is not one of {', '.join(MODES)}")
     reserve = parse_size(min_free, total)
     required = estimated.get("required_bytes", 0) if mode == "estimate" else 0
     result = {

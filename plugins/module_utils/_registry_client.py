@@ -125,6 +125,10 @@ class ManifestFormatError(RegistryError):
     """The manifest is not JSON, not a supported media type, or has malformed fields."""
 
 
+class PlatformError(CollectionError):
+    """A platform that is not ``os/architecture[/variant]``; the message names it and the allowed form."""
+
+
 class PlatformNotFoundError(RegistryError):
     """A manifest list / OCI index has no manifest for the requested platform."""
 
@@ -166,7 +170,7 @@ def parse_platform(value) -> Platform:
         return value
     parts = value.split("/") if isinstance(value, str) else []
     if len(parts) not in (2, 3) or not all(re.match(r"^[a-z0-9_.-]+$", p) for p in parts):
-        raise ValueError(f"platform {value!r} is not os/architecture[/variant], e.g. linux/amd64 or linux/arm/v7")
+        raise PlatformError(f"platform {value!r} is not os/architecture[/variant], e.g. linux/amd64 or linux/arm/v7")
     return Platform(*parts)
 
 

@@ -314,7 +314,7 @@ def run_module(module) -> None:
         platform = parse_platform(params["platform"]) if params["platform"] else None
         docker_config = load_docker_config(params["auth_file"])
         registries = load_registries_conf(params["registries_conf"], params["registry_mirrors"])
-    except (ValueError, CollectionError) as err:
+    except CollectionError as err:
         module.fail_json(msg=f"release {params['release']!r}: {err}" if isinstance(err, ImageReferenceError)
                          else str(err))
     module.no_log_values.update(docker_config.secrets())

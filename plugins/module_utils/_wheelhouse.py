@@ -53,10 +53,10 @@ def default_path(environ=None) -> str:
 
 
 def parse_tag(tag: str) -> dict:
-    """``cp311-manylinux-x86_64`` as ``{implementation, python, libc, machine}``; ValueError names what is allowed."""
+    """``cp311-manylinux-x86_64`` as ``{implementation, python, libc, machine}``; WheelhouseError names what is allowed."""
     match = TAG_PATTERN.match(tag)
     if not match:
-        raise ValueError(
+        raise WheelhouseError(
             f"target {tag!r} is not a node tag: expected cp3<minor>-<manylinux|musllinux>-<x86_64|aarch64|ppc64le|"
             "s390x>, for example cp311-manylinux-x86_64"
         )

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import (
+    DiskGuardError,
     check,
     estimate,
     filesystem_stats,
@@ -81,7 +82,7 @@ BAD_SIZES = [
 
 @pytest.mark.parametrize("value, message", BAD_SIZES)
 def test_parse_size_errors(value, message):
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(DiskGuardError) as info:
         parse_size(value)
     text = str(info.value)
     assert message in text
@@ -147,7 +148,7 @@ def test_estimate_default_factor_is_two():
 
 @pytest.mark.parametrize("factor", [0, -1, "2", None, True, float("nan"), float("inf")])
 def test_estimate_bad_factor(factor):
-    with pytest.raises(ValueError, match="expansion_factor"):
+    with pytest.raises(DiskGuardError, match="expansion_factor"):
         estimate({}, factor)
 
 
@@ -214,5 +215,5 @@ def test_check_defaults_and_empty_estimate():
     ("estimate", "200%", "more than 100%"),
 ])
 def test_check_errors(mode, min_free, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(DiskGuardError, match=message):
         check(big_estimate(), 100 * GI, 20 * GI, min_free, mode)

@@ -31,6 +31,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registry_client imp
     ManifestFormatError,
     ManifestUnknownError,
     Platform,
+    PlatformError,
     PlatformNotFoundError,
     RegistryAuthRejected,
     RegistryClient,
@@ -585,7 +586,7 @@ def test_parse_platform(value, expected):
 
 @pytest.mark.parametrize("value", ["amd64", "linux/", "linux/amd64/v1/x", "Linux/AMD64", "", 5, "linux/amd 64"])
 def test_parse_platform_invalid(value):
-    with pytest.raises(ValueError, match="os/architecture"):
+    with pytest.raises(PlatformError, match="os/architecture"):
         parse_platform(value)
 
 

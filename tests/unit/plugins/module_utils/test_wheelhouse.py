@@ -40,7 +40,7 @@ def fake_pip(tmp_path):
 def test_parse_tag_and_its_error():
     assert wh.parse_tag("cp39-manylinux-aarch64") == dict(implementation="cp", python="3.9", libc="manylinux",
                                                           machine="aarch64")
-    with pytest.raises(ValueError, match="cp3<minor>-<manylinux|musllinux>"):
+    with pytest.raises(wh.WheelhouseError, match="cp3<minor>-<manylinux|musllinux>"):
         wh.parse_tag("py3-linux-x86_64")
 
 
