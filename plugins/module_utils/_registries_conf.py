@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
@@ -56,19 +56,25 @@ class RegistryBlockedError(RegistriesConfError):
 
 
 @dataclass(frozen=True)
-class Mirror:
+class Endpoint:
+    """Where images are pulled from (``host[:port][/path]``) and whether plain HTTP or unverified TLS is allowed."""
+
     location: str
     insecure: bool = False
+
+
+@dataclass(frozen=True)
+class Mirror(Endpoint):
     pull_from_mirror: str = ""
 
 
 @dataclass(frozen=True)
-class Registry:
-    prefix: str
-    location: str
-    insecure: bool = False
+class Registry(Endpoint):
+    """A ``[[registry]]`` entry; ``prefix`` is the image name prefix it applies to (``location`` when unset)."""
+
+    prefix: str = ""
     blocked: bool = False
-    mirrors: tuple = ()
+    mirrors: Tuple[Mirror, ...] = ()
     mirror_by_digest_only: bool = False
     source: str = ""
 
@@ -112,6 +118,12 @@ def _matching_prefix_length(ref: str, prefix: str) -> int:
     return -1
 
 
+def _require(value: object, kind: type, where: str, noun: str) -> None:
+    """Raise RegistriesConfError ``<where> must be <noun>, got <type>`` unless ``value`` is a ``kind``."""
+    if not isinstance(value, kind):
+        raise RegistriesConfError(f"{where} must be {noun}, got {type(value).__name__}")
+
+
 def _check_location(value, where: str, what: str) -> str:
     if not isinstance(value, str):
         raise RegistriesConfError(f"{where}: {what} must be a string, got {type(value).__name__}")
@@ -148,13 +160,11 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
         raise RegistriesConfError(f"{where}: location is unset and prefix {short_value(prefix)} is not a *.example.com wildcard")
     if mirrors is None:
         mirrors = []
-    if not isinstance(mirrors, list):
-        raise RegistriesConfError(f"{where}: mirror must be a list, got {type(mirrors).__name__}")
+    _require(mirrors, list, f"{where}: mirror", "a list")
     parsed = []
     for index, mirror in enumerate(mirrors):
         mwhere = f"{where} mirror[{index}]"
-        if not isinstance(mirror, dict):
-            raise RegistriesConfError(f"{mwhere} must be a table, got {type(mirror).__name__}")
+        _require(mirror, dict, mwhere, "a table")
         mlocation = _check_location(mirror.get("location") or "", mwhere, "location")
         if not mlocation:
             raise RegistriesConfError(f"{mwhere}: invalid condition: mirror location is unset")
@@ -261,13 +271,11 @@ def registries_from_list(items, source: str = "registry_mirrors") -> list:
     """Registries from the module's ``registry_mirrors`` parameter (same fields, snake_case)."""
     if items is None:
         return []
-    if not isinstance(items, list):
-        raise RegistriesConfError(f"{source} must be a list, got {type(items).__name__}")
+    _require(items, list, source, "a list")
     registries = []
     for index, item in enumerate(items):
         where = f"{source}[{index}]"
-        if not isinstance(item, dict):
-            raise RegistriesConfError(f"{where} must be a dict, got {type(item).__name__}")
+        _require(item, dict, where, "a dict")
         unknown = sorted(set(item) - _LIST_KEYS)
         if unknown:
             raise RegistriesConfError(f"{where}: unknown keys {', '.join(map(str, unknown))}; "
