@@ -25,17 +25,30 @@ Rules (the machine-config-operator's, plus what its reviewers asked for):
   missing image records ``lastFailedGeneration`` and ``lastFailedGenerationError`` (at most 32768 characters).
 * ``lastTransitionTime`` changes only when a condition's status changes, so an unchanged result writes
   nothing.
+
+``publish_statuses`` is the pinned_image_status module's run: it reads the Nodes, computes each status and writes
+it with a merge patch conditional on the Node's ``resourceVersion`` (a concurrent writer makes it read again).
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
 import hashlib
 import json
-from typing import Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict
+
+from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
+    HAS_KUBERNETES,
+    KUBERNETES_IMPORT_ERROR,
+    K8sClient,
+    K8sError,
+)
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import API_VERSION, PINNED_IMAGE_SET_KIND
 from ansible_collections.pinned.images.plugins.module_utils._prefetch import PRESENT, PULLED
 
 DEFAULT_ANNOTATION = "pinned.images/pinned-image-sets"
@@ -60,7 +73,7 @@ _GOOD_STATUSES = frozenset((PRESENT, PULLED))
 
 
 class StatusError(CollectionError):
-    """Input that cannot be turned into a status."""
+    """Input that cannot be turned into a status, or a status that could not be written."""
 
 
 def image_list_hash(images) -> str:
@@ -272,3 +285,127 @@ def summarise(status: dict) -> str:
     if conditions:
         return SUMMARY_CURRENT
     return SUMMARY_UNKNOWN
+
+
+# The pinned_image_status module's run: read the Nodes, compute each status, write it when it changed.
+
+# Writes of one node's annotation that may meet a concurrent writer (409) before the task gives up.
+WRITE_ATTEMPTS = 3
+
+# (annotation value, resourceVersion) of a Node as last read or written.
+LiveNode = Tuple[Optional[str], Optional[str]]
+# {set name: (metadata.generation, image_list_hash)} of the cluster's PinnedImageSets.
+ClusterGenerations = Dict[str, Tuple[int, str]]
+
+
+class NodeParams(TypedDict):
+    """One entry of the module's ``nodes`` option."""
+
+    name: str
+    state: str
+    sets: List[Dict[str, Any]]
+    images: List[Dict[str, Any]]
+    error: Optional[str]
+
+
+def _live(node: Mapping[str, Any], annotation: str) -> LiveNode:
+    metadata = node.get("metadata") or {}
+    return (metadata.get("annotations") or {}).get(annotation), metadata.get("resourceVersion")
+
+
+def cluster_generations(client: K8sClient, warnings: List[str]) -> ClusterGenerations:
+    """The generations of the cluster's PinnedImageSets; none (and a warning) when they cannot be read."""
+    try:
+        items = client.list(API_VERSION, PINNED_IMAGE_SET_KIND)
+    except K8sError as exc:
+        if exc.status == 0:  # no answer: the next call would wait as long again
+            raise
+        warnings.append(f"cannot read the cluster's PinnedImageSets, counting generations in the annotation: {exc}")
+        return {}
+    generations: ClusterGenerations = {}
+    for item in items:
+        metadata = item.get("metadata") or {}
+        images = [entry.get("name") for entry in (item.get("spec") or {}).get("pinnedImages") or [] if entry.get("name")]
+        if metadata.get("name") and metadata.get("generation"):
+            generations[metadata["name"]] = (metadata["generation"], image_list_hash(images))
+    return generations
+
+
+def write_node_status(client: K8sClient, node: NodeParams, live: Optional[LiveNode], annotation: str, now: str,
+                      generations: ClusterGenerations, check_mode: bool,
+                      warnings: List[str]) -> Optional[Tuple[Dict[str, Any], bool, LiveNode]]:
+    """(status, changed, the Node's annotation and resourceVersion now) after writing one node's annotation; None
+    when the cluster has no such node.
+
+    The merge patch carries the resourceVersion read: when another writer changed the Node meanwhile, the API
+    server answers 409 and the status is computed again from the fresh annotation (at most WRITE_ATTEMPTS times).
+    Raises StatusError (bad sets, or a writer that never stops) and K8sError.
+    """
+    name = node["name"]
+    done = node["state"] == STATE_DONE
+    failures = set_failures(node["sets"], node["images"], node["error"]) if done else None
+    node_error = node["error"] if done else None
+    for _attempt in range(WRITE_ATTEMPTS):
+        if live is None:
+            return None
+        value_before, version = live
+        previous, unreadable = read_status(value_before)
+        if unreadable:
+            warnings.append(f"node {name}: {unreadable}; its generation counters start again")
+        try:
+            status = update_status(previous, node["sets"], node["state"], now, failures, generations,
+                                   node_error=node_error)
+        except StatusError as exc:
+            raise StatusError(f"node {name}: {exc}") from exc
+        value = render_status(status)
+        changed = value != value_before
+        if not changed or check_mode:
+            return status, changed, live
+        try:
+            written = client.annotate("v1", "Node", name, {annotation: value}, resource_version=version)
+            return status, changed, _live(written, annotation)
+        except K8sError as exc:
+            if exc.status != 409:
+                raise
+        fresh = client.get("v1", "Node", name)
+        live = _live(fresh, annotation) if fresh is not None else None
+    raise StatusError(f"node {name}: its status annotation changed {WRITE_ATTEMPTS} times while this task wrote it; "
+                      "is another run writing it too?")
+
+
+def publish_statuses(params: Mapping[str, Any], check_mode: bool, tmpdir: Optional[str], warnings: List[str],
+                     now: Optional[str] = None) -> Dict[str, Any]:
+    """The pinned_image_status module: write each node's status annotation; the module's result.
+
+    Warnings are appended to ``warnings`` as they come, so a failure keeps them. A failure is a CollectionError
+    whose details hold the result so far (``changed``, ``nodes``, ``missing``) and, from the API, ``status`` and
+    ``reason``.
+    """
+    if not HAS_KUBERNETES:
+        raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
+    annotation = params["annotation"]
+    now = now or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    result: Dict[str, Any] = {"changed": False, "nodes": [], "missing": []}
+    try:
+        with K8sClient.from_params(params, tmpdir=tmpdir) as client:
+            generations = cluster_generations(client, warnings) if params["cluster_generations"] else {}
+            live = {(node.get("metadata") or {}).get("name"): _live(node, annotation)
+                    for node in client.list("v1", "Node")}
+            for node in params["nodes"]:
+                name = node["name"]
+                written = write_node_status(client, node, live.get(name), annotation, now, generations, check_mode,
+                                            warnings)
+                if written is None:
+                    result["missing"].append(name)
+                    continue
+                status, changed, live[name] = written
+                result["changed"] |= changed
+                result["nodes"].append({"name": name, "changed": changed, "summary": summarise(status),
+                                        "status": status})
+            warnings.extend(f"API server: {warning}" for warning in client.warnings)
+    except CollectionError as exc:
+        raise CollectionError(exc.problems, message=exc.message, details=dict(result, **exc.details)) from exc
+    if result["missing"]:
+        warnings.append("the cluster has no node named " + ", ".join(result["missing"])
+                        + "; their status was not written")
+    return result

@@ -181,37 +181,21 @@ missing:
 """
 
 import copy
-import datetime
+from typing import Any, Dict, List, Optional
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
-    connection_secrets,
-    HAS_KUBERNETES,
-    K8S_AUTH_ARG_SPEC,
-    KUBERNETES_IMPORT_ERROR,
-    K8sClient,
-    K8sError,
-)
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import API_VERSION, PINNED_IMAGE_SET_KIND
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8S_AUTH_ARG_SPEC, connection_secrets
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status import (
     DEFAULT_ANNOTATION,
     STATE_DONE,
     STATES,
-    StatusError,
-    image_list_hash,
-    read_status,
-    render_status,
-    set_failures,
-    summarise,
-    update_status,
+    publish_statuses,
 )
 
-# Writes of one node's annotation that may meet a concurrent writer (409) before the task gives up.
-WRITE_ATTEMPTS = 3
 
-
-def _argument_spec():
+def _argument_spec() -> Dict[str, Any]:
     spec = dict(
         nodes=dict(
             type="list",
@@ -241,98 +225,21 @@ def _argument_spec():
     return spec
 
 
-def _annotation_and_version(node, annotation):
-    metadata = node.get("metadata") or {}
-    return (metadata.get("annotations") or {}).get(annotation), metadata.get("resourceVersion")
-
-
-def _write_status(module, client, node, live, annotation, now, generations, result):
-    """(status, changed, (annotation, resourceVersion) now) of one node after writing its annotation; None when the
-    cluster has no such node.
-
-    The merge patch carries the resourceVersion read: when another writer changed the Node meanwhile, the API
-    server answers 409 and the status is computed again from the fresh annotation (at most WRITE_ATTEMPTS times).
-    """
-    name = node["name"]
-    failures = None
-    if node["state"] == STATE_DONE:
-        failures = set_failures(node["sets"], node["images"], node["error"])
-    node_error = node["error"] if node["state"] == STATE_DONE else None
-    for attempt in range(1, WRITE_ATTEMPTS + 1):
-        if live is None:
-            return None
-        value_before, version = live
-        previous, unreadable = read_status(value_before)
-        if unreadable:
-            module.warn(f"node {name}: {unreadable}; its generation counters start again")
-        try:
-            status = update_status(previous, node["sets"], node["state"], now, failures, generations,
-                                   node_error=node_error)
-        except StatusError as exc:
-            module.fail_json(msg=f"node {name}: {exc}", **result)
-        value = render_status(status)
-        changed = value != value_before
-        if not changed or module.check_mode:
-            return status, changed, live
-        try:
-            written = client.annotate("v1", "Node", name, {annotation: value}, resource_version=version)
-            return status, changed, _annotation_and_version(written, annotation)
-        except K8sError as exc:
-            if exc.status != 409:
-                raise
-        fresh = client.get("v1", "Node", name)
-        live = _annotation_and_version(fresh, annotation) if fresh is not None else None
-    module.fail_json(msg=f"node {name}: its status annotation changed {WRITE_ATTEMPTS} times while this task wrote "
-                         "it; is another run writing it too?", **result)
-
-
-def _cluster_generations(module, client):
-    try:
-        items = client.list(API_VERSION, PINNED_IMAGE_SET_KIND)
-    except K8sError as exc:
-        if exc.status == 0:  # no answer: the next call would wait as long again
-            raise
-        module.warn(f"cannot read the cluster's PinnedImageSets, counting generations in the annotation: {exc}")
-        return {}
-    generations = {}
-    for item in items:
-        metadata = item.get("metadata") or {}
-        images = [entry.get("name") for entry in (item.get("spec") or {}).get("pinnedImages") or [] if entry.get("name")]
-        if metadata.get("name") and metadata.get("generation"):
-            generations[metadata["name"]] = (metadata["generation"], image_list_hash(images))
-    return generations
-
-
-def main():
+def main() -> None:
     module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
     module.no_log_values.update(connection_secrets(module.params))
-    params = module.params
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
-    annotation = params["annotation"]
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    result = dict(changed=False, nodes=[], missing=[])
+    warnings: List[str] = []
+    error: Optional[CollectionError] = None
+    result: Dict[str, Any] = {}
     try:
-        with K8sClient.from_params(params, tmpdir=module.tmpdir) as client:
-            generations = _cluster_generations(module, client) if params["cluster_generations"] else {}
-            live = {}
-            for node in client.list("v1", "Node"):
-                live[(node.get("metadata") or {}).get("name")] = _annotation_and_version(node, annotation)
-            for node in params["nodes"]:
-                name = node["name"]
-                written = _write_status(module, client, node, live.get(name), annotation, now, generations, result)
-                if written is None:
-                    result["missing"].append(name)
-                    continue
-                status, changed, live[name] = written
-                result["changed"] |= changed
-                result["nodes"].append(dict(name=name, changed=changed, summary=summarise(status), status=status))
-            for warning in client.warnings:
-                module.warn(f"API server: {warning}")
-    except K8sError as exc:
-        module.fail_json(msg=str(exc), status=exc.status, reason=exc.reason, **result)
-    if result["missing"]:
-        module.warn("the cluster has no node named " + ", ".join(result["missing"]) + "; their status was not written")
+        result = publish_statuses(module.params, module.check_mode, module.tmpdir, warnings)
+    except CollectionError as exc:
+        error = exc
+    # Given on failure too: an unreadable annotation seen before the failure is still worth a warning.
+    for warning in warnings:
+        module.warn(warning)
+    if error is not None:
+        fail_json_from(module, error)
     module.exit_json(**result)
 
 

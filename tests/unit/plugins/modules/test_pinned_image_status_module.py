@@ -96,3 +96,14 @@ def test_an_unreadable_annotation_is_a_warning_not_a_silent_reset(fake_apiserver
                for w in result.get("warnings", []))
     written = json.loads(fake_apiserver.get("Node", "n1")["metadata"]["annotations"][ANNOTATION])
     assert written["pinnedImageSets"] == [{"name": "s", "desiredGeneration": 1, "currentGeneration": 1}]
+
+
+def test_a_failure_keeps_the_result_so_far_and_the_warnings(fake_apiserver, cluster, capsys):
+    fake_apiserver.objects[("Node", "n1")]["metadata"]["annotations"] = {ANNOTATION: "{not json"}
+    fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}})
+    nodes = NODES + [dict(NODES[0], name="n2", sets=[{"name": "s", "images": [IMAGE]}, {"name": "s", "images": []}])]
+    result = run_module(module, dict(cluster, nodes=nodes), capsys)
+    assert result["rc"] == 1
+    assert result["msg"] == "node n2: set 's' is listed twice" and result["problems"] == [result["msg"]]
+    assert [node["name"] for node in result["nodes"]] == ["n1"] and result["changed"] is True
+    assert any("node n1: the status annotation is not JSON" in str(w) for w in result.get("warnings", []))
