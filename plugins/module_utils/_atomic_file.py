@@ -38,7 +38,12 @@ import os
 import re
 import stat
 
+from typing import Any, Callable, Dict, List, Optional, Pattern, Tuple, Union
+
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
+
+# A path as os.fspath takes it.
+StrPath = Union[str, "os.PathLike[str]"]
 
 DEFAULT_MODE = 0o644
 _TEMP_SUFFIX = ".tmp"
@@ -47,12 +52,12 @@ _TEMP_SUFFIX = ".tmp"
 class AtomicFileError(CollectionError):
     """A file could not be written or removed; the message names the path and the cause, ``errno`` the OS error."""
 
-    def __init__(self, err: int | None, message: str) -> None:
+    def __init__(self, err: Optional[int], message: str) -> None:
         super().__init__(message)
         self.errno = err
 
 
-def read_bytes(path, limit: int | None = None):
+def read_bytes(path: StrPath, limit: Optional[int] = None) -> Optional[bytes]:
     """The file's bytes, or None when it does not exist; with ``limit``, at most ``limit + 1`` of them (enough to
     tell that the file is bigger)."""
     try:
@@ -68,12 +73,12 @@ def read_bytes(path, limit: int | None = None):
 _MIN_COMPARED = 1024 * 1024
 
 
-def compare_limit(new_content) -> int:
+def compare_limit(new_content: Union[str, bytes]) -> int:
     """How much of an old file is read to compare it with ``new_content``: more cannot be the same."""
     return max(_MIN_COMPARED, 4 * len(new_content))
 
 
-def _read_bounded(path, limit: int):
+def _read_bounded(path: str, limit: int) -> Tuple[Optional[bytes], int]:
     """(bytes or None when absent, the file's size when it is larger than ``limit`` else 0)."""
     try:
         with open(path, "rb") as handle:
@@ -87,7 +92,7 @@ def _read_bounded(path, limit: int):
         raise AtomicFileError(exc.errno, f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def file_sha256(path) -> str:
+def file_sha256(path: StrPath) -> str:
     """The hex sha256 of the file at ``path``, read in blocks (wheels and unpacked libraries are megabytes)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -96,7 +101,7 @@ def file_sha256(path) -> str:
     return digest.hexdigest()
 
 
-def _text(data) -> str:
+def _text(data: Optional[bytes]) -> str:
     if data is None:
         return ""
     try:
@@ -105,7 +110,7 @@ def _text(data) -> str:
         return data.decode("utf-8", errors="replace")
 
 
-def _diff(path, before, after) -> dict:
+def _diff(path: str, before: Optional[bytes], after: Optional[bytes]) -> Dict[str, str]:
     return {
         "before": _text(before),
         "after": _text(after),
@@ -114,7 +119,7 @@ def _diff(path, before, after) -> dict:
     }
 
 
-def _temp_re(base: str):
+def _temp_re(base: str) -> Pattern[str]:
     return re.compile(r"\." + re.escape(base) + r"\.(\d+)\.[0-9a-f]{16}" + re.escape(_TEMP_SUFFIX))
 
 
@@ -130,11 +135,11 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def cleanup_stale_temps(path, tmp_dir=None) -> list:
+def cleanup_stale_temps(path: StrPath, tmp_dir: Optional[str] = None) -> List[str]:
     """Remove temporaries for ``path`` left by writers that are no longer running."""
     directory = tmp_dir or os.path.dirname(os.path.abspath(path))
     pattern = _temp_re(os.path.basename(path))
-    removed: list = []
+    removed: List[str] = []
     try:
         names = os.listdir(directory)
     except OSError:
@@ -171,8 +176,9 @@ def _same_device(first: str, second: str) -> bool:
         return False
 
 
-def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = False, same=None, tmp_dir=None,
-                 _before_replace=None) -> dict:
+def atomic_write(path: StrPath, content: Union[str, bytes], mode: int = DEFAULT_MODE, check_mode: bool = False,
+                 same: Optional[Callable[[bytes, bytes], bool]] = None, tmp_dir: Optional[str] = None,
+                 _before_replace: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Replace ``path`` with ``content`` atomically; see the module docstring."""
     path = os.fspath(path)
     data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
@@ -192,7 +198,7 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
         diff["after_header"] = f"{path} (mode {mode:04o})"
         return {"changed": True, "created": False, "content_changed": False, "diff": diff}
 
-    result: dict = {"changed": True, "created": before is None, "content_changed": True, "diff": _diff(path, before, data)}
+    result: Dict[str, Any] = {"changed": True, "created": before is None, "content_changed": True, "diff": _diff(path, before, data)}
     if oversize:
         result["diff"]["before"] = f"({oversize} bytes, far more than the new content: not shown)\n"
     if check_mode:
@@ -250,7 +256,7 @@ def atomic_write(path, content, mode: int = DEFAULT_MODE, check_mode: bool = Fal
     return result
 
 
-def remove_file(path, check_mode: bool = False) -> dict:
+def remove_file(path: StrPath, check_mode: bool = False) -> Dict[str, Any]:
     """Remove ``path`` and the leftovers of dead writers for it; a missing file is no change."""
     path = os.fspath(path)
     if not check_mode:
@@ -259,7 +265,7 @@ def remove_file(path, check_mode: bool = False) -> dict:
     before = read_bytes(path)
     if before is None:
         return {"changed": False, "diff": _diff(path, None, None)}
-    result = {"changed": True, "diff": _diff(path, before, None)}
+    result: Dict[str, Any] = {"changed": True, "diff": _diff(path, before, None)}
     if check_mode:
         return result
     try:

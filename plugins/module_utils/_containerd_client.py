@@ -22,7 +22,7 @@ Public API
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from ansible_collections.pinned.images.plugins.module_utils._containerd_proto import containerd_images_pb2 as cpb
 from ansible_collections.pinned.images.plugins.module_utils._containerd_proto import containerd_images_pb2_grpc as cpb_grpc
@@ -33,7 +33,8 @@ CRI_NAMESPACE = "k8s.io"
 NAMESPACE_HEADER = "containerd-namespace"
 
 
-def _record(image) -> dict:
+def _record(image: Any) -> Dict[str, Any]:
+    """A containerd ``Image`` message as ``{name, labels, target: {media_type, digest, size}}``."""
     target = image.target
     return dict(
         name=image.name,
@@ -45,33 +46,34 @@ def _record(image) -> dict:
 class ContainerdClient(CriClient):
     """CRI plus containerd's images API on one connection."""
 
-    def __init__(self, socket: str | None = None, connect_timeout: float = 5.0, timeout: float = 60.0,
-                 namespace: str = CRI_NAMESPACE):
+    def __init__(self, socket: Optional[str] = None, connect_timeout: float = 5.0, timeout: float = 60.0,
+                 namespace: str = CRI_NAMESPACE) -> None:
         super().__init__(socket, connect_timeout, timeout)
         self.namespace = namespace
         self._records: Any = None
 
     @classmethod
-    def from_params(cls, params: dict) -> ContainerdClient:
+    def from_params(cls, params: Mapping[str, Any]) -> ContainerdClient:
+        """A client on the socket and timeouts of the module parameters."""
         return cls(params.get("cri_socket"), params["cri_connect_timeout"], params["cri_timeout"],
                    params.get("containerd_namespace") or CRI_NAMESPACE)
 
-    def _bind(self, channel) -> None:
+    def _bind(self, channel: Any) -> None:
         super()._bind(channel)
         self._records = cpb_grpc.ImagesStub(channel)
 
-    def _images_call(self, what: str, name: str, request):
+    def _images_call(self, what: str, name: str, request: Any) -> Any:
         self.connect()
         method = getattr(self._records, name)
         return self._call(what, lambda req, timeout: method(
             req, timeout=timeout, metadata=((NAMESPACE_HEADER, self.namespace),)), request)
 
-    def list_records(self, filters=()) -> list:
+    def list_records(self, filters: Iterable[str] = ()) -> List[Dict[str, Any]]:
         """Every image record of the namespace (``filters`` in containerd's syntax, any of them matching)."""
         response = self._images_call("containerd images List", "List", cpb.ListImagesRequest(filters=list(filters)))
         return [_record(image) for image in response.images]
 
-    def get_record(self, name: str) -> dict | None:
+    def get_record(self, name: str) -> Optional[Dict[str, Any]]:
         """The record called ``name``, or None when there is none."""
         try:
             response = self._images_call(f"containerd images Get {name}", "Get", cpb.GetImageRequest(name=name))
@@ -81,7 +83,8 @@ class ContainerdClient(CriClient):
             raise
         return _record(response.image)
 
-    def update_labels(self, record: dict, labels: dict, keys) -> dict:
+    def update_labels(self, record: Mapping[str, Any], labels: Mapping[str, str],
+                      keys: Iterable[str]) -> Dict[str, Any]:
         """Set ``keys`` on ``record`` (as listed) to their values in ``labels``; keys ``labels`` lacks are deleted."""
         name = record["name"]
         request = cpb.UpdateImageRequest(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import socket as _socket
 import stat
-from typing import Any
+from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, Union, cast
 
 # First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import HAS_NODE_DEPS as HAS_GRPC
@@ -148,8 +148,30 @@ def describe_listener(path: str, timeout: float = _PROBE_SECONDS) -> str:
     return f"something there answered {shown!r}, which is not gRPC (HTTP/2): {not_cri}"
 
 
-def _image_to_dict(image) -> dict:
-    return dict(
+class RuntimeVersion(TypedDict):
+    runtime_name: str
+    runtime_version: str
+    runtime_api_version: str
+
+
+class CriImage(TypedDict):
+    """An image as the runtime lists it."""
+
+    id: str
+    repo_tags: List[str]
+    repo_digests: List[str]
+    size: int
+    pinned: bool
+
+
+class ImageFsUsage(TypedDict):
+    mountpoint: str
+    used_bytes: int
+    inodes_used: int
+
+
+def _image_to_dict(image: Any) -> CriImage:
+    return CriImage(
         id=image.id,
         repo_tags=list(image.repo_tags),
         repo_digests=list(image.repo_digests),
@@ -161,7 +183,7 @@ def _image_to_dict(image) -> dict:
 class CriClient:
     """Connects lazily; usable from several threads at once (a gRPC channel is thread-safe)."""
 
-    def __init__(self, socket: str | None = None, connect_timeout: float = 5.0, timeout: float = 60.0):
+    def __init__(self, socket: Optional[str] = None, connect_timeout: float = 5.0, timeout: float = 60.0) -> None:
         self.target, self.socket_path = resolve_endpoint(socket)
         self.connect_timeout = connect_timeout
         self.timeout = timeout
@@ -170,14 +192,17 @@ class CriClient:
         self._runtime: Any = None
 
     @classmethod
-    def from_params(cls, params: dict) -> CriClient:
+    def from_params(cls, params: Mapping[str, Any]) -> CriClient:
+        """A client on the socket and timeouts of the module parameters."""
         return cls(params.get("cri_socket"), params["cri_connect_timeout"], params["cri_timeout"])
 
     @property
     def endpoint(self) -> str:
+        """The socket path, or the gRPC target when it is not a unix socket."""
         return self.socket_path or self.target
 
     def connect(self) -> CriClient:
+        """Open the channel once and prove it with a Version call; CriError (UNAVAILABLE) when nothing answers."""
         if self._channel is not None:
             return self
         if self.socket_path:
@@ -216,12 +241,13 @@ class CriClient:
             UNAVAILABLE,
         )
 
-    def _bind(self, channel) -> None:
+    def _bind(self, channel: Any) -> None:
         """Create the stubs on the channel; subclasses add the services of their runtime."""
         self._images = pb_grpc.ImageServiceStub(channel)
         self._runtime = pb_grpc.RuntimeServiceStub(channel)
 
     def close(self) -> None:
+        """Close the channel; the next call connects again."""
         if self._channel is not None:
             self._channel.close()
             self._channel = None
@@ -229,19 +255,20 @@ class CriClient:
     def __enter__(self) -> CriClient:
         return self.connect()
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _call(self, what: str, method, request, timeout=_CALL_TIMEOUT):
+    def _call(self, what: str, method: Callable[..., Any], request: Any,
+              timeout: Union[float, None, object] = _CALL_TIMEOUT) -> Any:
         """``timeout``: seconds, None for no deadline, default ``self.timeout``."""
-        deadline = self.timeout if timeout is _CALL_TIMEOUT else timeout
+        deadline = self.timeout if timeout is _CALL_TIMEOUT else cast(Optional[float], timeout)
         self.connect()
         try:
             return method(request, timeout=deadline)
         except grpc.RpcError as err:
             raise self._translate(what, err, deadline) from None
 
-    def _translate(self, what: str, err, deadline: float | None) -> CriError:
+    def _translate(self, what: str, err: Any, deadline: Optional[float]) -> CriError:
         code = err.code()
         details = err.details() or str(code)
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -258,38 +285,44 @@ class CriClient:
             return CriError(f"{what}: the runtime at {self.endpoint} does not implement CRI runtime.v1: {details}", INVALID)
         return CriError(f"{what}: {details}", classify_message(details))
 
-    def version(self) -> dict:
+    def version(self) -> RuntimeVersion:
+        """The runtime's name and versions."""
         response = self._call("Version", self._runtime_stub().Version, pb.VersionRequest(version=CRI_API_VERSION))
-        return dict(
+        return RuntimeVersion(
             runtime_name=response.runtime_name,
             runtime_version=response.runtime_version,
             runtime_api_version=response.runtime_api_version,
         )
 
-    def list_images(self) -> list[dict]:
+    def list_images(self) -> List[CriImage]:
+        """Every image the runtime has."""
         response = self._call("ListImages", self._image_stub().ListImages, pb.ListImagesRequest())
         return [_image_to_dict(image) for image in response.images]
 
-    def image_status(self, image: str) -> dict | None:
+    def image_status(self, image: str) -> Optional[CriImage]:
+        """The image, or None when the runtime does not have it."""
         response = self._call(
             f"ImageStatus {image}", self._image_stub().ImageStatus, pb.ImageStatusRequest(image=pb.ImageSpec(image=image))
         )
         return _image_to_dict(response.image) if response.HasField("image") and response.image.id else None
 
-    def pull_image(self, image: str, auth: dict | None = None, timeout: float | None = None) -> str:
+    def pull_image(self, image: str, auth: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None) -> str:
         """Pull ``image``; ``timeout`` None means no deadline (big images take as long as they take)."""
         request = pb.PullImageRequest(image=pb.ImageSpec(image=image))
         if auth:
             request.auth.CopyFrom(pb.AuthConfig(**auth))
-        return self._call(f"PullImage {image}", self._image_stub().PullImage, request, timeout).image_ref
+        reply = self._call(f"PullImage {image}", self._image_stub().PullImage, request, timeout)
+        return str(reply.image_ref)
 
     def remove_image(self, image: str) -> None:
+        """Remove the image from the runtime."""
         self._call(f"RemoveImage {image}", self._image_stub().RemoveImage, pb.RemoveImageRequest(image=pb.ImageSpec(image=image)))
 
-    def image_fs_info(self) -> list[dict]:
+    def image_fs_info(self) -> List[ImageFsUsage]:
+        """The image filesystems and what images use on them."""
         response = self._call("ImageFsInfo", self._image_stub().ImageFsInfo, pb.ImageFsInfoRequest())
         return [
-            dict(
+            ImageFsUsage(
                 mountpoint=usage.fs_id.mountpoint,
                 used_bytes=usage.used_bytes.value,
                 inodes_used=usage.inodes_used.value,
@@ -297,10 +330,10 @@ class CriClient:
             for usage in response.image_filesystems
         ]
 
-    def _image_stub(self):
+    def _image_stub(self) -> Any:
         self.connect()
         return self._images
 
-    def _runtime_stub(self):
+    def _runtime_stub(self) -> Any:
         self.connect()
         return self._runtime

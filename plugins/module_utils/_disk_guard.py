@@ -17,7 +17,7 @@ import math
 import os
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Any, Iterable, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Tuple, TypedDict, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 
@@ -83,13 +83,35 @@ def human_size(size: int) -> str:
     raise AssertionError("unreachable")
 
 
-def filesystem_stats(path: str) -> tuple:
+def filesystem_stats(path: str) -> Tuple[int, int]:
     """``(total, free)`` bytes of the filesystem holding ``path``; free is what unprivileged writers get."""
     stats = os.statvfs(path)
     return stats.f_blocks * stats.f_frsize, stats.f_bavail * stats.f_frsize
 
 
-def estimate(manifests: Iterable[Tuple[str, Any]], expansion_factor: float = DEFAULT_EXPANSION_FACTOR) -> dict:
+class ImageEstimate(TypedDict):
+    """One image of an Estimate."""
+
+    image: str
+    layers: int
+    compressed_bytes: int
+    new_bytes: int
+    required_bytes: int
+
+
+class Estimate(TypedDict):
+    """What ``estimate`` gives: the set's totals and ``per_image``."""
+
+    images: int
+    layers: int
+    compressed_bytes: int
+    expansion_factor: float
+    required_bytes: int
+    per_image: List[ImageEstimate]
+
+
+def estimate(manifests: Union[Mapping[Any, Any], Iterable[Tuple[Any, Any]]],
+             expansion_factor: float = DEFAULT_EXPANSION_FACTOR) -> Estimate:
     """Bytes needed to pull ``manifests``: {image: ManifestInfo} or [(image, ManifestInfo)].
 
     Each layer digest counts once across the set. ``per_image`` gives each image's own compressed size and the
@@ -99,10 +121,10 @@ def estimate(manifests: Iterable[Tuple[str, Any]], expansion_factor: float = DEF
             not math.isfinite(expansion_factor) or expansion_factor <= 0:
         raise DiskGuardError(f"expansion_factor {_describe(expansion_factor)} must be a finite number above 0")
     items = manifests.items() if isinstance(manifests, dict) else manifests
-    seen = {}
-    per_image = []
+    seen: Dict[str, int] = {}
+    per_image: List[ImageEstimate] = []
     for image, info in items:
-        own: dict = {}
+        own: Dict[str, int] = {}
         for digest, size in info.layers:
             own.setdefault(digest, size)
         new = {d: s for d, s in own.items() if d not in seen}
@@ -125,14 +147,14 @@ def estimate(manifests: Iterable[Tuple[str, Any]], expansion_factor: float = DEF
     }
 
 
-def _largest(estimated: dict) -> list:
+def _largest(estimated: Mapping[str, Any]) -> List[Dict[str, Any]]:
     ranked = sorted(estimated.get("per_image", []), key=lambda i: (-i["required_bytes"], i["image"]))
     return [{"image": i["image"], "required_bytes": i["required_bytes"], "required": human_size(i["required_bytes"])}
             for i in ranked[:LARGEST_SHOWN]]
 
 
-def check(estimated: dict, total: int, free: int, min_free: Union[str, int] = DEFAULT_MIN_FREE,
-          mode: str = "estimate") -> dict:
+def check(estimated: Mapping[str, Any], total: int, free: int, min_free: Union[str, int] = DEFAULT_MIN_FREE,
+          mode: str = "estimate") -> Dict[str, Any]:
     """Decide whether the pull fits. ``min_free`` is bytes or a size string (``16Gi``, ``10%`` of ``total``).
 
     ``estimate``: fail when free - reserve < required; ``free_only``: fail when free < reserve; ``off``: never.
@@ -142,7 +164,7 @@ def check(estimated: dict, total: int, free: int, min_free: Union[str, int] = DE
         raise DiskGuardError(f"disk guard mode {_describe(mode)} is not one of {', '.join(MODES)}")
     reserve = parse_size(min_free, total)
     required = estimated.get("required_bytes", 0) if mode == "estimate" else 0
-    result = {
+    result: Dict[str, Any] = {
         "mode": mode,
         "ok": True,
         "required_bytes": required,

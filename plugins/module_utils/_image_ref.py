@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, List, Set
 
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 
@@ -157,9 +157,9 @@ def go_trim_space(text: str) -> str:
     return text.strip(GO_SPACE)
 
 
-def unique_sorted_images(names: Iterable[object]) -> list:
+def unique_sorted_images(names: Iterable[object]) -> List[str]:
     """Blank names dropped, de-duplicated, sorted: the list the MCO writes (``uniqueSortedImageNames``)."""
-    unique = set()
+    unique: Set[str] = set()
     for name in names:
         if isinstance(name, str) and go_trim_space(name):
             unique.add(name)

@@ -32,7 +32,7 @@ import tempfile
 import time
 import weakref
 from urllib.parse import unquote
-from typing import Any
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar, Union, cast
 
 from ansible.module_utils.basic import env_fallback
 
@@ -53,6 +53,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without the libr
 else:
     HAS_KUBERNETES = True
     KUBERNETES_IMPORT_ERROR = None
+
+# A Kubernetes API object (or a part of one) as JSON.
+KubeObject = Dict[str, Any]
+# A label selector given as text (``a=b,c``) or as {key: value or None}.
+LabelSelector = Union[str, Mapping[str, Optional[str]], None]
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 DEFAULT_FIELD_MANAGER = "pinned-images"
 DEFAULT_TIMEOUT = 30
@@ -104,26 +110,27 @@ class K8sError(CollectionError):
     (``Forbidden``, ``Conflict``, ``NotFound``, ``Invalid``, ...) and ``causes`` the ``Status.details.causes`` list.
     """
 
-    def __init__(self, message: str, status: int = 0, reason: str | None = None, causes: list | None = None) -> None:
+    def __init__(self, message: str, status: int = 0, reason: Optional[str] = None,
+                 causes: Optional[List[Dict[str, Any]]] = None) -> None:
         super().__init__(message, details={"status": status, "reason": reason})
         self.status = status
         self.reason = reason
         self.causes = list(causes or [])
 
 
-def _require_kubernetes():
+def _require_kubernetes() -> None:
     if not HAS_KUBERNETES:
         raise K8sError(f"the Python library 'kubernetes' is required: {KUBERNETES_IMPORT_ERROR}")
 
 
-def _safe_url(url):
+def _safe_url(url: object) -> str:
     """The URL (or any text) without the user info of URLs (``https://user:pass@host`` -> ``https://host``)."""
     return _USERINFO_RE.sub("", str(url or ""))
 
 
-def _url_secrets(url):
+def _url_secrets(url: object) -> Set[str]:
     """The user info of a URL and its password, raw and percent-decoded (empty for a URL without them)."""
-    found: set = set()
+    found: Set[str] = set()
     for match in _USERINFO_RE.finditer(str(url or "")):
         userinfo = match.group(0)[:-1]
         password = userinfo.partition(":")[2]
@@ -133,9 +140,9 @@ def _url_secrets(url):
     return found
 
 
-def _kubeconfig_secrets(data):
+def _kubeconfig_secrets(data: object) -> Set[str]:
     """String values of a kubeconfig dict under credential keys (tokens, passwords, private keys)."""
-    found = set()
+    found: Set[str] = set()
     if isinstance(data, dict):
         for key, value in data.items():
             if key in _KUBECONFIG_SECRET_KEYS and isinstance(value, str):
@@ -149,21 +156,21 @@ def _kubeconfig_secrets(data):
     return found
 
 
-def connection_secrets(params) -> set:
+def connection_secrets(params: Mapping[str, Any]) -> Set[str]:
     """Credentials inside the connection options (a dict kubeconfig, a proxy URL's password), for no_log_values."""
     return _kubeconfig_secrets(params.get("kubeconfig")) | _url_secrets(params.get("proxy"))
 
 
-def _scrub_text(text, secrets):
+def _scrub_text(text: object, secrets: Iterable[str]) -> str:
     """``text`` without URL user info and without any of ``secrets`` (those of at least _MIN_SECRET_LENGTH)."""
     return redact(_safe_url(text), secrets, _MIN_SECRET_LENGTH)
 
 
-def _group_of(api_version):
+def _group_of(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
-def selector_string(label_selector):
+def selector_string(label_selector: LabelSelector) -> Optional[str]:
     """A label selector as the API expects it: ``{"a": "b", "c": None}`` -> ``a=b,c``; strings pass through."""
     if label_selector is None:
         return None
@@ -181,25 +188,25 @@ def selector_string(label_selector):
 SERVER_METADATA_FIELDS = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
 
 
-def clean_object(obj, drop_status=False):
+def clean_object(obj: Optional[Mapping[str, Any]], drop_status: bool = False) -> Optional[KubeObject]:
     """A copy without the fields the server maintains (managedFields, resourceVersion, uid, ...), for diffs/results."""
     if obj is None:
         return None
-    obj = copy.deepcopy(obj)
-    metadata = obj.get("metadata")
+    cleaned = copy.deepcopy(dict(obj))
+    metadata = cleaned.get("metadata")
     if isinstance(metadata, dict):
         for key in SERVER_METADATA_FIELDS:
             metadata.pop(key, None)
     if drop_status:
-        obj.pop("status", None)
-    return obj
+        cleaned.pop("status", None)
+    return cleaned
 
 
-def _parse_warnings(headers):
+def _parse_warnings(headers: Any) -> List[str]:
     """``Warning: 299 - "text"`` response headers -> ["text", ...]."""
     if not headers:
         return []
-    values = []
+    values: List[str] = []
     getlist = getattr(headers, "getlist", None) or getattr(headers, "get_all", None)
     if getlist is not None:
         values = list(getlist("Warning") or [])
@@ -218,11 +225,11 @@ class _DeadlinePassed(Exception):
     """The time of the current call ran out before (another attempt of) a request could start."""
 
 
-def _within_timeout(method):
+def _within_timeout(method: _F) -> _F:
     """Give one public call (discovery, retries and every request it makes) ``timeout`` seconds in all."""
 
     @functools.wraps(method)
-    def bounded(self, *args, **kwargs):
+    def bounded(self: K8sClient, *args: Any, **kwargs: Any) -> Any:
         if self._deadline is not None:  # a call inside another one shares its deadline
             return method(self, *args, **kwargs)
         self._deadline = time.monotonic() + self.timeout
@@ -233,17 +240,17 @@ def _within_timeout(method):
         finally:
             self._deadline = None
 
-    return bounded
+    return cast(_F, bounded)
 
 
-def _is_timeout(exc) -> bool:
+def _is_timeout(exc: Optional[BaseException]) -> bool:
     if isinstance(exc, urllib3.exceptions.MaxRetryError):
         exc = exc.reason
     # NewConnectionError derives from ConnectTimeoutError, but means "refused" or "unreachable".
     return isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(exc, urllib3.exceptions.NewConnectionError)
 
 
-def _is_retryable(exc, method: str) -> bool:
+def _is_retryable(exc: Optional[BaseException], method: str) -> bool:
     """Refused connections never reached the server; a dropped one is retried for the idempotent verbs used here."""
     if isinstance(exc, urllib3.exceptions.MaxRetryError):
         exc = exc.reason
@@ -252,7 +259,7 @@ def _is_retryable(exc, method: str) -> bool:
     return isinstance(exc, urllib3.exceptions.ProtocolError) and method.upper() in ("GET", "PATCH")
 
 
-def check_timeout(value) -> float:
+def check_timeout(value: Any) -> float:
     """``value`` as a timeout in seconds; K8sError unless it is a positive number."""
     try:
         timeout = float(value)
@@ -270,27 +277,29 @@ class K8sClient:
     and up to :data:`MAX_ATTEMPTS` attempts share that time; a server that does not answer gives K8sError status 0.
     """
 
-    def __init__(self, configuration, secrets=(), tmpdir=None, timeout=DEFAULT_TIMEOUT, remove_tmpdir=False):
+    def __init__(self, configuration: Any, secrets: Iterable[str] = (), tmpdir: Optional[str] = None,
+                 timeout: float = DEFAULT_TIMEOUT, remove_tmpdir: bool = False) -> None:
         _require_kubernetes()
         self.configuration = configuration
         # urllib3 would retry 3 more times with the full timeout each; the attempts are counted here instead.
         self.configuration.retries = 0
         self.timeout = check_timeout(timeout)
-        self._deadline = None
-        self.warnings = []
+        self._deadline: Optional[float] = None
+        self.warnings: List[str] = []
         self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
         # A directory made here, or handed over by from_params, is removed on close().
         remove_tmpdir = remove_tmpdir or tmpdir is None
         self._tmpdir = tmpdir if tmpdir is not None else tempfile.mkdtemp(prefix="pinned-images-k8s-")
         self._finalizer = weakref.finalize(self, shutil.rmtree, self._tmpdir, True) if remove_tmpdir else None
-        self._api_client = None
-        self._dynamic = None
-        self._resources = {}
+        self._api_client: Any = None
+        self._dynamic: Any = None
+        self._resources: Dict[Tuple[str, str], Any] = {}
 
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def from_params(cls, params, tmpdir=None, timeout=None):
+    def from_params(cls, params: Optional[Mapping[str, Any]], tmpdir: Optional[str] = None,
+                    timeout: Optional[float] = None) -> K8sClient:
         """Build a client from module parameters named as in :data:`K8S_AUTH_ARG_SPEC`.
 
         ``tmpdir`` receives the discovery cache and certificate files the kubeconfig loader writes; give the module's
@@ -302,7 +311,7 @@ class K8sClient:
         if timeout is None:
             timeout = params.get("request_timeout")
         timeout = check_timeout(DEFAULT_TIMEOUT if timeout is None else timeout)
-        own_tmp = None
+        own_tmp: Optional[str] = None
         if tmpdir is None:
             own_tmp = tempfile.mkdtemp(prefix="pinned-images-k8s-")
             tmpdir = own_tmp
@@ -314,7 +323,8 @@ class K8sClient:
             raise
         return cls(configuration, secrets=secrets, tmpdir=tmpdir, timeout=timeout, remove_tmpdir=own_tmp is not None)
 
-    def close(self):
+    def close(self) -> None:
+        """Close the connections and remove the temporary directory this client made."""
         if self._api_client is not None:
             try:
                 self._api_client.close()
@@ -325,20 +335,20 @@ class K8sClient:
         if self._finalizer is not None:
             self._finalizer()
 
-    def __enter__(self):
+    def __enter__(self) -> K8sClient:
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     @property
-    def host(self):
+    def host(self) -> str:
         """The API server URL without credentials."""
         return _safe_url(self.configuration.host)
 
     # ------------------------------------------------------------------ plumbing
 
-    def _scrub(self, text):
+    def _scrub(self, text: object) -> str:
         secrets = set(self._secrets)
         for value in (getattr(self.configuration, "api_key", None) or {}).values():
             if value:
@@ -347,7 +357,7 @@ class K8sClient:
             secrets |= _url_secrets(url)
         return _scrub_text(str(text), secrets)
 
-    def _timeout_error(self):
+    def _timeout_error(self) -> K8sError:
         return K8sError(
             f"the Kubernetes API server at {self.host} did not answer within {self.timeout:g} s (request_timeout)",
             status=0,
@@ -359,12 +369,12 @@ class K8sClient:
             return self.timeout
         return self._deadline - time.monotonic()
 
-    def _bound_requests(self, api_client):
+    def _bound_requests(self, api_client: Any) -> None:
         """Make every request of ``api_client`` (discovery too) use what is left of the call's time."""
         rest_client = api_client.rest_client
         send = rest_client.request
 
-        def request(method, url, *args, **kwargs):
+        def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
             attempt = 1
             while True:
                 remaining = self._remaining()
@@ -384,7 +394,7 @@ class K8sClient:
 
         rest_client.request = request
 
-    def _connection_error(self, exc):
+    def _connection_error(self, exc: BaseException) -> K8sError:
         if _is_timeout(exc):
             return self._timeout_error()
         reason = getattr(exc, "reason", None) or exc
@@ -402,7 +412,7 @@ class K8sClient:
             what = text
         return K8sError(self._scrub(f"cannot reach the Kubernetes API server at {self.host}: {what}"), status=0)
 
-    def _dyn(self):
+    def _dyn(self) -> Any:
         if self._dynamic is None:
             self._api_client = k8s_client_mod.ApiClient(self.configuration)
             self._bound_requests(self._api_client)
@@ -417,7 +427,7 @@ class K8sClient:
                 raise self._connection_error(exc)
         return self._dynamic
 
-    def _resource(self, api_version, kind):
+    def _resource(self, api_version: str, kind: str) -> Any:
         key = (api_version, kind)
         if key in self._resources:
             return self._resources[key]
@@ -440,13 +450,14 @@ class K8sClient:
         return resource
 
     @staticmethod
-    def _resource_label(resource):
-        return f"{resource.name}.{resource.group}" if resource.group else resource.name
+    def _resource_label(resource: Any) -> str:
+        return f"{resource.name}.{resource.group}" if resource.group else str(resource.name)
 
-    def _api_error(self, exc, verb, what, resource=None, rbac_verb=None):
+    def _api_error(self, exc: BaseException, verb: str, what: str, resource: Any = None,
+                   rbac_verb: Optional[str] = None) -> K8sError:
         status = getattr(exc, "status", 0) or 0
         body = getattr(exc, "body", None)
-        status_obj = {}
+        status_obj: Any = {}
         if body:
             try:
                 status_obj = json.loads(body if isinstance(body, str) else body.decode("utf-8", "replace"))
@@ -496,7 +507,9 @@ class K8sClient:
             message = f"cannot {verb} {what} on {self.host}: HTTP {status} {reason or ''}: {server_message}".rstrip(": ")
         return K8sError(self._scrub(message), status=status, reason=reason, causes=causes)
 
-    def _request(self, verb, what, method, resource, name=None, namespace=None, body=None, rbac_verb=None, **params):
+    def _request(self, verb: str, what: str, method: str, resource: Any, name: Optional[str] = None,
+                 namespace: Optional[str] = None, body: Any = None, rbac_verb: Optional[str] = None,
+                 **params: Any) -> KubeObject:
         dyn = self._dyn()
         path = resource.path(name=name, namespace=namespace)
         try:
@@ -513,18 +526,19 @@ class K8sClient:
         if isinstance(data, bytes):
             data = data.decode("utf-8")
         try:
-            return json.loads(data) if data else {}
+            answer: KubeObject = json.loads(data) if data else {}
+            return answer
         except ValueError:
             raise K8sError(self._scrub(f"the API server at {self.host} answered {verb} {what} with a non-JSON body"))
 
     @staticmethod
-    def _what(kind, name=None, namespace=None):
+    def _what(kind: str, name: Optional[str] = None, namespace: Optional[str] = None) -> str:
         text = f"{kind}/{name}" if name else kind
         if namespace:
             text += f" in namespace {namespace}"
         return text
 
-    def _namespace_for(self, resource, namespace, kind):
+    def _namespace_for(self, resource: Any, namespace: Optional[str], kind: str) -> Optional[str]:
         if resource.namespaced:
             if not namespace:
                 raise K8sError(f"{kind} is namespaced: a namespace is required", status=400)
@@ -534,13 +548,14 @@ class K8sClient:
     # ------------------------------------------------------------------ verbs
 
     @_within_timeout
-    def server_version(self):
+    def server_version(self) -> Dict[str, Any]:
         """The ``/version`` answer (``gitVersion``, ``major``, ``minor``, ...)."""
         version = self._dyn().version or {}
         return dict(version.get("kubernetes") or {})
 
     @_within_timeout
-    def apply(self, obj, field_manager=DEFAULT_FIELD_MANAGER, force_conflicts=False, dry_run=False):
+    def apply(self, obj: KubeObject, field_manager: str = DEFAULT_FIELD_MANAGER, force_conflicts: bool = False,
+              dry_run: bool = False) -> KubeObject:
         """Server-side apply ``obj`` (create or update); return the object the server stored (or would store)."""
         if not isinstance(obj, dict):
             raise K8sError("apply needs the object as a dict", status=400)
@@ -570,7 +585,7 @@ class K8sClient:
         )
 
     @_within_timeout
-    def get(self, api_version, kind, name, namespace=None):
+    def get(self, api_version: str, kind: str, name: str, namespace: Optional[str] = None) -> Optional[KubeObject]:
         """The object, or None when it does not exist."""
         resource = self._resource(api_version, kind)
         namespace = self._namespace_for(resource, namespace, kind)
@@ -582,18 +597,19 @@ class K8sClient:
             raise
 
     @_within_timeout
-    def list(self, api_version, kind, label_selector=None, namespace=None):
+    def list(self, api_version: str, kind: str, label_selector: LabelSelector = None,
+             namespace: Optional[str] = None) -> List[KubeObject]:
         """Every object of ``kind`` (in ``namespace`` when given), optionally filtered by a label selector."""
         resource = self._resource(api_version, kind)
         if not resource.namespaced:
             namespace = None
-        params = {}
+        params: Dict[str, str] = {}
         selector = selector_string(label_selector)
         if selector:
             params["label_selector"] = selector
         what = self._what(kind + " objects", None, namespace)
         answer = self._request("list", what, "get", resource, None, namespace, rbac_verb="list", **params)
-        items = []
+        items: List[KubeObject] = []
         for item in answer.get("items") or []:
             item = dict(item)
             # Built-in list responses leave apiVersion and kind out of their items.
@@ -603,7 +619,8 @@ class K8sClient:
         return items
 
     @_within_timeout
-    def delete(self, api_version, kind, name, namespace=None, dry_run=False):
+    def delete(self, api_version: str, kind: str, name: str, namespace: Optional[str] = None,
+               dry_run: bool = False) -> bool:
         """Delete the object; False when it was already absent."""
         resource = self._resource(api_version, kind)
         namespace = self._namespace_for(resource, namespace, kind)
@@ -617,7 +634,8 @@ class K8sClient:
         return True
 
     @_within_timeout
-    def patch_merge(self, api_version, kind, name, patch, namespace=None, dry_run=False, field_manager=DEFAULT_FIELD_MANAGER):
+    def patch_merge(self, api_version: str, kind: str, name: str, patch: KubeObject, namespace: Optional[str] = None,
+                    dry_run: bool = False, field_manager: str = DEFAULT_FIELD_MANAGER) -> KubeObject:
         """JSON merge patch (RFC 7386; ``None`` removes a key), e.g. ``{"metadata": {"annotations": {...}}}``."""
         if not isinstance(patch, dict):
             raise K8sError("patch_merge needs the patch as a dict", status=400)
@@ -628,14 +646,15 @@ class K8sClient:
             params["dry_run"] = "All"
         return self._request("patch", self._what(kind, name, namespace), "patch", resource, name, namespace, body=patch, **params)
 
-    def annotate(self, api_version, kind, name, annotations, namespace=None, dry_run=False, field_manager=DEFAULT_FIELD_MANAGER,
-                 resource_version=None):
+    def annotate(self, api_version: str, kind: str, name: str, annotations: Mapping[str, Optional[str]],
+                 namespace: Optional[str] = None, dry_run: bool = False, field_manager: str = DEFAULT_FIELD_MANAGER,
+                 resource_version: Optional[str] = None) -> KubeObject:
         """Set (value) or remove (None) annotations with a merge patch; return the patched object.
 
         With ``resource_version`` the patch applies only to that version of the object: K8sError status 409 when
         it changed since it was read (another writer), so the caller can read it again instead of overwriting.
         """
-        metadata: dict = {"annotations": dict(annotations)}
+        metadata: KubeObject = {"annotations": dict(annotations)}
         if resource_version is not None:
             metadata["resourceVersion"] = str(resource_version)
         return self.patch_merge(
@@ -652,7 +671,7 @@ class K8sClient:
 # ---------------------------------------------------------------------- configuration
 
 
-def _temp_file_kwarg(loader, tmpdir):
+def _temp_file_kwarg(loader: Callable[..., Any], tmpdir: str) -> Dict[str, str]:
     """``temp_file_path`` for the kubeconfig loaders that take it (older clients write to the system temp dir)."""
     try:
         accepted = inspect.signature(loader).parameters
@@ -661,7 +680,7 @@ def _temp_file_kwarg(loader, tmpdir):
     return {"temp_file_path": tmpdir} if "temp_file_path" in accepted else {}
 
 
-def _build_configuration(params, tmpdir):
+def _build_configuration(params: Mapping[str, Any], tmpdir: str) -> Tuple[Any, List[str]]:
     """Return (Configuration, secrets) for the parameters; never touches the process-wide default configuration."""
     configuration: Any = k8s_client_mod.Configuration()
     kubeconfig = params.get("kubeconfig")
@@ -672,7 +691,7 @@ def _build_configuration(params, tmpdir):
     secrets.extend(_kubeconfig_secrets(kubeconfig))
     secrets.extend(_url_secrets(params.get("proxy")))
 
-    def load_kubeconfig(source):
+    def load_kubeconfig(source: Union[str, Dict[str, Any], None]) -> None:
         try:
             if isinstance(source, dict):
                 k8s_config.load_kube_config_from_dict(
@@ -722,7 +741,7 @@ def _build_configuration(params, tmpdir):
 
     # Explicit options win over what the kubeconfig or service account provided. The kubeconfig loader installs a
     # hook that re-copies its settings before every request; re-apply the explicit ones after it.
-    overrides = {}
+    overrides: Dict[str, Any] = {}
     if host:
         overrides["host"] = host.rstrip("/")
     if params.get("validate_certs") is not None:
@@ -736,7 +755,7 @@ def _build_configuration(params, tmpdir):
     if params.get("proxy"):
         overrides["proxy"] = params["proxy"]
 
-    def apply_overrides(cfg):
+    def apply_overrides(cfg: Any) -> None:
         for attribute, value in overrides.items():
             setattr(cfg, attribute, value)
         if api_key:
@@ -747,7 +766,7 @@ def _build_configuration(params, tmpdir):
     loader_hook: Any = getattr(configuration, "refresh_api_key_hook", None)
     if loader_hook is not None and (overrides or api_key):
 
-        def refresh_then_override(cfg):
+        def refresh_then_override(cfg: Any) -> None:
             loader_hook(cfg)
             apply_overrides(cfg)
             # The loader's hook re-installs itself; keep this wrapper in front of it.

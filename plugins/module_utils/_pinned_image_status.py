@@ -36,7 +36,7 @@ import copy
 import datetime
 import hashlib
 import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypedDict
 
 from ansible.module_utils.basic import missing_required_lib
 
@@ -68,6 +68,13 @@ SUMMARY_DEGRADED = "degraded"
 SUMMARY_CURRENT = "current"
 SUMMARY_UNKNOWN = "unknown"
 
+# A status document (JSON: what the annotation holds).
+Status = Dict[str, Any]
+# {set name: its error, or None when it is current}.
+Failures = Dict[str, Optional[str]]
+# {set name: (metadata.generation, image_list_hash)} of the cluster's PinnedImageSets.
+ClusterGenerations = Dict[str, Tuple[int, str]]
+
 # Prefetch statuses that leave an image on the node.
 _GOOD_STATUSES = frozenset((PRESENT, PULLED))
 
@@ -76,7 +83,7 @@ class StatusError(CollectionError):
     """Input that cannot be turned into a status, or a status that could not be written."""
 
 
-def image_list_hash(images) -> str:
+def image_list_hash(images: Optional[Iterable[str]]) -> str:
     """A stable fingerprint of a set's image list (order and duplicates do not matter)."""
     digest = hashlib.sha256("\n".join(sorted(set(images or []))).encode("utf-8")).hexdigest()
     return "sha256:" + digest
@@ -97,7 +104,7 @@ def _truncate(text: str, limit: int) -> str:
     return text[: limit - len(suffix)] + suffix
 
 
-def read_status(value: Optional[str]) -> Tuple[dict, Optional[str]]:
+def read_status(value: Optional[str]) -> Tuple[Status, Optional[str]]:
     """(status dict, why the value was unreadable or None): an unreadable or too big value counts as no status,
     and the reason lets the caller warn that the generation counters start again."""
     if not value:
@@ -117,21 +124,22 @@ def read_status(value: Optional[str]) -> Tuple[dict, Optional[str]]:
     return {"pinnedImageSets": items, "conditions": conditions, "imageListHashes": dict(hashes)}, None
 
 
-def parse_status(value: Optional[str]) -> dict:
+def parse_status(value: Optional[str]) -> Status:
     """The annotation value as a status dict; anything unreadable or too big counts as no status."""
     return read_status(value)[0]
 
 
-def render_status(status: dict) -> str:
+def render_status(status: Status) -> str:
     """The annotation value: compact, sorted keys, so equal statuses give equal bytes."""
     return json.dumps(status, sort_keys=True, separators=(",", ":"))
 
 
-def _int(value) -> int:
+def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def desired_generation(previous_item: dict | None, previous_hash: str | None, images, cluster_generation=None) -> int:
+def desired_generation(previous_item: Optional[Mapping[str, Any]], previous_hash: Optional[str], images: Iterable[str],
+                       cluster_generation: Optional[int] = None) -> int:
     """The generation the node should reach for a set; never lower than the one recorded before."""
     base = _int((previous_item or {}).get("desiredGeneration"))
     same = base > 0 and previous_hash == image_list_hash(images)
@@ -139,14 +147,15 @@ def desired_generation(previous_item: dict | None, previous_hash: str | None, im
     return max(candidate, _int(cluster_generation))
 
 
-def _has_work(item: dict) -> bool:
+def _has_work(item: Mapping[str, Any]) -> bool:
     desired = _int(item.get("desiredGeneration"))
     current = _int(item.get("currentGeneration"))
     failed = _int(item.get("lastFailedGeneration"))
     return desired > current or bool(failed and failed >= desired)
 
 
-def set_failures(sets: list, images: list | None, node_error: str | None) -> dict:
+def set_failures(sets: Sequence[Mapping[str, Any]], images: Optional[Sequence[Mapping[str, Any]]],
+                 node_error: Optional[str]) -> Failures:
     """``{set name: error or None}``: a set fails when the node failed or one of its images is not there."""
     if node_error:
         return {s["name"]: str(node_error) for s in sets}
@@ -171,7 +180,8 @@ def set_failures(sets: list, images: list | None, node_error: str | None) -> dic
     return failures
 
 
-def _condition(previous: dict | None, kind: str, status: bool, reason: str, message: str, now: str) -> dict:
+def _condition(previous: Optional[Mapping[str, Any]], kind: str, status: bool, reason: str, message: str,
+               now: str) -> Dict[str, str]:
     value = "True" if status else "False"
     condition = {
         "type": kind,
@@ -185,8 +195,9 @@ def _condition(previous: dict | None, kind: str, status: bool, reason: str, mess
     return condition
 
 
-def update_status(previous: dict, sets: list, state: str, now: str, failures: dict | None = None,
-                  cluster_generations: dict | None = None, node_error: str | None = None) -> dict:
+def update_status(previous: Status, sets: Sequence[Mapping[str, Any]], state: str, now: str,
+                  failures: Optional[Failures] = None, cluster_generations: Optional[ClusterGenerations] = None,
+                  node_error: Optional[str] = None) -> Status:
     """The new status of a node.
 
     ``sets``: ``[{"name", "images", "generation" (optional)}]``, every set the node has now (others are dropped).
@@ -275,7 +286,7 @@ def update_status(previous: dict, sets: list, state: str, now: str, failures: di
     return {"pinnedImageSets": items, "conditions": conditions, "imageListHashes": hashes}
 
 
-def summarise(status: dict) -> str:
+def summarise(status: Status) -> str:
     """One word for a status: ``progressing``, ``degraded``, ``current`` or ``unknown``."""
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     if conditions.get(PROGRESSING_CONDITION) == "True":
@@ -294,8 +305,6 @@ WRITE_ATTEMPTS = 3
 
 # (annotation value, resourceVersion) of a Node as last read or written.
 LiveNode = Tuple[Optional[str], Optional[str]]
-# {set name: (metadata.generation, image_list_hash)} of the cluster's PinnedImageSets.
-ClusterGenerations = Dict[str, Tuple[int, str]]
 
 
 class NodeParams(TypedDict):

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, TypeVar
 
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._k8s_client import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, K8sClient
+from ansible_collections.pinned.images.plugins.module_utils._k8s_client import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, K8sClient, KubeObject
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
     MACHINE_CONFIG_POOL_KIND,
@@ -45,8 +45,23 @@ from ansible_collections.pinned.images.plugins.module_utils._set_loading import 
 from ansible_collections.pinned.images.plugins.module_utils._set_publish import SetOutcome
 
 
+class _Named(Protocol):
+    """A set or a pool: what merge_by_name needs of an item."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def source(self) -> Optional[str]: ...
+
+
+_Item = TypeVar("_Item", bound=_Named)
+# A node as the module takes and gives it: {name, labels}.
+NodeLabels = Dict[str, Any]
+
+
 def _read_cluster(params: Mapping[str, Any], tmpdir: Optional[str], want_nodes: bool,
-                  warnings: List[str]) -> Tuple[list, list, Optional[list]]:
+                  warnings: List[str]) -> Tuple[List[KubeObject], List[KubeObject], Optional[List[NodeLabels]]]:
     """(set objects, pool objects, nodes or None) from the cluster."""
     if not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
@@ -63,7 +78,8 @@ def _read_cluster(params: Mapping[str, Any], tmpdir: Optional[str], want_nodes: 
     return sets, pools, nodes
 
 
-def _cluster_items(objects: list, kind: str, validate: Callable, warnings: List[str]) -> list:
+def _cluster_items(objects: List[KubeObject], kind: str, validate: Callable[..., _Item],
+                   warnings: List[str]) -> List[_Item]:
     """The valid cluster objects; an invalid one is skipped with a warning (the cluster is not ours to fix)."""
     items = []
     for obj in objects:
@@ -74,7 +90,8 @@ def _cluster_items(objects: list, kind: str, validate: Callable, warnings: List[
     return items
 
 
-def merge_by_name(kind: str, base: Sequence, overrides: Sequence, key: Callable, warnings: List[str]) -> list:
+def merge_by_name(kind: str, base: Sequence[_Item], overrides: Sequence[_Item], key: Callable[[_Item], object],
+                  warnings: List[str]) -> List[_Item]:
     """Items of ``overrides`` replace ``base`` items of the same name; order: base order, then new ones."""
     merged = {item.name: item for item in base}
     order = [item.name for item in base]
@@ -88,7 +105,7 @@ def merge_by_name(kind: str, base: Sequence, overrides: Sequence, key: Callable,
     return [merged[name] for name in order]
 
 
-def _set_row(image_set: PinnedImageSet, pools: List[MachineConfigPool]) -> dict:
+def _set_row(image_set: PinnedImageSet, pools: List[MachineConfigPool]) -> Dict[str, Any]:
     return {
         "name": image_set.name,
         "labels": dict(image_set.labels),
@@ -99,7 +116,7 @@ def _set_row(image_set: PinnedImageSet, pools: List[MachineConfigPool]) -> dict:
     }
 
 
-def _pool_row(pool: MachineConfigPool, sets: List[PinnedImageSet]) -> dict:
+def _pool_row(pool: MachineConfigPool, sets: List[PinnedImageSet]) -> Dict[str, Any]:
     images, set_names = images_for_pool(pool, sets)
     return {
         "name": pool.name,
@@ -114,7 +131,7 @@ def _pool_row(pool: MachineConfigPool, sets: List[PinnedImageSet]) -> dict:
     }
 
 
-def _node_row(node: dict, pools: List[MachineConfigPool], sets: List[PinnedImageSet]) -> dict:
+def _node_row(node: NodeLabels, pools: List[MachineConfigPool], sets: List[PinnedImageSet]) -> Dict[str, Any]:
     labels = node.get("labels") or {}
     entry: Dict[str, Any] = {"name": node["name"], "pools": [], "images": [], "sets": []}
     try:
@@ -128,8 +145,8 @@ def _node_row(node: dict, pools: List[MachineConfigPool], sets: List[PinnedImage
 def describe_sets(params: Mapping[str, Any], tmpdir: Optional[str] = None) -> SetOutcome:
     """The module's ``sets``, ``pools`` and ``nodes``; bad files or pools raise PinnedImageSetError."""
     warnings: List[str] = []
-    cluster_sets: list = []
-    cluster_pools: list = []
+    cluster_sets: List[PinnedImageSet] = []
+    cluster_pools: List[MachineConfigPool] = []
     cluster_nodes = None
     if params["cluster"]:
         set_objects, pool_objects, cluster_nodes = _read_cluster(params, tmpdir, params["nodes"] is None, warnings)

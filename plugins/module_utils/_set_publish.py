@@ -20,7 +20,13 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError, atomic_write, remove_file
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, join_problems
-from ansible_collections.pinned.images.plugins.module_utils._k8s_client import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, K8sClient, clean_object
+from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
+    HAS_KUBERNETES,
+    KUBERNETES_IMPORT_ERROR,
+    K8sClient,
+    KubeObject,
+    clean_object,
+)
 from ansible_collections.pinned.images.plugins.module_utils._label_selector import check_dns_subdomain
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
@@ -43,7 +49,7 @@ class SetOutcome:
     warnings: List[str]
 
 
-def build_object(params: Mapping[str, Any]) -> Tuple[dict, str]:
+def build_object(params: Mapping[str, Any]) -> Tuple[KubeObject, str]:
     """(the PinnedImageSet object the parameters describe, where it came from: ``definition`` or ``parameters``)."""
     if params["definition"] is not None:
         return copy.deepcopy(params["definition"]), "definition"
@@ -56,12 +62,12 @@ def build_object(params: Mapping[str, Any]) -> Tuple[dict, str]:
     return {"apiVersion": API_VERSION, "kind": PINNED_IMAGE_SET_KIND, "metadata": metadata, "spec": spec}, "parameters"
 
 
-def _mapping(obj: dict, key: str) -> dict:
+def _mapping(obj: Mapping[str, Any], key: str) -> Dict[str, Any]:
     value = obj.get(key)
     return value if isinstance(value, dict) else {}
 
 
-def dropped_fields(obj: dict) -> List[str]:
+def dropped_fields(obj: Mapping[str, Any]) -> List[str]:
     """The fields of a definition a PinnedImageSet does not use (``status``, ``metadata.namespace``, ...)."""
     dropped = [key for key in obj if key not in ("apiVersion", "kind", "metadata", "spec")]
     metadata = _mapping(obj, "metadata")
@@ -71,7 +77,7 @@ def dropped_fields(obj: dict) -> List[str]:
     return dropped
 
 
-def render(image_set: PinnedImageSet, obj: dict) -> dict:
+def render(image_set: PinnedImageSet, obj: Mapping[str, Any]) -> KubeObject:
     """The object to apply and write: the validated set plus the definition's annotations."""
     rendered = image_set.to_dict(include_pool_selector=image_set.pool_selector is not None)
     metadata = rendered["metadata"]
@@ -83,7 +89,7 @@ def render(image_set: PinnedImageSet, obj: dict) -> dict:
     return rendered
 
 
-def _annotation_problems(obj: dict, source: str) -> List[str]:
+def _annotation_problems(obj: Mapping[str, Any], source: str) -> List[str]:
     annotations = _mapping(obj, "metadata").get("annotations")
     if annotations is None:
         return []
@@ -96,7 +102,7 @@ def _annotation_problems(obj: dict, source: str) -> List[str]:
     ]
 
 
-def _validated(obj: dict, source: str) -> Tuple[str, dict]:
+def _validated(obj: KubeObject, source: str) -> Tuple[str, KubeObject]:
     """(name, rendered object) of a set to make present; one error lists every problem."""
     problems = _annotation_problems(obj, source)
     image_set = None
@@ -110,8 +116,8 @@ def _validated(obj: dict, source: str) -> Tuple[str, dict]:
     return image_set.name, render(image_set, obj)
 
 
-def _apply(params: Mapping[str, Any], name: str, rendered: Optional[dict], check_mode: bool, tmpdir: Optional[str],
-           result: dict, warnings: List[str]) -> dict:
+def _apply(params: Mapping[str, Any], name: str, rendered: Optional[KubeObject], check_mode: bool,
+           tmpdir: Optional[str], result: Dict[str, Any], warnings: List[str]) -> Dict[str, Any]:
     """Apply or delete the set in the cluster; the diff entry."""
     with K8sClient.from_params(params, tmpdir=tmpdir) as client:
         before = client.get(API_VERSION, PINNED_IMAGE_SET_KIND, name)
@@ -135,7 +141,8 @@ def _apply(params: Mapping[str, Any], name: str, rendered: Optional[dict], check
     }
 
 
-def _write(dest: str, path: str, rendered: Optional[dict], check_mode: bool, result: dict) -> dict:
+def _write(dest: str, path: str, rendered: Optional[KubeObject], check_mode: bool,
+           result: Dict[str, Any]) -> Dict[str, str]:
     """Write or remove the set's file; the diff entry."""
     result["path"] = path
     try:
@@ -153,7 +160,8 @@ def _write(dest: str, path: str, rendered: Optional[dict], check_mode: bool, res
     if kind:
         result["file_changes"][kind].append(path)
     result["changed"] = result["changed"] or written["changed"]
-    return written["diff"]
+    diff: Dict[str, str] = written["diff"]
+    return diff
 
 
 def publish_set(params: Mapping[str, Any], check_mode: bool = False, diff: bool = False,
@@ -167,7 +175,7 @@ def publish_set(params: Mapping[str, Any], check_mode: bool = False, diff: bool 
         raise CollectionError(missing_required_lib("PyYAML"), details={"exception": str(YAML_IMPORT_ERROR)})
     obj, source = build_object(params)
     warnings: List[str] = []
-    rendered: Optional[dict] = None
+    rendered: Optional[KubeObject] = None
     name: str
     if params["state"] == "present":
         name, rendered = _validated(obj, source)
