@@ -40,10 +40,8 @@ import stat
 
 from typing import Any, Callable, Dict, List, Optional, Pattern, Tuple, Union
 
+from ansible_collections.pinned.images.plugins.module_utils._config_file import StrPath
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
-
-# A path as os.fspath takes it.
-StrPath = Union[str, "os.PathLike[str]"]
 
 DEFAULT_MODE = 0o644
 _TEMP_SUFFIX = ".tmp"

@@ -7,8 +7,12 @@ them, and values shown short in those errors."""
 
 from __future__ import annotations
 
+import os
 import reprlib
-from typing import Callable
+from typing import Callable, Union
+
+# A path as os.fspath and open() take it.
+StrPath = Union[str, "os.PathLike[str]"]
 
 # A few items and levels at most: a value from a file can be megabytes long, or an aliased YAML structure.
 _REPR = reprlib.Repr()
@@ -24,12 +28,13 @@ def short_value(value: object, limit: int = 100) -> str:
     return repr(text) if isinstance(value, str) else text
 
 
-def read_config_text(path: str, what: str, max_size: int, error_class: Callable[[str], Exception],
+def read_config_text(path: StrPath, what: str, max_size: int, error_class: Callable[[str], Exception],
                      encoding: str = "utf-8") -> str:
     """The text of ``path``; ``error_class("<what> <path> ...")`` when it is missing, unreadable, too big or not text.
 
     The size cap keeps a wrong path (a device, a huge file) from being read whole.
     """
+    path = os.fspath(path)
     try:
         with open(path, "rb") as handle:
             data = handle.read(max_size + 1)

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import traceback
 import zipfile
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypedDict
 
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write, file_sha256
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
@@ -50,7 +51,7 @@ class NodeDepsError(CollectionError):
     """The private directory cannot be written or its input is wrong; the message names the file."""
 
 
-def interpreter() -> dict:
+def interpreter() -> Dict[str, str]:
     """This interpreter as the wheelhouse needs it: version, implementation, libc, machine and the directory tag."""
     implementation = {"cpython": "cp", "pypy": "pp"}.get(sys.implementation.name, sys.implementation.name)
     machine = platform.machine().lower()
@@ -77,7 +78,7 @@ def interpreter() -> dict:
     )
 
 
-def _tree_files(site: str) -> list:
+def _tree_files(site: str) -> List[str]:
     found = []
     for root, _dirs, files in os.walk(site):
         for name in files:
@@ -85,7 +86,7 @@ def _tree_files(site: str) -> list:
     return sorted(found)
 
 
-def read_manifest(tag_dir: str):
+def read_manifest(tag_dir: str) -> Optional[Dict[str, Any]]:
     """The manifest of a provisioned directory, or None when there is none (or it is not JSON)."""
     try:
         with open(os.path.join(tag_dir, MANIFEST)) as handle:
@@ -95,7 +96,7 @@ def read_manifest(tag_dir: str):
     return manifest if isinstance(manifest, dict) else None
 
 
-def verify(tag_dir: str):
+def verify(tag_dir: str) -> Optional[str]:
     """None when ``<tag_dir>/site`` holds exactly the files of the manifest with their sha256, else what differs."""
     manifest = read_manifest(tag_dir)
     if manifest is None:
@@ -115,11 +116,11 @@ def verify(tag_dir: str):
     return None
 
 
-def _version(text: str) -> tuple:
+def _version(text: str) -> Tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
-def _activate(environ) -> tuple:
+def _activate(environ: Mapping[str, str]) -> Tuple[Optional[str], Optional[str]]:
     """Put the private directory first on sys.path when it is intact; (site or None, why not or None)."""
     base = environ.get(ENV_DIR) or DEFAULT_DIR
     tag_dir = os.path.join(base, interpreter()["tag"])
@@ -141,9 +142,20 @@ def _activate(environ) -> tuple:
     return site, None
 
 
-def _probe(environ) -> dict:
+class NodeDepsState(TypedDict):
+    """What the import-time probe found: the private directory used (or why not), the error, the versions."""
+
+    site: Optional[str]
+    site_problem: Optional[str]
+    error: Optional[str]
+    traceback: Optional[str]
+    versions: Dict[str, str]
+
+
+def _probe(environ: Mapping[str, str]) -> NodeDepsState:
     site, site_problem = _activate(environ)
-    state = dict(site=site, site_problem=site_problem, error=None, traceback=None, versions={})
+    state: NodeDepsState = {"site": site, "site_problem": site_problem, "error": None, "traceback": None,
+                            "versions": {}}
     if sys.version_info[:2] < MIN_PYTHON:
         state["error"] = "Python %s is older than %d.%d, the oldest the node modules support" % (
             platform.python_version(), MIN_PYTHON[0], MIN_PYTHON[1])
@@ -168,7 +180,7 @@ HAS_NODE_DEPS = NODE_DEPS["error"] is None
 NODE_DEPS_ERROR = NODE_DEPS["traceback"] or NODE_DEPS["error"]
 
 
-def node_deps_report() -> dict:
+def node_deps_report() -> Dict[str, Any]:
     """What the role needs to provision this interpreter: its tags, what is wrong, the private directory."""
     return dict(
         interpreter(),
@@ -178,7 +190,7 @@ def node_deps_report() -> dict:
     )
 
 
-def require_node_deps(module, **result) -> None:
+def require_node_deps(module: Any, **result: Any) -> None:
     """Return when grpc and protobuf are usable; else end the module (see the module docstring)."""
     if HAS_NODE_DEPS:
         return
@@ -227,7 +239,7 @@ def _extract(wheel: str, site: str) -> None:
             os.chmod(target, 0o755 if (member.external_attr >> 16) & 0o111 else 0o644)
 
 
-def provision(base: str, tag: str, wheels: list, check_mode: bool = False) -> dict:
+def provision(base: str, tag: str, wheels: Sequence[Mapping[str, str]], check_mode: bool = False) -> Dict[str, Any]:
     """Make ``<base>/<tag>/site`` the unpacked ``wheels`` (each ``{path, sha256}``), verified by sha256.
 
     Unchanged when the manifest names the same wheels and every file matches it; otherwise the whole directory is
@@ -285,7 +297,7 @@ def provision(base: str, tag: str, wheels: list, check_mode: bool = False) -> di
     return result
 
 
-def remove(base: str, check_mode: bool = False) -> dict:
+def remove(base: str, check_mode: bool = False) -> Dict[str, Any]:
     """Delete the private directory ``base``; refuses a directory holding anything it did not write."""
     if not os.path.isdir(base):
         return dict(changed=False, path=base, removed=[])

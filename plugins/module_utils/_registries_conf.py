@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple, Union
 
-from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._config_file import StrPath, read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import (
     ImageRef,
     ImageReferenceError,
     parse_image_ref,
 )
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import DockerConfig, RegistryCredentials
 
 _toml: Any
 try:
@@ -124,7 +125,7 @@ def _require(value: object, kind: type, where: str, noun: str) -> None:
         raise RegistriesConfError(f"{where} must be {noun}, got {type(value).__name__}")
 
 
-def _check_location(value, where: str, what: str) -> str:
+def _check_location(value: object, where: str, what: str) -> str:
     if not isinstance(value, str):
         raise RegistriesConfError(f"{where}: {what} must be a string, got {type(value).__name__}")
     value = value.strip()
@@ -136,7 +137,7 @@ def _check_location(value, where: str, what: str) -> str:
     return value
 
 
-def _check_bool(value, where: str, what: str) -> bool:
+def _check_bool(value: object, where: str, what: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
@@ -144,7 +145,8 @@ def _check_bool(value, where: str, what: str) -> bool:
     return value
 
 
-def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only, where) -> Registry:
+def _build_registry(prefix: object, location: object, insecure: object, blocked: object, mirrors: Any,
+                    by_digest_only: object, where: str) -> Registry:
     location = _check_location(location or "", where, "location")
     prefix = _check_location(prefix or "", where, "prefix")
     if not prefix:
@@ -189,9 +191,9 @@ def _build_registry(prefix, location, insecure, blocked, mirrors, by_digest_only
     )
 
 
-def _check_conflicts(registries: list, source: str) -> None:
+def _check_conflicts(registries: List[Registry], source: str) -> None:
     """Refuse entries for one location (or wildcard prefix) that disagree on insecure or blocked, as upstream."""
-    first: dict = {}
+    first: Dict[str, Registry] = {}
     for reg in registries:
         key = reg.location or reg.prefix
         other = first.setdefault(key, reg)
@@ -203,7 +205,7 @@ def _check_conflicts(registries: list, source: str) -> None:
                 )
 
 
-def _unknown_keys(table: dict, known: frozenset, where: str, warnings: list) -> None:
+def _unknown_keys(table: Dict[Any, Any], known: FrozenSet[str], where: str, warnings: List[str]) -> None:
     unknown = sorted(str(key) for key in table if key not in known)
     if unknown:
         shown = ", ".join(repr(key[:64]) for key in unknown[:10])
@@ -212,7 +214,8 @@ def _unknown_keys(table: dict, known: frozenset, where: str, warnings: list) -> 
         warnings.append(f"{where}: unknown keys {shown} are ignored (a typo?); known are {', '.join(sorted(known))}")
 
 
-def parse_registries_conf(text: str, source: str = "<registries.conf>", warnings: list | None = None) -> list:
+def parse_registries_conf(text: str, source: str = "<registries.conf>",
+                          warnings: Optional[List[str]] = None) -> List[Registry]:
     """The ``[[registry]]`` entries of a v2 registries.conf document.
 
     Keys that containers/image does not know are ignored, as it does; ``warnings`` (when given) receives one line
@@ -267,7 +270,7 @@ _LIST_KEYS = frozenset(("prefix", "location", "insecure", "blocked", "mirrors", 
 _MIRROR_KEYS = frozenset(("location", "insecure", "pull_from_mirror"))
 
 
-def registries_from_list(items, source: str = "registry_mirrors") -> list:
+def registries_from_list(items: Any, source: str = "registry_mirrors") -> List[Registry]:
     """Registries from the module's ``registry_mirrors`` parameter (same fields, snake_case)."""
     if items is None:
         return []
@@ -301,7 +304,7 @@ def _read(path: str) -> str:
     return read_config_text(path, "registries file", MAX_CONF_SIZE, RegistriesConfError)
 
 
-def _merge(base: list, updates: list) -> list:
+def _merge(base: List[Registry], updates: List[Registry]) -> List[Registry]:
     # As containers/image merges drop-ins: a later entry replaces an earlier one with the same prefix.
     # Nothing to merge leaves the file as it is: within one file the first of two equal prefixes wins.
     if not updates:
@@ -313,12 +316,14 @@ def _merge(base: list, updates: list) -> list:
 
 @dataclass
 class RegistriesConf:
-    registries: list = field(default_factory=list)
-    files: list = field(default_factory=list)
-    # Unknown keys found in the files (ignored, as containers/image does).
-    warnings: list = field(default_factory=list)
+    """The registries of registries.conf, its drop-ins and the explicit list, and the files read."""
 
-    def find_registry(self, ref):
+    registries: List[Registry] = field(default_factory=list)
+    files: List[str] = field(default_factory=list)
+    # Unknown keys found in the files (ignored, as containers/image does).
+    warnings: List[str] = field(default_factory=list)
+
+    def find_registry(self, ref: Union[ImageRef, str]) -> Optional[Registry]:
         """The matching entry with the longest prefix, or None; on a tie the first one (``FindRegistry``).
 
         ``ref`` is an ImageRef or, as upstream accepts, a host or namespace string. Upstream compares the
@@ -331,7 +336,7 @@ class RegistriesConf:
                 best = reg
         return best
 
-    def pull_sources(self, ref: ImageRef) -> list:
+    def pull_sources(self, ref: ImageRef) -> List[PullSource]:
         """Where the runtime would pull ``ref`` from, in order; RegistryBlockedError when blocked."""
         reg = self.find_registry(ref)
         if reg is None:
@@ -374,8 +379,9 @@ class RegistriesConf:
         return PullSource(new_ref, new_ref.registry, insecure, mirror)
 
 
-def load_registries_conf(path=None, mirrors=None, default_path: str = DEFAULT_REGISTRIES_CONF,
-                         conf_d=None, default_conf_d: str = DEFAULT_REGISTRIES_CONF_D) -> RegistriesConf:
+def load_registries_conf(path: Optional[StrPath] = None, mirrors: object = None,
+                         default_path: str = DEFAULT_REGISTRIES_CONF, conf_d: Optional[str] = None,
+                         default_conf_d: str = DEFAULT_REGISTRIES_CONF_D) -> RegistriesConf:
     """Read registries.conf and its drop-in directory, then apply ``mirrors`` (the explicit list) on top.
 
     ``path`` None means ``default_path`` when it exists, with ``default_conf_d``; an explicit ``path`` must exist.
@@ -402,7 +408,7 @@ def load_registries_conf(path=None, mirrors=None, default_path: str = DEFAULT_RE
     return conf
 
 
-def credentials_for_source(config, source: PullSource, ref: ImageRef):
+def credentials_for_source(config: DockerConfig, source: PullSource, ref: ImageRef) -> Optional[RegistryCredentials]:
     """Credentials for one pull source: its most specific key, else the image's own name/host, else None.
 
     ``config`` is a ``_registry_auth.DockerConfig``.

@@ -20,8 +20,9 @@ import binascii
 import fnmatch
 import json
 import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 
-from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._config_file import StrPath, read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import DOCKER_HUB, DOCKER_HUB_ALIASES
 from ansible_collections.pinned.images.plugins.module_utils._secrets import REDACTED
@@ -42,8 +43,9 @@ class RegistryCredentials:
 
     __slots__ = ("username", "password", "identity_token", "registry_token", "server_address", "_extra_secrets")
 
-    def __init__(self, username="", password="", identity_token="", registry_token="", server_address="",
-                 extra_secrets=()):
+    def __init__(self, username: Optional[str] = "", password: Optional[str] = "", identity_token: Optional[str] = "",
+                 registry_token: Optional[str] = "", server_address: Optional[str] = "",
+                 extra_secrets: Iterable[str] = ()) -> None:
         self.username = username or ""
         self.password = password or ""
         self.identity_token = identity_token or ""
@@ -61,7 +63,7 @@ class RegistryCredentials:
 
     __str__ = __repr__
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, RegistryCredentials):
             return NotImplemented
         return self._key() == other._key()
@@ -69,10 +71,10 @@ class RegistryCredentials:
     def __hash__(self) -> int:
         return hash(self._key())
 
-    def _key(self) -> tuple:
+    def _key(self) -> Tuple[str, str, str, str, str]:
         return (self.username, self.password, self.identity_token, self.registry_token, self.server_address)
 
-    def cri_auth_fields(self) -> dict:
+    def cri_auth_fields(self) -> Dict[str, str]:
         """Keyword arguments for the CRI ``AuthConfig`` message; only non-empty fields.
 
         ``server_address`` stays empty, as the kubelet leaves it: containerd parses it as a URL and rejects the
@@ -86,9 +88,9 @@ class RegistryCredentials:
         }
         return {name: value for name, value in fields.items() if value}
 
-    def secrets(self) -> set:
+    def secrets(self) -> Set[str]:
         """Every secret string these credentials carry, for scrubbing error text."""
-        found = {getattr(self, field) for field in _SECRET_FIELDS}
+        found: Set[str] = {getattr(self, field) for field in _SECRET_FIELDS}
         found |= self._extra_secrets
         found.discard("")
         return found
@@ -99,7 +101,7 @@ def _normalise_host(host: str) -> str:
     return DOCKER_HUB if host in DOCKER_HUB_ALIASES else host
 
 
-def _split_key(key: str) -> tuple[str, tuple]:
+def _split_key(key: str) -> Tuple[str, Tuple[str, ...]]:
     """``https://Host:5000/v1/ns/repo/`` -> ("host:5000", ("ns", "repo"))."""
     text = key.strip()
     lowered = text.lower()
@@ -133,7 +135,7 @@ def _host_matches(pattern: str, host: str) -> bool:
 class _Entry:
     __slots__ = ("key", "host", "path", "credentials")
 
-    def __init__(self, key, host, path, credentials):
+    def __init__(self, key: str, host: str, path: Tuple[str, ...], credentials: RegistryCredentials) -> None:
         self.key = key
         self.host = host
         self.path = path
@@ -149,7 +151,7 @@ class _Entry:
 class DockerConfig:
     """The ``auths`` of one docker-config file (``path`` is None when no file was read)."""
 
-    def __init__(self, path=None, entries=()):
+    def __init__(self, path: Optional[str] = None, entries: Iterable[_Entry] = ()) -> None:
         self.path = path
         self._entries = list(entries)
 
@@ -160,10 +162,11 @@ class DockerConfig:
         return len(self._entries)
 
     @property
-    def keys(self) -> list:
+    def keys(self) -> List[str]:
+        """The ``auths`` keys that carry credentials, in file order."""
         return [e.key for e in self._entries]
 
-    def credentials_for(self, name: str):
+    def credentials_for(self, name: str) -> Optional[RegistryCredentials]:
         """Credentials of the most specific key for ``host[:port]/path``, or None (anonymous)."""
         host, _sep, path = name.partition("/")
         host = _normalise_host(host)
@@ -178,14 +181,15 @@ class DockerConfig:
         best = min(candidates, key=lambda e: (-len(e.path), "*" in e.host, -e.spelling_rank(host), e.key))
         return best.credentials
 
-    def secrets(self) -> set:
-        found = set()
+    def secrets(self) -> Set[str]:
+        """Every secret of every entry, for no_log_values and scrubbing."""
+        found: Set[str] = set()
         for entry in self._entries:
             found |= entry.credentials.secrets()
         return found
 
 
-def _field(entry: dict, field: str, where: str) -> str:
+def _field(entry: Mapping[str, Any], field: str, where: str) -> str:
     value = entry.get(field)
     if value is None:
         return ""
@@ -209,7 +213,7 @@ def _decode_auth(blob: str, where: str) -> tuple[str, str]:
     return username, password
 
 
-def _parse_entry(key: str, entry, source: str) -> _Entry | None:
+def _parse_entry(key: str, entry: object, source: str) -> Optional[_Entry]:
     where = f"{source}: auths[{short_value(key)}]"
     if not isinstance(entry, dict):
         raise RegistryAuthError(f"{where} must be an object, got {type(entry).__name__}")
@@ -219,7 +223,7 @@ def _parse_entry(key: str, entry, source: str) -> _Entry | None:
     blob = _field(entry, "auth", where)
     username = _field(entry, "username", where)
     password = _field(entry, "password", where)
-    extra: tuple = ()
+    extra: Tuple[str, ...] = ()
     if blob:
         # As in docker: "auth" takes precedence over separate username/password.
         username, password = _decode_auth(blob, where)
@@ -233,7 +237,7 @@ def _parse_entry(key: str, entry, source: str) -> _Entry | None:
     return _Entry(key, host, path, credentials)
 
 
-def parse_docker_config(text, source: str = "<auth data>") -> DockerConfig:
+def parse_docker_config(text: Union[str, bytes], source: str = "<auth data>") -> DockerConfig:
     """Parse docker-config JSON text; ``source`` names it in errors."""
     try:
         document = json.loads(text)
@@ -262,7 +266,7 @@ def parse_docker_config(text, source: str = "<auth data>") -> DockerConfig:
     return DockerConfig(source, entries)
 
 
-def load_docker_config(path=None, default_path: str = DEFAULT_AUTH_FILE) -> DockerConfig:
+def load_docker_config(path: Optional[StrPath] = None, default_path: str = DEFAULT_AUTH_FILE) -> DockerConfig:
     """Read ``path``, else ``default_path`` when it exists, else return an empty (anonymous) config."""
     if path is None:
         if not default_path or not os.path.exists(default_path):

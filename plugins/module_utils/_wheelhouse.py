@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import file_sha256
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
@@ -29,6 +30,10 @@ except ImportError:  # ansible-core depends on packaging; this only guards odd c
     HAS_PACKAGING = False
 else:
     HAS_PACKAGING = True
+
+if TYPE_CHECKING:  # names for annotations only: nothing more is needed of packaging at run time
+    from packaging.utils import NormalizedName
+    from packaging.version import Version
 
 ENV_WHEELHOUSE = "PINNED_IMAGES_WHEELHOUSE"
 TAG_PATTERN = re.compile(r"^(cp)(3)(\d+)-(manylinux|musllinux)-(x86_64|aarch64|ppc64le|s390x)$")
@@ -43,7 +48,7 @@ class WheelhouseError(CollectionError):
     """The wheelhouse cannot serve a tag; the message names the tag and what fixes it."""
 
 
-def default_path(environ=None) -> str:
+def default_path(environ: Optional[Mapping[str, str]] = None) -> str:
     """``$PINNED_IMAGES_WHEELHOUSE``, else the user's cache directory."""
     environ = os.environ if environ is None else environ
     if environ.get(ENV_WHEELHOUSE):
@@ -52,7 +57,7 @@ def default_path(environ=None) -> str:
     return os.path.join(cache, "pinned-images", "wheelhouse")
 
 
-def parse_tag(tag: str) -> dict:
+def parse_tag(tag: str) -> Dict[str, str]:
     """``cp311-manylinux-x86_64`` as ``{implementation, python, libc, machine}``; WheelhouseError names what is allowed."""
     match = TAG_PATTERN.match(tag)
     if not match:
@@ -64,7 +69,7 @@ def parse_tag(tag: str) -> dict:
     return dict(implementation=implementation, python=f"{major}.{minor}", libc=libc, machine=machine)
 
 
-def requirements_for(lines: list, target: dict) -> list:
+def requirements_for(lines: Sequence[str], target: Mapping[str, str]) -> List[Requirement]:
     """The requirements of ``requirements-node.txt`` lines that apply to the target interpreter, markers evaluated."""
     environment = dict(
         python_version=target["python"],
@@ -91,9 +96,9 @@ def requirements_for(lines: list, target: dict) -> list:
     return found
 
 
-def select(directory: str, requirements: list) -> tuple:
+def select(directory: str, requirements: Sequence[Requirement]) -> Tuple[List[str], List[str]]:
     """(the newest wheel of ``directory`` satisfying each requirement, the requirements no wheel satisfies)."""
-    wheels: dict = {}
+    wheels: Dict[NormalizedName, List[Tuple[Version, str]]] = {}
     if os.path.isdir(directory):
         for name in os.listdir(directory):
             if name.endswith(".whl"):
@@ -103,7 +108,7 @@ def select(directory: str, requirements: list) -> tuple:
                     continue
                 wheels.setdefault(project, []).append((version, name))
     chosen, unmet = {}, []
-    by_name: dict = {}
+    by_name: Dict[NormalizedName, List[Requirement]] = {}
     for requirement in requirements:
         by_name.setdefault(canonicalize_name(requirement.name), []).append(requirement)
     for project, needed in sorted(by_name.items()):
@@ -116,7 +121,8 @@ def select(directory: str, requirements: list) -> tuple:
     return sorted(chosen.values()), unmet
 
 
-def download_command(pip: list, directory: str, target: dict, requirements: list) -> list:
+def download_command(pip: Sequence[str], directory: str, target: Mapping[str, str],
+                     requirements: Sequence[Requirement]) -> List[str]:
     """``pip download`` of exactly the target's wheels into ``directory``."""
     command = list(pip) + ["download", "--only-binary=:all:", "--disable-pip-version-check", "--no-input",
                            "--dest", directory, "--python-version", target["python"],
@@ -127,7 +133,7 @@ def download_command(pip: list, directory: str, target: dict, requirements: list
 
 
 @contextmanager
-def _locked(path: str):
+def _locked(path: str) -> Iterator[None]:
     # Hosts of one play fill the same wheelhouse at once.
     with open(os.path.join(path, ".lock"), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -137,8 +143,8 @@ def _locked(path: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def fill(path: str, tag: str, requirement_lines: list, download: bool = True, pip=None, timeout: float = 600,
-         check_mode: bool = False) -> dict:
+def fill(path: str, tag: str, requirement_lines: Sequence[str], download: bool = True,
+         pip: Optional[Sequence[str]] = None, timeout: float = 600, check_mode: bool = False) -> Dict[str, Any]:
     """Make sure ``<path>/<tag>`` has a wheel for each requirement; return ``{changed, path, wheels}``.
 
     ``wheels`` is ``[{name, path, sha256, size}]``. Raises WheelhouseError naming the tag and the fix when a
