@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import socket as _socket
 import stat
-from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, Union, cast
+from typing import Any, Callable, List, Mapping, Optional, TypedDict, Union, cast
 
 # First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import HAS_NODE_DEPS as HAS_GRPC

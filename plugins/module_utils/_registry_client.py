@@ -30,9 +30,12 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageRef
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import RegistryCredentials
 from ansible_collections.pinned.images.plugins.module_utils._secrets import redact
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -88,6 +91,12 @@ _MAX_INDEX_DEPTH = 3
 _MAX_REDIRECTS = 5
 # Tokens are renewed this long before they expire.
 _TOKEN_MARGIN = 10.0
+# An authentication challenge: (scheme in lower case, {param: value}).
+Challenge = Tuple[str, Dict[str, str]]
+# A cached token's key: (registry, realm, service, scopes, the identity that asked for it).
+_TokenKey = Tuple[str, str, str, Tuple[str, ...], Optional[Tuple[str, str, str]]]
+# A thread's kept-alive connections by (scheme, netloc, insecure).
+_Pool = Dict[Tuple[str, str, bool], http.client.HTTPConnection]
 _DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$")
 _SCHEME_RE = re.compile(r"\s*,?\s*([A-Za-z][A-Za-z0-9_-]*)")
 _PARAM_RE = re.compile(r'\s*([A-Za-z0-9_.-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)\s*,?')
@@ -162,7 +171,7 @@ def host_platform() -> Platform:
     return Platform(os_name, architecture, variant)
 
 
-def parse_platform(value) -> Platform:
+def parse_platform(value: Union[str, Platform, None]) -> Platform:
     """``os/arch[/variant]`` (``linux/arm64/v8``) -> Platform; a Platform passes through; None -> this host."""
     if value is None:
         return host_platform()
@@ -174,7 +183,7 @@ def parse_platform(value) -> Platform:
     return Platform(*parts)
 
 
-def _variant_preference(wanted: Platform) -> list:
+def _variant_preference(wanted: Platform) -> List[str]:
     """Variants acceptable for ``wanted``, best first (arm64 == arm64/v8; arm/v7 runs v6 and v5)."""
     if wanted.architecture == "arm64":
         order = [wanted.variant or "v8", "v8", ""]
@@ -183,7 +192,7 @@ def _variant_preference(wanted: Platform) -> list:
         order = [f"v{n}" for n in range(level, 4, -1)] + [""]
     else:
         order = [wanted.variant, ""]
-    seen = []
+    seen: List[str] = []
     for variant in order:
         if variant not in seen:
             seen.append(variant)
@@ -197,23 +206,23 @@ class ManifestInfo:
     digest: str
     media_type: str
     platform_digest: str
-    layers: tuple
+    layers: Tuple[Tuple[str, int], ...]
     config_size: int
     platform: str = ""
     reference: str = ""
     config_digest: str = ""
 
 
-def parse_challenges(header: str) -> list:
+def parse_challenges(header: str) -> List[Challenge]:
     """``WWW-Authenticate`` -> [(scheme, {param: value})], scheme in lower case."""
-    challenges = []
+    challenges: List[Challenge] = []
     pos = 0
     while pos < len(header):
         match = _SCHEME_RE.match(header, pos)
         if not match:
             break
         scheme, pos = match.group(1).lower(), match.end()
-        params = {}
+        params: Dict[str, str] = {}
         while True:
             param = _PARAM_RE.match(header, pos)
             if not param:
@@ -246,7 +255,8 @@ def _error_code(body: bytes) -> str:
 class _Response:
     __slots__ = ("status", "headers", "body", "stream")
 
-    def __init__(self, status, headers, body, stream=None):
+    def __init__(self, status: int, headers: http.client.HTTPMessage, body: bytes,
+                 stream: Optional[Tuple[http.client.HTTPResponse, http.client.HTTPConnection]] = None) -> None:
         self.status = status
         self.headers = headers
         self.body = body
@@ -260,7 +270,8 @@ class BlobStream:
     Reading to the end verifies the digest; closing early drops the connection (the rest is never sent).
     """
 
-    def __init__(self, response, connection, digest: str, what: str, registry: str, counter=None):
+    def __init__(self, response: http.client.HTTPResponse, connection: http.client.HTTPConnection, digest: str,
+                 what: str, registry: str, counter: Optional[Callable[[int], None]] = None) -> None:
         self._response = response
         self._connection = connection
         self._digest = digest
@@ -270,7 +281,8 @@ class BlobStream:
         self._counter = counter
         self.bytes_read = 0
 
-    def read(self, size: int = -1) -> bytes:
+    def read(self, size: Optional[int] = -1) -> bytes:
+        """Up to ``size`` bytes (all that is left when negative or None); b"" at the end."""
         try:
             data = self._response.read(size if size is not None and size >= 0 else None)
         except (OSError, http.client.HTTPException) as exc:
@@ -287,13 +299,14 @@ class BlobStream:
         return data
 
     def close(self) -> None:
+        """Drop the download and its connection."""
         self._response.close()
         self._connection.close()
 
-    def __enter__(self):
+    def __enter__(self) -> BlobStream:
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
@@ -303,8 +316,8 @@ class RegistryClient:
     Safe to share between threads: connections are per thread, token and scheme caches are shared.
     """
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT, certs_dirs=DEFAULT_CERTS_DIRS,
-                 user_agent: str = "pinned.images"):
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, certs_dirs: Optional[Iterable[str]] = DEFAULT_CERTS_DIRS,
+                 user_agent: str = "pinned.images") -> None:
         self.timeout = timeout
         self.certs_dirs = tuple(certs_dirs or ())
         self.user_agent = user_agent
@@ -313,15 +326,16 @@ class RegistryClient:
         self._lock = threading.Lock()
         self._local = threading.local()
         # Every thread's connection pool, so close() reaches the connections of worker threads too.
-        self._pools: list = []
-        self._contexts: dict = {}
-        self._schemes: dict = {}
-        self._challenges: dict = {}
-        self._tokens: dict = {}
+        self._pools: List[_Pool] = []
+        self._contexts: Dict[Tuple[str, bool], ssl.SSLContext] = {}
+        self._schemes: Dict[str, str] = {}
+        self._challenges: Dict[str, Challenge] = {}
+        self._tokens: Dict[_TokenKey, Tuple[str, float]] = {}
 
     # --- public API -------------------------------------------------------------------------------------------
 
-    def get_manifest(self, ref, credentials=None, insecure: bool = False, reference: str | None = None):
+    def get_manifest(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
+                     reference: Optional[str] = None) -> Tuple[bytes, str, str]:
         """GET one manifest of ``ref`` (an ImageRef): ``(body, media_type, digest)``, digest verified."""
         wanted = reference or ref.digest or ref.tag or "latest"
         response = self._registry_request("GET", ref, wanted, credentials, insecure)
@@ -342,16 +356,19 @@ class RegistryClient:
         media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip()
         return body, media_type, digest
 
-    def open_blob(self, ref, digest: str, credentials=None, insecure: bool = False) -> BlobStream:
+    def open_blob(self, ref: ImageRef, digest: str, credentials: Optional[RegistryCredentials] = None,
+                  insecure: bool = False) -> BlobStream:
         """Start downloading blob ``digest`` of ``ref``'s repository; redirects (to a CDN) are followed."""
         if not re.match(r"^sha256:[0-9a-f]{64}$", digest or ""):
             raise ManifestFormatError(f"{ref}: blob digest {str(digest)[:80]!r} is not sha256:<64 hex>", ref.registry)
         response = self._registry_request("GET", ref, digest, credentials, insecure, kind="blobs")
+        if response.stream is None:  # pragma: no cover - _registry_request streams every 200 blob answer
+            raise RegistryError(f"{ref}: blob {digest} was not streamed", ref.registry)
         raw, connection = response.stream
         return BlobStream(raw, connection, digest, f"blob {digest} of {ref.name}", ref.registry, self._count_bytes)
 
-    def read_blob(self, ref, digest: str, credentials=None, insecure: bool = False,
-                  limit: int = MAX_SMALL_BODY) -> bytes:
+    def read_blob(self, ref: ImageRef, digest: str, credentials: Optional[RegistryCredentials] = None,
+                  insecure: bool = False, limit: int = MAX_SMALL_BODY) -> bytes:
         """A small blob (an image config) whole, digest verified; RegistryError above ``limit`` bytes."""
         with self.open_blob(ref, digest, credentials, insecure) as blob:
             data = blob.read(limit + 1)
@@ -370,11 +387,13 @@ class RegistryClient:
         with self._lock:
             self.blob_bytes_read += count
 
-    def manifest_info(self, ref, credentials=None, insecure: bool = False, platform=None) -> ManifestInfo:
+    def manifest_info(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
+                      platform: Union[str, Platform, None] = None) -> ManifestInfo:
         """Layers of ``ref`` for ``platform`` (default: this host); an index is resolved to that platform."""
         wanted = parse_platform(platform)
         body, media_type, digest = self.get_manifest(ref, credentials, insecure)
-        top_digest, top_type = digest, None
+        top_digest: str = digest
+        top_type: Optional[str] = None
         chosen_platform = ""
         for _depth in range(_MAX_INDEX_DEPTH):
             document = self._decode(ref, digest, body)
@@ -405,7 +424,7 @@ class RegistryClient:
     # --- manifest documents -----------------------------------------------------------------------------------
 
     @staticmethod
-    def _decode(ref, digest: str, body: bytes) -> dict:
+    def _decode(ref: ImageRef, digest: str, body: bytes) -> Dict[str, Any]:
         try:
             document = json.loads(body.decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
@@ -415,7 +434,7 @@ class RegistryClient:
         return document
 
     @staticmethod
-    def _guess_type(document: dict) -> str:
+    def _guess_type(document: Dict[str, Any]) -> str:
         # OCI allows manifests without mediaType; registries then send a generic Content-Type.
         if isinstance(document.get("manifests"), list):
             return OCI_INDEX
@@ -426,13 +445,14 @@ class RegistryClient:
         return ""
 
     @staticmethod
-    def _size(value) -> int:
+    def _size(value: object) -> int:
         # bool is an int in Python but never a size.
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(value)
         return value
 
-    def _layers(self, ref, digest: str, document: dict):
+    def _layers(self, ref: ImageRef, digest: str,
+                document: Dict[str, Any]) -> Tuple[Tuple[Tuple[str, int], ...], int]:
         try:
             config = document.get("config") or {}
             config_size = self._size(config.get("size", 0))
@@ -449,8 +469,8 @@ class RegistryClient:
         return tuple(layers), config_size
 
     @staticmethod
-    def _select(ref, digest: str, document: dict, wanted: Platform) -> str:
-        candidates = []
+    def _select(ref: ImageRef, digest: str, document: Dict[str, Any], wanted: Platform) -> str:
+        candidates: List[Tuple[str, str, str, str]] = []
         for entry in document.get("manifests") or []:
             plat = entry.get("platform") if isinstance(entry, dict) else None
             if not isinstance(plat, dict) or not isinstance(entry.get("digest"), str):
@@ -475,12 +495,12 @@ class RegistryClient:
 
     # --- requests with authentication -------------------------------------------------------------------------
 
-    def _registry_request(self, method: str, ref, wanted: str, credentials, insecure: bool,
-                          kind: str = "manifests") -> _Response:
+    def _registry_request(self, method: str, ref: ImageRef, wanted: str, credentials: Optional[RegistryCredentials],
+                          insecure: bool, kind: str = "manifests") -> _Response:
         """A manifest (read whole) or, with ``kind="blobs"``, a blob (a streamed 200 answer)."""
         registry = ref.registry
         path = f"/v2/{quote(ref.repository)}/{kind}/{quote(wanted, safe=':')}"
-        headers = {"Accept": ACCEPT} if kind == "manifests" else {}
+        headers: Dict[str, str] = {"Accept": ACCEPT} if kind == "manifests" else {}
         stream = kind == "blobs"
         scope = f"repository:{ref.repository}:pull"
         secrets = credentials.secrets() if credentials is not None else set()
@@ -516,14 +536,15 @@ class RegistryClient:
             base, path = f"{split.scheme}://{split.netloc}", target
         raise RegistryError(f"registry {registry} redirected {path} more than {_MAX_REDIRECTS} times", registry)
 
-    def _known_authorization(self, registry, scope, credentials, insecure):
+    def _known_authorization(self, registry: str, scope: str, credentials: Optional[RegistryCredentials],
+                             insecure: bool) -> Optional[str]:
         """Authorization for a registry whose challenge is already known, saving the 401 round trip."""
         challenge = self._challenges.get(registry)
         if challenge is None:
             return None
         return self._authorize(registry, challenge, scope, credentials, insecure)
 
-    def _remember_challenge(self, registry: str, response: _Response):
+    def _remember_challenge(self, registry: str, response: _Response) -> Challenge:
         header = ", ".join(response.headers.get_all("WWW-Authenticate") or [])
         challenges = dict(parse_challenges(header)) if header else {}
         for scheme in ("bearer", "basic"):
@@ -537,7 +558,8 @@ class RegistryClient:
             registry,
         )
 
-    def _authorize(self, registry, challenge, scope, credentials, insecure) -> str:
+    def _authorize(self, registry: str, challenge: Challenge, scope: str, credentials: Optional[RegistryCredentials],
+                   insecure: bool) -> str:
         scheme, params = challenge
         if scheme == "basic":
             if credentials is None or not (credentials.username or credentials.password):
@@ -551,18 +573,20 @@ class RegistryClient:
             return "Bearer " + credentials.registry_token
         return "Bearer " + self._token(registry, params, scope, credentials, insecure)
 
-    def _drop_tokens(self, registry: str):
+    def _drop_tokens(self, registry: str) -> None:
         with self._lock:
             for key in [k for k in self._tokens if k[0] == registry]:
                 del self._tokens[key]
 
-    def _token(self, registry, params, scope, credentials, insecure) -> str:
+    def _token(self, registry: str, params: Dict[str, str], scope: str, credentials: Optional[RegistryCredentials],
+               insecure: bool) -> str:
         realm = params.get("realm", "")
         service = params.get("service", "")
         # Our own scope, not the challenge's: a remembered challenge names the repository that triggered it.
         scopes = [scope]
-        identity = credentials and (credentials.username, credentials.password, credentials.identity_token)
-        key = (registry, realm, service, tuple(scopes), identity)
+        identity = None if credentials is None else (credentials.username, credentials.password,
+                                                     credentials.identity_token)
+        key: _TokenKey = (registry, realm, service, tuple(scopes), identity)
         cached = self._tokens.get(key)
         if cached and cached[1] > time.monotonic():
             return cached[0]
@@ -582,6 +606,7 @@ class RegistryClient:
         query += [("scope", s) for s in scopes]
         headers = {"Accept": "application/json"}
         path = split.path or "/"
+        body: Optional[bytes]
         who = "anonymous"
         if credentials is not None and credentials.identity_token:
             # OAuth2 refresh-token grant, as docker does with identity tokens.
@@ -615,7 +640,7 @@ class RegistryClient:
             )
         try:
             answer = json.loads(response.body.decode("utf-8"))
-            token = answer.get("token") or answer.get("access_token")
+            token: object = answer.get("token") or answer.get("access_token")
             lifetime = float(answer.get("expires_in") or 60)
         except (ValueError, AttributeError, TypeError, UnicodeDecodeError):
             token = None
@@ -625,7 +650,8 @@ class RegistryClient:
             self._tokens[key] = (token, time.monotonic() + max(lifetime - _TOKEN_MARGIN, 1.0))
         return token
 
-    def _raise_for_status(self, response: _Response, ref, wanted: str, credentials, secrets):
+    def _raise_for_status(self, response: _Response, ref: ImageRef, wanted: str,
+                          credentials: Optional[RegistryCredentials], secrets: Set[str]) -> None:
         status = response.status
         if status == 200:
             return
@@ -684,8 +710,9 @@ class RegistryClient:
             self._contexts[key] = context
         return context
 
-    def _connection(self, scheme: str, netloc: str, tls_host: str, insecure: bool):
-        pool = getattr(self._local, "pool", None)
+    def _connection(self, scheme: str, netloc: str, tls_host: str,
+                    insecure: bool) -> Tuple[http.client.HTTPConnection, bool]:
+        pool: Optional[_Pool] = getattr(self._local, "pool", None)
         if pool is None:
             pool = self._local.pool = {}
             with self._lock:
@@ -702,13 +729,14 @@ class RegistryClient:
         pool[key] = connection
         return connection, False
 
-    def _discard(self, scheme: str, netloc: str, insecure: bool):
+    def _discard(self, scheme: str, netloc: str, insecure: bool) -> None:
         connection = self._local.pool.pop((scheme, netloc, insecure), None)
         if connection is not None:
             connection.close()
 
-    def _send(self, host: str, insecure: bool, method: str, path: str, headers: dict, limit: int,
-              scheme: str | None = None, body=None, registry: str | None = None, stream: bool = False) -> _Response:
+    def _send(self, host: str, insecure: bool, method: str, path: str, headers: Dict[str, str], limit: int,
+              scheme: Optional[str] = None, body: Optional[bytes] = None, registry: Optional[str] = None,
+              stream: bool = False) -> _Response:
         """One request to ``host`` (a registry name, or a token realm's netloc when ``scheme`` is given)."""
         registry = registry or host
         netloc = host if scheme else _API_HOSTS.get(host, host)
@@ -730,8 +758,8 @@ class RegistryClient:
             except (OSError, http.client.HTTPException) as exc:
                 raise self._connection_error(exc, registry, scheme, netloc, host) from None
 
-    def _exchange(self, scheme, netloc, tls_host, insecure, method, path, headers, body, limit,
-                  stream: bool = False) -> _Response:
+    def _exchange(self, scheme: str, netloc: str, tls_host: str, insecure: bool, method: str, path: str,
+                  headers: Dict[str, str], body: Optional[bytes], limit: int, stream: bool = False) -> _Response:
         for attempt in (1, 2):
             connection, reused = self._connection(scheme, netloc, tls_host, insecure)
             with self._lock:
@@ -742,7 +770,7 @@ class RegistryClient:
                 if stream and response.status == 200:
                     # The caller reads the body and owns the connection from now on.
                     self._local.pool.pop((scheme, netloc, insecure), None)
-                    return _Response(response.status, response.headers, None, (response, connection))
+                    return _Response(response.status, response.headers, b"", (response, connection))
                 data = response.read(limit + 1)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self._discard(scheme, netloc, insecure)
@@ -762,7 +790,8 @@ class RegistryClient:
             return _Response(response.status, response.headers, data)
         raise AssertionError("unreachable")
 
-    def _connection_error(self, exc, registry, scheme, netloc, tls_host) -> RegistryError:
+    def _connection_error(self, exc: BaseException, registry: str, scheme: str, netloc: str,
+                          tls_host: str) -> RegistryError:
         where = f"registry {registry} at {scheme}://{netloc}"
         if isinstance(exc, ssl.SSLCertVerificationError):
             return RegistryTLSError(

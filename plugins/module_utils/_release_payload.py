@@ -20,12 +20,12 @@ import re
 import tarfile
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence
 
 from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import estimate, human_size
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageRef, ImageReferenceError, parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._label_selector import check_dns_subdomain
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     API_VERSION,
@@ -40,9 +40,19 @@ from ansible_collections.pinned.images.plugins.module_utils._pull_estimate impor
     SourcesFailedError,
     read_from_sources,
 )
-from ansible_collections.pinned.images.plugins.module_utils._registries_conf import load_registries_conf
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import load_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._registries_conf import (
+    PullSource,
+    RegistriesConf,
+    load_registries_conf,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import (
+    DockerConfig,
+    RegistryCredentials,
+    load_docker_config,
+)
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
+    ManifestInfo,
+    Platform,
     RegistryClient,
     parse_platform,
 )
@@ -58,6 +68,10 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
+class _Readable(Protocol):
+    def read(self, size: int = -1) -> bytes: ...
+
+
 class ReleasePayloadError(CollectionError):
     """The image is not a readable release payload; the message names the image and what was found."""
 
@@ -69,22 +83,23 @@ class ReleasePayload:
     reference: str
     digest: str
     version: str
-    components: dict
-    metadata: dict = field(default_factory=dict)
+    components: Dict[str, str]
+    metadata: Dict[str, Any] = field(default_factory=dict)
     source: str = ""
     platform: str = ""
-    layer: dict = field(default_factory=dict)
+    layer: Dict[str, Any] = field(default_factory=dict)
     bytes_read: int = 0
 
 
 class _Peeked:
     """A file whose first bytes were already read (to tell gzip from tar)."""
 
-    def __init__(self, head: bytes, stream):
+    def __init__(self, head: bytes, stream: _Readable) -> None:
         self._head = head
         self._stream = stream
 
-    def read(self, size: int = -1) -> bytes:
+    def read(self, size: Optional[int] = -1) -> bytes:
+        """As a file's ``read``: the peeked bytes first."""
         if self._head:
             if size is None or size < 0:
                 data, self._head = self._head + self._stream.read(), b""
@@ -93,10 +108,10 @@ class _Peeked:
             if len(data) < size:
                 data += self._stream.read(size - len(data))
             return data
-        return self._stream.read(size)
+        return self._stream.read(-1 if size is None else size)
 
 
-def _read_entry(tar, member, what: str) -> bytes:
+def _read_entry(tar: tarfile.TarFile, member: tarfile.TarInfo, what: str) -> bytes:
     if member.size > MAX_MANIFEST_FILE:
         raise ReleasePayloadError(f"{what} is {member.size} bytes; at most {MAX_MANIFEST_FILE} are read")
     handle = tar.extractfile(member)
@@ -110,7 +125,7 @@ def _entry_name(name: str) -> str:
     return name.lstrip("/")
 
 
-def scan_layer(blob, image: str, layer_digest: str) -> dict:
+def scan_layer(blob: _Readable, image: str, layer_digest: str) -> Dict[str, bytes]:
     """{path: bytes} of the release-manifests files in one layer stream; stops once both are read."""
     head = blob.read(4)
     where = f"release image {image}: layer {layer_digest}"
@@ -119,7 +134,7 @@ def scan_layer(blob, image: str, layer_digest: str) -> dict:
     stream: Any = _Peeked(head, blob)
     if head.startswith(_GZIP_MAGIC):
         stream = gzip.GzipFile(fileobj=stream, mode="rb")
-    found = {}
+    found: Dict[str, bytes] = {}
     try:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
@@ -136,7 +151,7 @@ def scan_layer(blob, image: str, layer_digest: str) -> dict:
     return found
 
 
-def parse_image_references(data: bytes, image: str) -> dict:
+def parse_image_references(data: bytes, image: str) -> Dict[str, str]:
     """{tag name: digest reference} from an ImageStream document (JSON or YAML)."""
     where = f"release image {image}: {IMAGE_REFERENCES}"
     try:
@@ -149,7 +164,8 @@ def parse_image_references(data: bytes, image: str) -> dict:
     tags = (document.get("spec") or {}).get("tags")
     if not isinstance(tags, list) or not tags:
         raise ReleasePayloadError(f"{where} has no spec.tags")
-    components, problems = {}, []
+    components: Dict[str, str] = {}
+    problems: List[str] = []
     for index, tag in enumerate(tags):
         name = tag.get("name") if isinstance(tag, dict) else None
         source = tag.get("from") if isinstance(tag, dict) else None
@@ -177,7 +193,7 @@ def parse_image_references(data: bytes, image: str) -> dict:
     return components
 
 
-def parse_release_metadata(data: bytes, image: str) -> dict:
+def parse_release_metadata(data: bytes, image: str) -> Dict[str, Any]:
     """The release-metadata JSON object (``version``, ``previous``, ``metadata``)."""
     try:
         document = json.loads(data.decode("utf-8"))
@@ -188,7 +204,8 @@ def parse_release_metadata(data: bytes, image: str) -> dict:
     return document
 
 
-def _config_labels(client, source, info, credentials, insecure, image: str) -> dict:
+def _config_labels(client: RegistryClient, source: PullSource, info: ManifestInfo,
+                   credentials: Optional[RegistryCredentials], insecure: bool, image: str) -> Dict[str, Any]:
     data = client.read_blob(source.reference, info.config_digest, credentials, insecure, MAX_CONFIG_SIZE)
     try:
         config = json.loads(data.decode("utf-8"))
@@ -198,7 +215,8 @@ def _config_labels(client, source, info, credentials, insecure, image: str) -> d
     return labels if isinstance(labels, dict) else {}
 
 
-def _read_from(client, source, credentials, insecure, platform, image: str) -> ReleasePayload:
+def _read_from(client: RegistryClient, source: PullSource, credentials: Optional[RegistryCredentials],
+               insecure: bool, platform: Optional[Platform], image: str) -> ReleasePayload:
     info = client.manifest_info(source.reference, credentials, insecure, platform)
     labels = _config_labels(client, source, info, credentials, insecure, image)
     if RELEASE_LABEL not in labels:
@@ -206,7 +224,9 @@ def _read_from(client, source, credentials, insecure, platform, image: str) -> R
         raise ReleasePayloadError(
             f"{image} is not an OpenShift release image: its config has no {RELEASE_LABEL} label (labels: {shown})"
         )
-    found, read, layer = {}, 0, {}
+    found: Dict[str, bytes] = {}
+    read = 0
+    layer: Dict[str, Any] = {}
     # oc adm release new appends the manifests as the last layer; earlier layers are read only if it is not there.
     for layer_digest, layer_size in reversed(info.layers):
         with client.open_blob(source.reference, layer_digest, credentials, insecure) as blob:
@@ -231,12 +251,14 @@ def _read_from(client, source, credentials, insecure, platform, image: str) -> R
     )
 
 
-def read_release(client, ref, registries, docker_config, platform=None) -> ReleasePayload:
+def read_release(client: RegistryClient, ref: ImageRef, registries: RegistriesConf, docker_config: DockerConfig,
+                 platform: Optional[Platform] = None) -> ReleasePayload:
     """Read release image ``ref`` (an ImageRef, by digest or tag) from its first pull source that answers.
 
     Raises ReleasePayloadError (not a release image, bad payload), RegistriesConfError, SourcesFailedError.
     """
     image = str(ref)
+    payload: ReleasePayload
     payload, _source = read_from_sources(
         ref, registries, docker_config,
         lambda source, credentials, insecure: _read_from(client, source, credentials, insecure, platform, image))
@@ -245,7 +267,8 @@ def read_release(client, ref, registries, docker_config, platform=None) -> Relea
     return payload
 
 
-def select_components(components: dict, include=None, exclude=None) -> dict:
+def select_components(components: Mapping[str, str], include: Optional[Sequence[str]] = None,
+                      exclude: Optional[Sequence[str]] = None) -> Dict[str, str]:
     """Components whose tag name matches a pattern of ``include`` (all when empty) and none of ``exclude``."""
     return {
         name: image for name, image in sorted(components.items())
@@ -260,12 +283,13 @@ def default_set_name(version: str) -> str:
     return name[:200].rstrip("-.")
 
 
-def build_sets(images, name: str, labels=None, pools=None) -> list:
+def build_sets(images: Iterable[str], name: str, labels: Optional[Mapping[str, str]] = None,
+               pools: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     """One PinnedImageSet object, or one per pool (``<name>-<pool>``, labelled for the pool's role); validated."""
-    images = sorted(set(images))
-    if len(images) > MAX_PINNED_IMAGES:
+    unique = sorted(set(images))
+    if len(unique) > MAX_PINNED_IMAGES:
         raise ReleasePayloadError(
-            f"the release lists {len(images)} images; a PinnedImageSet holds at most {MAX_PINNED_IMAGES}: "
+            f"the release lists {len(unique)} images; a PinnedImageSet holds at most {MAX_PINNED_IMAGES}: "
             "narrow it with include or exclude"
         )
     problem = check_dns_subdomain(name, "name")
@@ -273,20 +297,22 @@ def build_sets(images, name: str, labels=None, pools=None) -> list:
         raise ReleasePayloadError(problem)
     targets = [(f"{name}-{pool}", dict(labels or {}, **{ROLE_LABEL: pool})) for pool in pools] if pools else \
         [(name, dict(labels or {}))]
-    sets = []
+    sets: List[Dict[str, Any]] = []
     for set_name, set_labels in targets:
         obj = {
             "apiVersion": API_VERSION,
             "kind": PINNED_IMAGE_SET_KIND,
             "metadata": {"name": set_name, "labels": set_labels} if set_labels else {"name": set_name},
-            "spec": {"pinnedImages": [{"name": image} for image in images]},
+            "spec": {"pinnedImages": [{"name": image} for image in unique]},
         }
         validate_set(obj, "release")
         sets.append(obj)
     return sets
 
 
-def estimate_payload(client, images, registries, docker_config, platform, expansion_factor: float) -> dict:
+def estimate_payload(client: RegistryClient, images: Iterable[str], registries: RegistriesConf,
+                     docker_config: DockerConfig, platform: Optional[Platform],
+                     expansion_factor: float) -> Dict[str, Any]:
     """The disk guard's estimate for ``images`` on one node, with the manifests that could not be read."""
     estimator = PullEstimator(client, registries, docker_config, PrefetchOptions(retries=2), platform)
     before = client.request_count
@@ -303,7 +329,7 @@ def estimate_payload(client, images, registries, docker_config, platform, expans
     }
 
 
-def run_module(module) -> None:
+def run_module(module: Any) -> None:
     """The release_image_set module: read, select, build the sets, estimate, write ``dest``; exit or fail."""
     params = module.params
     for name in ("expansion_factor", "registry_timeout"):
