@@ -310,3 +310,28 @@ def remove(base: str, check_mode: bool = False) -> Dict[str, Any]:
     if not check_mode:
         shutil.rmtree(base)
     return dict(changed=True, path=base, removed=entries)
+
+
+def python_deps(params: Mapping[str, Any], check_mode: bool = False) -> Dict[str, Any]:
+    """The node_python_deps module: report this interpreter and provision (``present``) or remove (``absent``) the
+    private directory. NodeDepsError, with the result so far in its details, on bad input or a failed write."""
+    base = params["path"]
+    if not os.path.isabs(base):
+        raise NodeDepsError("path must be absolute, got %r" % (base,), details={"changed": False})
+    info = interpreter()
+    tag_dir = os.path.join(base, info["tag"])
+    result: Dict[str, Any] = dict(changed=False, interpreter=info, pythonpath=os.path.join(tag_dir, SITE),
+                                  importable=HAS_NODE_DEPS and NODE_DEPS["site"] is None, problem=NODE_DEPS["error"])
+    try:
+        if params["state"] == "present":
+            if not params["wheels"]:
+                raise NodeDepsError("state=present needs at least one wheel")
+            wheels = [dict(path=os.path.join(tag_dir, WHEELS, os.path.basename(wheel["name"])), sha256=wheel["sha256"])
+                      for wheel in params["wheels"]]
+            outcome = provision(base, info["tag"], wheels, check_mode)
+            result.update(changed=outcome["changed"], reason=outcome["reason"], files=outcome["files"])
+        elif params["state"] == "absent":
+            result["changed"] = remove(base, check_mode)["changed"]
+    except NodeDepsError as err:
+        raise NodeDepsError(err.message, details=result) from err
+    return result

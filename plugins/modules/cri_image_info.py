@@ -113,46 +113,25 @@ image_filesystems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient, CriError
-from ansible_collections.pinned.images.plugins.module_utils._disk_guard import filesystem_stats
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
+    CRI_CLIENT_ARGUMENT_SPEC,
+    CriError,
+    describe_runtime,
+)
 from ansible_collections.pinned.images.plugins.module_utils._errors import fail_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
 
 
-def _with_local_usage(filesystem: dict) -> dict:
-    try:
-        total, free = filesystem_stats(filesystem["mountpoint"])
-    except OSError:
-        return dict(filesystem, total_bytes=None, free_bytes=None)
-    return dict(filesystem, total_bytes=total, free_bytes=free)
-
-
-def main():
+def main() -> None:
     argument_spec = dict(images=dict(type="list", elements="str"))
     argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_node_deps(module)
-
-    requested = module.params["images"]
     try:
-        with CriClient.from_params(module.params) as client:
-            runtime = dict(client.version(), endpoint=client.endpoint)
-            filesystems = [_with_local_usage(fs) for fs in client.image_fs_info()]
-            if requested is None:
-                images, missing = client.list_images(), []
-            else:
-                # ImageStatus resolves each name exactly as a pull or the kubelet would.
-                by_id, missing = {}, []
-                for name in requested:
-                    image = client.image_status(name)
-                    if image is None:
-                        missing.append(name)
-                    else:
-                        by_id.setdefault(image["id"], dict(image, requested=[]))["requested"].append(name)
-                images = list(by_id.values())
+        result = describe_runtime(module.params)
     except CriError as err:
         fail_json_from(module, err)
-    module.exit_json(changed=False, runtime=runtime, images=images, missing=missing, image_filesystems=filesystems)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -153,23 +153,13 @@ files:
   type: int
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._node_deps import (
-    HAS_NODE_DEPS,
-    NODE_DEPS,
-    SITE,
-    WHEELS,
-    NodeDepsError,
-    interpreter,
-    provision,
-    remove,
-)
+from ansible_collections.pinned.images.plugins.module_utils._errors import fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._node_deps import NodeDepsError, python_deps
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", default="/var/lib/pinned-images/python"),
@@ -182,34 +172,11 @@ def main():
         required_if=[("state", "present", ("wheels",))],
         supports_check_mode=True,
     )
-    result = run(module.params, module.check_mode)
-    if result.pop("failed", False):
-        module.fail_json(**result)
-    module.exit_json(**result)
-
-
-def run(params: dict, check_mode: bool) -> dict:
-    """The module's result; ``failed`` with ``msg`` on bad input or a directory that cannot be written."""
-    base = params["path"]
-    if not os.path.isabs(base):
-        return dict(failed=True, changed=False, msg=f"path must be absolute, got {base!r}")
-    info = interpreter()
-    tag_dir = os.path.join(base, info["tag"])
-    result = dict(changed=False, interpreter=info, pythonpath=os.path.join(tag_dir, SITE),
-                  importable=HAS_NODE_DEPS and NODE_DEPS["site"] is None, problem=NODE_DEPS["error"])
     try:
-        if params["state"] == "present":
-            if not params["wheels"]:
-                return dict(result, failed=True, msg="state=present needs at least one wheel")
-            wheels = [dict(path=os.path.join(tag_dir, WHEELS, os.path.basename(wheel["name"])), sha256=wheel["sha256"])
-                      for wheel in params["wheels"]]
-            outcome = provision(base, info["tag"], wheels, check_mode)
-            result.update(changed=outcome["changed"], reason=outcome["reason"], files=outcome["files"])
-        elif params["state"] == "absent":
-            result["changed"] = remove(base, check_mode)["changed"]
+        result = python_deps(module.params, module.check_mode)
     except NodeDepsError as err:
-        return dict(result, failed=True, msg=str(err))
-    return result
+        fail_json_from(module, err)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -109,15 +109,11 @@ bytes:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.pinned.images.plugins.module_utils._wheelhouse import (
-    HAS_PACKAGING,
-    WheelhouseError,
-    default_path,
-    fill,
-)
+from ansible_collections.pinned.images.plugins.module_utils._errors import fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._wheelhouse import HAS_PACKAGING, WheelhouseError, fill_targets
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path"),
@@ -131,21 +127,11 @@ def main():
     )
     if not HAS_PACKAGING:
         module.fail_json(msg=missing_required_lib("packaging"))
-    params = module.params
-    path = params["path"] or default_path()
-    targets, changed = {}, False
     try:
-        for tag in params["targets"]:
-            outcome = fill(path, tag, params["requirements"], params["download"], params["pip"], params["timeout"],
-                           module.check_mode)
-            changed = changed or outcome["changed"]
-            checksums = [dict(name=wheel["name"], sha256=wheel["sha256"]) for wheel in outcome["wheels"]]
-            targets[tag] = dict(path=outcome["path"], wheels=outcome["wheels"], checksums=checksums,
-                                unmet=outcome["unmet"])
-    except (ValueError, WheelhouseError, OSError) as err:
-        module.fail_json(msg=str(err), path=path, targets=targets)
-    total = sum(wheel["size"] for target in targets.values() for wheel in target["wheels"])
-    module.exit_json(changed=changed, path=path, targets=targets, bytes=total)
+        result = fill_targets(module.params, module.check_mode)
+    except WheelhouseError as err:
+        fail_json_from(module, err)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -213,12 +213,13 @@ dest:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.pinned.images.plugins.module_utils._release_payload import run_module
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._release_payload import release_sets
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import REGISTRY_ARGUMENT_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._yaml import HAS_YAML, YAML_IMPORT_ERROR
 
 
-def main():
+def main() -> None:
     argument_spec = dict(
         release=dict(type="str", required=True),
         platform=dict(type="str"),
@@ -236,7 +237,11 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
-    run_module(module)
+    try:
+        result = release_sets(module.params, module.check_mode, module._diff, module.no_log_values)
+    except CollectionError as err:
+        fail_json_from(module, err)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":
