@@ -11,7 +11,7 @@ found, so a user fixes them all at once) and ``details``: structured fields a mo
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, NoReturn, Optional, Union
+from typing import Any, Callable, Iterable, Mapping, NoReturn, Optional, Union
 
 # Error kinds (a failure's ``error_kind``); a retry cannot fix the ones in PERMANENT_ERROR_KINDS.
 UNAVAILABLE = "unavailable"
@@ -58,3 +58,13 @@ def fail_json_from(module: Any, error: CollectionError, prefix: str = "", **resu
     fields.update(error.details)
     module.fail_json(msg=prefix + error.message, problems=error.problems, **fields)
     raise AssertionError("fail_json returned")  # pragma: no cover - AnsibleModule.fail_json exits
+
+
+def exit_json_from(module: Any, run: Callable[[], Mapping[str, Any]]) -> NoReturn:
+    """``module.exit_json`` with the result of ``run()``; ``fail_json_from`` when it raises a CollectionError."""
+    try:
+        result = run()
+    except CollectionError as error:
+        fail_json_from(module, error)
+    module.exit_json(**result)
+    raise AssertionError("exit_json returned")  # pragma: no cover - AnsibleModule.exit_json exits

@@ -113,12 +113,8 @@ image_filesystems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
-    CRI_CLIENT_ARGUMENT_SPEC,
-    CriError,
-    describe_runtime,
-)
-from ansible_collections.pinned.images.plugins.module_utils._errors import fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, describe_runtime
+from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
 
 
@@ -127,11 +123,7 @@ def main() -> None:
     argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_node_deps(module)
-    try:
-        result = describe_runtime(module.params)
-    except CriError as err:
-        fail_json_from(module, err)
-    module.exit_json(**result)
+    exit_json_from(module, lambda: describe_runtime(module.params))
 
 
 if __name__ == "__main__":

@@ -155,8 +155,8 @@ files:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._errors import fail_json_from
-from ansible_collections.pinned.images.plugins.module_utils._node_deps import NodeDepsError, python_deps
+from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
+from ansible_collections.pinned.images.plugins.module_utils._node_deps import python_deps
 
 
 def main() -> None:
@@ -172,11 +172,7 @@ def main() -> None:
         required_if=[("state", "present", ("wheels",))],
         supports_check_mode=True,
     )
-    try:
-        result = python_deps(module.params, module.check_mode)
-    except NodeDepsError as err:
-        fail_json_from(module, err)
-    module.exit_json(**result)
+    exit_json_from(module, lambda: python_deps(module.params, module.check_mode))
 
 
 if __name__ == "__main__":

@@ -109,8 +109,8 @@ bytes:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.pinned.images.plugins.module_utils._errors import fail_json_from
-from ansible_collections.pinned.images.plugins.module_utils._wheelhouse import HAS_PACKAGING, WheelhouseError, fill_targets
+from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
+from ansible_collections.pinned.images.plugins.module_utils._wheelhouse import HAS_PACKAGING, fill_targets
 
 
 def main() -> None:
@@ -127,11 +127,7 @@ def main() -> None:
     )
     if not HAS_PACKAGING:
         module.fail_json(msg=missing_required_lib("packaging"))
-    try:
-        result = fill_targets(module.params, module.check_mode)
-    except WheelhouseError as err:
-        fail_json_from(module, err)
-    module.exit_json(**result)
+    exit_json_from(module, lambda: fill_targets(module.params, module.check_mode))
 
 
 if __name__ == "__main__":

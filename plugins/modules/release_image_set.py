@@ -213,7 +213,7 @@ dest:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
 from ansible_collections.pinned.images.plugins.module_utils._release_payload import release_sets
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import REGISTRY_ARGUMENT_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._yaml import HAS_YAML, YAML_IMPORT_ERROR
@@ -237,11 +237,7 @@ def main() -> None:
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
-    try:
-        result = release_sets(module.params, module.check_mode, module._diff, module.no_log_values)
-    except CollectionError as err:
-        fail_json_from(module, err)
-    module.exit_json(**result)
+    exit_json_from(module, lambda: release_sets(module.params, module.check_mode, module._diff, module.no_log_values))
 
 
 if __name__ == "__main__":

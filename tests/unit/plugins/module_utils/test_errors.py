@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import MissingImagesError, ReloadError
-from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from, join_problems
+from ansible_collections.pinned.images.plugins.module_utils._errors import (
+    CollectionError,
+    exit_json_from,
+    fail_json_from,
+    join_problems,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8sError
 from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLockError
 
@@ -20,6 +25,10 @@ class FakeModule:
     def fail_json(self, **fields):
         self.failed = fields
         raise SystemExit(1)
+
+    def exit_json(self, **fields):
+        self.exited = fields
+        raise SystemExit(0)
 
 
 def test_one_problem_is_the_message_several_are_counted():
@@ -34,6 +43,20 @@ def test_fail_json_from_gives_message_problems_and_details():
     with pytest.raises(SystemExit):
         fail_json_from(module, K8sError("denied", status=403, reason="Forbidden"), prefix="apply: ", changed=False)
     assert module.failed == dict(msg="apply: denied", problems=["denied"], status=403, reason="Forbidden", changed=False)
+
+
+def test_exit_json_from_exits_with_the_result_or_fails_with_the_error():
+    module = FakeModule()
+    with pytest.raises(SystemExit):
+        exit_json_from(module, lambda: {"changed": True, "path": "/x"})
+    assert module.exited == {"changed": True, "path": "/x"}
+
+    def failing():
+        raise CollectionError(["a", "b"], details={"path": "/x"})
+
+    with pytest.raises(SystemExit):
+        exit_json_from(module, failing)
+    assert module.failed == dict(msg="2 problems found:\n- a\n- b", problems=["a", "b"], path="/x")
 
 
 def test_details_are_set_at_construction():
