@@ -73,10 +73,12 @@ class CriError(CollectionError):
 
     @property
     def retryable(self) -> bool:
+        """Whether another attempt may succeed (the kind is not one a retry cannot fix)."""
         return self.kind not in PERMANENT_ERROR_KINDS
 
 
 def classify_message(message: str) -> str:
+    """The error kind a runtime's error text names (no space, auth, not found, ...), else UNKNOWN."""
     lowered = message.lower()
     for kind, fragments in _MESSAGE_KINDS:
         if any(fragment in lowered for fragment in fragments):
@@ -150,6 +152,8 @@ def describe_listener(path: str, timeout: float = _PROBE_SECONDS) -> str:
 
 
 class RuntimeVersion(TypedDict):
+    """The runtime's Version answer."""
+
     runtime_name: str
     runtime_version: str
     runtime_api_version: str
@@ -166,6 +170,8 @@ class CriImage(TypedDict):
 
 
 class ImageFsUsage(TypedDict):
+    """One image filesystem of the runtime's ImageFsInfo answer."""
+
     mountpoint: str
     used_bytes: int
     inodes_used: int

@@ -66,6 +66,8 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class Mirror(Endpoint):
+    """A mirror of a registry entry; ``pull_from_mirror`` is ``all``, ``digest-only``, ``tag-only`` or empty."""
+
     pull_from_mirror: str = ""
 
 

@@ -144,6 +144,8 @@ class PlatformNotFoundError(RegistryError):
 
 @dataclass(frozen=True)
 class Platform:
+    """An image index platform: ``os/architecture[/variant]``."""
+
     os: str
     architecture: str
     variant: str = ""
