@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from fixtures.bad_files import error_of
+
 from ansible_collections.pinned.images.plugins.module_utils import _registries_conf
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._registries_conf import (
@@ -208,10 +210,9 @@ BAD_CONF = [
 
 @pytest.mark.parametrize("text, message", BAD_CONF)
 def test_bad_conf(text, message):
-    with pytest.raises(RegistriesConfError) as info:
-        parse_registries_conf(text, "/etc/containers/registries.conf")
-    assert message in str(info.value)
-    assert str(info.value).startswith("/etc/containers/registries.conf")
+    error = error_of(RegistriesConfError, parse_registries_conf, text, "/etc/containers/registries.conf")
+    assert message in error
+    assert error.startswith("/etc/containers/registries.conf")
 
 
 # The runtime loads any location without a URI scheme; one that cannot be rewritten onto fails the pull only.
@@ -364,9 +365,8 @@ def test_load_defaults_absent(tmp_path):
 
 
 def test_load_errors_name_the_file(bad_file):
-    with pytest.raises(RegistriesConfError) as info:
-        load_registries_conf(str(bad_file.path), default_conf_d=None)
-    assert str(bad_file.path) in str(info.value) and bad_file.message in str(info.value)
+    error = error_of(RegistriesConfError, load_registries_conf, str(bad_file.path), default_conf_d=None)
+    assert str(bad_file.path) in error and bad_file.message in error
 
 
 def test_missing_toml_library(monkeypatch):

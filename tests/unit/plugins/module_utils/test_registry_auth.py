@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from fixtures.bad_files import error_of
+
 from ansible_collections.pinned.images.plugins.module_utils import _image_ref, _registry_auth
 from ansible_collections.pinned.images.plugins.module_utils._registry_auth import (
     DockerConfig,
@@ -149,10 +151,9 @@ BAD_CASES = [
 
 @pytest.mark.parametrize("text, message", BAD_CASES)
 def test_bad_documents(text, message):
-    with pytest.raises(RegistryAuthError) as info:
-        parse_docker_config(text, "/etc/pull.json")
-    assert message in str(info.value)
-    assert str(info.value).startswith("/etc/pull.json")
+    error = error_of(RegistryAuthError, parse_docker_config, text, "/etc/pull.json")
+    assert message in error
+    assert error.startswith("/etc/pull.json")
 
 
 def test_error_never_quotes_the_secret():
@@ -236,10 +237,9 @@ def test_load_explicit_path(tmp_path):
 
 
 def test_load_errors_name_the_file(bad_file):
-    with pytest.raises(RegistryAuthError) as info:
-        load_docker_config(str(bad_file.path), default_path=None)
-    assert str(bad_file.path) in str(info.value)
-    assert bad_file.message in str(info.value)
+    error = error_of(RegistryAuthError, load_docker_config, str(bad_file.path), default_path=None)
+    assert str(bad_file.path) in error
+    assert bad_file.message in error
 
 
 def test_a_huge_key_is_cut_short_in_errors(tmp_path):
