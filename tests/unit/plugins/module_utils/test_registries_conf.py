@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
 from fixtures.bad_files import error_of
 
@@ -24,6 +26,8 @@ from ansible_collections.pinned.images.plugins.module_utils._registries_conf imp
 from ansible_collections.pinned.images.plugins.module_utils._registry_auth import parse_docker_config
 
 DIGEST = "sha256:" + "ab" * 32
+# Test tables kept as data (one line a case).
+CASES = Path(__file__).parent / "cases"
 
 CONF = """
 unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
@@ -90,66 +94,8 @@ def conf():
 
 
 # (image, [(source reference, insecure, mirror), ...])
-SOURCE_CASES = [
-    ("quay.io/ns/app@" + DIGEST, [
-        ("mirror.local:5000/quay/ns/app@" + DIGEST, False, True),
-        ("backup.local/ns/app@" + DIGEST, True, True),
-        ("quay.io/ns/app@" + DIGEST, False, False),
-    ]),
-    ("quay.io/ns/app:v1", [
-        ("mirror.local:5000/quay/ns/app:v1", False, True),
-        ("backup.local/ns/app:v1", True, True),
-        ("quay.io/ns/app:v1", False, False),
-    ]),
-    # Longest prefix wins.
-    ("quay.io/special/tool@" + DIGEST, [("special.example.com/repos/tool@" + DIGEST, True, False)]),
-    ("quay.io/special@" + DIGEST, [("special.example.com/repos@" + DIGEST, True, False)]),
-    # Component boundary: quay.io/specialist is not under quay.io/special.
-    ("quay.io/specialist/x@" + DIGEST, [
-        ("mirror.local:5000/quay/specialist/x@" + DIGEST, False, True),
-        ("backup.local/specialist/x@" + DIGEST, True, True),
-        ("quay.io/specialist/x@" + DIGEST, False, False),
-    ]),
-    # mirror-by-digest-only.
-    ("busybox@" + DIGEST, [
-        ("hub-mirror.local/library/busybox@" + DIGEST, False, True),
-        ("docker.io/library/busybox@" + DIGEST, False, False),
-    ]),
-    ("busybox:1.36", [("docker.io/library/busybox:1.36", False, False)]),
-    # Wildcard without location: mirror, then the image's own host.
-    ("reg.corp.example.com/a/b@" + DIGEST, [
-        ("cache.corp.example.com/a/b@" + DIGEST, False, True),
-        ("reg.corp.example.com/a/b@" + DIGEST, False, False),
-    ]),
-    ("x.y.corp.example.com/a@" + DIGEST, [
-        ("cache.corp.example.com/a@" + DIGEST, False, True),
-        ("x.y.corp.example.com/a@" + DIGEST, False, False),
-    ]),
-    # Ports are never covered by a host prefix (containers/image matches them by accident; see docs)...
-    ("quay.io:8443/ns/app@" + DIGEST, [("quay.io:8443/ns/app@" + DIGEST, False, False)]),
-    # ...but a wildcard covers them, as in containers/image: the port follows onto the mirror.
-    ("reg.corp.example.com:5000/a@" + DIGEST, [
-        ("cache.corp.example.com:5000/a@" + DIGEST, False, True),
-        ("reg.corp.example.com:5000/a@" + DIGEST, False, False),
-    ]),
-    # No entry: the image itself.
-    ("ghcr.io/o/r@" + DIGEST, [("ghcr.io/o/r@" + DIGEST, False, False)]),
-    # pull-from-mirror per mirror.
-    ("tags.io/a@" + DIGEST, [
-        ("digests-mirror.io/a@" + DIGEST, False, True),
-        ("all-mirror.io/a@" + DIGEST, False, True),
-        ("tags.io/a@" + DIGEST, False, False),
-    ]),
-    ("tags.io/a:v2", [
-        ("tags-mirror.io/a:v2", False, True),
-        ("all-mirror.io/a:v2", False, True),
-        ("tags.io/a:v2", False, False),
-    ]),
-    # A prefix with a tag matches only that tag.
-    ("pinned.io/app:v1", [("other.io/app-v1", False, False)]),
-    ("pinned.io/app:v1@" + DIGEST, [("other.io/app-v1@" + DIGEST, False, False)]),
-    ("pinned.io/app:v2", [("pinned.io/app:v2", False, False)]),
-]
+SOURCE_CASES = [(case["image"], [tuple(source) for source in case["sources"]]) for case in yaml.safe_load(
+    (CASES / "registries_conf_sources.yaml").read_text().replace("@DIGEST", "@" + DIGEST))]
 
 
 @pytest.mark.parametrize("image, expected", SOURCE_CASES)

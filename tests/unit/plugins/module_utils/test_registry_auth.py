@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
 from fixtures.bad_files import error_of
 
@@ -21,6 +23,8 @@ from ansible_collections.pinned.images.plugins.module_utils._registry_auth impor
 from ansible_collections.pinned.images.plugins.module_utils._secrets import REDACTED, redact
 
 SECRET = "s3cr3t:with:colons"
+# Test tables kept as data (one line a case).
+CASES = Path(__file__).parent / "cases"
 
 
 def b64(text: str) -> str:
@@ -31,57 +35,8 @@ def config(auths) -> DockerConfig:
     return parse_docker_config(json.dumps({"auths": auths}), "test.json")
 
 
-# (keys in the file, image name, key expected to win or None)
-LOOKUP_CASES = [
-    (["quay.io"], "quay.io/ns/repo", "quay.io"),
-    (["https://quay.io"], "quay.io/ns/repo", "https://quay.io"),
-    (["https://quay.io/"], "quay.io/ns/repo", "https://quay.io/"),
-    (["http://quay.io/v2/"], "quay.io/ns/repo", "http://quay.io/v2/"),
-    (["QUAY.IO"], "quay.io/ns/repo", "QUAY.IO"),
-    (["quay.io", "quay.io/ns"], "quay.io/ns/repo", "quay.io/ns"),
-    (["quay.io/ns", "quay.io"], "quay.io/ns/repo", "quay.io/ns"),
-    (["quay.io/ns", "quay.io/ns/repo"], "quay.io/ns/repo", "quay.io/ns/repo"),
-    (["https://quay.io/ns/repo/", "quay.io"], "quay.io/ns/repo", "https://quay.io/ns/repo/"),
-    # Prefixes only match on component boundaries.
-    (["quay.io/ns"], "quay.io/nsx/repo", None),
-    (["quay.io/ns", "quay.io"], "quay.io/nsx/repo", "quay.io"),
-    (["quay.io/ns/repo/extra"], "quay.io/ns/repo", None),
-    # Ports are part of the host.
-    (["reg:5000"], "reg:5000/a/b", "reg:5000"),
-    (["reg:5000"], "reg/a/b", None),
-    (["reg"], "reg:5000/a/b", None),
-    (["reg:5000", "reg:5001"], "reg:5001/a", "reg:5001"),
-    (["127.0.0.1:5000/team"], "127.0.0.1:5000/team/app", "127.0.0.1:5000/team"),
-    # Docker Hub spellings.
-    (["https://index.docker.io/v1/"], "docker.io/library/busybox", "https://index.docker.io/v1/"),
-    (["index.docker.io"], "docker.io/library/busybox", "index.docker.io"),
-    (["registry-1.docker.io"], "docker.io/library/busybox", "registry-1.docker.io"),
-    (["docker.io"], "docker.io/library/busybox", "docker.io"),
-    (["docker.io"], "index.docker.io/library/busybox", "docker.io"),
-    (["https://index.docker.io/v1/", "docker.io/library"], "docker.io/library/busybox", "docker.io/library"),
-    (["docker.io"], "quay.io/library/busybox", None),
-    # Wildcards: one label per '*', below an exact host at the same depth, below any longer path.
-    (["*.example.com"], "reg.example.com/a", "*.example.com"),
-    (["*.example.com"], "a.b.example.com/a", None),
-    (["*.example.com"], "example.com/a", None),
-    (["*.example.com", "reg.example.com"], "reg.example.com/a", "reg.example.com"),
-    (["reg.example.com", "*.example.com/a"], "reg.example.com/a/b", "*.example.com/a"),
-    (["*.example.com:5000"], "reg.example.com/a", None),
-    # Host only, no path.
-    (["quay.io"], "quay.io", "quay.io"),
-    # Spellings of one registry, in containers/image's order whatever the JSON key order: the exact text,
-    # another bare spelling, a URL; then the key text.
-    (["docker.io", "https://index.docker.io/v1/"], "docker.io/x/y", "docker.io"),
-    (["https://index.docker.io/v1/", "docker.io"], "docker.io/x/y", "docker.io"),
-    (["index.docker.io", "docker.io"], "docker.io/x/y", "docker.io"),
-    (["https://index.docker.io/v1/", "index.docker.io"], "docker.io/x/y", "index.docker.io"),
-    (["registry-1.docker.io", "index.docker.io"], "docker.io/x/y", "index.docker.io"),
-    (["index.docker.io", "registry-1.docker.io"], "docker.io/x/y", "index.docker.io"),
-    (["https://quay.io/v1/", "quay.io"], "quay.io/x", "quay.io"),
-    # A URL spelling of the exact host still beats a wildcard.
-    (["*.example.com", "https://reg.example.com/v1/"], "reg.example.com/a", "https://reg.example.com/v1/"),
-    ([], "quay.io/a", None),
-]
+# [keys in the file, image name, key expected to win or None]
+LOOKUP_CASES = yaml.safe_load((CASES / "registry_auth_lookup.yaml").read_text())
 
 
 @pytest.mark.parametrize("keys, name, expected", LOOKUP_CASES)
