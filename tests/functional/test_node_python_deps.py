@@ -194,7 +194,7 @@ def test_the_node_deps_playbook_prepares_a_node_for_ad_hoc_runs_and_removes_the_
                                dict(cri_socket=lab.state["nodes"][node.name]["endpoint"], images=node.images),
                                timeout=300, hosts=node.name, inventory=node.inventory,
                                env=dict(PINNED_IMAGES_PYTHON_DIR=str(node.private)))
-    assert rc == 0 and result["runtime_name"] == "containerd", output
+    assert rc == 0 and result["runtime"]["runtime_name"] == "containerd", output
 
     rc, output, _report = node.playbook("node_deps", dict(node_python_deps_state="absent"))
     assert rc == 0, output
