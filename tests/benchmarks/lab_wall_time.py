@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ import yaml  # noqa: E402
 from support.images import parse_size  # noqa: E402
 from support.lab import Lab  # noqa: E402
 
-from fixtures.ansible_runs import VENV_BIN, ansible_env  # noqa: E402
+from fixtures.ansible_runs import playbook  # noqa: E402
 from fixtures.openshift_objects import ROLE_LABEL, pinned_image_set  # noqa: E402
 
 
@@ -44,10 +43,8 @@ def sets_file(path: Path, refs: list) -> Path:
 
 def run(inventory: Path, sets: Path, report: Path) -> tuple[float, dict, str]:
     extra = {"cluster_sets": [str(sets)], "cluster_report_file": str(report), "node_progress_interval": 5}
-    command = [str(VENV_BIN / "ansible-playbook"), "pinned.images.prefetch", "-i", str(inventory),
-               "-e", json.dumps(extra)]
     started = time.monotonic()
-    proc = subprocess.run(command, env=ansible_env(), capture_output=True, text=True, check=False)
+    proc = playbook("pinned.images.prefetch", inventory, extra, timeout=3600)
     wall = time.monotonic() - started
     if proc.returncode != 0:
         sys.exit(f"the playbook failed (rc {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")

@@ -11,7 +11,6 @@ with 3 fresh images; runs the playbook once, then three more times (median), on 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -23,17 +22,14 @@ sys.path[:0] = [str(ROOT / ".build" / "collections"), str(ROOT / "tests")]
 
 from support.lab import Lab  # noqa: E402
 
+from fixtures.ansible_runs import playbook as ansible_playbook  # noqa: E402
+
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import verify  # noqa: E402
 
-VENV_BIN = Path(sys.executable).parent
 
-
-def run(inventory: Path, wheelhouse: Path | None = None, playbook: str = "prefetch", extra: dict | None = None):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"), ANSIBLE_NOCOLOR="1")
-    command = [str(VENV_BIN / "ansible-playbook"), f"pinned.images.{playbook}", "-i", str(inventory),
-               "-e", json.dumps(extra or {})]
+def run(inventory: Path, playbook: str = "prefetch", extra: dict | None = None) -> float:
     started = time.monotonic()
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
+    proc = ansible_playbook(f"pinned.images.{playbook}", inventory, extra or {}, timeout=900)
     if proc.returncode:
         raise SystemExit(proc.stdout + proc.stderr)
     return time.monotonic() - started

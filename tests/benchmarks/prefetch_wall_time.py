@@ -10,9 +10,6 @@ and the CRI calls that a present set costs. Usage: .venv/bin/python tests/benchm
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,19 +20,16 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
 
 from support.lab import Lab  # noqa: E402  pylint: disable=wrong-import-position
 
+from fixtures.ansible_runs import adhoc  # noqa: E402  pylint: disable=wrong-import-position
+
 
 def run_module(args: dict) -> tuple[float, dict]:
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1")
-    command = [str(Path(sys.executable).parent / "ansible"), "localhost", "-c", "local", "-i", "localhost,",
-               "-m", "pinned.images.prefetch", "-a", json.dumps(args)]
     started = time.monotonic()
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    rc, result, output = adhoc("pinned.images.prefetch", args, timeout=3600)
     elapsed = time.monotonic() - started
-    _host, marker, payload = proc.stdout.partition(" => ")
-    if proc.returncode != 0 or not marker:
-        raise SystemExit(f"ansible failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return elapsed, json.loads(payload)
+    if rc != 0 or not result:
+        raise SystemExit(f"ansible failed ({rc}):\n{output}")
+    return elapsed, result
 
 
 def main() -> None:

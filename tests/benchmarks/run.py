@@ -37,7 +37,9 @@ from ansible_collections.pinned.images.plugins.module_utils._machine_config impo
     render_for_pools, sync_files,
 )
 from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets  # noqa: E402
-from fixtures.ansible_runs import VENV_BIN, ansible_env, remove_all_images  # noqa: E402
+from fixtures.ansible_runs import (  # noqa: E402
+    adhoc_command, adhoc_result, ansible_env, playbook_command, remove_all_images,
+)
 from fixtures.openshift_objects import ROLE_LABEL, pinned_image_set, role_pool  # noqa: E402
 
 TARGETS = {
@@ -102,13 +104,11 @@ class Bench:
         return elapsed, proc
 
     def adhoc(self, module: str, args: dict, check: bool = False) -> tuple[float, dict]:
-        command = [str(VENV_BIN / "ansible"), "localhost", "-c", "local", "-i", "localhost,", "-m", module,
-                   "-a", json.dumps(args)] + (["--check"] if check else [])
-        elapsed, proc = self.timed(command)
-        return elapsed, json.loads(proc.stdout.partition(" => ")[2] or "{}")
+        elapsed, proc = self.timed(adhoc_command(module, args, check=check))
+        return elapsed, adhoc_result(proc.stdout)
 
     def ping(self) -> float:
-        return self.timed([str(VENV_BIN / "ansible"), "localhost", "-c", "local", "-i", "localhost,", "-m", "ping"])[0]
+        return self.timed(adhoc_command("ping"))[0]
 
     def prefetch(self, images: list, check: bool = False) -> tuple[float, dict]:
         return self.adhoc("pinned.images.prefetch", dict(images=images, cri_socket=self.node, concurrency=5), check)
@@ -129,8 +129,7 @@ class Bench:
         sets.write_text(yaml.safe_dump_all(
             [pinned_image_set(f"{pool}-bench", images, {ROLE_LABEL: pool}) for pool in ("master", "worker")]))
         extra = {"cluster_sets": [str(sets)], "cluster_report_file": str(report)}
-        elapsed, _proc = self.timed([str(VENV_BIN / "ansible-playbook"), "pinned.images.prefetch", "-i",
-                                     str(inventory), "-e", json.dumps(extra)] + self.forks)
+        elapsed, _proc = self.timed(playbook_command("pinned.images.prefetch", inventory, extra, options=self.forks))
         return elapsed, json.loads(report.read_text())
 
     # ---- rows ------------------------------------------------------------------------------------------------
@@ -163,7 +162,7 @@ class Bench:
                 CTR, "-a", address, "-n", "k8s.io", "images", "pull", "--plain-http", "--snapshotter", "native", "{{ item }}"]},
                 "loop": images}],
         }]))
-        return self.timed([str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", str(playbook)])[0]
+        return self.timed(playbook_command(playbook, "localhost,"))[0]
 
     def b2(self) -> None:
         raw, module, _wall = self.module_vs_raw(self.big)
@@ -222,7 +221,7 @@ class Bench:
         phase = max(n["finished"] for n in workers) - min(n["started"] for n in workers)
         self.add("B9", phase / max(n["seconds"] for n in workers))
         self.add("B9 worker phase s", phase)
-        ping = self.timed([str(VENV_BIN / "ansible"), "all", "-i", str(self.fleet_large), "-m", "ping"] + self.forks)[0]
+        ping = self.timed(adhoc_command("ping", hosts="all", inventory=self.fleet_large, options=self.forks))[0]
         wall, _report = self.playbook(self.fleet_large, images, self.tmp / "b8.json")
         self.add("B8", wall / ping)
         self.add("B8 rerun s", wall)
@@ -250,6 +249,9 @@ def main() -> None:
     reps = args.reps or (5 if args.full else 3)
     workers = 40 if args.full else 8
     rows = [row.strip().lower() for row in args.rows.split(",")]
+    unknown = [row for row in rows if row not in {f"b{n}" for n in range(1, 10)}]
+    if unknown:
+        parser.error(f"unknown rows {', '.join(unknown)}: B1 to B9")
     tmp = Path(tempfile.mkdtemp(prefix="pi-bench-"))
     lab = Lab(tmp / "lab")
     try:
@@ -259,10 +261,12 @@ def main() -> None:
         print(f"lab: 3 control-plane + {workers} workers, images pushed in {time.perf_counter() - started:.1f} s; "
               f"{reps} repetitions")
         steps = {"b1": bench.b1, "b2": bench.b2, "b3": bench.b3, "b4": bench.b4, "b5": bench.b5,
-                 "b6": bench.b6_b7, "b8": bench.b8_b9}
+                 "b6": bench.b6_b7, "b7": bench.b6_b7, "b8": bench.b8_b9, "b9": bench.b8_b9}
+        # B7 is measured with B6 and B9 with B8: either name runs the pair, once.
+        runs = list(dict.fromkeys(steps[row] for row in rows))
         for rep in range(reps):
-            for row in rows:
-                steps[row]()
+            for step in runs:
+                step()
             print(f"repetition {rep + 1} done at {time.perf_counter() - started:.0f} s", flush=True)
             show(bench.samples)
     finally:

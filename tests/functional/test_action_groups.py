@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 import yaml
-from fixtures.ansible_runs import VENV_BIN, ansible_env, node_socket
+from fixtures.ansible_runs import node_socket, playbook as ansible_playbook
 
 from fixtures.openshift_objects import pinned_image_set
 
@@ -30,8 +29,7 @@ def run_play(tmp_path, module_defaults: dict, module: str, args: dict) -> dict:
     }
     playbook = tmp_path / "play.yml"
     playbook.write_text(yaml.safe_dump([play]))
-    proc = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)],
-                          env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
+    proc = ansible_playbook(playbook, "localhost,", options=["-c", "local"], timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return json.loads(out.read_text())
 

@@ -4,11 +4,9 @@ message within ``request_timeout`` (a bound with a margin for a loaded machine, 
 
 from __future__ import annotations
 
-import json
-import subprocess
 import time
 
-from fixtures.ansible_runs import VENV_BIN, adhoc, ansible_env
+from fixtures.ansible_runs import adhoc, playbook
 
 MARGIN = 10.0
 
@@ -29,10 +27,8 @@ def test_the_status_module_ends_within_the_timeout(silent_listener):
 def test_the_cluster_role_honours_the_timeout_from_the_environment(silent_listener, tmp_path):
     extra = {"cluster_read_cluster": True, "cluster_render_dest": str(tmp_path / "out"),
              "cluster_k8s_auth": {"host": silent_listener, "api_key": "s3cret-t0ken"}}
-    command = [str(VENV_BIN / "ansible-playbook"), "pinned.images.render", "-e", json.dumps(extra)]
     start = time.monotonic()
-    proc = subprocess.run(command, env=ansible_env(K8S_AUTH_REQUEST_TIMEOUT="2"), capture_output=True, text=True,
-                          timeout=60, check=False)
+    proc = playbook("pinned.images.render", extra_vars=extra, env=dict(K8S_AUTH_REQUEST_TIMEOUT="2"), timeout=60)
     elapsed = time.monotonic() - start
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0

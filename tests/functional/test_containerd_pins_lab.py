@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 import yaml
-from fixtures.ansible_runs import VENV_BIN, adhoc, ansible_env, remove_all_images
+from fixtures.ansible_runs import adhoc, playbook, remove_all_images
 from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set, role_pool
 from support.lab import Lab, started_lab
 
@@ -211,10 +211,7 @@ def run_prefetch_playbook(lab: Lab, tmp_path, images, **extra_vars) -> tuple:
     ]))
     report = tmp_path / "report.json"
     extra = dict(cluster_sets=[str(sets)], node_progress_interval=1, cluster_report_file=str(report), **extra_vars)
-    proc = subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), "pinned.images.prefetch", "-i", str(inventory), "-e", json.dumps(extra)],
-        env=ansible_env(), capture_output=True, text=True, timeout=900, check=False,
-    )
+    proc = playbook("pinned.images.prefetch", inventory, extra, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     nodes = {row["host"]: row for row in json.loads(report.read_text())["nodes"]}
     return proc, nodes

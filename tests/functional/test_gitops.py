@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixtures.ansible_runs import ROOT, VENV_BIN, adhoc, ansible_env
+from fixtures.ansible_runs import ROOT, VENV_BIN, adhoc, ansible_env, playbook
 from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set
 
 DOC = ROOT / "docs" / "gitops.md"
@@ -35,8 +35,9 @@ def doc_block(marker: str) -> str:
     return match.group(1) + "\n"
 
 
-def run(command, cwd: Path, shell: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run(command, cwd=cwd, shell=shell, executable="/bin/bash" if shell else None,
+def run(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    """A command line of docs/gitops.md, verbatim, through bash."""
+    return subprocess.run(command, cwd=cwd, shell=True, executable="/bin/bash",
                           env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -73,7 +74,7 @@ def repo(tmp_path, tarball) -> Path:
     (repo / ".gitignore").write_text(f".ansible/\n{REPORT}\n")
     git(repo, "init", "-q")
     # As the page says: the same line without --check writes the output, which is committed.
-    first = run(pipeline_step().replace(" --check --diff", ""), repo, shell=True)
+    first = run(pipeline_step().replace(" --check --diff", ""), repo)
     assert first.returncode == 0, first.stdout + first.stderr
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "sets and their render")
@@ -88,7 +89,7 @@ def pipeline_step() -> str:
 
 def check(repo: Path):
     """Run the documented step; (exit code, report, output)."""
-    proc = run(pipeline_step(), repo, shell=True)
+    proc = run(pipeline_step(), repo)
     report_file = repo / REPORT
     report = json.loads(report_file.read_text()) if report_file.exists() else None
     return proc.returncode, report, proc.stdout + proc.stderr
@@ -163,15 +164,14 @@ def test_relative_paths_give_the_same_files_from_the_playbook_its_check_and_the_
     documents = [pinned_image_set("worker-images", [A, B], {ROLE: "worker"}),
                  pinned_image_set("master-images", [C], {ROLE: "master"})]
     (tmp_path / "sets" / "sets.yaml").write_text(yaml.safe_dump_all(documents))
-    extra = json.dumps({"cluster_sets": ["sets/"], "cluster_render_dest": "out", "cluster_render_report": "r.json"})
-    playbook = [str(VENV_BIN / "ansible-playbook"), "pinned.images.render", "-e", extra]
+    extra = {"cluster_sets": ["sets/"], "cluster_render_dest": "out", "cluster_render_report": "r.json"}
 
-    rendered = run(playbook, tmp_path)
+    rendered = playbook("pinned.images.render", extra_vars=extra, cwd=tmp_path, timeout=300)
     assert rendered.returncode == 0, rendered.stdout + rendered.stderr
     assert json.loads((tmp_path / "r.json").read_text())["created"] == [
         "out/machineconfigs/99-master-pinned-images.yaml", "out/machineconfigs/99-worker-pinned-images.yaml",
         "out/pinnedimagesets/master-images.yaml", "out/pinnedimagesets/worker-images.yaml"]
-    checked = run(playbook + ["--check"], tmp_path)
+    checked = playbook("pinned.images.render", extra_vars=extra, check=True, cwd=tmp_path, timeout=300)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert json.loads((tmp_path / "r.json").read_text())["status"] == "clean"
 
@@ -184,7 +184,7 @@ def test_relative_paths_give_the_same_files_from_the_playbook_its_check_and_the_
     for name in ("99-master-pinned-images.yaml", "99-worker-pinned-images.yaml"):
         assert (tmp_path / "adhoc" / name).read_bytes() == (tmp_path / "out" / "machineconfigs" / name).read_bytes()
 
-    missing = run([str(VENV_BIN / "ansible-playbook"), "pinned.images.render", "-e",
-                   json.dumps({"cluster_sets": ["nope/"], "cluster_render_dest": "out"})], tmp_path)
+    missing = playbook("pinned.images.render", extra_vars={"cluster_sets": ["nope/"], "cluster_render_dest": "out"},
+                       cwd=tmp_path, timeout=300)
     assert missing.returncode == 2
     assert f"nope/: no such file or directory (resolved against {tmp_path}" in missing.stdout + missing.stderr

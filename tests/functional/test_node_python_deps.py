@@ -2,24 +2,23 @@
 """Nodes whose Python has no grpcio/protobuf: the prefetch playbook provides them from the controller's wheelhouse.
 
 Each test gets its own lab node whose `ansible_python_interpreter` is a system interpreter without grpc: Debian's
-`/usr/bin/python3`, and a pyenv CPython 3.9 (RHCOS 9's version) found through `$PINNED_IMAGES_TEST_PY39`, else
-`pyenv root`. The private directory and the wheelhouse are under pytest's temp dir (role variables).
+`/usr/bin/python3`, and a CPython 3.9 (RHCOS 9's version) found by support/pythons.py (`$PINNED_IMAGES_TEST_PY39`,
+PATH, `pyenv root`). The private directory and the wheelhouse are under pytest's temp dir (role variables).
 """
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from support.pythons import find_python
 
-from fixtures.ansible_runs import VENV_BIN, ansible_env
+from fixtures.ansible_runs import adhoc, playbook
 
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
 
@@ -29,19 +28,6 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 # No package index: pip fails at once instead of reaching one.
 NO_INDEX = dict(PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_NO_INDEX="1",
                 PIP_FIND_LINKS="")
-
-
-def python39() -> str | None:
-    """A CPython 3.9 interpreter: $PINNED_IMAGES_TEST_PY39, else the newest 3.9 of `pyenv root`."""
-    if os.environ.get("PINNED_IMAGES_TEST_PY39"):
-        return os.environ["PINNED_IMAGES_TEST_PY39"]
-    pyenv = shutil.which("pyenv") or os.path.expanduser("~/.pyenv/bin/pyenv")
-    try:
-        root = subprocess.run([pyenv, "root"], capture_output=True, text=True, check=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    found = sorted(glob.glob(os.path.join(root, "versions", "3.9.*", "bin", "python3")))
-    return found[-1] if found else None
 
 
 def imports_grpc(python: str) -> bool:
@@ -80,10 +66,8 @@ class Node:
     def playbook(self, name: str = "prefetch", extra: dict | None = None, env: dict | None = None):
         report = self.tmp / "report.json"
         report.unlink(missing_ok=True)
-        command = [str(VENV_BIN / "ansible-playbook"), f"pinned.images.{name}", "-i", str(self.inventory),
-                   "-e", json.dumps(dict(cluster_report_file=str(report), **(extra or {})))]
-        proc = subprocess.run(command, env=ansible_env(**(env or {})), capture_output=True, text=True, timeout=600,
-                              check=False)
+        proc = playbook(f"pinned.images.{name}", self.inventory, dict(cluster_report_file=str(report), **(extra or {})),
+                        env=env)
         output = proc.stdout + proc.stderr
         return proc.returncode, output, json.loads(report.read_text()) if report.exists() else None
 
@@ -139,8 +123,8 @@ def test_debian_python_gets_grpc_from_the_wheelhouse_and_the_rerun_changes_nothi
 
 
 def test_python_3_9_node(lab, tmp_path, wheelhouse):
-    python = python39()
-    if not python or not os.access(python, os.X_OK):
+    python = find_python("3.9")
+    if not python:
         pytest.skip("no CPython 3.9 here (set PINNED_IMAGES_TEST_PY39 or install one with pyenv)")
     run_and_rerun(Node(lab, tmp_path, "deps-py39", python, wheelhouse))
 
@@ -191,8 +175,7 @@ def test_a_changed_file_in_the_private_directory_is_detected_and_replaced(lab, t
 
 def test_check_mode_on_a_bare_node_provides_the_libraries_and_pulls_nothing(lab, tmp_path, wheelhouse):
     node = Node(lab, tmp_path, "deps-check", SYSTEM_PYTHON, wheelhouse)
-    command = [str(VENV_BIN / "ansible-playbook"), "pinned.images.prefetch", "-i", str(node.inventory), "--check"]
-    proc = subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=600, check=False)
+    proc = playbook("pinned.images.prefetch", node.inventory, check=True)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
     # The modules need them even to say what they would pull; the images and the runtime stay as they were.
@@ -207,12 +190,11 @@ def test_the_node_deps_playbook_prepares_a_node_for_ad_hoc_runs_and_removes_the_
     assert rc == 0, output
     assert f"{SYSTEM_PYTHON} uses {node.site()}" in output
     # Ad hoc, as docs/nodes.md shows it (with the local connection the module inherits this environment).
-    proc = subprocess.run(
-        [str(VENV_BIN / "ansible"), node.name, "-i", str(node.inventory), "-m", "pinned.images.cri_image_info",
-         "-a", json.dumps(dict(cri_socket=lab.state["nodes"][node.name]["endpoint"], images=node.images))],
-        env=ansible_env(PINNED_IMAGES_PYTHON_DIR=str(node.private)), capture_output=True, text=True, timeout=300,
-        check=False)
-    assert proc.returncode == 0 and '"runtime_name": "containerd"' in proc.stdout, proc.stdout + proc.stderr
+    rc, result, output = adhoc("pinned.images.cri_image_info",
+                               dict(cri_socket=lab.state["nodes"][node.name]["endpoint"], images=node.images),
+                               timeout=300, hosts=node.name, inventory=node.inventory,
+                               env=dict(PINNED_IMAGES_PYTHON_DIR=str(node.private)))
+    assert rc == 0 and result["runtime"]["runtime_name"] == "containerd", output
 
     rc, output, _report = node.playbook("node_deps", dict(node_python_deps_state="absent"))
     assert rc == 0, output

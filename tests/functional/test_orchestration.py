@@ -18,7 +18,7 @@ import pytest
 import yaml
 from support.lab import Lab, started_lab
 
-from fixtures.ansible_runs import VENV_BIN, ansible_env
+from fixtures.ansible_runs import playbook as ansible_playbook
 from fixtures.gate_proxy import GateProxy
 from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set, role_pool
 
@@ -59,12 +59,7 @@ def playbook(name: str, inventories, extra: dict, tmp: Path, check: bool = False
     report_file = tmp / f"report-{len(list(tmp.glob('report-*')))}.json"
     if report:
         extra = dict(extra, cluster_report_file=str(report_file))
-    command = [str(VENV_BIN / "ansible-playbook"), f"pinned.images.{name}", "-e", json.dumps(extra)]
-    for inventory in inventories:
-        command += ["-i", str(inventory)]
-    if check:
-        command.append("--check")
-    proc = subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
+    proc = ansible_playbook(f"pinned.images.{name}", inventories, extra, check=check, timeout=300)
     return Run(proc, report_file if report else None)
 
 

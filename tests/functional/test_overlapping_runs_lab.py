@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixtures.ansible_runs import VENV_BIN, adhoc, ansible_env
+from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, playbook as ansible_playbook
 from fixtures.gate_proxy import GateProxy
 
 GUARD = dict(min_free="64Mi")
@@ -34,18 +34,13 @@ def held_image(lab):
     proxy.stop()
 
 
-def adhoc_command(args: dict) -> list:
-    return [str(VENV_BIN / "ansible"), "localhost", "-c", "local", "-i", "localhost,", "-m", "pinned.images.prefetch",
-            "-a", json.dumps(args)]
-
-
 @pytest.mark.lab
 def test_a_second_prefetch_on_the_node_is_refused_and_the_first_goes_on(lab, empty_node, held_image, tmp_path):
     proxy, image = held_image
     progress = tmp_path / "progress.json"
     args = dict(GUARD, images=[image], cri_socket=empty_node, progress_file=str(progress), concurrency=1)
-    first = subprocess.Popen(adhoc_command(dict(args, run_id="first")), env=ansible_env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+    first = subprocess.Popen(adhoc_command("pinned.images.prefetch", dict(args, run_id="first")), env=ansible_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         # The first run holds the lock once its pull waits at the proxy (a bound, not a measurement).
         deadline = time.monotonic() + 120
@@ -82,13 +77,11 @@ def test_a_pull_secret_left_by_an_interrupted_run_is_removed_by_the_next(lab, em
     secret_path = Path(yaml.safe_load(inventory.read_text())["all"]["children"]["workers"]["hosts"][NODE]
                        ["node_pull_secret_path"])
     secret_path.write_text('{"auths": {"left.example": {"auth": "bGVmdDpvdmVy"}}}')
-    playbook = tmp_path / "node.yml"
-    playbook.write_text(yaml.safe_dump([{"hosts": NODE, "gather_facts": False,
+    node_play = tmp_path / "node.yml"
+    node_play.write_text(yaml.safe_dump([{"hosts": NODE, "gather_facts": False,
                                          "roles": [{"role": "pinned.images.node"}]}]))
     image = lab.images()["plain-small"].reference
-    proc = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(playbook),
-                           "-e", json.dumps({"node_images": [image]})],
-                          env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
+    proc = ansible_playbook(node_play, inventory, {"node_images": [image]}, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not secret_path.exists()
     assert "bGVmdDpvdmVy" not in proc.stdout + proc.stderr

@@ -5,12 +5,11 @@ renders per-pool MachineConfigs, prefetches and writes per-node drop-ins (real a
 from __future__ import annotations
 
 import base64
-import subprocess
 import sys
 
 import pytest
 import yaml
-from fixtures.ansible_runs import VENV_BIN, ansible_env, node_socket, remove_all_images
+from fixtures.ansible_runs import node_socket, playbook as ansible_playbook, remove_all_images
 from fixtures.openshift_objects import MCO_API_VERSION, ROLE_LABEL as ROLE, pinned_image_set
 
 PLAYBOOK = """
@@ -100,9 +99,8 @@ def setup(lab, tmp_path):
 
 
 def playbook(tmp_path, *extra):
-    command = [str(VENV_BIN / "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "site.yml"),
-               "-e", f"sets_dir={tmp_path / 'sets'}", "-e", f"machineconfigs_dir={tmp_path / 'machineconfigs'}", *extra]
-    proc = subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=600, check=False)
+    dirs = {"sets_dir": str(tmp_path / "sets"), "machineconfigs_dir": str(tmp_path / "machineconfigs")}
+    proc = ansible_playbook(tmp_path / "site.yml", tmp_path / "inventory.yml", dirs, options=extra)
     return proc.returncode, proc.stdout + proc.stderr
 
 

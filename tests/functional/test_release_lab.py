@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import pytest
 import yaml
 
 from support.lab import started_lab
 from support.ports import free_port
-from fixtures.ansible_runs import VENV_BIN, adhoc, ansible_env, node_socket, remove_all_images
+from fixtures.ansible_runs import adhoc, node_socket, playbook, remove_all_images
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import validate_set
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import host_platform
@@ -189,9 +188,7 @@ def test_dest_is_written_only_outside_check_mode_and_only_when_it_changes(releas
 
 
 def _run_stage(inventory, extra, check=False):
-    command = [str(VENV_BIN / "ansible-playbook"), "pinned.images.stage_release", "-i", str(inventory),
-               "-e", json.dumps(extra)] + (["--check"] if check else [])
-    return subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
+    return playbook("pinned.images.stage_release", inventory, extra, check=check, timeout=300)
 
 
 def test_one_playbook_run_stages_the_release_on_every_node_and_a_rerun_changes_nothing(

@@ -15,6 +15,7 @@ from fixtures.openshift_objects import pinned_image_set
 from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
 from ansible_collections.pinned.images.plugins.module_utils import _pinned_image_set as pis
+from ansible_collections.pinned.images.plugins.module_utils import _pool_selection as selection
 from ansible_collections.pinned.images.plugins.module_utils import _set_loading
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import unique_sorted_images
 from ansible_collections.pinned.images.plugins.module_utils._label_selector import (
@@ -30,13 +31,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
     default_pool,
     validate_pool,
     validate_set,
-)
-from ansible_collections.pinned.images.plugins.module_utils._pool_selection import (
-    images_for_node,
-    images_for_pool,
-    missing_set_refs,
-    pools_for_node,
-    sets_for_pool,
 )
 from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
 
@@ -344,26 +338,26 @@ def all_sets():
 
 def test_sets_for_pool_by_selectors_only():
     sets = all_sets()
-    assert [s.name for s in sets_for_pool(WORKER, sets)] == ["w", "seed", "everywhere"]
-    assert [s.name for s in sets_for_pool(MASTER, sets)] == ["m", "everywhere"]
+    assert [s.name for s in selection.sets_for_pool(WORKER, sets)] == ["w", "seed", "everywhere"]
+    assert [s.name for s in selection.sets_for_pool(MASTER, sets)] == ["m", "everywhere"]
     # INFRA lists "explicit" in spec.pinnedImageSets, but its selector does not match it: the MCO's controller
     # replaces that list with the selector's result.
-    assert [s.name for s in sets_for_pool(INFRA, sets)] == ["w", "i", "everywhere"]
-    assert missing_set_refs(make_pool("p", refs=("explicit", "gone")), sets) == ["gone"]
+    assert [s.name for s in selection.sets_for_pool(INFRA, sets)] == ["w", "i", "everywhere"]
+    assert selection.missing_set_refs(make_pool("p", refs=("explicit", "gone")), sets) == ["gone"]
 
 
 @pytest.mark.parametrize("mc_selector", [{}, {"matchLabels": {}}, {"matchLabels": {}, "matchExpressions": []}, None])
 def test_empty_or_missing_machine_config_selector_matches_no_set(mc_selector):
     # The controller skips such a pool; only the seed-side selector of "everywhere" still reaches it.
     pool = make_pool("p", mc_selector=mc_selector, refs=("w", "explicit"))
-    assert [s.name for s in sets_for_pool(pool, all_sets())] == ["everywhere"]
+    assert [s.name for s in selection.sets_for_pool(pool, all_sets())] == ["everywhere"]
 
 
 def test_default_pool_shape():
     pool = default_pool("worker")
     assert pool.machine_config_selector == {"matchLabels": {ROLE_LABEL: "worker"}}
     assert pool.node_selector == {"matchLabels": {"node-role.kubernetes.io/worker": ""}}
-    assert [s.name for s in sets_for_pool("worker", all_sets())] == ["w", "seed", "everywhere"]
+    assert [s.name for s in selection.sets_for_pool("worker", all_sets())] == ["w", "seed", "everywhere"]
     with pytest.raises(PinnedImageSetError):
         default_pool("Not A Name")
 
@@ -383,23 +377,23 @@ def test_default_pool_shape():
 )
 def test_pools_for_node_follows_the_mco(labels, expected):
     pools = [WORKER, MASTER, INFRA, make_pool("empty", {}), make_pool("unset")]
-    assert [p.name for p in pools_for_node(labels, pools)] == expected
+    assert [p.name for p in selection.pools_for_node(labels, pools)] == expected
 
 
 def test_two_custom_pools_is_an_error():
     other = make_pool("gpu", {"matchLabels": {"gpu": "true"}})
     with pytest.raises(PinnedImageSetError, match="2 custom pools"):
-        pools_for_node({"node-role.kubernetes.io/infra": "", "gpu": "true"}, [INFRA, other])
+        selection.pools_for_node({"node-role.kubernetes.io/infra": "", "gpu": "true"}, [INFRA, other])
 
 
 def test_images_for_node_is_the_sorted_union():
     sets = all_sets()
-    images, names = images_for_node({"node-role.kubernetes.io/infra": "", "node-role.kubernetes.io/worker": ""},
-                                    [WORKER, MASTER, INFRA], sets)
+    labels = {"node-role.kubernetes.io/infra": "", "node-role.kubernetes.io/worker": ""}
+    images, names = selection.images_for_node(labels, [WORKER, MASTER, INFRA], sets)
     assert names == ["w", "i", "everywhere", "seed"]
     assert images == sorted({img(n) for n in (1, 2, 4, 6, 7)})
-    assert images_for_node({"x": "y"}, [WORKER], sets) == ([], [])
-    assert images_for_pool(MASTER, sets) == (sorted([img(3), img(7)]), ["m", "everywhere"])
+    assert selection.images_for_node({"x": "y"}, [WORKER], sets) == ([], [])
+    assert selection.images_for_pool(MASTER, sets) == (sorted([img(3), img(7)]), ["m", "everywhere"])
 
 
 def test_unique_sorted_images_drops_blanks_like_the_mco():

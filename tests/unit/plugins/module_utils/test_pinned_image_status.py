@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from fixtures.image_refs import A, B, C
+
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status import (
     DEGRADED_CONDITION,
     MAX_ANNOTATION_SIZE,
@@ -23,9 +25,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status
     update_status,
 )
 
-A = "quay.io/org/a@sha256:" + "a" * 64
-B = "quay.io/org/b@sha256:" + "b" * 64
-C = "quay.io/org/c@sha256:" + "c" * 64
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from fixtures.scripted_runtime import ScriptedRuntime
+
 from ansible_collections.pinned.images.plugins.module_utils._errors import LOCKED, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLock, NodeLockError
 from ansible_collections.pinned.images.plugins.module_utils._prefetch_run import (
@@ -36,7 +38,7 @@ def params(tmp_path, **overrides):
     return base
 
 
-class Runtime:
+class Runtime(ScriptedRuntime):
     """The CRI calls run_prefetch makes; the image filesystem is ``image_fs``."""
 
     endpoint = "unix:///scripted.sock"
@@ -44,15 +46,6 @@ class Runtime:
     def __init__(self, image_fs):
         self.image_fs = image_fs
         self.pulled = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        return None
-
-    def version(self):
-        return dict(runtime_name="scripted", runtime_version="1")
 
     def image_fs_info(self):
         return [dict(mountpoint=self.image_fs)]

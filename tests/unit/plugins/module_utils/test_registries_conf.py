@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import pytest
+import yaml
+
+from fixtures.bad_files import error_of
 
 from ansible_collections.pinned.images.plugins.module_utils import _registries_conf
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import parse_image_ref
@@ -22,6 +26,8 @@ from ansible_collections.pinned.images.plugins.module_utils._registries_conf imp
 from ansible_collections.pinned.images.plugins.module_utils._registry_auth import parse_docker_config
 
 DIGEST = "sha256:" + "ab" * 32
+# Test tables kept as data (one line a case).
+CASES = Path(__file__).parent / "cases"
 
 CONF = """
 unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
@@ -88,66 +94,8 @@ def conf():
 
 
 # (image, [(source reference, insecure, mirror), ...])
-SOURCE_CASES = [
-    ("quay.io/ns/app@" + DIGEST, [
-        ("mirror.local:5000/quay/ns/app@" + DIGEST, False, True),
-        ("backup.local/ns/app@" + DIGEST, True, True),
-        ("quay.io/ns/app@" + DIGEST, False, False),
-    ]),
-    ("quay.io/ns/app:v1", [
-        ("mirror.local:5000/quay/ns/app:v1", False, True),
-        ("backup.local/ns/app:v1", True, True),
-        ("quay.io/ns/app:v1", False, False),
-    ]),
-    # Longest prefix wins.
-    ("quay.io/special/tool@" + DIGEST, [("special.example.com/repos/tool@" + DIGEST, True, False)]),
-    ("quay.io/special@" + DIGEST, [("special.example.com/repos@" + DIGEST, True, False)]),
-    # Component boundary: quay.io/specialist is not under quay.io/special.
-    ("quay.io/specialist/x@" + DIGEST, [
-        ("mirror.local:5000/quay/specialist/x@" + DIGEST, False, True),
-        ("backup.local/specialist/x@" + DIGEST, True, True),
-        ("quay.io/specialist/x@" + DIGEST, False, False),
-    ]),
-    # mirror-by-digest-only.
-    ("busybox@" + DIGEST, [
-        ("hub-mirror.local/library/busybox@" + DIGEST, False, True),
-        ("docker.io/library/busybox@" + DIGEST, False, False),
-    ]),
-    ("busybox:1.36", [("docker.io/library/busybox:1.36", False, False)]),
-    # Wildcard without location: mirror, then the image's own host.
-    ("reg.corp.example.com/a/b@" + DIGEST, [
-        ("cache.corp.example.com/a/b@" + DIGEST, False, True),
-        ("reg.corp.example.com/a/b@" + DIGEST, False, False),
-    ]),
-    ("x.y.corp.example.com/a@" + DIGEST, [
-        ("cache.corp.example.com/a@" + DIGEST, False, True),
-        ("x.y.corp.example.com/a@" + DIGEST, False, False),
-    ]),
-    # Ports are never covered by a host prefix (containers/image matches them by accident; see docs)...
-    ("quay.io:8443/ns/app@" + DIGEST, [("quay.io:8443/ns/app@" + DIGEST, False, False)]),
-    # ...but a wildcard covers them, as in containers/image: the port follows onto the mirror.
-    ("reg.corp.example.com:5000/a@" + DIGEST, [
-        ("cache.corp.example.com:5000/a@" + DIGEST, False, True),
-        ("reg.corp.example.com:5000/a@" + DIGEST, False, False),
-    ]),
-    # No entry: the image itself.
-    ("ghcr.io/o/r@" + DIGEST, [("ghcr.io/o/r@" + DIGEST, False, False)]),
-    # pull-from-mirror per mirror.
-    ("tags.io/a@" + DIGEST, [
-        ("digests-mirror.io/a@" + DIGEST, False, True),
-        ("all-mirror.io/a@" + DIGEST, False, True),
-        ("tags.io/a@" + DIGEST, False, False),
-    ]),
-    ("tags.io/a:v2", [
-        ("tags-mirror.io/a:v2", False, True),
-        ("all-mirror.io/a:v2", False, True),
-        ("tags.io/a:v2", False, False),
-    ]),
-    # A prefix with a tag matches only that tag.
-    ("pinned.io/app:v1", [("other.io/app-v1", False, False)]),
-    ("pinned.io/app:v1@" + DIGEST, [("other.io/app-v1@" + DIGEST, False, False)]),
-    ("pinned.io/app:v2", [("pinned.io/app:v2", False, False)]),
-]
+SOURCE_CASES = [(case["image"], [tuple(source) for source in case["sources"]]) for case in yaml.safe_load(
+    (CASES / "registries_conf_sources.yaml").read_text().replace("@DIGEST", "@" + DIGEST))]
 
 
 @pytest.mark.parametrize("image, expected", SOURCE_CASES)
@@ -208,10 +156,9 @@ BAD_CONF = [
 
 @pytest.mark.parametrize("text, message", BAD_CONF)
 def test_bad_conf(text, message):
-    with pytest.raises(RegistriesConfError) as info:
-        parse_registries_conf(text, "/etc/containers/registries.conf")
-    assert message in str(info.value)
-    assert str(info.value).startswith("/etc/containers/registries.conf")
+    error = error_of(RegistriesConfError, parse_registries_conf, text, "/etc/containers/registries.conf")
+    assert message in error
+    assert error.startswith("/etc/containers/registries.conf")
 
 
 # The runtime loads any location without a URI scheme; one that cannot be rewritten onto fails the pull only.
@@ -363,20 +310,9 @@ def test_load_defaults_absent(tmp_path):
     assert [str(s) for s in conf.pull_sources(ref)] == [str(ref)]
 
 
-@pytest.mark.parametrize("kind, message", [
-    ("missing", "does not exist"), ("directory", "is a directory"), ("binary", "not UTF-8"), ("huge", "larger than"),
-])
-def test_load_errors_name_the_file(tmp_path, kind, message):
-    path = tmp_path / "registries.conf"
-    if kind == "directory":
-        path.mkdir()
-    elif kind == "binary":
-        path.write_bytes(b"\xff\xfe")
-    elif kind == "huge":
-        path.write_bytes(b"#" * (4 * 1024 * 1024 + 1))
-    with pytest.raises(RegistriesConfError) as info:
-        load_registries_conf(str(path), default_conf_d=None)
-    assert str(path) in str(info.value) and message in str(info.value)
+def test_load_errors_name_the_file(bad_file):
+    error = error_of(RegistriesConfError, load_registries_conf, str(bad_file.path), default_conf_d=None)
+    assert str(bad_file.path) in error and bad_file.message in error
 
 
 def test_missing_toml_library(monkeypatch):

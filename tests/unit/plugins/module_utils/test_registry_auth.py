@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
+from pathlib import Path
 
 import pytest
+import yaml
+
+from fixtures.bad_files import error_of
 
 from ansible_collections.pinned.images.plugins.module_utils import _image_ref, _registry_auth
 from ansible_collections.pinned.images.plugins.module_utils._registry_auth import (
@@ -20,6 +23,8 @@ from ansible_collections.pinned.images.plugins.module_utils._registry_auth impor
 from ansible_collections.pinned.images.plugins.module_utils._secrets import REDACTED, redact
 
 SECRET = "s3cr3t:with:colons"
+# Test tables kept as data (one line a case).
+CASES = Path(__file__).parent / "cases"
 
 
 def b64(text: str) -> str:
@@ -30,57 +35,8 @@ def config(auths) -> DockerConfig:
     return parse_docker_config(json.dumps({"auths": auths}), "test.json")
 
 
-# (keys in the file, image name, key expected to win or None)
-LOOKUP_CASES = [
-    (["quay.io"], "quay.io/ns/repo", "quay.io"),
-    (["https://quay.io"], "quay.io/ns/repo", "https://quay.io"),
-    (["https://quay.io/"], "quay.io/ns/repo", "https://quay.io/"),
-    (["http://quay.io/v2/"], "quay.io/ns/repo", "http://quay.io/v2/"),
-    (["QUAY.IO"], "quay.io/ns/repo", "QUAY.IO"),
-    (["quay.io", "quay.io/ns"], "quay.io/ns/repo", "quay.io/ns"),
-    (["quay.io/ns", "quay.io"], "quay.io/ns/repo", "quay.io/ns"),
-    (["quay.io/ns", "quay.io/ns/repo"], "quay.io/ns/repo", "quay.io/ns/repo"),
-    (["https://quay.io/ns/repo/", "quay.io"], "quay.io/ns/repo", "https://quay.io/ns/repo/"),
-    # Prefixes only match on component boundaries.
-    (["quay.io/ns"], "quay.io/nsx/repo", None),
-    (["quay.io/ns", "quay.io"], "quay.io/nsx/repo", "quay.io"),
-    (["quay.io/ns/repo/extra"], "quay.io/ns/repo", None),
-    # Ports are part of the host.
-    (["reg:5000"], "reg:5000/a/b", "reg:5000"),
-    (["reg:5000"], "reg/a/b", None),
-    (["reg"], "reg:5000/a/b", None),
-    (["reg:5000", "reg:5001"], "reg:5001/a", "reg:5001"),
-    (["127.0.0.1:5000/team"], "127.0.0.1:5000/team/app", "127.0.0.1:5000/team"),
-    # Docker Hub spellings.
-    (["https://index.docker.io/v1/"], "docker.io/library/busybox", "https://index.docker.io/v1/"),
-    (["index.docker.io"], "docker.io/library/busybox", "index.docker.io"),
-    (["registry-1.docker.io"], "docker.io/library/busybox", "registry-1.docker.io"),
-    (["docker.io"], "docker.io/library/busybox", "docker.io"),
-    (["docker.io"], "index.docker.io/library/busybox", "docker.io"),
-    (["https://index.docker.io/v1/", "docker.io/library"], "docker.io/library/busybox", "docker.io/library"),
-    (["docker.io"], "quay.io/library/busybox", None),
-    # Wildcards: one label per '*', below an exact host at the same depth, below any longer path.
-    (["*.example.com"], "reg.example.com/a", "*.example.com"),
-    (["*.example.com"], "a.b.example.com/a", None),
-    (["*.example.com"], "example.com/a", None),
-    (["*.example.com", "reg.example.com"], "reg.example.com/a", "reg.example.com"),
-    (["reg.example.com", "*.example.com/a"], "reg.example.com/a/b", "*.example.com/a"),
-    (["*.example.com:5000"], "reg.example.com/a", None),
-    # Host only, no path.
-    (["quay.io"], "quay.io", "quay.io"),
-    # Spellings of one registry, in containers/image's order whatever the JSON key order: the exact text,
-    # another bare spelling, a URL; then the key text.
-    (["docker.io", "https://index.docker.io/v1/"], "docker.io/x/y", "docker.io"),
-    (["https://index.docker.io/v1/", "docker.io"], "docker.io/x/y", "docker.io"),
-    (["index.docker.io", "docker.io"], "docker.io/x/y", "docker.io"),
-    (["https://index.docker.io/v1/", "index.docker.io"], "docker.io/x/y", "index.docker.io"),
-    (["registry-1.docker.io", "index.docker.io"], "docker.io/x/y", "index.docker.io"),
-    (["index.docker.io", "registry-1.docker.io"], "docker.io/x/y", "index.docker.io"),
-    (["https://quay.io/v1/", "quay.io"], "quay.io/x", "quay.io"),
-    # A URL spelling of the exact host still beats a wildcard.
-    (["*.example.com", "https://reg.example.com/v1/"], "reg.example.com/a", "https://reg.example.com/v1/"),
-    ([], "quay.io/a", None),
-]
+# [keys in the file, image name, key expected to win or None]
+LOOKUP_CASES = yaml.safe_load((CASES / "registry_auth_lookup.yaml").read_text())
 
 
 @pytest.mark.parametrize("keys, name, expected", LOOKUP_CASES)
@@ -150,10 +106,9 @@ BAD_CASES = [
 
 @pytest.mark.parametrize("text, message", BAD_CASES)
 def test_bad_documents(text, message):
-    with pytest.raises(RegistryAuthError) as info:
-        parse_docker_config(text, "/etc/pull.json")
-    assert message in str(info.value)
-    assert str(info.value).startswith("/etc/pull.json")
+    error = error_of(RegistryAuthError, parse_docker_config, text, "/etc/pull.json")
+    assert message in error
+    assert error.startswith("/etc/pull.json")
 
 
 def test_error_never_quotes_the_secret():
@@ -236,36 +191,10 @@ def test_load_explicit_path(tmp_path):
     assert load_docker_config(explicit).credentials_for("quay.io/x").password == "pw"
 
 
-@pytest.mark.parametrize("kind, message", [
-    ("missing", "does not exist"),
-    ("directory", "is a directory"),
-    ("binary", "not UTF-8 text"),
-    ("huge", "larger than"),
-    ("unreadable", "not readable"),
-])
-def test_load_errors_name_the_file(tmp_path, monkeypatch, kind, message):
-    path = tmp_path / "auth.json"
-    if kind == "directory":
-        path.mkdir()
-    elif kind == "binary":
-        path.write_bytes(b"\xff\xfe\x00garbage")
-    elif kind == "huge":
-        path.write_bytes(b" " * (4 * 1024 * 1024 + 1))
-    elif kind == "unreadable":
-        path.write_text("{}")
-        real_open = open
-
-        def failing_open(*args, **kwargs):
-            if os.fspath(args[0]) == str(path):
-                raise PermissionError(13, "Permission denied")
-            return real_open(*args, **kwargs)
-
-        # Root reads any file whatever its mode, so simulate EACCES.
-        monkeypatch.setattr("builtins.open", failing_open)
-    with pytest.raises(RegistryAuthError) as info:
-        load_docker_config(str(path), default_path=None)
-    assert str(path) in str(info.value)
-    assert message in str(info.value)
+def test_load_errors_name_the_file(bad_file):
+    error = error_of(RegistryAuthError, load_docker_config, str(bad_file.path), default_path=None)
+    assert str(bad_file.path) in error
+    assert bad_file.message in error
 
 
 def test_a_huge_key_is_cut_short_in_errors(tmp_path):

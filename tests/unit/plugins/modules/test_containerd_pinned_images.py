@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import pytest
 
+from fixtures.image_refs import A, B, C
 from fixtures.module_runner import run_module
+from fixtures.scripted_runtime import ScriptedRuntime
 
 from ansible_collections.pinned.images.plugins.module_utils._containerd_pins import OWNER_LABEL, PIN_LABEL
 from ansible_collections.pinned.images.plugins.modules import containerd_pinned_images as module
 
-A = "quay.io/org/a@sha256:" + "a" * 64
-B = "quay.io/org/b@sha256:" + "b" * 64
-C = "quay.io/org/c@sha256:" + "c" * 64
 OWN = {PIN_LABEL: "pinned", OWNER_LABEL: "pinned.images"}
 
 
-class ScriptedContainerd:
+class ScriptedContainerd(ScriptedRuntime):
     """Images by name -> (image id, labels of each record); CRI reports pinned when any record is."""
 
+    runtime_name = "containerd"
     report_pins = True
 
     def __init__(self, images, runtime_version="1.7.24"):
@@ -34,15 +34,6 @@ class ScriptedContainerd:
                 self.records[record] = dict(name=record, labels=dict(labels),
                                             target=dict(media_type="m", digest=name.split("@")[1], size=1))
         self.updates = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def version(self):
-        return dict(runtime_name="containerd", runtime_version=self.runtime_version, runtime_api_version="v1")
 
     def image_status(self, name):
         if name not in self.records:
