@@ -7,11 +7,14 @@
 A leaf: it imports nothing of the collection. An error has a message, the ``problems`` behind it (every problem
 found, so a user fixes them all at once) and ``details``: structured fields a module adds to its failure
 (``error_kind``, ``status``, ``missing``, ...). Subclasses set all three in their constructor.
+
+``fail_json_from(module, error, prefix, **result)`` reports an error; ``exit_json_from(module, run)`` is the end
+of a thin module's ``main()``: it runs the one module_utils function and exits with its outcome or its error.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, NoReturn, Optional, Union
+from typing import Any, Callable, Iterable, Mapping, NoReturn, Optional, Union
 
 # Error kinds (a failure's ``error_kind``); a retry cannot fix the ones in PERMANENT_ERROR_KINDS.
 UNAVAILABLE = "unavailable"
@@ -58,3 +61,16 @@ def fail_json_from(module: Any, error: CollectionError, prefix: str = "", **resu
     fields.update(error.details)
     module.fail_json(msg=prefix + error.message, problems=error.problems, **fields)
     raise AssertionError("fail_json returned")  # pragma: no cover - AnsibleModule.fail_json exits
+
+
+def exit_json_from(module: Any, run: Callable[[], Any]) -> NoReturn:
+    """Exit with the outcome of ``run()`` (its ``result``, after giving each of its ``warnings`` with
+    ``module.warn``), or fail with the CollectionError it raises (``fail_json_from``)."""
+    try:
+        outcome = run()
+    except CollectionError as exc:
+        fail_json_from(module, exc)
+    for warning in outcome.warnings:
+        module.warn(warning)
+    module.exit_json(**outcome.result)
+    raise AssertionError("exit_json returned")  # pragma: no cover - AnsibleModule.exit_json exits

@@ -20,6 +20,9 @@ Public API
 ``images_for_sets(sets) -> list[str]`` and ``images_for_pool(pool, sets) -> (images, set_names)``
 ``images_for_node(node_labels, pools, sets) -> (images, set_names)``
     Union over the node's pools' sets; ``set_names`` in discovery order without repeats.
+``resolve_pools(values, known) -> list[MachineConfigPool]``
+    Pools given by name or object (a module's ``pools`` option), a name defined among ``known`` (the pools found
+    in the set files) meaning that definition.
 ``wanted_images(images, sets, pools, node_labels, validate) -> (images, set_names)``
     What a pinning module's ``images`` / ``sets`` / ``pools`` / ``node_labels`` options select for this node;
     ``validate(images)`` checks and sorts a plain ``images`` list. ``SELECTION_ARGUMENT_SPEC``,
@@ -28,11 +31,14 @@ Public API
 
 from __future__ import annotations
 
+from typing import Any, Iterable, List
+
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import unique_sorted_images
 from ansible_collections.pinned.images.plugins.module_utils._label_selector import label_selector_matches, selector_is_empty
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     MASTER_POOL,
     OS_LABEL,
+    MachineConfigPool,
     WORKER_POOL,
     PinnedImageSet,
     PinnedImageSetError,
@@ -137,8 +143,9 @@ SELECTION_MUTUALLY_EXCLUSIVE = [("images", "sets")]
 SELECTION_REQUIRED_BY = {"pools": "sets", "node_labels": "sets"}
 
 
-def _given_pools(values, known) -> list:
-    """Pools from names or objects; a name defined in the set files means that definition."""
+def resolve_pools(values: Iterable[Any], known: Iterable[MachineConfigPool]) -> List[MachineConfigPool]:
+    """Pools given by name or object; a name among ``known`` (the pools of the set files) means that pool, any
+    other name a pool shaped like OpenShift's built-in ones (``default_pool``). Raises PinnedImageSetError."""
     by_name = {pool.name: pool for pool in known}
     return [by_name[value] if isinstance(value, str) and value in by_name else as_pool(value) for value in values]
 
@@ -153,7 +160,7 @@ def wanted_images(images, sets, pools, node_labels, validate) -> tuple:
     if sets is None:
         return validate(images or []), []
     loaded, file_pools = load_sets(sets)
-    given = _given_pools(pools or [], file_pools)
+    given = resolve_pools(pools or [], file_pools)
     if node_labels is not None:
         names = {pool.name for pool in file_pools}
         candidates = file_pools + [pool for pool in given if pool.name not in names]

@@ -10,8 +10,8 @@ Document (``REPORT_VERSION`` 1)::
     {"version": 1, "status": "clean" | "drift" | "updated" | "error", "check_mode": bool, "dest": "out",
      "counts": {"created": 0, "changed": 1, "removed": 0},
      "created": [], "changed": ["out/machineconfigs/99-worker-pinned-images.yaml"], "removed": [],
-     "pools": [{"pool": "worker", "machine_config": "99-worker-pinned-images", "images": [...],
-                "added": [...], "removed": [...]}],
+     "pools": [{"pool": "worker", "machine_config": "99-worker-pinned-images", "image_count": 2,
+                "set_names": [...], "added": [...], "removed": [...]}],
      "error": null | {"msg": "...", "problems": ["<file>: <problem>", ...], "task": "..."},
      "message": "..."}
 
@@ -63,7 +63,8 @@ def _pool(entry: dict) -> dict:
     return {
         "pool": entry.get("pool"),
         "machine_config": entry.get("name"),
-        "images": list(entry.get("images") or []),
+        "image_count": int(entry.get("image_count") or 0),
+        "set_names": list(entry.get("set_names") or []),
         "added": list(entry.get("added") or []),
         "removed": list(entry.get("removed") or []),
     }
