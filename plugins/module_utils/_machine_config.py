@@ -181,8 +181,9 @@ def render_for_pools(pools: Iterable[Any], sets: Optional[List[PinnedImageSet]] 
     names: Dict[str, str] = {}
     for value in pools:
         pool = as_pool(value)
+        set_names: List[str] = []
         if images is not None:
-            pool_images, set_names = list(images), []
+            pool_images = list(images)
         else:
             pool_images, set_names = images_for_pool(pool, sets or [])
         name = machine_config_name(pool.name, name_template)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import short_value
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
@@ -120,7 +121,7 @@ class MachineConfigPool:
         return {"apiVersion": API_VERSION, "kind": MACHINE_CONFIG_POOL_KIND, "metadata": metadata, "spec": spec}
 
 
-def _where(source, kind, name) -> str:
+def _where(source: Any, kind: Optional[str], name: Optional[str]) -> str:
     parts = []
     if source:
         parts.append(str(source))
@@ -131,7 +132,7 @@ def _where(source, kind, name) -> str:
     return ": ".join(parts)
 
 
-def _check_image_name(value) -> str | None:
+def _check_image_name(value: Any) -> Optional[str]:
     """Why ``value`` is not a valid PinnedImageRef.name, or None."""
     if not isinstance(value, str):
         return f"must be a string, got {type_name(value)}"
@@ -167,7 +168,7 @@ def _check_image_name(value) -> str | None:
     return None
 
 
-def _check_api_version_kind(obj, kind: str) -> list:
+def _check_api_version_kind(obj: Mapping[str, Any], kind: str) -> List[str]:
     problems = []
     if obj.get("apiVersion") != API_VERSION:
         problems.append(f"apiVersion is {short_value(obj.get('apiVersion'))}; it must be {API_VERSION!r}")
@@ -176,7 +177,7 @@ def _check_api_version_kind(obj, kind: str) -> list:
     return problems
 
 
-def _metadata(obj) -> tuple:
+def _metadata(obj: Mapping[str, Any]) -> Tuple[Optional[str], Dict[str, Any], List[str]]:
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict):
         return None, {}, ["metadata must be a mapping with at least a name"]
@@ -186,11 +187,11 @@ def _metadata(obj) -> tuple:
     if problem:
         problems.append(problem)
     problems.extend(check_labels(metadata.get("labels"), "metadata.labels"))
-    labels = metadata.get("labels") if isinstance(metadata.get("labels"), dict) else {}
+    labels: Dict[str, Any] = metadata["labels"] if isinstance(metadata.get("labels"), dict) else {}
     return (name if isinstance(name, str) and name else None), labels, problems
 
 
-def check_set(obj, source) -> tuple:
+def check_set(obj: Any, source: Any) -> Tuple[Optional[PinnedImageSet], List[str]]:
     """(PinnedImageSet or None, problems) for one object."""
     if not isinstance(obj, dict):
         return None, [_where(source, PINNED_IMAGE_SET_KIND, None) + f": must be a mapping, got {type_name(obj)}"]
@@ -230,7 +231,7 @@ def check_set(obj, source) -> tuple:
         if "machineConfigPoolSelector" in spec:
             pool_selector = spec.get("machineConfigPoolSelector")
             problems.extend(check_selector(pool_selector, "spec.machineConfigPoolSelector"))
-    if problems:
+    if problems or name is None:  # a missing name is among the problems
         prefix = _where(source, PINNED_IMAGE_SET_KIND, name)
         return None, [f"{prefix}: {p}" if prefix else p for p in problems]
     return (
@@ -245,7 +246,7 @@ def check_set(obj, source) -> tuple:
     )
 
 
-def check_pool(obj, source) -> tuple:
+def check_pool(obj: Any, source: Any) -> Tuple[Optional[MachineConfigPool], List[str]]:
     """(MachineConfigPool or None, problems) for one object."""
     if not isinstance(obj, dict):
         return None, [_where(source, MACHINE_CONFIG_POOL_KIND, None) + f": must be a mapping, got {type_name(obj)}"]
@@ -281,7 +282,7 @@ def check_pool(obj, source) -> tuple:
                     problems.append(f"{where}.name {ref_name!r} is listed twice")
                 else:
                     refs.append(ref_name)
-    if problems:
+    if problems or name is None:  # a missing name is among the problems
         prefix = _where(source, MACHINE_CONFIG_POOL_KIND, name)
         return None, [f"{prefix}: {p}" if prefix else p for p in problems]
     return (
@@ -297,18 +298,18 @@ def check_pool(obj, source) -> tuple:
     )
 
 
-def validate_set(obj, source=None) -> PinnedImageSet:
+def validate_set(obj: Any, source: Any = None) -> PinnedImageSet:
     """Validate one PinnedImageSet object; raise PinnedImageSetError listing every problem."""
     result, problems = check_set(obj, source)
-    if problems:
+    if result is None:
         raise PinnedImageSetError(problems)
     return result
 
 
-def validate_pool(obj, source=None) -> MachineConfigPool:
+def validate_pool(obj: Any, source: Any = None) -> MachineConfigPool:
     """Validate one MachineConfigPool object; raise PinnedImageSetError listing every problem."""
     result, problems = check_pool(obj, source)
-    if problems:
+    if result is None:
         raise PinnedImageSetError(problems)
     return result
 
@@ -328,7 +329,7 @@ def default_pool(name: str) -> MachineConfigPool:
     )
 
 
-def as_pool(value) -> MachineConfigPool:
+def as_pool(value: Any) -> MachineConfigPool:
     """A MachineConfigPool from an instance, an object dict or a bare pool name."""
     if isinstance(value, MachineConfigPool):
         return value

@@ -31,12 +31,13 @@ Public API
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 REPORT_VERSION = 1
 KINDS = ("created", "changed", "removed")
 
 
-def merge_file_changes(changes) -> dict:
+def merge_file_changes(changes: Optional[Iterable[Optional[Mapping[str, Any]]]]) -> Dict[str, List[str]]:
     """One ``{created, changed, removed}`` from many; a path listed twice keeps its first kind."""
     seen: set = set()
     merged: dict[str, list] = {kind: [] for kind in KINDS}
@@ -51,7 +52,7 @@ def merge_file_changes(changes) -> dict:
     return {kind: sorted(paths) for kind, paths in merged.items()}
 
 
-def display_path(path: str, base) -> str:
+def display_path(path: str, base: Optional[str]) -> str:
     """``path`` relative to ``base`` when it lies below it."""
     if not base or not path or not os.path.isabs(path):
         return path
@@ -59,7 +60,7 @@ def display_path(path: str, base) -> str:
     return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
 
-def _pool(entry: dict) -> dict:
+def _pool(entry: Mapping[str, Any]) -> Dict[str, Any]:
     return {
         "pool": entry.get("pool"),
         "machine_config": entry.get("name"),
@@ -70,7 +71,7 @@ def _pool(entry: dict) -> dict:
     }
 
 
-def _error(error) -> dict:
+def _error(error: Any) -> Dict[str, Any]:
     if isinstance(error, dict):
         problems = error.get("problems") or []
         return {"msg": str(error.get("msg") or "the render failed"),
@@ -79,7 +80,9 @@ def _error(error) -> dict:
     return {"msg": str(error), "problems": [], "task": None}
 
 
-def render_report(changes, pools=None, dest: str = "", check_mode: bool = False, error=None, base=None) -> dict:
+def render_report(changes: Optional[Iterable[Optional[Mapping[str, Any]]]], pools: Optional[List[Mapping[str, Any]]] = None,
+                  dest: str = "", check_mode: bool = False, error: Any = None,
+                  base: Optional[str] = None) -> Dict[str, Any]:
     """The report document (see the module docstring); ``changes`` are ``file_changes`` results."""
     dest_shown = display_path(dest, base)
     report = {"version": REPORT_VERSION, "check_mode": bool(check_mode), "dest": dest_shown}

@@ -19,7 +19,7 @@ Public API
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._label_selector import type_name
@@ -45,14 +45,14 @@ MAX_EXPANDED_NODES = 200_000
 _END = object()
 
 
-def _frame(node) -> list:
+def _frame(node: Union[Dict[Any, Any], List[Any]]) -> List[Any]:
     """[container, iterator over its values, its count so far (itself and its keys)]."""
     if isinstance(node, dict):
         return [node, iter(node.values()), 1 + len(node)]
     return [node, iter(node), 1]
 
 
-def _expanded_size(root, limit: int) -> int:
+def _expanded_size(root: Any, limit: int) -> int:
     """How many values ``root`` holds with every shared part counted each time it occurs; stops above ``limit``.
 
     Walks each distinct container once (sizes of finished ones are remembered), so the cost follows the
@@ -88,7 +88,7 @@ def _expanded_size(root, limit: int) -> int:
     return done[id(root)]
 
 
-def _too_big(value, source) -> str | None:
+def _too_big(value: Any, source: Any) -> Optional[str]:
     """The problem of an input that expands beyond :data:`MAX_EXPANDED_NODES`, else None."""
     if _expanded_size(value, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
         return (
@@ -116,7 +116,8 @@ def _yaml_documents(path: str) -> tuple:
     return ([], [problem]) if problem else (documents, [])
 
 
-def _expand(obj, source, from_file: bool, sets: list, pools: list, problems: list) -> None:
+def _expand(obj: Any, source: str, from_file: bool, sets: List[PinnedImageSet], pools: List[MachineConfigPool],
+            problems: List[str]) -> None:
     """Sort one object into sets or pools; files ignore other kinds, direct input does not."""
     if obj is None and from_file:
         return
@@ -139,15 +140,15 @@ def _expand(obj, source, from_file: bool, sets: list, pools: list, problems: lis
             _expand(item, f"{source} items[{index}]", from_file, sets, pools, problems)
         return
     if kind == PINNED_IMAGE_SET_KIND:
-        result, found = check_set(obj, source)
+        image_set, found = check_set(obj, source)
         problems.extend(found)
-        if result is not None:
-            sets.append(result)
+        if image_set is not None:
+            sets.append(image_set)
     elif kind == MACHINE_CONFIG_POOL_KIND:
-        result, found = check_pool(obj, source)
+        pool, found = check_pool(obj, source)
         problems.extend(found)
-        if result is not None:
-            pools.append(result)
+        if pool is not None:
+            pools.append(pool)
     elif not from_file:
         problems.append(
             f"{source}: kind is {short_value(kind)}; expected {PINNED_IMAGE_SET_KIND} or {MACHINE_CONFIG_POOL_KIND}"
@@ -188,7 +189,7 @@ def _unique_by_name(items: list, kind: str, fields: Callable[[Any], tuple], note
     return unique
 
 
-def load_sets(sources) -> tuple:
+def load_sets(sources: Any) -> Tuple[List[PinnedImageSet], List[MachineConfigPool]]:
     """Load and validate sets and pools from dicts, instances, YAML files and directories.
 
     Returns ``(sets, pools)``; raises PinnedImageSetError naming every problem found in any source.
