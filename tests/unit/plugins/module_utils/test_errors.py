@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import MissingImagesError, ReloadError
-from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from, join_problems
+from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, exit_json_from, fail_json_from, join_problems
 from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8sError
 from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLockError
 
@@ -17,9 +18,19 @@ MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
 
 
 class FakeModule:
+    def __init__(self):
+        self.warnings = []
+
     def fail_json(self, **fields):
         self.failed = fields
         raise SystemExit(1)
+
+    def exit_json(self, **fields):
+        self.exited = fields
+        raise SystemExit(0)
+
+    def warn(self, warning):
+        self.warnings.append(warning)
 
 
 def test_one_problem_is_the_message_several_are_counted():
@@ -34,6 +45,20 @@ def test_fail_json_from_gives_message_problems_and_details():
     with pytest.raises(SystemExit):
         fail_json_from(module, K8sError("denied", status=403, reason="Forbidden"), prefix="apply: ", changed=False)
     assert module.failed == dict(msg="apply: denied", problems=["denied"], status=403, reason="Forbidden", changed=False)
+
+
+def test_exit_json_from_gives_the_warnings_and_the_result_or_fails_with_the_error():
+    module = FakeModule()
+    with pytest.raises(SystemExit):
+        exit_json_from(module, lambda: SimpleNamespace(result={"changed": True}, warnings=["careful"]))
+    assert module.exited == {"changed": True} and module.warnings == ["careful"]
+
+    def denied():
+        raise K8sError("denied", status=403, reason="Forbidden")
+
+    with pytest.raises(SystemExit):
+        exit_json_from(module, denied)
+    assert module.failed == dict(msg="denied", problems=["denied"], status=403, reason="Forbidden")
 
 
 def test_details_are_set_at_construction():
