@@ -191,13 +191,24 @@ def _metadata(obj: Mapping[str, Any]) -> Tuple[Optional[str], Dict[str, Any], Li
     return (name if isinstance(name, str) and name else None), labels, problems
 
 
+def _object_header(obj: Mapping[str, Any], kind: str) -> Tuple[Optional[str], Dict[str, Any], List[str]]:
+    """(name, labels, problems) of what every object has: apiVersion, kind and metadata."""
+    problems = _check_api_version_kind(obj, kind)
+    name, labels, meta_problems = _metadata(obj)
+    return name, labels, problems + meta_problems
+
+
+def _located(source: Any, kind: str, name: Optional[str], problems: List[str]) -> List[str]:
+    """``problems``, each prefixed with where the object came from and its kind and name."""
+    prefix = _where(source, kind, name)
+    return [f"{prefix}: {p}" if prefix else p for p in problems]
+
+
 def check_set(obj: Any, source: Any) -> Tuple[Optional[PinnedImageSet], List[str]]:
     """(PinnedImageSet or None, problems) for one object."""
     if not isinstance(obj, dict):
-        return None, [_where(source, PINNED_IMAGE_SET_KIND, None) + f": must be a mapping, got {type_name(obj)}"]
-    problems = _check_api_version_kind(obj, PINNED_IMAGE_SET_KIND)
-    name, labels, meta_problems = _metadata(obj)
-    problems.extend(meta_problems)
+        return None, _located(source, PINNED_IMAGE_SET_KIND, None, [f"must be a mapping, got {type_name(obj)}"])
+    name, labels, problems = _object_header(obj, PINNED_IMAGE_SET_KIND)
     images = []
     pool_selector = None
     spec = obj.get("spec")
@@ -232,8 +243,7 @@ def check_set(obj: Any, source: Any) -> Tuple[Optional[PinnedImageSet], List[str
             pool_selector = spec.get("machineConfigPoolSelector")
             problems.extend(check_selector(pool_selector, "spec.machineConfigPoolSelector"))
     if problems or name is None:  # a missing name is among the problems
-        prefix = _where(source, PINNED_IMAGE_SET_KIND, name)
-        return None, [f"{prefix}: {p}" if prefix else p for p in problems]
+        return None, _located(source, PINNED_IMAGE_SET_KIND, name, problems)
     return (
         PinnedImageSet(
             name=name,
@@ -249,10 +259,8 @@ def check_set(obj: Any, source: Any) -> Tuple[Optional[PinnedImageSet], List[str
 def check_pool(obj: Any, source: Any) -> Tuple[Optional[MachineConfigPool], List[str]]:
     """(MachineConfigPool or None, problems) for one object."""
     if not isinstance(obj, dict):
-        return None, [_where(source, MACHINE_CONFIG_POOL_KIND, None) + f": must be a mapping, got {type_name(obj)}"]
-    problems = _check_api_version_kind(obj, MACHINE_CONFIG_POOL_KIND)
-    name, labels, meta_problems = _metadata(obj)
-    problems.extend(meta_problems)
+        return None, _located(source, MACHINE_CONFIG_POOL_KIND, None, [f"must be a mapping, got {type_name(obj)}"])
+    name, labels, problems = _object_header(obj, MACHINE_CONFIG_POOL_KIND)
     spec = obj.get("spec")
     if spec is None:
         spec = {}
@@ -283,8 +291,7 @@ def check_pool(obj: Any, source: Any) -> Tuple[Optional[MachineConfigPool], List
                 else:
                     refs.append(ref_name)
     if problems or name is None:  # a missing name is among the problems
-        prefix = _where(source, MACHINE_CONFIG_POOL_KIND, name)
-        return None, [f"{prefix}: {p}" if prefix else p for p in problems]
+        return None, _located(source, MACHINE_CONFIG_POOL_KIND, name, problems)
     return (
         MachineConfigPool(
             name=name,
