@@ -82,6 +82,11 @@ def render_objects(info):
     return _cluster.render_objects(info)
 
 
+def release_plan_message(release):
+    """The plan of a release_image_set result in one line."""
+    return _cluster.release_message(release)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -99,4 +104,5 @@ class FilterModule:
             "cluster_done": cluster_done,
             "cluster_report_nodes": cluster_report_nodes,
             "render_objects": render_objects,
+            "release_plan_message": release_plan_message,
         }

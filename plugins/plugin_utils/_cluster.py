@@ -21,6 +21,7 @@ Public API
 check_mode)``: the report of a run.
 ``report_nodes(results)``: the results without their image and set lists (for ``set_stats``).
 ``render_objects(info)``: the sets and pools of a ``pinned_image_set_info`` result as API objects.
+``release_message(release)``: the one-line plan of a ``release_image_set`` result (the stage_release playbook).
 ``render_written(set_files, machine_configs)``, ``render_stale(found, written)``, ``render_changes(set_files,
 machine_configs, removed)``: the files of the render entry point, from the registered task results.
 """
@@ -247,6 +248,19 @@ def render_objects(info: dict) -> dict:
                                pinned_image_sets=tuple(p.get("pinned_image_sets") or ())).to_dict()
              for p in info.get("pools", [])]
     return {"sets": sets, "pools": pools}
+
+
+def release_message(release: Mapping[str, Any]) -> str:
+    """``"Release V (IMAGE): N images in sets A, B; each node needs up to X for them (...)"``."""
+    sets = ", ".join(image_set["metadata"]["name"] for image_set in release.get("sets") or [])
+    message = (f"Release {release.get('version')} ({release.get('release_image')}): "
+               f"{len(release.get('images') or [])} images in sets {sets}; ")
+    estimate = release.get("estimate")
+    if not estimate:
+        return message + "size not estimated"
+    unreadable = len(estimate.get("unreadable") or {})
+    return (message + f"each node needs up to {estimate['required']} for them ({estimate['compressed_bytes']} "
+            "compressed bytes x2)" + (f", {unreadable} manifests unreadable" if unreadable else ""))
 
 
 def _loop_results(registered: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:

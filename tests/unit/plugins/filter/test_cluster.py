@@ -192,3 +192,16 @@ def test_render_objects_are_valid_api_objects_that_load_back_the_same():
     assert [(s.name, list(s.images), s.pool_selector) for s in sets] == [
         (s["name"], s["images"], s["pool_selector"]) for s in info["sets"]]
     assert [(p.name, list(p.pinned_image_sets)) for p in pools] == [("worker", ["worker-set"]), ("bare", [])]
+
+
+def test_release_plan_message_gives_the_estimate_or_says_there_is_none():
+    release = {"version": "4.99.1", "release_image": "quay.io/ocp/release@sha256:" + "1" * 64, "images": [A, B],
+               "sets": [{"metadata": {"name": "release-4.99.1-master"}}, {"metadata": {"name": "release-4.99.1-worker"}}]}
+    head = f"Release 4.99.1 (quay.io/ocp/release@sha256:{'1' * 64}): 2 images in sets release-4.99.1-master, " \
+           "release-4.99.1-worker; "
+    assert F["release_plan_message"](release) == head + "size not estimated"
+    estimate = {"required": "2.0 MiB", "compressed_bytes": 1048576, "unreadable": {}}
+    assert F["release_plan_message"](dict(release, estimate=estimate)) == \
+        head + "each node needs up to 2.0 MiB for them (1048576 compressed bytes x2)"
+    estimate["unreadable"] = {A: "404"}
+    assert F["release_plan_message"](dict(release, estimate=estimate)).endswith(", 1 manifests unreadable")
