@@ -77,6 +77,7 @@ def __getattr__(name: str) -> Any:
         return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 DEFAULT_FIELD_MANAGER = "pinned-images"
 DEFAULT_TIMEOUT = 30
 # Attempts of one request when the server refused the connection or dropped it unanswered, all within the timeout.

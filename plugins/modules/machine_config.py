@@ -90,15 +90,16 @@ options:
     default: false
   return_images:
     description:
-      - Also return every image of each pool (RV(pools[].images)). Off by default: the result gives each pool's
-        image count and the images added and removed, which stay small when a pool pins thousands of images.
+      - Also return every image of each pool (RV(pools[].images)).
+      - Off by default; the result then gives each pool's image count and the images added and removed, which stay
+        small when a pool pins thousands of images.
     type: bool
     default: false
     version_added: 0.1.0
   return_objects:
     description:
-      - Also return the rendered MachineConfig objects (RV(machine_configs)). Off by default: each object carries
-        every image of its pool, base64-encoded.
+      - Also return the rendered MachineConfig objects (RV(machine_configs)).
+      - Off by default, since each object carries every image of its pool, base64-encoded.
     type: bool
     default: false
     version_added: 0.1.0
