@@ -390,8 +390,12 @@ def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
         diffs.extend(outcome["diffs"])
         previous = outcome["previous_images"]
     if params["apply"]:
-        with K8sClient.from_params(params, tmpdir=tmpdir) as client:
-            outcome = sync_cluster(entries, client, state=params["state"], check_mode=check_mode)
+        try:
+            with K8sClient.from_params(params, tmpdir=tmpdir) as client:
+                outcome = sync_cluster(entries, client, state=params["state"], check_mode=check_mode)
+        except CollectionError as exc:
+            # The files in dest are written by then: the failure says which.
+            raise MachineConfigError(exc.problems, message=exc.message, details=dict(result, **exc.details)) from exc
         result.update(applied=outcome["applied"], deleted=outcome["deleted"])
         result["changed"] |= outcome["changed"]
         diffs.extend(outcome["diffs"])

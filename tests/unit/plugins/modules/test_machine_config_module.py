@@ -162,11 +162,14 @@ def test_empty_pool_deletes_its_machine_config(capsys, fake_apiserver):
     assert fake_apiserver.get("MachineConfig", "99-worker-pinned-images") is None
 
 
-def test_api_errors_are_reported_without_the_token(capsys, fake_apiserver):
+def test_api_errors_are_reported_without_the_token(tmp_path, capsys, fake_apiserver):
     fake_apiserver.forbid("patch", "machineconfigs")
     result = run({"host": fake_apiserver.url, "api_key": fake_apiserver.token, "pools": ["worker"], "images": [A],
-                  "apply": True}, capsys)
+                  "apply": True, "dest": str(tmp_path)}, capsys)
     assert result["rc"] == 1 and ("403" in result["msg"] or "forbidden" in result["msg"].lower())
+    assert result["status"] == 403 and result["changed"]
+    # The file was written before the cluster refused: the failure says so.
+    assert result["file_changes"]["created"] == [str(tmp_path / "99-worker-pinned-images.yaml")]
     assert fake_apiserver.token not in json.dumps(result)
     wrong = run({"host": fake_apiserver.url, "api_key": "wrong-token-value", "pools": ["worker"], "images": [A],
                  "apply": True}, capsys)
