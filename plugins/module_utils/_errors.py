@@ -7,9 +7,6 @@
 A leaf: it imports nothing of the collection. An error has a message, the ``problems`` behind it (every problem
 found, so a user fixes them all at once) and ``details``: structured fields a module adds to its failure
 (``error_kind``, ``status``, ``missing``, ...). Subclasses set all three in their constructor.
-
-``fail_json_from(module, error, prefix, **result)`` reports an error; ``exit_json_from(module, run)`` is the end
-of a thin module's ``main()``: it runs the one module_utils function and exits with its outcome or its error.
 """
 
 from __future__ import annotations
@@ -63,14 +60,11 @@ def fail_json_from(module: Any, error: CollectionError, prefix: str = "", **resu
     raise AssertionError("fail_json returned")  # pragma: no cover - AnsibleModule.fail_json exits
 
 
-def exit_json_from(module: Any, run: Callable[[], Any]) -> NoReturn:
-    """Exit with the outcome of ``run()`` (its ``result``, after giving each of its ``warnings`` with
-    ``module.warn``), or fail with the CollectionError it raises (``fail_json_from``)."""
+def exit_json_from(module: Any, run: Callable[[], Mapping[str, Any]]) -> NoReturn:
+    """``module.exit_json`` with the result of ``run()``; ``fail_json_from`` when it raises a CollectionError."""
     try:
-        outcome = run()
-    except CollectionError as exc:
-        fail_json_from(module, exc)
-    for warning in outcome.warnings:
-        module.warn(warning)
-    module.exit_json(**outcome.result)
+        result = run()
+    except CollectionError as error:
+        fail_json_from(module, error)
+    module.exit_json(**result)
     raise AssertionError("exit_json returned")  # pragma: no cover - AnsibleModule.exit_json exits

@@ -50,7 +50,7 @@ Public API
     server-side apply (field manager ``pinned-images``) only when the managed parts differ; deletes MachineConfigs
     of empty pools and, with ``state=absent``, of every pool.
 ``plan(params) -> entries``, ``pool_summary(entry, previous, with_images) -> dict`` and
-``run_machine_config(params, check_mode, diff, tmpdir) -> SetOutcome``: the machine_config module's run. Its
+``run_machine_config(params, check_mode, diff, tmpdir) -> dict``: the machine_config module's run (its result). Its
     ``pools`` result is a summary per pool (counts, set names, images added and removed); every image and the
     MachineConfig objects only on request (``return_images``, ``return_objects``).
 """
@@ -95,7 +95,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
 )
 from ansible_collections.pinned.images.plugins.module_utils._pool_selection import images_for_pool, resolve_pools
 from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
-from ansible_collections.pinned.images.plugins.module_utils._set_publish import SetOutcome
 from ansible_collections.pinned.images.plugins.module_utils._yaml import HAS_YAML, YAMLError, dump_yaml, load_yaml
 
 MACHINE_CONFIG_KIND = "MachineConfig"
@@ -373,7 +372,7 @@ def pool_summary(entry: Dict[str, Any], previous: Optional[List[str]], with_imag
 
 
 def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
-                       tmpdir: Optional[str] = None) -> SetOutcome:
+                       tmpdir: Optional[str] = None) -> Dict[str, Any]:
     """The machine_config module's run: render, then write into ``dest`` and/or apply (see the module's docs)."""
     entries = plan(params)
     if params["apply"] and not HAS_KUBERNETES:
@@ -407,4 +406,4 @@ def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
         result["machine_configs"] = [e["machine_config"] for e in entries if e["machine_config"] is not None]
     if diff and diffs:
         result["diff"] = diffs
-    return SetOutcome(result, [])
+    return result

@@ -233,7 +233,7 @@ def main():
         supports_check_mode=True,
     )
     module.no_log_values.update(connection_secrets(module.params))
-    exit_json_from(module, lambda: publish_set(module.params, module.check_mode, module._diff, module.tmpdir))
+    exit_json_from(module, lambda: publish_set(module.params, module.check_mode, module._diff, module.tmpdir).warned(module))
 
 
 if __name__ == "__main__":

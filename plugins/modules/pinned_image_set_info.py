@@ -252,7 +252,7 @@ def _argument_spec():
 def main():
     module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
     module.no_log_values.update(connection_secrets(module.params))
-    exit_json_from(module, lambda: describe_sets(module.params, module.tmpdir))
+    exit_json_from(module, lambda: describe_sets(module.params, module.tmpdir).warned(module))
 
 
 if __name__ == "__main__":

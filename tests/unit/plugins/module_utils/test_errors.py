@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import MissingImagesError, ReloadError
-from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, exit_json_from, fail_json_from, join_problems
+from ansible_collections.pinned.images.plugins.module_utils._errors import (
+    CollectionError,
+    exit_json_from,
+    fail_json_from,
+    join_problems,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8sError
 from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLockError
 
@@ -18,9 +22,6 @@ MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
 
 
 class FakeModule:
-    def __init__(self):
-        self.warnings = []
-
     def fail_json(self, **fields):
         self.failed = fields
         raise SystemExit(1)
@@ -28,9 +29,6 @@ class FakeModule:
     def exit_json(self, **fields):
         self.exited = fields
         raise SystemExit(0)
-
-    def warn(self, warning):
-        self.warnings.append(warning)
 
 
 def test_one_problem_is_the_message_several_are_counted():
@@ -47,18 +45,18 @@ def test_fail_json_from_gives_message_problems_and_details():
     assert module.failed == dict(msg="apply: denied", problems=["denied"], status=403, reason="Forbidden", changed=False)
 
 
-def test_exit_json_from_gives_the_warnings_and_the_result_or_fails_with_the_error():
+def test_exit_json_from_exits_with_the_result_or_fails_with_the_error():
     module = FakeModule()
     with pytest.raises(SystemExit):
-        exit_json_from(module, lambda: SimpleNamespace(result={"changed": True}, warnings=["careful"]))
-    assert module.exited == {"changed": True} and module.warnings == ["careful"]
+        exit_json_from(module, lambda: {"changed": True, "path": "/x"})
+    assert module.exited == {"changed": True, "path": "/x"}
 
-    def denied():
-        raise K8sError("denied", status=403, reason="Forbidden")
+    def failing():
+        raise CollectionError(["a", "b"], details={"path": "/x"})
 
     with pytest.raises(SystemExit):
-        exit_json_from(module, denied)
-    assert module.failed == dict(msg="denied", problems=["denied"], status=403, reason="Forbidden")
+        exit_json_from(module, failing)
+    assert module.failed == dict(msg="2 problems found:\n- a\n- b", problems=["a", "b"], path="/x")
 
 
 def test_details_are_set_at_construction():
