@@ -111,7 +111,7 @@ class MachineConfigError(CollectionError):
 
 def check_ignition_version(version: Any) -> str:
     """``version`` when it is a supported Ignition config version; raises MachineConfigError."""
-    if version not in SUPPORTED_IGNITION_VERSIONS:
+    if not isinstance(version, str) or version not in SUPPORTED_IGNITION_VERSIONS:
         raise MachineConfigError(
             f"ignition_version {version!r} is not supported; choose one of {', '.join(SUPPORTED_IGNITION_VERSIONS)}"
         )

@@ -82,17 +82,17 @@ class PinnedImageSet:
     """A validated PinnedImageSet."""
 
     name: str
-    labels: dict = field(default_factory=dict)
-    images: tuple = ()
-    pool_selector: dict | None = None
-    source: str | None = None
+    labels: Dict[str, str] = field(default_factory=dict)
+    images: Tuple[str, ...] = ()
+    pool_selector: Optional[Dict[str, Any]] = None
+    source: Optional[str] = None
 
-    def to_dict(self, include_pool_selector: bool = False) -> dict:
+    def to_dict(self, include_pool_selector: bool = False) -> Dict[str, Any]:
         """The API object; the seed-style pool selector only when asked (the v1 API prunes it)."""
-        metadata: dict = {"name": self.name}
+        metadata: Dict[str, Any] = {"name": self.name}
         if self.labels:
             metadata["labels"] = dict(self.labels)
-        spec: dict = {"pinnedImages": [{"name": name} for name in self.images]}
+        spec: Dict[str, Any] = {"pinnedImages": [{"name": name} for name in self.images]}
         if include_pool_selector and self.pool_selector is not None:
             spec["machineConfigPoolSelector"] = copy.deepcopy(self.pool_selector)
         return {"apiVersion": API_VERSION, "kind": PINNED_IMAGE_SET_KIND, "metadata": metadata, "spec": spec}
@@ -103,15 +103,15 @@ class MachineConfigPool:
     """The parts of a MachineConfigPool that select sets and nodes."""
 
     name: str
-    labels: dict = field(default_factory=dict)
-    machine_config_selector: dict | None = None
-    node_selector: dict | None = None
-    pinned_image_sets: tuple = ()
-    source: str | None = None
+    labels: Dict[str, str] = field(default_factory=dict)
+    machine_config_selector: Optional[Dict[str, Any]] = None
+    node_selector: Optional[Dict[str, Any]] = None
+    pinned_image_sets: Tuple[str, ...] = ()
+    source: Optional[str] = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> Dict[str, Any]:
         """The API object (missing selectors as empty ones, which select nothing)."""
-        spec: dict = {
+        spec: Dict[str, Any] = {
             "machineConfigSelector": copy.deepcopy(self.machine_config_selector or {}),
             "nodeSelector": copy.deepcopy(self.node_selector or {}),
         }
@@ -223,7 +223,7 @@ def check_set(obj: Any, source: Any) -> Tuple[Optional[PinnedImageSet], List[str
                 problems.append("spec.pinnedImages must list at least one image")
             if len(pinned) > MAX_PINNED_IMAGES:
                 problems.append(f"spec.pinnedImages has {len(pinned)} items; at most {MAX_PINNED_IMAGES} are allowed")
-            seen: dict = {}
+            seen: Dict[str, int] = {}
             for index, entry in enumerate(pinned):
                 where = f"spec.pinnedImages[{index}]"
                 if not isinstance(entry, dict) or "name" not in entry:

@@ -31,7 +31,7 @@ Public API
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
 
 REPORT_VERSION = 1
 KINDS = ("created", "changed", "removed")
@@ -39,8 +39,8 @@ KINDS = ("created", "changed", "removed")
 
 def merge_file_changes(changes: Optional[Iterable[Optional[Mapping[str, Any]]]]) -> Dict[str, List[str]]:
     """One ``{created, changed, removed}`` from many; a path listed twice keeps its first kind."""
-    seen: set = set()
-    merged: dict[str, list] = {kind: [] for kind in KINDS}
+    seen: Set[str] = set()
+    merged: Dict[str, List[str]] = {kind: [] for kind in KINDS}
     for item in changes or []:
         if not item:
             continue
@@ -88,7 +88,7 @@ def render_report(changes: Optional[Iterable[Optional[Mapping[str, Any]]]], pool
     report = {"version": REPORT_VERSION, "check_mode": bool(check_mode), "dest": dest_shown}
     if error is not None:
         err = _error(error)
-        lists: dict[str, list] = {kind: [] for kind in KINDS}
+        lists: Dict[str, List[str]] = {kind: [] for kind in KINDS}
         report.update(status="error", counts={kind: 0 for kind in KINDS}, pools=[], error=err, **lists)
         detail = "".join("\n- " + p for p in err["problems"] if p not in err["msg"])
         report["message"] = f"the render of {dest_shown or 'the sets'} failed (this is an error, not drift): " \

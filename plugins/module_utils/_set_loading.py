@@ -19,7 +19,7 @@ Public API
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._label_selector import type_name
@@ -43,6 +43,7 @@ MAX_EXPANDED_NODES = 200_000
 
 
 _END = object()
+T = TypeVar("T", PinnedImageSet, MachineConfigPool)
 
 
 def _frame(node: Union[Dict[Any, Any], List[Any]]) -> List[Any]:
@@ -60,7 +61,7 @@ def _expanded_size(root: Any, limit: int) -> int:
     """
     if not isinstance(root, (dict, list)):
         return 1
-    done = {}
+    done: Dict[int, int] = {}
     active = {id(root)}
     stack = [_frame(root)]
     while stack:
@@ -84,7 +85,7 @@ def _expanded_size(root: Any, limit: int) -> int:
             stack.append(_frame(child))
             continue
         if stack and stack[-1][2] > limit:
-            return stack[-1][2]
+            return int(stack[-1][2])
     return done[id(root)]
 
 
@@ -98,7 +99,7 @@ def _too_big(value: Any, source: Any) -> Optional[str]:
     return None
 
 
-def _yaml_documents(path: str) -> tuple:
+def _yaml_documents(path: str) -> Tuple[List[Any], List[str]]:
     """(documents, problems) of a YAML file no bigger than :data:`MAX_SET_FILE_SIZE`."""
     if not HAS_YAML:  # pragma: no cover
         return [], [f"{path}: PyYAML is needed to read YAML files ({YAML_IMPORT_ERROR})"]
@@ -155,7 +156,7 @@ def _expand(obj: Any, source: str, from_file: bool, sets: List[PinnedImageSet], 
         )
 
 
-def _load_file(path: str, sets: list, pools: list, problems: list) -> None:
+def _load_file(path: str, sets: List[PinnedImageSet], pools: List[MachineConfigPool], problems: List[str]) -> None:
     documents, found = _yaml_documents(path)
     problems.extend(found)
     many = len(documents) > 1
@@ -164,20 +165,21 @@ def _load_file(path: str, sets: list, pools: list, problems: list) -> None:
         _expand(document, source, True, sets, pools, problems)
 
 
-def set_fields(image_set: PinnedImageSet) -> tuple:
+def set_fields(image_set: PinnedImageSet) -> Tuple[Any, ...]:
     """What makes two sets of one name the same set."""
     return (image_set.labels, image_set.images, image_set.pool_selector)
 
 
-def pool_fields(pool: MachineConfigPool) -> tuple:
+def pool_fields(pool: MachineConfigPool) -> Tuple[Any, ...]:
     """What makes two pools of one name the same pool."""
     return (pool.labels, pool.machine_config_selector, pool.node_selector, pool.pinned_image_sets)
 
 
-def _unique_by_name(items: list, kind: str, fields: Callable[[Any], tuple], note: str, problems: list) -> list:
+def _unique_by_name(items: List[T], kind: str, fields: Callable[[T], Tuple[Any, ...]], note: str,
+                    problems: List[str]) -> List[T]:
     """``items`` without exact repeats of a name; a name defined twice differently is a problem."""
-    unique: list = []
-    by_name: dict = {}
+    unique: List[T] = []
+    by_name: Dict[str, T] = {}
     for item in items:
         first = by_name.get(item.name)
         if first is None:
@@ -198,9 +200,9 @@ def load_sets(sources: Any) -> Tuple[List[PinnedImageSet], List[MachineConfigPoo
         sources = []
     elif isinstance(sources, (str, bytes, os.PathLike, dict, PinnedImageSet, MachineConfigPool)):
         sources = [sources]
-    sets: list = []
-    pools: list = []
-    problems: list = []
+    sets: List[PinnedImageSet] = []
+    pools: List[MachineConfigPool] = []
+    problems: List[str] = []
     for position, item in enumerate(sources):
         if isinstance(item, (str, bytes, os.PathLike)):
             path = os.fsdecode(item)

@@ -36,7 +36,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pool_selection impo
     images_for_pool,
     missing_set_refs,
     pools_for_node,
-    resolve_pools,
     sets_for_pool,
 )
 from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
@@ -367,16 +366,6 @@ def test_default_pool_shape():
     assert [s.name for s in sets_for_pool("worker", all_sets())] == ["w", "seed", "everywhere"]
     with pytest.raises(PinnedImageSetError):
         default_pool("Not A Name")
-
-
-def test_resolve_pools_prefers_the_definitions_of_the_set_files():
-    infra = make_pool("infra", mc_selector={"matchLabels": {"team": "infra"}})
-    worker = validate_pool(make_pool("worker", mc_selector={"matchLabels": {"team": "w"}}))
-    resolved = resolve_pools(["worker", "master", infra], [worker])
-    assert resolved[0] is worker and resolved[1] == default_pool("master")
-    assert resolved[2].machine_config_selector == {"matchLabels": {"team": "infra"}}
-    with pytest.raises(PinnedImageSetError):
-        resolve_pools(["Not A Name"], [])
 
 
 @pytest.mark.parametrize(
