@@ -20,10 +20,25 @@ def cluster_plan(hosts, hostvars, control_plane_hosts, info=None, add_hosts=Fals
     return _cluster.node_plan(hosts, hostvars, control_plane_hosts, info=info, add_hosts=bool(add_hosts))
 
 
+def cluster_phase_order(order):
+    """The order of the phases as a list."""
+    return _cluster.phase_order(order)
+
+
+def cluster_node_groups(plan, order):
+    """The groups and variables of each node of the plan."""
+    return _cluster.node_groups(plan, _cluster.phase_order(order))
+
+
+def cluster_plan_message(plan, order):
+    """The summary of the plan."""
+    return _cluster.plan_message(plan, _cluster.phase_order(order))
+
+
 def cluster_phases(order, control_plane_serial=1, worker_serial=1, control_plane_max_fail_percentage=0,
                    worker_max_fail_percentage=0):
     """The phases of the prefetch playbook."""
-    return _cluster.phases(order, (control_plane_serial, control_plane_max_fail_percentage),
+    return _cluster.phases(_cluster.phase_order(order), (control_plane_serial, control_plane_max_fail_percentage),
                            (worker_serial, worker_max_fail_percentage))
 
 
@@ -57,9 +72,19 @@ def cluster_done(results):
     return _cluster.done_statuses(results)
 
 
+def cluster_report_nodes(results):
+    """The results without their image and set lists."""
+    return _cluster.report_nodes(results)
+
+
 def render_objects(info):
     """The sets and pools of a pinned_image_set_info result as API objects."""
     return _cluster.render_objects(info)
+
+
+def release_plan_message(release):
+    """The plan of a release_image_set result in one line."""
+    return _cluster.release_message(release)
 
 
 class FilterModule:
@@ -67,6 +92,9 @@ class FilterModule:
         return {
             "cluster_host_nodes": cluster_host_nodes,
             "cluster_plan": cluster_plan,
+            "cluster_phase_order": cluster_phase_order,
+            "cluster_node_groups": cluster_node_groups,
+            "cluster_plan_message": cluster_plan_message,
             "cluster_phases": cluster_phases,
             "node_set_list": node_set_list,
             "cluster_progressing": cluster_progressing,
@@ -74,5 +102,7 @@ class FilterModule:
             "cluster_summary": cluster_summary,
             "cluster_report_lines": cluster_report_lines,
             "cluster_done": cluster_done,
+            "cluster_report_nodes": cluster_report_nodes,
             "render_objects": render_objects,
+            "release_plan_message": release_plan_message,
         }

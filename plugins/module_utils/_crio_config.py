@@ -50,6 +50,8 @@ _PATTERN_BODY_RE = re.compile(r"[A-Za-z0-9._:/@\[\]-]+")
 
 # BurntSushi/toml's basic-string escapes (the MCO's encoder); validated input never needs them.
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+# Any character _quote rewrites; most names have none and are quoted without a walk over their characters.
+_NEEDS_ESCAPE_RE = re.compile(r'["\\\x00-\x1f\x7f]')
 
 
 class PinnedImagesError(CollectionError):
@@ -57,6 +59,8 @@ class PinnedImagesError(CollectionError):
 
 
 def _quote(value: str) -> str:
+    if _NEEDS_ESCAPE_RE.search(value) is None:
+        return '"' + value + '"'
     out = []
     for ch in value:
         if ch in _ESCAPES:

@@ -34,6 +34,8 @@ _TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _SHA256_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 # A bare 64-hex name is an image id, which ParseNormalizedNamed refuses as a name.
 _IMAGE_ID_RE = re.compile(r"^[0-9a-f]{64}$")
+# str.isspace() (re's \s for str patterns is the same test) or an ASCII control character.
+_SPACE_OR_CONTROL_RE = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
 class ImageReferenceError(CollectionError):
@@ -85,7 +87,7 @@ def parse_image_ref(value: object, require_digest: bool = True) -> ImageRef:
         raise ImageReferenceError(
             f"image reference {_describe(value)} is {len(value)} characters long; at most {MAX_REFERENCE_LENGTH} are allowed"
         )
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    if _SPACE_OR_CONTROL_RE.search(value):
         raise ImageReferenceError(f"image reference {_describe(value)} contains whitespace or control characters")
 
     remainder, at, after_at = value.partition("@")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.util
 import inspect
 import json
 import os
@@ -39,7 +40,27 @@ from ansible.module_utils.basic import env_fallback
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._secrets import redact
 
-try:
+# The library is imported on first use (_require_kubernetes), not here: its import takes longer than rendering
+# thousands of images, and a module that only writes files never talks to a cluster.
+HAS_KUBERNETES = all(importlib.util.find_spec(name) is not None for name in ("kubernetes", "urllib3"))
+KUBERNETES_IMPORT_ERROR: ImportError | None = None if HAS_KUBERNETES else ImportError("No module named 'kubernetes'")
+_KUBERNETES_NAMES = frozenset(("urllib3", "k8s_client_mod", "k8s_config", "ConfigException", "DynamicClient",
+                               "DynamicApiError", "ResourceNotFoundError", "ResourceNotUniqueError", "ApiException"))
+urllib3: Any
+k8s_client_mod: Any
+k8s_config: Any
+ConfigException: Any
+DynamicClient: Any
+DynamicApiError: Any
+ResourceNotFoundError: Any
+ResourceNotUniqueError: Any
+ApiException: Any
+
+
+def _import_kubernetes() -> None:
+    """Bind the library's names in this module; raises ImportError."""
+    global urllib3, k8s_client_mod, k8s_config, ConfigException, DynamicClient, DynamicApiError  # pylint: disable=global-statement
+    global ResourceNotFoundError, ResourceNotUniqueError, ApiException  # pylint: disable=global-statement
     import urllib3
     from kubernetes import client as k8s_client_mod
     from kubernetes import config as k8s_config
@@ -47,12 +68,15 @@ try:
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError, ResourceNotUniqueError
     from kubernetes.client.exceptions import ApiException
-except ImportError as exc:  # pragma: no cover - exercised only without the library
-    HAS_KUBERNETES = False
-    KUBERNETES_IMPORT_ERROR: ImportError | None = exc
-else:
-    HAS_KUBERNETES = True
-    KUBERNETES_IMPORT_ERROR = None
+
+
+def __getattr__(name: str) -> Any:
+    """The library's names for code outside this module, imported on first access."""
+    if name in _KUBERNETES_NAMES and HAS_KUBERNETES:
+        _import_kubernetes()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # A Kubernetes API object (or a part of one) as JSON.
 KubeObject = Dict[str, Any]
@@ -121,6 +145,11 @@ class K8sError(CollectionError):
 def _require_kubernetes() -> None:
     if not HAS_KUBERNETES:
         raise K8sError(f"the Python library 'kubernetes' is required: {KUBERNETES_IMPORT_ERROR}")
+    if "DynamicClient" not in globals():
+        try:
+            _import_kubernetes()
+        except ImportError as exc:
+            raise K8sError(f"the Python library 'kubernetes' cannot be imported: {exc}") from exc
 
 
 def _safe_url(url: object) -> str:

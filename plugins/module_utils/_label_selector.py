@@ -19,6 +19,7 @@ Public API
 from __future__ import annotations
 
 import re
+from typing import Any, List, Mapping, Optional
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import short_value
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
@@ -38,7 +39,7 @@ _LABEL_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-def type_name(value) -> str:
+def type_name(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -52,7 +53,7 @@ def type_name(value) -> str:
     return type(value).__name__
 
 
-def check_dns_subdomain(value, what: str) -> str | None:
+def check_dns_subdomain(value: Any, what: str) -> Optional[str]:
     """Why ``value`` is not an RFC 1123 subdomain (``what`` names it in the text), or None when it is one."""
     if not isinstance(value, str) or not value:
         return f"{what} is required and must be a non-empty string"
@@ -66,7 +67,7 @@ def check_dns_subdomain(value, what: str) -> str | None:
     return None
 
 
-def check_labels(labels, what: str) -> list:
+def check_labels(labels: Any, what: str) -> List[str]:
     """Kubernetes label syntax: [prefix/]name = value."""
     if labels is None:
         return []
@@ -87,7 +88,7 @@ def check_labels(labels, what: str) -> list:
     return problems
 
 
-def check_selector(selector, what: str) -> list:
+def check_selector(selector: Any, what: str) -> List[str]:
     """Problems of a metav1.LabelSelector, as LabelSelectorAsSelector reports them."""
     if selector is None:
         return []
@@ -126,7 +127,7 @@ def check_selector(selector, what: str) -> list:
     return problems
 
 
-def label_selector_matches(selector, labels) -> bool:
+def label_selector_matches(selector: Optional[Mapping[str, Any]], labels: Optional[Mapping[str, str]]) -> bool:
     """Kubernetes LabelSelector matching; None matches nothing, {} matches everything."""
     if selector is None:
         return False
@@ -153,5 +154,5 @@ def label_selector_matches(selector, labels) -> bool:
     return True
 
 
-def selector_is_empty(selector) -> bool:
+def selector_is_empty(selector: Optional[Mapping[str, Any]]) -> bool:
     return selector is None or (not selector.get("matchLabels") and not selector.get("matchExpressions"))

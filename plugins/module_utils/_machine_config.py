@@ -43,12 +43,16 @@ Public API
     atomic, byte-stable files; any file system failure is raised as ``_atomic_file.AtomicFileError`` naming
     the path. ``file_changes`` is ``{created, changed, removed}`` (paths; "changed" only when the bytes differ),
     ``previous_images`` the images each MachineConfig file pinned before (by name; [] when absent or unreadable).
-``images_in_machine_config(data) -> list[str]``: the images a rendered MachineConfig file pins ([] when it
-    carries no drop-in this module can read).
+``images_in_machine_config(obj) -> list[str]``: the images a MachineConfig object pins ([] when it carries no
+    drop-in this module can read).
 ``image_changes(before, after) -> {added, removed}``: sorted.
-``sync_cluster(entries, client, state, check_mode) -> {changed, applied, deleted, diffs}``: server-side apply
-    (field manager ``pinned-images``) only when the managed parts differ; deletes MachineConfigs of empty pools
-    and, with ``state=absent``, of every pool.
+``sync_cluster(entries, client, state, check_mode) -> {changed, applied, deleted, diffs, previous_images}``:
+    server-side apply (field manager ``pinned-images``) only when the managed parts differ; deletes MachineConfigs
+    of empty pools and, with ``state=absent``, of every pool.
+``plan(params) -> entries``, ``pool_summary(entry, previous, with_images) -> dict`` and
+``run_machine_config(params, check_mode, diff, tmpdir) -> dict``: the machine_config module's run (its result). Its
+    ``pools`` result is a summary per pool (counts, set names, images added and removed); every image and the
+    MachineConfig objects only on request (``return_images``, ``return_objects``).
 """
 
 from __future__ import annotations
@@ -58,13 +62,39 @@ import binascii
 import json
 import os
 import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH, render_pinned_images
+from ansible.module_utils.basic import missing_required_lib
+
+from ansible_collections.pinned.images.plugins.module_utils._atomic_file import (
+    AtomicFileError,
+    atomic_write,
+    read_bytes,
+    remove_file,
+)
+from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
+    DEFAULT_PATH,
+    render_pinned_images,
+    validate_pinned_images,
+)
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import MAX_NAME_LENGTH
+from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
+    DEFAULT_FIELD_MANAGER,
+    HAS_KUBERNETES,
+    KUBERNETES_IMPORT_ERROR,
+    K8sClient,
+)
 from ansible_collections.pinned.images.plugins.module_utils._label_selector import check_dns_subdomain
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import API_VERSION, ROLE_LABEL, as_pool
-from ansible_collections.pinned.images.plugins.module_utils._pool_selection import images_for_pool
+from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+    API_VERSION,
+    ROLE_LABEL,
+    MachineConfigPool,
+    PinnedImageSet,
+    as_pool,
+)
+from ansible_collections.pinned.images.plugins.module_utils._pool_selection import images_for_pool, resolve_pools
+from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
 from ansible_collections.pinned.images.plugins.module_utils._yaml import HAS_YAML, YAMLError, dump_yaml, load_yaml
 
 MACHINE_CONFIG_KIND = "MachineConfig"
@@ -79,8 +109,9 @@ class MachineConfigError(CollectionError):
     """A MachineConfig cannot be rendered from the given input."""
 
 
-def check_ignition_version(version) -> str:
-    if version not in SUPPORTED_IGNITION_VERSIONS:
+def check_ignition_version(version: Any) -> str:
+    """``version`` when it is a supported Ignition config version; raises MachineConfigError."""
+    if not isinstance(version, str) or version not in SUPPORTED_IGNITION_VERSIONS:
         raise MachineConfigError(
             f"ignition_version {version!r} is not supported; choose one of {', '.join(SUPPORTED_IGNITION_VERSIONS)}"
         )
@@ -100,18 +131,20 @@ def machine_config_name(pool_name: str, template: str = DEFAULT_NAME_TEMPLATE) -
     return name
 
 
-def data_url(content) -> str:
+def data_url(content: Any) -> str:
+    """``content`` (text or bytes) as an Ignition ``data:`` URL."""
     if isinstance(content, str):
         content = content.encode("utf-8")
     return DATA_URL_PREFIX + base64.b64encode(content).decode("ascii")
 
 
-def render_machine_config(pool_name: str, images, name_template: str = DEFAULT_NAME_TEMPLATE,
-                          ignition_version: str = DEFAULT_IGNITION_VERSION, path: str = DEFAULT_PATH) -> dict:
+def render_machine_config(pool_name: str, images: Iterable[str], name_template: str = DEFAULT_NAME_TEMPLATE,
+                          ignition_version: str = DEFAULT_IGNITION_VERSION,
+                          path: str = DEFAULT_PATH) -> Dict[str, Any]:
     """One MachineConfig that writes the drop-in for ``images`` on the pool's nodes."""
     check_ignition_version(ignition_version)
-    images = list(images)
-    if not images:
+    names = list(images)
+    if not names:
         raise MachineConfigError(f"pool {pool_name!r}: no images to pin; a MachineConfig would pin nothing")
     return {
         "apiVersion": API_VERSION,
@@ -129,7 +162,7 @@ def render_machine_config(pool_name: str, images, name_template: str = DEFAULT_N
                             "path": path,
                             "mode": FILE_MODE,
                             "overwrite": True,
-                            "contents": {"source": data_url(render_pinned_images(images))},
+                            "contents": {"source": data_url(render_pinned_images(names))},
                         }
                     ]
                 },
@@ -138,16 +171,18 @@ def render_machine_config(pool_name: str, images, name_template: str = DEFAULT_N
     }
 
 
-def render_for_pools(pools, sets=None, images=None, name_template: str = DEFAULT_NAME_TEMPLATE,
-                     ignition_version: str = DEFAULT_IGNITION_VERSION, path: str = DEFAULT_PATH) -> list:
+def render_for_pools(pools: Iterable[Any], sets: Optional[List[PinnedImageSet]] = None,
+                     images: Optional[List[str]] = None, name_template: str = DEFAULT_NAME_TEMPLATE,
+                     ignition_version: str = DEFAULT_IGNITION_VERSION, path: str = DEFAULT_PATH) -> List[Dict[str, Any]]:
     """Render per pool; see the module docstring."""
     check_ignition_version(ignition_version)
-    results: list = []
-    names: dict = {}
+    results: List[Dict[str, Any]] = []
+    names: Dict[str, str] = {}
     for value in pools:
         pool = as_pool(value)
+        set_names: List[str] = []
         if images is not None:
-            pool_images, set_names = list(images), []
+            pool_images = list(images)
         else:
             pool_images, set_names = images_for_pool(pool, sets or [])
         name = machine_config_name(pool.name, name_template)
@@ -171,52 +206,54 @@ def render_for_pools(pools, sets=None, images=None, name_template: str = DEFAULT
 
 
 def file_path(dest: str, name: str) -> str:
+    """The file of MachineConfig ``name`` in ``dest``."""
     return os.path.join(dest, name + ".yaml")
 
 
 _PINNED_IMAGES_LINE = re.compile(r"^\s*pinned_images\s*=\s*(\[.*\])\s*$", re.MULTILINE)
 
 
-def images_in_machine_config(data) -> list:
-    """The images of the drop-in a MachineConfig file carries; [] for anything else (a hand-edited file is
-    compared with what is rendered, not rejected)."""
-    if data is None or not HAS_YAML:
-        return []
+def images_in_machine_config(obj: Any) -> List[str]:
+    """The images of the drop-in a MachineConfig object carries, sorted; [] for anything else (a hand-edited file
+    or object is compared with what is rendered, not rejected)."""
     try:
-        obj = load_yaml(data)
         files = obj["spec"]["config"]["storage"]["files"]
         source = next(f["contents"]["source"] for f in files if f.get("path") == DEFAULT_PATH)
         text = base64.b64decode(source[len(DATA_URL_PREFIX):], validate=True).decode("utf-8")
         match = _PINNED_IMAGES_LINE.search(text)
         # The MCO's basic strings hold no escapes JSON reads differently (validated references only).
         images = json.loads(match.group(1)) if match else []
-    except (YAMLError, KeyError, TypeError, AttributeError, StopIteration, binascii.Error, UnicodeDecodeError,
-            ValueError):
+    except (KeyError, TypeError, AttributeError, StopIteration, binascii.Error, UnicodeDecodeError, ValueError):
         return []
     return sorted(i for i in images if isinstance(i, str)) if isinstance(images, list) else []
 
 
-def image_changes(before, after) -> dict:
+def _images_in_file(data: Optional[bytes]) -> List[str]:
+    """The images a MachineConfig file pins; [] when it is absent or not YAML."""
+    if data is None or not HAS_YAML:
+        return []
+    try:
+        return images_in_machine_config(load_yaml(data))
+    except YAMLError:
+        return []
+
+
+def image_changes(before: Iterable[str], after: Iterable[str]) -> Dict[str, List[str]]:
     """The images ``after`` adds to and removes from ``before``."""
-    return {"added": sorted(set(after) - set(before)), "removed": sorted(set(before) - set(after))}
+    before, after = set(before), set(after)
+    return {"added": sorted(after - before), "removed": sorted(before - after)}
 
 
-def sync_files(entries, dest: str, state: str = "present", check_mode: bool = False) -> dict:
+def sync_files(entries: List[Dict[str, Any]], dest: str, state: str = "present",
+               check_mode: bool = False) -> Dict[str, Any]:
     """Write ``<dest>/<name>.yaml`` for entries with a MachineConfig; remove it for the others or when absent.
 
     Returns ``{changed, files, diffs, file_changes, previous_images}``; ``files`` lists the paths written or up
     to date (present) or removed (absent and empty pools); see the module docstring for the others.
     """
-    from ansible_collections.pinned.images.plugins.module_utils._atomic_file import (
-        AtomicFileError,
-        atomic_write,
-        read_bytes,
-        remove_file,
-    )
-
     changed, files, diffs = False, [], []
-    file_changes: dict[str, list] = {"created": [], "changed": [], "removed": []}
-    previous_images = {}
+    file_changes: Dict[str, List[str]] = {"created": [], "changed": [], "removed": []}
+    previous_images: Dict[str, List[str]] = {}
     if state == "present" and not check_mode and any(e["machine_config"] for e in entries):
         try:
             os.makedirs(dest, mode=0o755, exist_ok=True)
@@ -225,13 +262,18 @@ def sync_files(entries, dest: str, state: str = "present", check_mode: bool = Fa
     for entry in entries:
         path = file_path(dest, entry["name"])
         try:
-            previous_images[entry["name"]] = images_in_machine_config(read_bytes(path))
+            existing = read_bytes(path)
             if state == "present" and entry["machine_config"] is not None:
-                outcome = atomic_write(path, dump_yaml(entry["machine_config"]), mode=0o644, check_mode=check_mode)
+                text = dump_yaml(entry["machine_config"])
+                # An unchanged file pins exactly the entry's images: no need to parse it back.
+                same = existing is not None and existing == text.encode("utf-8")
+                previous_images[entry["name"]] = list(entry["images"]) if same else _images_in_file(existing)
+                outcome = atomic_write(path, text, mode=0o644, check_mode=check_mode)
                 files.append(path)
                 if outcome["content_changed"]:
                     file_changes["created" if outcome["created"] else "changed"].append(path)
             else:
+                previous_images[entry["name"]] = _images_in_file(existing)
                 outcome = remove_file(path, check_mode=check_mode)
                 if outcome["changed"]:
                     files.append(path)
@@ -247,31 +289,33 @@ def sync_files(entries, dest: str, state: str = "present", check_mode: bool = Fa
             "previous_images": previous_images}
 
 
-def _managed_view(obj) -> dict:
+def _managed_view(obj: Dict[str, Any]) -> Dict[str, Any]:
     """The parts of a stored MachineConfig this collection manages."""
     metadata = obj.get("metadata") or {}
     labels = metadata.get("labels") or {}
-    view = {
+    return {
         "apiVersion": obj.get("apiVersion"),
         "kind": obj.get("kind"),
         "metadata": {"name": metadata.get("name"), "labels": {ROLE_LABEL: labels.get(ROLE_LABEL)}},
         "spec": {"config": (obj.get("spec") or {}).get("config")},
     }
-    return view
 
 
-def sync_cluster(entries, client, state: str = "present", check_mode: bool = False,
-                 field_manager: str = "pinned-images") -> dict:
+def sync_cluster(entries: List[Dict[str, Any]], client: Any, state: str = "present", check_mode: bool = False,
+                 field_manager: str = DEFAULT_FIELD_MANAGER) -> Dict[str, Any]:
     """Server-side apply the entries' MachineConfigs (only when they differ); delete those of empty pools or
     all of them when absent. ``client`` has ``get``, ``apply`` and ``delete`` as ``_k8s_client.K8sClient``.
 
-    Returns ``{changed, applied, deleted, diffs}`` (names); in check mode the server is asked for a dry run.
+    Returns ``{changed, applied, deleted, diffs, previous_images}`` (names; ``previous_images`` as in
+    ``sync_files``, from the cluster's MachineConfigs); in check mode the server is asked for a dry run.
     """
     changed, applied, deleted, diffs = False, [], [], []
+    previous_images: Dict[str, List[str]] = {}
     for entry in entries:
         name = entry["name"]
         desired = entry["machine_config"] if state == "present" else None
         existing = client.get(API_VERSION, MACHINE_CONFIG_KIND, name)
+        previous_images[name] = images_in_machine_config(existing) if existing is not None else []
         if desired is not None:
             if existing is not None and _managed_view(existing) == desired:
                 continue
@@ -289,4 +333,77 @@ def sync_cluster(entries, client, state: str = "present", check_mode: bool = Fal
                               "before_header": f"MachineConfig/{name}",
                               "after_header": f"MachineConfig/{name} (absent)"})
                 changed = True
-    return {"changed": changed, "applied": applied, "deleted": deleted, "diffs": diffs}
+    return {"changed": changed, "applied": applied, "deleted": deleted, "diffs": diffs,
+            "previous_images": previous_images}
+
+
+# --------------------------------------------------------------------------- the module's run
+
+
+def plan(params: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The entries of ``render_for_pools`` for the module's parameters; raises a CollectionError (bad sets, pools,
+    images or names) before anything is written or applied."""
+    sets: List[PinnedImageSet] = []
+    file_pools: List[MachineConfigPool] = []
+    if params["sets"] is not None:
+        sets, file_pools = load_sets(params["sets"])
+    pools = resolve_pools(params["pools"], file_pools) if params["pools"] is not None else file_pools
+    if not pools:
+        raise MachineConfigError("no pools: give pools, or MachineConfigPool objects in sets")
+    images: Optional[List[str]] = None
+    if params["state"] == "absent":
+        images = []
+    elif params["sets"] is None:
+        images = validate_pinned_images(params["images"] or [], require_digest=params["require_digest"])
+    return render_for_pools(pools, sets=sets, images=images, name_template=params["name"],
+                            ignition_version=params["ignition_version"])
+
+
+def pool_summary(entry: Dict[str, Any], previous: Optional[List[str]], with_images: bool) -> Dict[str, Any]:
+    """A pool of the module's result: ``pool``, ``name``, ``image_count``, ``set_names``; ``added`` and ``removed``
+    against ``previous`` (the images pinned before) when known; ``images`` with ``with_images``."""
+    row: Dict[str, Any] = {"pool": entry["pool"], "name": entry["name"], "image_count": len(entry["images"]),
+                           "set_names": entry["set_names"]}
+    if previous is not None:
+        row.update(image_changes(previous, entry["images"]))
+    if with_images:
+        row["images"] = entry["images"]
+    return row
+
+
+def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
+                       tmpdir: Optional[str] = None) -> Dict[str, Any]:
+    """The machine_config module's run: render, then write into ``dest`` and/or apply (see the module's docs)."""
+    entries = plan(params)
+    if params["apply"] and not HAS_KUBERNETES:
+        raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
+    result: Dict[str, Any] = dict(changed=False, files=[], applied=[], deleted=[],
+                                  file_changes=dict(created=[], changed=[], removed=[]))
+    diffs: List[Dict[str, Any]] = []
+    # added/removed: against the files in dest, else against the cluster; unknown with neither.
+    previous: Optional[Dict[str, List[str]]] = None
+    if params["dest"]:
+        outcome = sync_files(entries, params["dest"], state=params["state"], check_mode=check_mode)
+        result.update(files=outcome["files"], file_changes=outcome["file_changes"])
+        result["changed"] |= outcome["changed"]
+        diffs.extend(outcome["diffs"])
+        previous = outcome["previous_images"]
+    if params["apply"]:
+        try:
+            with K8sClient.from_params(params, tmpdir=tmpdir) as client:
+                outcome = sync_cluster(entries, client, state=params["state"], check_mode=check_mode)
+        except CollectionError as exc:
+            # The files in dest are written by then: the failure says which.
+            raise MachineConfigError(exc.problems, message=exc.message, details=dict(result, **exc.details)) from exc
+        result.update(applied=outcome["applied"], deleted=outcome["deleted"])
+        result["changed"] |= outcome["changed"]
+        diffs.extend(outcome["diffs"])
+        if previous is None:
+            previous = outcome["previous_images"]
+    result["pools"] = [pool_summary(e, None if previous is None else previous[e["name"]], params["return_images"])
+                       for e in entries]
+    if params["return_objects"]:
+        result["machine_configs"] = [e["machine_config"] for e in entries if e["machine_config"] is not None]
+    if diff and diffs:
+        result["diff"] = diffs
+    return result

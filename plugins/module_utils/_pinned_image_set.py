@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import short_value
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
@@ -81,17 +82,17 @@ class PinnedImageSet:
     """A validated PinnedImageSet."""
 
     name: str
-    labels: dict = field(default_factory=dict)
-    images: tuple = ()
-    pool_selector: dict | None = None
-    source: str | None = None
+    labels: Dict[str, str] = field(default_factory=dict)
+    images: Tuple[str, ...] = ()
+    pool_selector: Optional[Dict[str, Any]] = None
+    source: Optional[str] = None
 
-    def to_dict(self, include_pool_selector: bool = False) -> dict:
+    def to_dict(self, include_pool_selector: bool = False) -> Dict[str, Any]:
         """The API object; the seed-style pool selector only when asked (the v1 API prunes it)."""
-        metadata: dict = {"name": self.name}
+        metadata: Dict[str, Any] = {"name": self.name}
         if self.labels:
             metadata["labels"] = dict(self.labels)
-        spec: dict = {"pinnedImages": [{"name": name} for name in self.images]}
+        spec: Dict[str, Any] = {"pinnedImages": [{"name": name} for name in self.images]}
         if include_pool_selector and self.pool_selector is not None:
             spec["machineConfigPoolSelector"] = copy.deepcopy(self.pool_selector)
         return {"apiVersion": API_VERSION, "kind": PINNED_IMAGE_SET_KIND, "metadata": metadata, "spec": spec}
@@ -102,15 +103,15 @@ class MachineConfigPool:
     """The parts of a MachineConfigPool that select sets and nodes."""
 
     name: str
-    labels: dict = field(default_factory=dict)
-    machine_config_selector: dict | None = None
-    node_selector: dict | None = None
-    pinned_image_sets: tuple = ()
-    source: str | None = None
+    labels: Dict[str, str] = field(default_factory=dict)
+    machine_config_selector: Optional[Dict[str, Any]] = None
+    node_selector: Optional[Dict[str, Any]] = None
+    pinned_image_sets: Tuple[str, ...] = ()
+    source: Optional[str] = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> Dict[str, Any]:
         """The API object (missing selectors as empty ones, which select nothing)."""
-        spec: dict = {
+        spec: Dict[str, Any] = {
             "machineConfigSelector": copy.deepcopy(self.machine_config_selector or {}),
             "nodeSelector": copy.deepcopy(self.node_selector or {}),
         }
@@ -120,7 +121,7 @@ class MachineConfigPool:
         return {"apiVersion": API_VERSION, "kind": MACHINE_CONFIG_POOL_KIND, "metadata": metadata, "spec": spec}
 
 
-def _where(source, kind, name) -> str:
+def _where(source: Any, kind: Optional[str], name: Optional[str]) -> str:
     parts = []
     if source:
         parts.append(str(source))
@@ -131,7 +132,7 @@ def _where(source, kind, name) -> str:
     return ": ".join(parts)
 
 
-def _check_image_name(value) -> str | None:
+def _check_image_name(value: Any) -> Optional[str]:
     """Why ``value`` is not a valid PinnedImageRef.name, or None."""
     if not isinstance(value, str):
         return f"must be a string, got {type_name(value)}"
@@ -167,7 +168,7 @@ def _check_image_name(value) -> str | None:
     return None
 
 
-def _check_api_version_kind(obj, kind: str) -> list:
+def _check_api_version_kind(obj: Mapping[str, Any], kind: str) -> List[str]:
     problems = []
     if obj.get("apiVersion") != API_VERSION:
         problems.append(f"apiVersion is {short_value(obj.get('apiVersion'))}; it must be {API_VERSION!r}")
@@ -176,7 +177,7 @@ def _check_api_version_kind(obj, kind: str) -> list:
     return problems
 
 
-def _metadata(obj) -> tuple:
+def _metadata(obj: Mapping[str, Any]) -> Tuple[Optional[str], Dict[str, Any], List[str]]:
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict):
         return None, {}, ["metadata must be a mapping with at least a name"]
@@ -186,17 +187,28 @@ def _metadata(obj) -> tuple:
     if problem:
         problems.append(problem)
     problems.extend(check_labels(metadata.get("labels"), "metadata.labels"))
-    labels = metadata.get("labels") if isinstance(metadata.get("labels"), dict) else {}
+    labels: Dict[str, Any] = metadata["labels"] if isinstance(metadata.get("labels"), dict) else {}
     return (name if isinstance(name, str) and name else None), labels, problems
 
 
-def check_set(obj, source) -> tuple:
+def _object_header(obj: Mapping[str, Any], kind: str) -> Tuple[Optional[str], Dict[str, Any], List[str]]:
+    """(name, labels, problems) of what every object has: apiVersion, kind and metadata."""
+    problems = _check_api_version_kind(obj, kind)
+    name, labels, meta_problems = _metadata(obj)
+    return name, labels, problems + meta_problems
+
+
+def _located(source: Any, kind: str, name: Optional[str], problems: List[str]) -> List[str]:
+    """``problems``, each prefixed with where the object came from and its kind and name."""
+    prefix = _where(source, kind, name)
+    return [f"{prefix}: {p}" if prefix else p for p in problems]
+
+
+def check_set(obj: Any, source: Any) -> Tuple[Optional[PinnedImageSet], List[str]]:
     """(PinnedImageSet or None, problems) for one object."""
     if not isinstance(obj, dict):
-        return None, [_where(source, PINNED_IMAGE_SET_KIND, None) + f": must be a mapping, got {type_name(obj)}"]
-    problems = _check_api_version_kind(obj, PINNED_IMAGE_SET_KIND)
-    name, labels, meta_problems = _metadata(obj)
-    problems.extend(meta_problems)
+        return None, _located(source, PINNED_IMAGE_SET_KIND, None, [f"must be a mapping, got {type_name(obj)}"])
+    name, labels, problems = _object_header(obj, PINNED_IMAGE_SET_KIND)
     images = []
     pool_selector = None
     spec = obj.get("spec")
@@ -211,7 +223,7 @@ def check_set(obj, source) -> tuple:
                 problems.append("spec.pinnedImages must list at least one image")
             if len(pinned) > MAX_PINNED_IMAGES:
                 problems.append(f"spec.pinnedImages has {len(pinned)} items; at most {MAX_PINNED_IMAGES} are allowed")
-            seen: dict = {}
+            seen: Dict[str, int] = {}
             for index, entry in enumerate(pinned):
                 where = f"spec.pinnedImages[{index}]"
                 if not isinstance(entry, dict) or "name" not in entry:
@@ -230,9 +242,8 @@ def check_set(obj, source) -> tuple:
         if "machineConfigPoolSelector" in spec:
             pool_selector = spec.get("machineConfigPoolSelector")
             problems.extend(check_selector(pool_selector, "spec.machineConfigPoolSelector"))
-    if problems:
-        prefix = _where(source, PINNED_IMAGE_SET_KIND, name)
-        return None, [f"{prefix}: {p}" if prefix else p for p in problems]
+    if problems or name is None:  # a missing name is among the problems
+        return None, _located(source, PINNED_IMAGE_SET_KIND, name, problems)
     return (
         PinnedImageSet(
             name=name,
@@ -245,13 +256,11 @@ def check_set(obj, source) -> tuple:
     )
 
 
-def check_pool(obj, source) -> tuple:
+def check_pool(obj: Any, source: Any) -> Tuple[Optional[MachineConfigPool], List[str]]:
     """(MachineConfigPool or None, problems) for one object."""
     if not isinstance(obj, dict):
-        return None, [_where(source, MACHINE_CONFIG_POOL_KIND, None) + f": must be a mapping, got {type_name(obj)}"]
-    problems = _check_api_version_kind(obj, MACHINE_CONFIG_POOL_KIND)
-    name, labels, meta_problems = _metadata(obj)
-    problems.extend(meta_problems)
+        return None, _located(source, MACHINE_CONFIG_POOL_KIND, None, [f"must be a mapping, got {type_name(obj)}"])
+    name, labels, problems = _object_header(obj, MACHINE_CONFIG_POOL_KIND)
     spec = obj.get("spec")
     if spec is None:
         spec = {}
@@ -281,9 +290,8 @@ def check_pool(obj, source) -> tuple:
                     problems.append(f"{where}.name {ref_name!r} is listed twice")
                 else:
                     refs.append(ref_name)
-    if problems:
-        prefix = _where(source, MACHINE_CONFIG_POOL_KIND, name)
-        return None, [f"{prefix}: {p}" if prefix else p for p in problems]
+    if problems or name is None:  # a missing name is among the problems
+        return None, _located(source, MACHINE_CONFIG_POOL_KIND, name, problems)
     return (
         MachineConfigPool(
             name=name,
@@ -297,18 +305,18 @@ def check_pool(obj, source) -> tuple:
     )
 
 
-def validate_set(obj, source=None) -> PinnedImageSet:
+def validate_set(obj: Any, source: Any = None) -> PinnedImageSet:
     """Validate one PinnedImageSet object; raise PinnedImageSetError listing every problem."""
     result, problems = check_set(obj, source)
-    if problems:
+    if result is None:
         raise PinnedImageSetError(problems)
     return result
 
 
-def validate_pool(obj, source=None) -> MachineConfigPool:
+def validate_pool(obj: Any, source: Any = None) -> MachineConfigPool:
     """Validate one MachineConfigPool object; raise PinnedImageSetError listing every problem."""
     result, problems = check_pool(obj, source)
-    if problems:
+    if result is None:
         raise PinnedImageSetError(problems)
     return result
 
@@ -328,7 +336,7 @@ def default_pool(name: str) -> MachineConfigPool:
     )
 
 
-def as_pool(value) -> MachineConfigPool:
+def as_pool(value: Any) -> MachineConfigPool:
     """A MachineConfigPool from an instance, an object dict or a bare pool name."""
     if isinstance(value, MachineConfigPool):
         return value

@@ -20,6 +20,9 @@ Public API
 ``images_for_sets(sets) -> list[str]`` and ``images_for_pool(pool, sets) -> (images, set_names)``
 ``images_for_node(node_labels, pools, sets) -> (images, set_names)``
     Union over the node's pools' sets; ``set_names`` in discovery order without repeats.
+``resolve_pools(values, known) -> list[MachineConfigPool]``
+    Pools given by name or object (a module's ``pools`` option), a name defined among ``known`` (the pools found
+    in the set files) meaning that definition.
 ``wanted_images(images, sets, pools, node_labels, validate) -> (images, set_names)``
     What a pinning module's ``images`` / ``sets`` / ``pools`` / ``node_labels`` options select for this node;
     ``validate(images)`` checks and sorts a plain ``images`` list. ``SELECTION_ARGUMENT_SPEC``,
@@ -28,11 +31,14 @@ Public API
 
 from __future__ import annotations
 
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
+
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import unique_sorted_images
 from ansible_collections.pinned.images.plugins.module_utils._label_selector import label_selector_matches, selector_is_empty
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
     MASTER_POOL,
     OS_LABEL,
+    MachineConfigPool,
     WORKER_POOL,
     PinnedImageSet,
     PinnedImageSetError,
@@ -42,7 +48,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
 from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
 
 
-def set_matches_pool(pool, image_set: PinnedImageSet) -> bool:
+def set_matches_pool(pool: Any, image_set: PinnedImageSet) -> bool:
     """True when the pool's non-empty machineConfigSelector selects the set's labels, or the set selects the pool.
 
     The MCO's controller skips a pool whose selector is missing or empty and overwrites spec.pinnedImageSets
@@ -57,7 +63,7 @@ def set_matches_pool(pool, image_set: PinnedImageSet) -> bool:
     return False
 
 
-def sets_for_pool(pool, sets) -> list:
+def sets_for_pool(pool: Any, sets: Iterable[PinnedImageSet]) -> List[PinnedImageSet]:
     """The sets that belong to ``pool``, in the order of ``sets``."""
     pool = as_pool(pool)
     result, seen = [], set()
@@ -68,14 +74,14 @@ def sets_for_pool(pool, sets) -> list:
     return result
 
 
-def missing_set_refs(pool, sets) -> list:
+def missing_set_refs(pool: Any, sets: Iterable[PinnedImageSet]) -> List[str]:
     """Names the pool references in spec.pinnedImageSets that are not among ``sets``."""
     pool = as_pool(pool)
     known = {s.name for s in sets}
     return [name for name in pool.pinned_image_sets if name not in known]
 
 
-def pools_for_node(node_labels, pools) -> list:
+def pools_for_node(node_labels: Optional[Mapping[str, str]], pools: Iterable[Any]) -> List[MachineConfigPool]:
     """The pools a node belongs to, with the MCO's master > custom > worker rule."""
     node_labels = node_labels or {}
     if node_labels.get(OS_LABEL) == "windows":
@@ -104,18 +110,19 @@ def pools_for_node(node_labels, pools) -> list:
     return [worker] if worker else []
 
 
-def images_for_sets(sets) -> list:
+def images_for_sets(sets: Iterable[PinnedImageSet]) -> List[str]:
     """The union of the sets' images, blank names dropped, de-duplicated, sorted."""
     return unique_sorted_images(name for image_set in sets for name in image_set.images)
 
 
-def images_for_pool(pool, sets) -> tuple:
+def images_for_pool(pool: Any, sets: Iterable[PinnedImageSet]) -> Tuple[List[str], List[str]]:
     """(images, set_names) of one pool."""
     chosen = sets_for_pool(pool, sets)
     return images_for_sets(chosen), [s.name for s in chosen]
 
 
-def images_for_node(node_labels, pools, sets) -> tuple:
+def images_for_node(node_labels: Optional[Mapping[str, str]], pools: Iterable[Any],
+                    sets: Iterable[PinnedImageSet]) -> Tuple[List[str], List[str]]:
     """(images, set_names): the union over the sets of every pool the node belongs to."""
     chosen, seen = [], set()
     for pool in pools_for_node(node_labels, pools):
@@ -137,13 +144,16 @@ SELECTION_MUTUALLY_EXCLUSIVE = [("images", "sets")]
 SELECTION_REQUIRED_BY = {"pools": "sets", "node_labels": "sets"}
 
 
-def _given_pools(values, known) -> list:
-    """Pools from names or objects; a name defined in the set files means that definition."""
+def resolve_pools(values: Iterable[Any], known: Iterable[MachineConfigPool]) -> List[MachineConfigPool]:
+    """Pools given by name or object; a name among ``known`` (the pools of the set files) means that pool, any
+    other name a pool shaped like OpenShift's built-in ones (``default_pool``). Raises PinnedImageSetError."""
     by_name = {pool.name: pool for pool in known}
     return [by_name[value] if isinstance(value, str) and value in by_name else as_pool(value) for value in values]
 
 
-def wanted_images(images, sets, pools, node_labels, validate) -> tuple:
+def wanted_images(images: Optional[List[str]], sets: Any, pools: Optional[List[Any]],
+                  node_labels: Optional[Mapping[str, str]],
+                  validate: Callable[[List[str]], List[str]]) -> Tuple[List[str], List[str]]:
     """(images, set_names) selected by a pinning module's options; raises PinnedImageSetError.
 
     Without ``sets``: ``validate(images or [])`` and no set names. With ``node_labels``: the sets of the node's
@@ -153,7 +163,7 @@ def wanted_images(images, sets, pools, node_labels, validate) -> tuple:
     if sets is None:
         return validate(images or []), []
     loaded, file_pools = load_sets(sets)
-    given = _given_pools(pools or [], file_pools)
+    given = resolve_pools(pools or [], file_pools)
     if node_labels is not None:
         names = {pool.name for pool in file_pools}
         candidates = file_pools + [pool for pool in given if pool.name not in names]

@@ -10,8 +10,8 @@ Document (``REPORT_VERSION`` 1)::
     {"version": 1, "status": "clean" | "drift" | "updated" | "error", "check_mode": bool, "dest": "out",
      "counts": {"created": 0, "changed": 1, "removed": 0},
      "created": [], "changed": ["out/machineconfigs/99-worker-pinned-images.yaml"], "removed": [],
-     "pools": [{"pool": "worker", "machine_config": "99-worker-pinned-images", "images": [...],
-                "added": [...], "removed": [...]}],
+     "pools": [{"pool": "worker", "machine_config": "99-worker-pinned-images", "image_count": 2,
+                "set_names": [...], "added": [...], "removed": [...]}],
      "error": null | {"msg": "...", "problems": ["<file>: <problem>", ...], "task": "..."},
      "message": "..."}
 
@@ -31,15 +31,16 @@ Public API
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
 
 REPORT_VERSION = 1
 KINDS = ("created", "changed", "removed")
 
 
-def merge_file_changes(changes) -> dict:
+def merge_file_changes(changes: Optional[Iterable[Optional[Mapping[str, Any]]]]) -> Dict[str, List[str]]:
     """One ``{created, changed, removed}`` from many; a path listed twice keeps its first kind."""
-    seen: set = set()
-    merged: dict[str, list] = {kind: [] for kind in KINDS}
+    seen: Set[str] = set()
+    merged: Dict[str, List[str]] = {kind: [] for kind in KINDS}
     for item in changes or []:
         if not item:
             continue
@@ -51,7 +52,7 @@ def merge_file_changes(changes) -> dict:
     return {kind: sorted(paths) for kind, paths in merged.items()}
 
 
-def display_path(path: str, base) -> str:
+def display_path(path: str, base: Optional[str]) -> str:
     """``path`` relative to ``base`` when it lies below it."""
     if not base or not path or not os.path.isabs(path):
         return path
@@ -59,17 +60,18 @@ def display_path(path: str, base) -> str:
     return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
 
-def _pool(entry: dict) -> dict:
+def _pool(entry: Mapping[str, Any]) -> Dict[str, Any]:
     return {
         "pool": entry.get("pool"),
         "machine_config": entry.get("name"),
-        "images": list(entry.get("images") or []),
+        "image_count": int(entry.get("image_count") or 0),
+        "set_names": list(entry.get("set_names") or []),
         "added": list(entry.get("added") or []),
         "removed": list(entry.get("removed") or []),
     }
 
 
-def _error(error) -> dict:
+def _error(error: Any) -> Dict[str, Any]:
     if isinstance(error, dict):
         problems = error.get("problems") or []
         return {"msg": str(error.get("msg") or "the render failed"),
@@ -78,13 +80,15 @@ def _error(error) -> dict:
     return {"msg": str(error), "problems": [], "task": None}
 
 
-def render_report(changes, pools=None, dest: str = "", check_mode: bool = False, error=None, base=None) -> dict:
+def render_report(changes: Optional[Iterable[Optional[Mapping[str, Any]]]], pools: Optional[List[Mapping[str, Any]]] = None,
+                  dest: str = "", check_mode: bool = False, error: Any = None,
+                  base: Optional[str] = None) -> Dict[str, Any]:
     """The report document (see the module docstring); ``changes`` are ``file_changes`` results."""
     dest_shown = display_path(dest, base)
     report = {"version": REPORT_VERSION, "check_mode": bool(check_mode), "dest": dest_shown}
     if error is not None:
         err = _error(error)
-        lists: dict[str, list] = {kind: [] for kind in KINDS}
+        lists: Dict[str, List[str]] = {kind: [] for kind in KINDS}
         report.update(status="error", counts={kind: 0 for kind in KINDS}, pools=[], error=err, **lists)
         detail = "".join("\n- " + p for p in err["problems"] if p not in err["msg"])
         report["message"] = f"the render of {dest_shown or 'the sets'} failed (this is an error, not drift): " \

@@ -19,7 +19,7 @@ Public API
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._label_selector import type_name
@@ -43,16 +43,17 @@ MAX_EXPANDED_NODES = 200_000
 
 
 _END = object()
+T = TypeVar("T", PinnedImageSet, MachineConfigPool)
 
 
-def _frame(node) -> list:
+def _frame(node: Union[Dict[Any, Any], List[Any]]) -> List[Any]:
     """[container, iterator over its values, its count so far (itself and its keys)]."""
     if isinstance(node, dict):
         return [node, iter(node.values()), 1 + len(node)]
     return [node, iter(node), 1]
 
 
-def _expanded_size(root, limit: int) -> int:
+def _expanded_size(root: Any, limit: int) -> int:
     """How many values ``root`` holds with every shared part counted each time it occurs; stops above ``limit``.
 
     Walks each distinct container once (sizes of finished ones are remembered), so the cost follows the
@@ -60,7 +61,7 @@ def _expanded_size(root, limit: int) -> int:
     """
     if not isinstance(root, (dict, list)):
         return 1
-    done = {}
+    done: Dict[int, int] = {}
     active = {id(root)}
     stack = [_frame(root)]
     while stack:
@@ -84,11 +85,11 @@ def _expanded_size(root, limit: int) -> int:
             stack.append(_frame(child))
             continue
         if stack and stack[-1][2] > limit:
-            return stack[-1][2]
+            return int(stack[-1][2])
     return done[id(root)]
 
 
-def _too_big(value, source) -> str | None:
+def _too_big(value: Any, source: Any) -> Optional[str]:
     """The problem of an input that expands beyond :data:`MAX_EXPANDED_NODES`, else None."""
     if _expanded_size(value, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
         return (
@@ -98,7 +99,7 @@ def _too_big(value, source) -> str | None:
     return None
 
 
-def _yaml_documents(path: str) -> tuple:
+def _yaml_documents(path: str) -> Tuple[List[Any], List[str]]:
     """(documents, problems) of a YAML file no bigger than :data:`MAX_SET_FILE_SIZE`."""
     if not HAS_YAML:  # pragma: no cover
         return [], [f"{path}: PyYAML is needed to read YAML files ({YAML_IMPORT_ERROR})"]
@@ -116,7 +117,8 @@ def _yaml_documents(path: str) -> tuple:
     return ([], [problem]) if problem else (documents, [])
 
 
-def _expand(obj, source, from_file: bool, sets: list, pools: list, problems: list) -> None:
+def _expand(obj: Any, source: str, from_file: bool, sets: List[PinnedImageSet], pools: List[MachineConfigPool],
+            problems: List[str]) -> None:
     """Sort one object into sets or pools; files ignore other kinds, direct input does not."""
     if obj is None and from_file:
         return
@@ -139,22 +141,22 @@ def _expand(obj, source, from_file: bool, sets: list, pools: list, problems: lis
             _expand(item, f"{source} items[{index}]", from_file, sets, pools, problems)
         return
     if kind == PINNED_IMAGE_SET_KIND:
-        result, found = check_set(obj, source)
+        image_set, found = check_set(obj, source)
         problems.extend(found)
-        if result is not None:
-            sets.append(result)
+        if image_set is not None:
+            sets.append(image_set)
     elif kind == MACHINE_CONFIG_POOL_KIND:
-        result, found = check_pool(obj, source)
+        pool, found = check_pool(obj, source)
         problems.extend(found)
-        if result is not None:
-            pools.append(result)
+        if pool is not None:
+            pools.append(pool)
     elif not from_file:
         problems.append(
             f"{source}: kind is {short_value(kind)}; expected {PINNED_IMAGE_SET_KIND} or {MACHINE_CONFIG_POOL_KIND}"
         )
 
 
-def _load_file(path: str, sets: list, pools: list, problems: list) -> None:
+def _load_file(path: str, sets: List[PinnedImageSet], pools: List[MachineConfigPool], problems: List[str]) -> None:
     documents, found = _yaml_documents(path)
     problems.extend(found)
     many = len(documents) > 1
@@ -163,20 +165,21 @@ def _load_file(path: str, sets: list, pools: list, problems: list) -> None:
         _expand(document, source, True, sets, pools, problems)
 
 
-def set_fields(image_set: PinnedImageSet) -> tuple:
+def set_fields(image_set: PinnedImageSet) -> Tuple[Any, ...]:
     """What makes two sets of one name the same set."""
     return (image_set.labels, image_set.images, image_set.pool_selector)
 
 
-def pool_fields(pool: MachineConfigPool) -> tuple:
+def pool_fields(pool: MachineConfigPool) -> Tuple[Any, ...]:
     """What makes two pools of one name the same pool."""
     return (pool.labels, pool.machine_config_selector, pool.node_selector, pool.pinned_image_sets)
 
 
-def _unique_by_name(items: list, kind: str, fields: Callable[[Any], tuple], note: str, problems: list) -> list:
+def _unique_by_name(items: List[T], kind: str, fields: Callable[[T], Tuple[Any, ...]], note: str,
+                    problems: List[str]) -> List[T]:
     """``items`` without exact repeats of a name; a name defined twice differently is a problem."""
-    unique: list = []
-    by_name: dict = {}
+    unique: List[T] = []
+    by_name: Dict[str, T] = {}
     for item in items:
         first = by_name.get(item.name)
         if first is None:
@@ -188,7 +191,7 @@ def _unique_by_name(items: list, kind: str, fields: Callable[[Any], tuple], note
     return unique
 
 
-def load_sets(sources) -> tuple:
+def load_sets(sources: Any) -> Tuple[List[PinnedImageSet], List[MachineConfigPool]]:
     """Load and validate sets and pools from dicts, instances, YAML files and directories.
 
     Returns ``(sets, pools)``; raises PinnedImageSetError naming every problem found in any source.
@@ -197,9 +200,9 @@ def load_sets(sources) -> tuple:
         sources = []
     elif isinstance(sources, (str, bytes, os.PathLike, dict, PinnedImageSet, MachineConfigPool)):
         sources = [sources]
-    sets: list = []
-    pools: list = []
-    problems: list = []
+    sets: List[PinnedImageSet] = []
+    pools: List[MachineConfigPool] = []
+    problems: List[str] = []
     for position, item in enumerate(sources):
         if isinstance(item, (str, bytes, os.PathLike)):
             path = os.fsdecode(item)

@@ -48,6 +48,12 @@ class SetOutcome:
     result: Dict[str, Any]
     warnings: List[str]
 
+    def warned(self, module: Any) -> Dict[str, Any]:
+        """The result, once each warning is given with ``module.warn`` (the end of a module: ``exit_json_from``)."""
+        for warning in self.warnings:
+            module.warn(warning)
+        return self.result
+
 
 def build_object(params: Mapping[str, Any]) -> Tuple[KubeObject, str]:
     """(the PinnedImageSet object the parameters describe, where it came from: ``definition`` or ``parameters``)."""

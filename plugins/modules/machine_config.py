@@ -88,6 +88,21 @@ options:
         O(state=absent). Objects whose managed parts already match are not touched.
     type: bool
     default: false
+  return_images:
+    description:
+      - Also return every image of each pool (RV(pools[].images)).
+      - Off by default; the result then gives each pool's image count and the images added and removed, which stay
+        small when a pool pins thousands of images.
+    type: bool
+    default: false
+    version_added: 0.1.0
+  return_objects:
+    description:
+      - Also return the rendered MachineConfig objects (RV(machine_configs)).
+      - Off by default, since each object carries every image of its pool, base64-encoded.
+    type: bool
+    default: false
+    version_added: 0.1.0
   state:
     description:
       - V(present) writes and/or applies the MachineConfigs.
@@ -137,10 +152,12 @@ EXAMPLES = r"""
     kubeconfig: ~/.kube/config
   delegate_to: localhost
 
-- name: Only render, to inspect the objects
+- name: Only render, to inspect the objects and every image of each pool
   pinned.images.machine_config:
     pools: [worker]
     sets: [pinned-image-sets/worker.yaml]
+    return_objects: true
+    return_images: true
   register: rendered
   delegate_to: localhost
 
@@ -156,7 +173,7 @@ EXAMPLES = r"""
 RETURN = r"""
 machine_configs:
   description: The rendered MachineConfig objects, one per pool that has images (empty with O(state=absent)).
-  returned: always
+  returned: when O(return_objects=true)
   type: list
   elements: dict
   sample:
@@ -178,7 +195,8 @@ machine_configs:
                 overwrite: true
                 path: /etc/crio/crio.conf.d/50-pinned-images
 pools:
-  description: Per pool, the MachineConfig name, the images and the PinnedImageSets used.
+  description: Per pool, the MachineConfig name, how many images it pins, the PinnedImageSets used and the images
+    added and removed.
   returned: always
   type: list
   elements: dict
@@ -189,25 +207,37 @@ pools:
     name:
       description: The MachineConfig name.
       type: str
-    images:
-      description: The pinned images (sorted, de-duplicated); empty when the pool gets no MachineConfig.
-      type: list
-      elements: str
+    image_count:
+      description: How many images the pool pins; 0 when the pool gets no MachineConfig.
+      type: int
     set_names:
       description: The PinnedImageSets that selected the pool.
       type: list
       elements: str
     added:
-      description: With O(dest), the images this run pins that the pool's file in O(dest) did not (all of them
-        when the file was missing or unreadable).
+      description: The images this run pins that the pool did not before, sorted. Before means the pool's file
+        in O(dest) when O(dest) is given (all images when the file was missing or unreadable), otherwise the
+        pool's MachineConfig in the cluster.
       type: list
       elements: str
-      returned: when O(dest) is given
+      returned: when O(dest) is given or O(apply=true)
     removed:
-      description: With O(dest), the images the pool's file in O(dest) pinned that this run does not.
+      description: The images the pool pinned before (as for RV(pools[].added)) that this run does not, sorted.
       type: list
       elements: str
-      returned: when O(dest) is given
+      returned: when O(dest) is given or O(apply=true)
+    images:
+      description: Every image the pool pins (sorted, de-duplicated); empty when the pool gets no MachineConfig.
+      type: list
+      elements: str
+      returned: when O(return_images=true)
+  sample:
+    - pool: worker
+      name: 99-worker-pinned-images
+      image_count: 2
+      set_names: [worker-images]
+      added: [quay.io/org/app@sha256:1111111111111111111111111111111111111111111111111111111111111111]
+      removed: []
 files:
   description: With O(dest), the files written or already up to date; with O(state=absent) or for pools without
     images, the files removed.
@@ -252,58 +282,20 @@ deleted:
 
 import copy
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
-    PinnedImagesError,
-    validate_pinned_images,
-)
-from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
-    connection_secrets,
-    HAS_KUBERNETES,
-    K8S_AUTH_ARG_SPEC,
-    KUBERNETES_IMPORT_ERROR,
-    K8sClient,
-    K8sError,
-)
+from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
+from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8S_AUTH_ARG_SPEC, connection_secrets
 from ansible_collections.pinned.images.plugins.module_utils._machine_config import (
     DEFAULT_IGNITION_VERSION,
     DEFAULT_NAME_TEMPLATE,
     SUPPORTED_IGNITION_VERSIONS,
-    MachineConfigError,
-    image_changes,
-    render_for_pools,
-    sync_cluster,
-    sync_files,
+    run_machine_config,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import PinnedImageSetError, as_pool
-from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
 
 
-def _plan(params) -> list:
-    """Per-pool entries; raises PinnedImageSetError, PinnedImagesError or MachineConfigError."""
-    sets, file_pools = [], []
-    if params["sets"] is not None:
-        sets, file_pools = load_sets(params["sets"])
-    by_name = {pool.name: pool for pool in file_pools}
-    if params["pools"] is not None:
-        pools = [by_name[v] if isinstance(v, str) and v in by_name else as_pool(v) for v in params["pools"]]
-    else:
-        pools = file_pools
-    if not pools:
-        raise MachineConfigError("no pools: give pools, or MachineConfigPool objects in sets")
-    images = None
-    if params["state"] == "absent":
-        images = []
-    elif params["sets"] is None:
-        images = validate_pinned_images(params["images"] or [], require_digest=params["require_digest"])
-    return render_for_pools(pools, sets=sets, images=images, name_template=params["name"],
-                            ignition_version=params["ignition_version"])
-
-
-def main():
-    argument_spec = dict(
+def _argument_spec():
+    spec = dict(
         pools=dict(type="list", elements="raw"),
         sets=dict(type="list", elements="raw"),
         images=dict(type="list", elements="str"),
@@ -313,59 +305,22 @@ def main():
         dest=dict(type="path"),
         apply=dict(type="bool", default=False),
         state=dict(type="str", default="present", choices=["present", "absent"]),
+        return_images=dict(type="bool", default=False),
+        return_objects=dict(type="bool", default=False),
     )
-    argument_spec.update(copy.deepcopy(K8S_AUTH_ARG_SPEC))
+    spec.update(copy.deepcopy(K8S_AUTH_ARG_SPEC))
+    return spec
+
+
+def main():
     module = AnsibleModule(
-        argument_spec=argument_spec,
+        argument_spec=_argument_spec(),
         supports_check_mode=True,
         mutually_exclusive=[("images", "sets")],
         required_if=[("state", "present", ("images", "sets"), True)],
     )
     module.no_log_values.update(connection_secrets(module.params))
-    params = module.params
-    result = dict(changed=False, machine_configs=[], pools=[], files=[], applied=[], deleted=[],
-                  file_changes=dict(created=[], changed=[], removed=[]))
-
-    try:
-        entries = _plan(params)
-    except (PinnedImageSetError, PinnedImagesError) as exc:
-        module.fail_json(msg=str(exc), problems=exc.problems, **result)
-    except MachineConfigError as exc:
-        module.fail_json(msg=str(exc), **result)
-
-    result["machine_configs"] = [e["machine_config"] for e in entries if e["machine_config"] is not None]
-    result["pools"] = [
-        {"pool": e["pool"], "name": e["name"], "images": e["images"], "set_names": e["set_names"]} for e in entries
-    ]
-    diffs = []
-    try:
-        if params["dest"]:
-            outcome = sync_files(entries, params["dest"], state=params["state"], check_mode=module.check_mode)
-            result["files"] = outcome["files"]
-            result["file_changes"] = outcome["file_changes"]
-            result["changed"] |= outcome["changed"]
-            for pool, entry in zip(result["pools"], entries):
-                pool.update(image_changes(outcome["previous_images"][entry["name"]], pool["images"]))
-            diffs.extend(outcome["diffs"])
-    except AtomicFileError as exc:
-        module.fail_json(msg=str(exc), **result)
-
-    if params["apply"]:
-        if not HAS_KUBERNETES:
-            module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR), **result)
-        try:
-            with K8sClient.from_params(params, tmpdir=module.tmpdir) as client:
-                outcome = sync_cluster(entries, client, state=params["state"], check_mode=module.check_mode)
-        except K8sError as exc:
-            module.fail_json(msg=str(exc), **result)
-        result["applied"] = outcome["applied"]
-        result["deleted"] = outcome["deleted"]
-        result["changed"] |= outcome["changed"]
-        diffs.extend(outcome["diffs"])
-
-    if module._diff and diffs:
-        result["diff"] = diffs
-    module.exit_json(**result)
+    exit_json_from(module, lambda: run_machine_config(module.params, module.check_mode, module._diff, module.tmpdir))
 
 
 if __name__ == "__main__":

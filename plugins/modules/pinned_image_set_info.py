@@ -225,7 +225,7 @@ import copy
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
 from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8S_AUTH_ARG_SPEC, connection_secrets
 from ansible_collections.pinned.images.plugins.module_utils._set_info import describe_sets
 
@@ -252,13 +252,7 @@ def _argument_spec():
 def main():
     module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
     module.no_log_values.update(connection_secrets(module.params))
-    try:
-        outcome = describe_sets(module.params, module.tmpdir)
-    except CollectionError as exc:
-        fail_json_from(module, exc)
-    for warning in outcome.warnings:
-        module.warn(warning)
-    module.exit_json(**outcome.result)
+    exit_json_from(module, lambda: describe_sets(module.params, module.tmpdir).warned(module))
 
 
 if __name__ == "__main__":

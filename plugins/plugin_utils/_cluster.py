@@ -12,20 +12,36 @@ Public API
 ``node_set_list(sets, images, name)``: the sets a node gets, its own images as one more set.
 ``host_nodes(hosts, hostvars, control_plane_hosts)``: inventory hosts described as nodes (name, labels).
 ``node_plan(hosts, hostvars, control_plane_hosts, info, add_hosts)``: what each node gets.
+``phase_order(order)``: the order of the phases, from a list or a survey's comma-separated text.
 ``phases(order, control_plane, workers)``: the two phases of the prefetch playbook.
+``node_groups(plan, order)``: the inventory groups and variables of each resolved node of the plan.
+``plan_message(plan, order)``: the one-line summary of the plan.
 ``progressing_statuses(plan, hostvars)``, ``done_statuses(results)``: the ``nodes`` of ``pinned_image_status``.
 ``node_results(hosts, hostvars, unresolved_hosts)``, ``summary(results)``, ``report_lines(results, summary,
 check_mode)``: the report of a run.
+``report_nodes(results)``: the results without their image and set lists (for ``set_stats``).
 ``render_objects(info)``: the sets and pools of a ``pinned_image_set_info`` result as API objects.
+``release_message(release)``: the one-line plan of a ``release_image_set`` result (the stage_release playbook).
+``render_written(set_files, machine_configs)``, ``render_stale(found, written)``, ``render_changes(set_files,
+machine_configs, removed)``: the files of the render entry point, from the registered task results.
 """
 
 from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import human_size
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import MachineConfigPool, PinnedImageSet
 
 DEFAULT_SET_NAME = "pinned-images"
 CONTROL_PLANE = "control_plane"
+WORKERS = "workers"
+# The groups the cluster role builds for the prefetch plays (see playbooks/prefetch.yml).
+NODES_GROUP = "pinned_images_nodes"
+CONTROL_PLANE_GROUP = "pinned_images_control_plane"
+WORKERS_GROUP = "pinned_images_workers"
+ADDED_GROUP = "pinned_images_added"
+PHASE_GROUP_PREFIX = "pinned_images_phase_"
 _CONTROL_PLANE_LABELS = {"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": ""}
 _WORKER_LABELS = {"node-role.kubernetes.io/worker": ""}
 _NOT_RUN = "not attempted: the run stopped before this node (failure percentage) or the node was unreachable"
@@ -91,6 +107,43 @@ def node_plan(hosts: list, hostvars, control_plane_hosts: list, info: dict | Non
             "error": node.get("error", ""),
         })
     return plan
+
+
+def phase_order(order: Any) -> List[str]:
+    """``order`` as a list of phase names; a survey answer arrives as text, ``"workers, control_plane"``."""
+    if isinstance(order, str):
+        return [phase.strip() for phase in order.split(",") if phase.strip()]
+    return list(order)
+
+
+def _phase(item: Mapping[str, Any]) -> str:
+    return CONTROL_PLANE if item["control_plane"] else WORKERS
+
+
+def node_groups(plan: List[Dict[str, Any]], order: List[str]) -> List[Dict[str, Any]]:
+    """For each resolved node of ``plan`` whose phase is in ``order``: ``host``, ``node``, ``control_plane``,
+    ``sets`` (None: the host's own variables decide) and ``groups``, the groups of the prefetch plays (every node,
+    its kind, its phase, and the added hosts)."""
+    out = []
+    for item in plan:
+        if item["error"] or _phase(item) not in order:
+            continue
+        groups = [NODES_GROUP, CONTROL_PLANE_GROUP if item["control_plane"] else WORKERS_GROUP,
+                  f"{PHASE_GROUP_PREFIX}{order.index(_phase(item)) + 1}"]
+        if item["added"]:
+            groups.append(ADDED_GROUP)
+        out.append({"host": item["host"], "node": item["node"], "control_plane": item["control_plane"],
+                    "sets": item["sets"], "groups": groups})
+    return out
+
+
+def plan_message(plan: List[Dict[str, Any]], order: List[str]) -> str:
+    """``"N control-plane and M worker nodes; phases: a then b"``, and the hosts left out for ambiguous pools."""
+    control_plane = sum(1 for item in plan if item["control_plane"])
+    left_out = [item["host"] for item in plan if item["error"]]
+    message = (f"{control_plane} control-plane and {len(plan) - control_plane} worker nodes; "
+               f"phases: {' then '.join(order)}")
+    return message + (f"; left out (pools ambiguous): {', '.join(left_out)}" if left_out else "")
 
 
 def phases(order: list, control_plane: tuple, workers: tuple) -> list:
@@ -178,6 +231,11 @@ def done_statuses(results: list) -> list:
              "error": r.get("node_error") or ""} for r in results]
 
 
+def report_nodes(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The results without their ``images`` and ``sets`` lists, which can be long."""
+    return [{key: value for key, value in result.items() if key not in ("images", "sets")} for result in results]
+
+
 def render_objects(info: dict) -> dict:
     """``{sets, pools}``: the sets (with their pool selector) and pools of a ``pinned_image_set_info`` result as
     ``machineconfiguration.openshift.io/v1`` objects."""
@@ -190,3 +248,43 @@ def render_objects(info: dict) -> dict:
                                pinned_image_sets=tuple(p.get("pinned_image_sets") or ())).to_dict()
              for p in info.get("pools", [])]
     return {"sets": sets, "pools": pools}
+
+
+def release_message(release: Mapping[str, Any]) -> str:
+    """``"Release V (IMAGE): N images in sets A, B; each node needs up to X for them (...)"``."""
+    sets = ", ".join(image_set["metadata"]["name"] for image_set in release.get("sets") or [])
+    message = (f"Release {release.get('version')} ({release.get('release_image')}): "
+               f"{len(release.get('images') or [])} images in sets {sets}; ")
+    estimate = release.get("estimate")
+    if not estimate:
+        return message + "size not estimated"
+    unreadable = len(estimate.get("unreadable") or {})
+    return (message + f"each node needs up to {estimate['required']} for them ({estimate['compressed_bytes']} "
+            "compressed bytes x2)" + (f", {unreadable} manifests unreadable" if unreadable else ""))
+
+
+def _loop_results(registered: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The items of a registered loop result; [] when the task was skipped or not run."""
+    return list((registered or {}).get("results") or [])
+
+
+def render_written(set_files: Optional[Mapping[str, Any]], machine_configs: Optional[Mapping[str, Any]]) -> List[str]:
+    """The paths the render wrote (or found up to date): each set's file and the MachineConfig files."""
+    paths = [result["path"] for result in _loop_results(set_files) if result.get("path")]
+    return paths + list((machine_configs or {}).get("files") or [])
+
+
+def render_stale(found: Optional[Mapping[str, Any]], written: List[str]) -> List[str]:
+    """The files ``ansible.builtin.find`` found (``found``) that the render did not write, sorted."""
+    keep = set(written)
+    return sorted(item["path"] for item in (found or {}).get("files") or [] if item["path"] not in keep)
+
+
+def render_changes(set_files: Optional[Mapping[str, Any]], machine_configs: Optional[Mapping[str, Any]],
+                   removed: Optional[Mapping[str, Any]]) -> List[Optional[Dict[str, Any]]]:
+    """The ``file_changes`` of the set files and the MachineConfigs, and the stale files removed (the ``file``
+    loop's changed items), for the ``render_report`` filter."""
+    changes: List[Optional[Dict[str, Any]]] = [result.get("file_changes") for result in _loop_results(set_files)]
+    changes.append((machine_configs or {}).get("file_changes"))
+    changes.append({"removed": [result["item"] for result in _loop_results(removed) if result.get("changed")]})
+    return changes

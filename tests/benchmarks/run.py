@@ -188,16 +188,26 @@ class Bench:
         self.add("B4 req/image", guard["registry_requests"] / len(self.unpulled))
 
     def b5(self) -> None:
-        dest = self.tmp / "render"
+        # Each repetition renders into empty directories (every image "added" in the result), then once more into
+        # the same directory (nothing changes, nothing added).
+        dest, dest_ansible = self.tmp / "render", self.tmp / "render-ansible"
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.rmtree(dest_ansible, ignore_errors=True)
         started = time.perf_counter()
         sets, pools = load_sets([str(self.render_sets)])
         sync_files(render_for_pools(pools, sets=sets), str(dest))
         self.add("B5 in-process s", time.perf_counter() - started)
+        args = dict(sets=[str(self.render_sets)], dest=str(dest_ansible))
         ping = self.ping()
-        wall, _result = self.adhoc("pinned.images.machine_config", dict(sets=[str(self.render_sets)],
-                                                                        dest=str(self.tmp / "render-ansible")))
+        wall, result = self.adhoc("pinned.images.machine_config", args)
         self.add("B5 ansible/ping", wall / ping)
         self.add("B5 ansible s", wall)
+        self.add("B5 result MB", len(json.dumps(result)) / 1e6)
+        rerun, result = self.adhoc("pinned.images.machine_config", args)
+        if result["changed"]:
+            raise SystemExit("B5: the second render should change nothing")
+        self.add("B5 rerun/ping", rerun / ping)
+        self.add("B5 rerun result MB", len(json.dumps(result)) / 1e6)
 
     def b6_b7(self) -> None:
         hosts = self._hosts(3)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.pinned.images.plugins.filter.cluster import FilterModule
 from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
 
@@ -58,6 +60,49 @@ def test_phases_follow_the_order_and_pad_to_two():
                       {"group": "control_plane", "serial": 1, "max_fail_percentage": 0}]
     padding = F["cluster_phases"](["workers"], worker_serial=2)[1]
     assert padding == {"group": "", "serial": 1, "max_fail_percentage": 100}
+
+
+@pytest.mark.parametrize("order", ["workers, control_plane", "workers,control_plane,", ["workers", "control_plane"]])
+def test_phase_order_reads_a_list_or_a_survey_text(order):
+    assert F["cluster_phase_order"](order) == ["workers", "control_plane"]
+    assert [p["group"] for p in F["cluster_phases"](order)] == ["workers", "control_plane"]
+
+
+PLAN = [
+    {"host": "cp", "node": "master-0", "added": False, "control_plane": True, "pools": ["master"], "sets": None,
+     "error": ""},
+    {"host": "w", "node": "worker-0", "added": False, "control_plane": False, "pools": ["worker"],
+     "sets": [{"name": "s", "images": [A]}], "error": ""},
+    {"host": "extra", "node": "extra", "added": True, "control_plane": False, "pools": ["worker"], "sets": [],
+     "error": ""},
+    {"host": "odd", "node": "odd", "added": False, "control_plane": False, "pools": [], "sets": [],
+     "error": "two custom pools"},
+]
+
+
+def test_node_groups_follow_the_kind_the_phase_and_the_added_hosts():
+    groups = F["cluster_node_groups"](PLAN, "workers,control_plane")
+    assert [(g["host"], g["groups"]) for g in groups] == [
+        ("cp", ["pinned_images_nodes", "pinned_images_control_plane", "pinned_images_phase_2"]),
+        ("w", ["pinned_images_nodes", "pinned_images_workers", "pinned_images_phase_1"]),
+        ("extra", ["pinned_images_nodes", "pinned_images_workers", "pinned_images_phase_1", "pinned_images_added"]),
+    ]
+    assert groups[0]["sets"] is None and groups[1]["sets"] == [{"name": "s", "images": [A]}]
+    assert groups[1]["node"] == "worker-0" and groups[0]["control_plane"]
+    # A phase left out of the order leaves its nodes out of every group.
+    assert [g["host"] for g in F["cluster_node_groups"](PLAN, ["control_plane"])] == ["cp"]
+
+
+def test_plan_message_counts_the_nodes_and_names_those_left_out():
+    assert F["cluster_plan_message"](PLAN, ["control_plane", "workers"]) == (
+        "1 control-plane and 3 worker nodes; phases: control_plane then workers; left out (pools ambiguous): odd")
+    assert F["cluster_plan_message"](PLAN[:1], "workers") == "1 control-plane and 0 worker nodes; phases: workers"
+
+
+def test_report_nodes_drop_the_image_and_set_lists():
+    results = [{"host": "w", "status": "ok", "images": [A], "sets": [{"name": "s"}], "pulled": 1}]
+    assert F["cluster_report_nodes"](results) == [{"host": "w", "status": "ok", "pulled": 1}]
+    assert results[0]["images"] == [A]
 
 
 def test_node_set_list_adds_the_own_images_under_the_default_or_given_name():
@@ -147,3 +192,16 @@ def test_render_objects_are_valid_api_objects_that_load_back_the_same():
     assert [(s.name, list(s.images), s.pool_selector) for s in sets] == [
         (s["name"], s["images"], s["pool_selector"]) for s in info["sets"]]
     assert [(p.name, list(p.pinned_image_sets)) for p in pools] == [("worker", ["worker-set"]), ("bare", [])]
+
+
+def test_release_plan_message_gives_the_estimate_or_says_there_is_none():
+    release = {"version": "4.99.1", "release_image": "quay.io/ocp/release@sha256:" + "1" * 64, "images": [A, B],
+               "sets": [{"metadata": {"name": "release-4.99.1-master"}}, {"metadata": {"name": "release-4.99.1-worker"}}]}
+    head = f"Release 4.99.1 (quay.io/ocp/release@sha256:{'1' * 64}): 2 images in sets release-4.99.1-master, " \
+           "release-4.99.1-worker; "
+    assert F["release_plan_message"](release) == head + "size not estimated"
+    estimate = {"required": "2.0 MiB", "compressed_bytes": 1048576, "unreadable": {}}
+    assert F["release_plan_message"](dict(release, estimate=estimate)) == \
+        head + "each node needs up to 2.0 MiB for them (1048576 compressed bytes x2)"
+    estimate["unreadable"] = {A: "404"}
+    assert F["release_plan_message"](dict(release, estimate=estimate)).endswith(", 1 manifests unreadable")

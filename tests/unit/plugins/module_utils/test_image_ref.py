@@ -159,6 +159,19 @@ def test_invalid(value, require_digest, fragment):
     assert "\n" not in message and len(message) < 400
 
 
+def test_refuses_exactly_whitespace_and_control_characters():
+    # Every code point up to the ideographic space (U+3000): Unicode whitespace (U+0085, U+00A0, U+2028, ...) and
+    # ASCII controls are refused, nothing else is refused for that reason.
+    refused = set()
+    for code in range(0x3001):
+        try:
+            parse_image_ref(f"quay.io/a{chr(code)}b:tag", require_digest=False)
+        except ImageReferenceError as exc:
+            if "whitespace or control" in str(exc):
+                refused.add(code)
+    assert refused == {code for code in range(0x3001) if chr(code).isspace() or code < 32 or code == 127}
+
+
 def test_error_derives_from_the_collection_root():
     assert issubclass(ImageReferenceError, CollectionError)
 

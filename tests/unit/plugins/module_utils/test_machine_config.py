@@ -254,11 +254,25 @@ def test_sync_files_lists_created_changed_and_removed_by_bytes(tmp_path):
 
 
 def test_images_in_machine_config_reads_the_drop_in_and_tolerates_anything_else():
-    assert images_in_machine_config(dump_yaml(render_machine_config("worker", [A, B])).encode()) == [A, B]
-    for junk in (None, b"", b"kind: MachineConfig\n", b"[not yaml", b"spec: {config: {storage: {files: 1}}}"):
+    assert images_in_machine_config(render_machine_config("worker", [B, A])) == [A, B]
+    for junk in (None, "", {"kind": "MachineConfig"}, {"spec": {"config": {"storage": {"files": 1}}}}):
         assert images_in_machine_config(junk) == []
-    other = render_machine_config("worker", [A], path="/etc/other")
-    assert images_in_machine_config(dump_yaml(other)) == []
+    assert images_in_machine_config(render_machine_config("worker", [A], path="/etc/other")) == []
+
+
+def test_sync_files_reads_the_images_of_each_previous_file(tmp_path):
+    dest = tmp_path / "mcs"
+    dest.mkdir()
+    worker = dest / "99-worker-pinned-images.yaml"
+    for junk in (b"", b"kind: MachineConfig\n", b"[not yaml", b"spec: {config: {storage: {files: 1}}}"):
+        worker.write_bytes(junk)
+        assert sync_files(render_for_pools(["worker"], images=[A]), str(dest), check_mode=True)["previous_images"] \
+            == {"99-worker-pinned-images": []}
+    worker.write_text(dump_yaml(render_machine_config("worker", [A, B])))
+    for images in ([A], [A, B]):  # a changed file is read back; an unchanged one pins the entry's images
+        outcome = sync_files(render_for_pools(["worker"], images=images), str(dest), check_mode=True)
+        assert outcome["previous_images"] == {"99-worker-pinned-images": [A, B]}
+        assert outcome["changed"] is (images == [A])
 
 
 def test_image_changes():

@@ -39,7 +39,7 @@ def test_paths_are_shown_relative_to_the_checkout(path, shown):
 
 
 def test_drift_in_check_mode_lists_each_kind_with_counts():
-    pools = [{"pool": "worker", "name": "99-worker-pinned-images", "images": ["a", "c"], "added": ["c"],
+    pools = [{"pool": "worker", "name": "99-worker-pinned-images", "image_count": 2, "added": ["c"],
               "removed": ["b"], "set_names": ["w"]}]
     report = render_report([{"changed": [f"{MC}/99-worker-pinned-images.yaml"]},
                             {"created": ["/repo/out/pinnedimagesets/w.yaml"]},
@@ -50,8 +50,8 @@ def test_drift_in_check_mode_lists_each_kind_with_counts():
     assert report["changed"] == ["out/machineconfigs/99-worker-pinned-images.yaml"]
     assert report["created"] == ["out/pinnedimagesets/w.yaml"]
     assert report["removed"] == ["out/machineconfigs/stray.yml"]
-    assert report["pools"] == [{"pool": "worker", "machine_config": "99-worker-pinned-images", "images": ["a", "c"],
-                                "added": ["c"], "removed": ["b"]}]
+    assert report["pools"] == [{"pool": "worker", "machine_config": "99-worker-pinned-images", "image_count": 2,
+                                "set_names": ["w"], "added": ["c"], "removed": ["b"]}]
     assert report["message"].startswith("out differs from what the render writes")
     assert "1 changed, 1 created, 1 removed" in report["message"]
 

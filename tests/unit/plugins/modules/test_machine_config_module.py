@@ -33,14 +33,29 @@ def drop_in(mc) -> str:
 
 
 def test_render_only(capsys):
-    result = run({"pools": ["worker"], "images": [B, A]}, capsys)
+    result = run({"pools": ["worker"], "images": [B, A], "return_objects": True, "return_images": True}, capsys)
     assert result["rc"] == 0 and not result["changed"]
     assert result["files"] == [] and result["applied"] == [] and result["deleted"] == []
     (mc,) = result["machine_configs"]
     assert mc["metadata"] == {"name": "99-worker-pinned-images", "labels": {ROLE: "worker"}}
     assert mc["spec"]["config"]["ignition"]["version"] == "3.2.0"
     assert drop_in(mc) == DROP_IN_AB
-    assert result["pools"] == [{"pool": "worker", "name": "99-worker-pinned-images", "images": [A, B], "set_names": []}]
+    assert result["pools"] == [{"pool": "worker", "name": "99-worker-pinned-images", "image_count": 2,
+                                "set_names": [], "images": [A, B]}]
+
+
+def test_the_result_is_a_summary_unless_images_or_objects_are_asked_for(tmp_path, capsys):
+    images = [f"quay.io/org/app-{n}@sha256:{n:064x}" for n in range(300)]
+    result = run({"pools": ["worker"], "images": images, "dest": str(tmp_path)}, capsys)
+    assert "machine_configs" not in result
+    assert result["pools"] == [{"pool": "worker", "name": "99-worker-pinned-images", "image_count": 300,
+                                "set_names": [], "added": sorted(images), "removed": []}]
+    again = run({"pools": ["worker"], "images": images[1:], "dest": str(tmp_path)}, capsys)
+    assert (again["pools"][0]["added"], again["pools"][0]["removed"]) == ([], [images[0]])
+    # No image is repeated in the result (Ansible's invocation echoes the options): it stays small.
+    summary = {key: value for key, value in again.items() if key not in ("invocation", "_raw")}
+    assert len(json.dumps(summary)) < 1000
+    assert "added" not in run({"pools": ["worker"], "images": images}, capsys)["pools"][0]
 
 
 def test_dest_files_are_written_once_and_stable(tmp_path, capsys):
@@ -49,7 +64,7 @@ def test_dest_files_are_written_once_and_stable(tmp_path, capsys):
             "name": "50-{pool}-pins"}
     check = run(args, capsys, check_mode=True, diff=True)
     assert check["changed"] and not dest.exists() and len(check["diff"]) == 2
-    first = run(args, capsys)
+    first = run(dict(args, return_objects=True), capsys)
     assert first["changed"]
     assert first["files"] == [str(dest / "50-worker-pins.yaml"), str(dest / "50-master-pins.yaml")]
     content = (dest / "50-worker-pins.yaml").read_bytes()
@@ -68,9 +83,10 @@ def test_sets_pick_images_per_pool(tmp_path, capsys):
     sets_dir.mkdir()
     (sets_dir / "w.yaml").write_text(yaml.safe_dump(pinned_image_set("w", [B, A], {ROLE: "worker"})))
     (sets_dir / "m.yml").write_text(yaml.safe_dump(pinned_image_set("m", [A], {ROLE: "master"})))
-    result = run({"pools": ["worker", "master", "infra"], "sets": [str(sets_dir)]}, capsys)
-    assert [(p["pool"], p["images"], p["set_names"]) for p in result["pools"]] == [
-        ("worker", [A, B], ["w"]), ("master", [A], ["m"]), ("infra", [], [])]
+    result = run({"pools": ["worker", "master", "infra"], "sets": [str(sets_dir)], "return_objects": True,
+                  "return_images": True}, capsys)
+    assert [(p["pool"], p["images"], p["image_count"], p["set_names"]) for p in result["pools"]] == [
+        ("worker", [A, B], 2, ["w"]), ("master", [A], 1, ["m"]), ("infra", [], 0, [])]
     names = [mc["metadata"]["name"] for mc in result["machine_configs"]]
     assert names == ["99-worker-pinned-images", "99-master-pinned-images"]
 
@@ -110,6 +126,7 @@ def test_apply_and_delete_against_the_api_server(capsys, fake_apiserver):
     first = run(args, capsys)
     assert first["rc"] == 0, first
     assert first["changed"] and first["applied"] == ["99-worker-pinned-images"]
+    assert (first["pools"][0]["added"], first["pools"][0]["removed"]) == ([A, B], [])
     stored = fake_apiserver.get("MachineConfig", "99-worker-pinned-images")
     assert stored["metadata"]["labels"] == {ROLE: "worker"}
     assert drop_in(stored) == DROP_IN_AB
@@ -122,6 +139,8 @@ def test_apply_and_delete_against_the_api_server(capsys, fake_apiserver):
 
     changed = run(dict(args, images=[A]), capsys, diff=True)
     assert changed["changed"] and changed["applied"] == ["99-worker-pinned-images"]
+    # Without dest, added and removed compare with the MachineConfig the cluster had.
+    assert (changed["pools"][0]["added"], changed["pools"][0]["removed"]) == ([], [B])
     assert drop_in(fake_apiserver.get("MachineConfig", "99-worker-pinned-images")).count("sha256:") == 1
     assert changed["diff"][0]["before"] != changed["diff"][0]["after"]
 
@@ -137,16 +156,20 @@ def test_apply_and_delete_against_the_api_server(capsys, fake_apiserver):
 def test_empty_pool_deletes_its_machine_config(capsys, fake_apiserver):
     auth = {"host": fake_apiserver.url, "api_key": fake_apiserver.token}
     assert run(dict(auth, pools=["worker"], images=[A], apply=True), capsys)["changed"]
-    emptied = run(dict(auth, pools=["worker"], images=[], apply=True), capsys)
+    emptied = run(dict(auth, pools=["worker"], images=[], apply=True, return_objects=True), capsys)
     assert emptied["changed"] and emptied["deleted"] == ["99-worker-pinned-images"] and emptied["machine_configs"] == []
+    assert emptied["pools"][0]["image_count"] == 0 and emptied["pools"][0]["removed"] == [A]
     assert fake_apiserver.get("MachineConfig", "99-worker-pinned-images") is None
 
 
-def test_api_errors_are_reported_without_the_token(capsys, fake_apiserver):
+def test_api_errors_are_reported_without_the_token(tmp_path, capsys, fake_apiserver):
     fake_apiserver.forbid("patch", "machineconfigs")
     result = run({"host": fake_apiserver.url, "api_key": fake_apiserver.token, "pools": ["worker"], "images": [A],
-                  "apply": True}, capsys)
+                  "apply": True, "dest": str(tmp_path)}, capsys)
     assert result["rc"] == 1 and ("403" in result["msg"] or "forbidden" in result["msg"].lower())
+    assert result["status"] == 403 and result["changed"]
+    # The file was written before the cluster refused: the failure says so.
+    assert result["file_changes"]["created"] == [str(tmp_path / "99-worker-pinned-images.yaml")]
     assert fake_apiserver.token not in json.dumps(result)
     wrong = run({"host": fake_apiserver.url, "api_key": "wrong-token-value", "pools": ["worker"], "images": [A],
                  "apply": True}, capsys)
@@ -161,7 +184,7 @@ def test_dest_under_a_regular_file_fails_cleanly(tmp_path, capsys, below):
     result = run({"pools": ["worker"], "images": [A], "dest": str(dest)}, capsys)
     assert result["rc"] == 1 and result["failed"]
     assert str(dest) in result["msg"] and "Traceback" not in result["_raw"] and "exception" not in result
-    assert result["files"] == [] and len(result["machine_configs"]) == 1
+    assert "files" not in result and "machine_configs" not in result
     assert blocker.read_text() == "x"
 
 
