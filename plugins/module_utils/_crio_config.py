@@ -171,7 +171,7 @@ class ReloadError(CollectionError):
     (its ``changed`` and ``images`` are then in the details too, for the module's failure result)."""
 
     def __init__(self, message: str, result: Optional[dict] = None) -> None:
-        details = {"changed": result["changed"], "images": result["images"]} if result else {}
+        details = {key: result[key] for key in ("changed", "images") if key in result} if result else {}
         super().__init__(message, details=details)
         self.result = result
 
