@@ -25,9 +25,9 @@ def node_pin_option(node_pin):
         raise AnsibleFilterError(str(err)) from err
 
 
-def node_next_step(check):
-    """pull, pin or none after the check call."""
-    return _node.next_step(check)
+def node_next_step(check, check_mode=False, deps_tried=False):
+    """deps, pull, pin or none after the check call."""
+    return _node.next_step(check, check_mode, deps_tried)
 
 
 def node_result(results, node, control_plane, check_mode, error, images, sets, started):

@@ -12,7 +12,8 @@ Public API
 ----------
 ``wanted_images(images, sets) -> list``: the node's own images, then the images of its sets, each once.
 ``pin_option(node_pin) -> str``: the prefetch module's ``pin`` for the role's ``node_pin``.
-``next_step(check) -> str``: what the check call leaves to do: ``pull``, ``pin`` or ``none``.
+``next_step(check, check_mode, deps_tried) -> str``: what the check call leaves to do: ``deps``, ``pull``, ``pin``
+or ``none``.
 ``node_result(results, ...) -> dict``: the role's ``node_result`` from the calls' results.
 ``result_line(result) -> str``: the one line the role prints for a node.
 """
@@ -26,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 _PIN_OPTIONS = {"auto": "auto", "true": "dropin", "false": "none", "label": "label"}
 _BAD = ("failed", "skipped")
 NO_RESULT = "the prefetch ended without a result"
-PULL, PIN, NONE = "pull", "pin", "none"
+DEPS, PULL, PIN, NONE = "deps", "pull", "pin", "none"
 
 
 def wanted_images(images: Sequence[str], sets: Sequence[Mapping[str, Any]]) -> List[str]:
@@ -49,10 +50,13 @@ def pin_option(node_pin: Any) -> str:
     return _PIN_OPTIONS[text]
 
 
-def next_step(check: Mapping[str, Any]) -> str:
-    """``pull`` when the check call found images to pull, ``pin`` when only the pins would change, else ``none``
-    (also when the check failed: its error is the node's result)."""
-    if check.get("failed") or check.get("unreachable") or "totals" not in check:
+def next_step(check: Mapping[str, Any], check_mode: bool = False, deps_tried: bool = False) -> str:
+    """After the check call: ``deps`` when the node's Python lacks grpcio and protobuf (once: ``deps_tried`` says the
+    role already provided them), else outside check mode ``pull`` when it found images to pull and ``pin`` when only
+    the pins would change; ``none`` otherwise (also when the check failed: its error is the node's result)."""
+    if check.get("node_deps_missing") and not deps_tried:
+        return DEPS
+    if check_mode or check.get("failed") or check.get("unreachable") or "totals" not in check:
         return NONE
     if check["totals"].get("would_pull", 0) > 0:
         return PULL

@@ -50,6 +50,13 @@ def test_next_step_after_the_check():
     assert F["node_next_step"](prefetch(pin=dict(method="dropin", ran=True, changed=True))) == "pin"
     assert F["node_next_step"](dict(failed=True, msg="no socket")) == "none"
     assert F["node_next_step"](dict(unreachable=True, msg="gone")) == "none"
+    assert F["node_next_step"](prefetch(totals=dict(would_pull=1)), True) == "none"
+
+
+def test_missing_python_dependencies_are_provided_once_also_in_check_mode():
+    missing = dict(failed=True, msg="grpcio missing", node_deps_missing=True, node_deps={"tag": "cp311"})
+    assert F["node_next_step"](missing, True) == "deps"
+    assert F["node_next_step"](missing, False, True) == "none"
 
 
 def test_the_last_call_that_ran_is_the_result():
