@@ -36,6 +36,7 @@ from ansible_collections.pinned.images.plugins.module_utils._crio_config import 
     MissingImagesError,
     PinnedImagesError,
     is_pattern,
+    selected_images,
     validate_pinned_images,
 )
 
@@ -238,15 +239,7 @@ def pin_labels(client: Any, images: List[str], settings: LabelSettings, check_mo
 def run_containerd_pinned_images(params: Mapping[str, Any], check_mode: bool, connect: Callable[[], Any]) -> dict:
     """The whole ``containerd_pinned_images`` run: the wanted images (from ``images`` or set files), then
     ``pin_labels`` on the client ``connect()`` opens. Returns the module's result, with ``warnings`` and ``diff``."""
-    # Here, not at the top: the prefetch's pin reads no set files and need not import their loader.
-    from ansible_collections.pinned.images.plugins.module_utils._pool_selection import wanted_images
-
-    images: List[str] = []
-    set_names: List[str] = []
-    if params["state"] == "present":
-        images, set_names = wanted_images(
-            params["images"], params["sets"], params["pools"], params["node_labels"],
-            lambda names: validate_images(names, require_digest=params["require_digest"]))
+    images, set_names = selected_images(params, validate_images)
     settings = LabelSettings(params["force"], params["old_runtime"], params["settle_timeout"])
     with connect() as client:
         outcome = pin_labels(client, images, settings, check_mode, params["state"])

@@ -296,21 +296,25 @@ def pin_dropin(images: List[str], settings: DropinSettings, check_mode: bool,
                               details=exc.details) from exc
 
 
+def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]]) -> Tuple[List[str], List[str]]:
+    """(images, set_names) that a pinning module's options select (``images``, or ``sets`` with ``pools`` /
+    ``node_labels``), each checked by ``validate(names, require_digest=...)``; none with ``state=absent``."""
+    if params["state"] != "present":
+        return [], []
+    # Here, not at the top: the prefetch's pin reads no set files and need not import their loader.
+    from ansible_collections.pinned.images.plugins.module_utils._pool_selection import wanted_images
+
+    return wanted_images(params["images"], params["sets"], params["pools"], params["node_labels"],
+                         lambda names: validate(names, require_digest=params["require_digest"]))
+
+
 def run_crio_pinned_images(params: Mapping[str, Any], check_mode: bool,
                            check_presence: Callable[[List[str]], List[str]], run_command: RunCommand) -> dict:
     """The whole ``crio_pinned_images`` run: the wanted images (from ``images`` or set files), then ``pin_dropin``.
 
     Returns the module's result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``, ``diff``).
     """
-    # Here, not at the top: the prefetch's pin reads no set files and need not import their loader.
-    from ansible_collections.pinned.images.plugins.module_utils._pool_selection import wanted_images
-
-    images: List[str] = []
-    set_names: List[str] = []
-    if params["state"] == "present":
-        images, set_names = wanted_images(
-            params["images"], params["sets"], params["pools"], params["node_labels"],
-            lambda names: validate_pinned_images(names, require_digest=params["require_digest"]))
+    images, set_names = selected_images(params, validate_pinned_images)
     settings = DropinSettings(params["path"], params["reload"], params["pid_file"], params["force"])
     outcome = pin_dropin(images, settings, check_mode, check_presence, run_command, params["state"])
     return dict(outcome, set_names=set_names)
