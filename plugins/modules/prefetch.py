@@ -148,7 +148,7 @@ options:
         CRI-O reload it (O(crio_reload)) when it changed. V(label) sets the image label
         C(io.cri-containerd.pinned=pinned) as M(pinned.images.containerd_pinned_images) does (O(old_runtime),
         O(settle_timeout)). The pins hold exactly the requested images.
-      - V(auto) picks by the runtime the CRI C(Version) call names: the drop-in on CRI-O, the label on containerd
+      - V(auto) picks by the runtime the CRI C(Version) call names, the drop-in on CRI-O, the label on containerd
         1.7.3 and later, and no pin on anything else (older containerd stores the label but does not honour it).
       - V(none) leaves pinning to the other modules.
       - RV(pin) reports the method and what changed; a failed pin fails the task, whatever O(fail_on_error) says.
@@ -179,8 +179,8 @@ options:
     version_added: 0.2.0
   old_runtime:
     description:
-      - For O(pin=label) on containerd older than 1.7.3: V(fail) fails, V(warn) sets the labels anyway and warns.
-        O(pin=auto) never picks the label there.
+      - What O(pin=label) does on containerd older than 1.7.3, which stores the label but does not honour it.
+        V(fail) fails, V(warn) sets the labels anyway and warns. O(pin=auto) never picks the label there.
     type: str
     choices: [fail, warn]
     default: fail
