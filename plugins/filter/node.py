@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.pinned.images.plugins.plugin_utils import _node
 
 
@@ -18,11 +16,10 @@ def node_wanted_images(images, sets):
 
 
 def node_pin_option(node_pin):
-    """The prefetch module's pin option for the role's node_pin."""
-    try:
-        return _node.pin_option(node_pin)
-    except ValueError as err:
-        raise AnsibleFilterError(str(err)) from err
+    """The prefetch module's pin option for the role's node_pin (a ValueError, which Ansible reports with the
+    template, for any other value; ansible.errors is not imported here, as it would mark a test process as the
+    controller)."""
+    return _node.pin_option(node_pin)
 
 
 def node_next_step(check, check_mode=False, deps_tried=False):
