@@ -2,12 +2,17 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""pinned.images.prefetch_job: follow a background prefetch, print its progress, return its result."""
+"""pinned.images.prefetch_job: follow a background prefetch, print its progress, return its result.
+
+The job's result file and the progress file are read with one ``cat`` each (a command over the connection, not a
+module run, so a check costs a round trip instead of starting Python on the node), and read as
+``ansible.builtin.async_status`` reads the result file.
+"""
 
 from __future__ import annotations
 
-import base64
 import json
+import shlex
 import time
 
 from ansible.errors import AnsibleActionFail
@@ -21,18 +26,38 @@ ARGUMENT_SPEC = dict(
     progress_file=dict(type="str", default=""),
     run_id=dict(type="str", default=""),
     interval=dict(type="float", default=10.0),
-    poll=dict(type="float", default=0.5),
+    poll=dict(type="float", default=0.25),
     timeout=dict(type="float", default=14400.0),
 )
-# Keys async_status adds to the job's own result.
+# Keys the async wrapper and async_status add to the job's own result.
 _STATUS_KEYS = ("ansible_job_id", "started", "finished", "results_file", "stdout", "stderr", "stdout_lines",
-                "stderr_lines", "invocation")
+                "stderr_lines", "invocation", "_ansible_suppress_tmpdir_delete")
 
 
 def progress_line(progress: dict) -> str:
     """``12/40 images, 0.035 GiB, 3 s elapsed`` for a progress file's content."""
     return "%d/%d images, %.3f GiB, %d s elapsed" % (
         progress["done"], progress["total"], progress.get("bytes", 0) / 1073741824, progress.get("elapsed", 0))
+
+
+def job_status(text, jid: str) -> dict:
+    """The job's status from its result file's text (None: no such file), as async_status gives it: ``finished``
+    0 while it runs, 1 with the module's result once it ended; a failure without ``finished`` when there is no
+    such job or its file cannot be read."""
+    if text is None:
+        return dict(failed=True, msg=f"could not find job {jid}")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        if not text.strip():  # not written yet
+            return dict(started=1, finished=0)
+        return dict(failed=True, msg=f"could not parse the result of job {jid}: {text[:200]!r}")
+    if not isinstance(data, dict):
+        return dict(failed=True, msg=f"could not parse the result of job {jid}: {text[:200]!r}")
+    if "started" not in data:  # the module's own result: the job ended
+        data["finished"] = 1
+    data.setdefault("finished", 0)
+    return data
 
 
 class ActionModule(ActionBase):
@@ -47,51 +72,49 @@ class ActionModule(ActionBase):
             if args[name] <= 0:
                 raise AnsibleActionFail(f"{name} must be above 0, got {args[name]}")
         async_dir = self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))
-        status_args = dict(jid=args["jid"], _async_dir=async_dir)
+        results_file = f"{async_dir.rstrip('/')}/{args['jid']}"
         host = task_vars.get("inventory_hostname", "") if task_vars else ""
         started = time.monotonic()
         next_read = started + args["interval"]
         checks = reads = 0
         shown = ""
-        try:
-            while True:
-                checks += 1
-                status = self._execute_module("ansible.legacy.async_status", module_args=status_args,
-                                              task_vars=task_vars)
-                if "finished" not in status:
-                    # async_status itself failed (no such job): its answer is the result.
-                    break
-                if status["finished"]:
-                    self._execute_module("ansible.legacy.async_status",
-                                         module_args=dict(status_args, mode="cleanup"), task_vars=task_vars)
-                    break
-                now = time.monotonic()
-                if now - started > args["timeout"]:
-                    raise AnsibleActionFail(f"the prefetch job {args['jid']} did not end within {args['timeout']:g} s")
-                if args["progress_file"] and now >= next_read:
-                    reads += 1
-                    next_read = now + args["interval"]
-                    line = self._read_progress(args, task_vars)
-                    if line and line != shown:
-                        display.display(f"{host}: {line}")
-                        shown = line
-                time.sleep(args["poll"])
-        finally:
-            self._remove_tmp_path(self._connection._shell.tmpdir)
+        while True:
+            checks += 1
+            status = job_status(self._read(results_file), args["jid"])
+            if "finished" not in status:
+                # No such job, or an unreadable result: that is the result.
+                break
+            if status["finished"]:
+                self._low_level_execute_command("rm -f " + shlex.quote(results_file), sudoable=True)
+                break
+            now = time.monotonic()
+            if now - started > args["timeout"]:
+                raise AnsibleActionFail(f"the prefetch job {args['jid']} did not end within {args['timeout']:g} s")
+            if args["progress_file"] and now >= next_read:
+                reads += 1
+                next_read = now + args["interval"]
+                line = self._progress(args)
+                if line and line != shown:
+                    display.display(f"{host}: {line}")
+                    shown = line
+            time.sleep(args["poll"])
         for key in _STATUS_KEYS:
             status.pop(key, None)
         result.update(status)
         result.update(progress_reads=reads, status_checks=checks)
         return result
 
-    def _read_progress(self, args: dict, task_vars) -> str:
+    def _read(self, path: str):
+        """The text of a file on the node, None when it cannot be read."""
+        out = self._low_level_execute_command("cat " + shlex.quote(path), sudoable=True)
+        return out.get("stdout", "") if out.get("rc") == 0 else None
+
+    def _progress(self, args: dict) -> str:
         """The progress line of this run's file, empty while it has none (not written yet, or another run's)."""
-        read = self._execute_module("ansible.legacy.slurp", module_args=dict(src=args["progress_file"]),
-                                    task_vars=task_vars)
         try:
-            progress = json.loads(base64.b64decode(read["content"]))
+            progress = json.loads(self._read(args["progress_file"]) or "")
             if args["run_id"] and progress.get("run_id") != args["run_id"]:
                 return ""
             return progress_line(progress)
-        except (KeyError, TypeError, ValueError):
+        except (AttributeError, KeyError, TypeError, ValueError):
             return ""

@@ -18,18 +18,25 @@ Public API
 ``OldRuntimeError``: the runtime is not containerd >= 1.7.3 (``.version``).
 ``sync_containerd_pins(client, images, state, check_mode, force, old_runtime) -> dict``
     The whole node-side step (see its docstring); ``client`` is a ``ContainerdClient``.
+``LabelSettings``, ``pin_labels(client, images, settings, check_mode, state) -> dict``: that step for
+    ``containerd_pinned_images`` and the prefetch's pin, its CRI errors said to be the pin's.
+``run_containerd_pinned_images(params, check_mode, connect) -> dict``: the whole module run.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
+from typing import Any, Callable, List, Mapping
 
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
     MissingImagesError,
     PinnedImagesError,
     is_pattern,
+    selected_images,
     validate_pinned_images,
 )
 
@@ -206,3 +213,34 @@ def sync_containerd_pins(client, images, state: str = "present", check_mode: boo
         "diff": {"before": _render(before), "after": _render(after),
                  "before_header": "pinned image records", "after_header": "pinned image records"},
     }
+
+
+@dataclass(frozen=True)
+class LabelSettings:
+    """The pin options of ``sync_containerd_pins``."""
+
+    force: bool = False
+    old_runtime: str = "fail"
+    settle_timeout: float = 10.0
+
+
+def pin_labels(client: Any, images: List[str], settings: LabelSettings, check_mode: bool,
+               state: str = "present") -> dict:
+    """``sync_containerd_pins`` for ``containerd_pinned_images`` and the prefetch's pin; a CRI error, or CRI not
+    reporting the pins, is raised as a CollectionError that names the pin (its details kept)."""
+    try:
+        return sync_containerd_pins(client, images, state=state, check_mode=check_mode, force=settings.force,
+                                    old_runtime=settings.old_runtime, settle_timeout=settings.settle_timeout)
+    except (CriError, NotReportedError) as exc:
+        raise CollectionError(exc.problems, message="cannot pin on containerd: " + exc.message,
+                              details=exc.details) from exc
+
+
+def run_containerd_pinned_images(params: Mapping[str, Any], check_mode: bool, connect: Callable[[], Any]) -> dict:
+    """The whole ``containerd_pinned_images`` run: the wanted images (from ``images`` or set files), then
+    ``pin_labels`` on the client ``connect()`` opens. Returns the module's result, with ``warnings`` and ``diff``."""
+    images, set_names = selected_images(params, validate_images)
+    settings = LabelSettings(params["force"], params["old_runtime"], params["settle_timeout"])
+    with connect() as client:
+        outcome = pin_labels(client, images, settings, check_mode, params["state"])
+    return dict(outcome, set_names=set_names)

@@ -38,8 +38,10 @@ Public API
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import go_trim_space, unique_sorted_images
@@ -169,10 +171,12 @@ class MissingImagesError(PinnedImagesError):
 
 
 class ReloadError(CollectionError):
-    """CRI-O could not be told to reload its configuration; ``result`` is the sync result when the file was written."""
+    """CRI-O could not be told to reload its configuration; ``result`` is the sync result when the file was written
+    (its ``changed`` and ``images`` are then in the details too, for the module's failure result)."""
 
     def __init__(self, message: str, result: Optional[dict] = None) -> None:
-        super().__init__(message)
+        details = {key: result[key] for key in ("changed", "images") if key in result} if result else {}
+        super().__init__(message, details=details)
         self.result = result
 
 
@@ -262,6 +266,59 @@ def sync_pinned_images(path, images, state: str = "present", check_mode: bool = 
         try:
             reload_crio(reload, run_command=run_command, pid_file=pid_file)
         except ReloadError as exc:
-            raise ReloadError(exc.message, result=result) from exc
+            raise ReloadError(f"{path} was written, but CRI-O was not reloaded: {exc.message}", result=result) from exc
         result["reloaded"] = True
     return result
+
+
+# --------------------------------------------------------------------------- the pinning step of the modules
+
+RunCommand = Callable[[List[str]], Tuple[int, str, str]]
+
+
+@dataclass(frozen=True)
+class DropinSettings:
+    """Where the drop-in goes and how CRI-O is told to read it (the options of ``reload_crio``)."""
+
+    path: str = DEFAULT_PATH
+    reload: str = "none"
+    pid_file: Optional[str] = None
+    force: bool = False
+
+
+def pin_dropin(images: List[str], settings: DropinSettings, check_mode: bool,
+               check_presence: Optional[Callable[[List[str]], List[str]]], run_command: Optional[RunCommand],
+               state: str = "present") -> dict:
+    """``sync_pinned_images`` for ``crio_pinned_images`` and the prefetch's pin: the same result; a CRI error of
+    the presence check is raised as a CollectionError that says so (its details kept)."""
+    try:
+        return sync_pinned_images(settings.path, images, state=state, check_mode=check_mode, force=settings.force,
+                                  check_presence=check_presence, reload=settings.reload, run_command=run_command,
+                                  pid_file=settings.pid_file)
+    except CriError as exc:
+        raise CollectionError(exc.problems, message="cannot check that the images are present: " + exc.message,
+                              details=exc.details) from exc
+
+
+def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]]) -> Tuple[List[str], List[str]]:
+    """(images, set_names) that a pinning module's options select (``images``, or ``sets`` with ``pools`` /
+    ``node_labels``), each checked by ``validate(names, require_digest=...)``; none with ``state=absent``."""
+    if params["state"] != "present":
+        return [], []
+    # Here, not at the top: the prefetch's pin reads no set files and need not import their loader.
+    from ansible_collections.pinned.images.plugins.module_utils._pool_selection import wanted_images
+
+    return wanted_images(params["images"], params["sets"], params["pools"], params["node_labels"],
+                         lambda names: validate(names, require_digest=params["require_digest"]))
+
+
+def run_crio_pinned_images(params: Mapping[str, Any], check_mode: bool,
+                           check_presence: Callable[[List[str]], List[str]], run_command: RunCommand) -> dict:
+    """The whole ``crio_pinned_images`` run: the wanted images (from ``images`` or set files), then ``pin_dropin``.
+
+    Returns the module's result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``, ``diff``).
+    """
+    images, set_names = selected_images(params, validate_pinned_images)
+    settings = DropinSettings(params["path"], params["reload"], params["pid_file"], params["force"])
+    outcome = pin_dropin(images, settings, check_mode, check_presence, run_command, params["state"])
+    return dict(outcome, set_names=set_names)

@@ -3,11 +3,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """The prefetch module's whole run (node side, Python 3.8+): check the input, take the node lock, find what the
-node has, guard the disk, pull the rest, and build the module's result.
+node has, guard the disk, pull the rest, pin the images once all are present, and build the module's result.
 
 ``PrefetchRequest.from_params(params, check_mode)`` checks every option before the runtime is contacted;
 ``run_prefetch(request, params)`` does the rest. Both raise CollectionError (with ``error_kind`` or ``disk_guard``
-in its details) for a failure of the task as a whole; failed images are in the result, not raised.
+in its details) for a failure of the task as a whole; failed images are in the result, not raised, and so is a
+failed pin (``PrefetchOutcome.pin_failure``), after the pulls it follows.
 """
 
 from __future__ import annotations
@@ -17,7 +18,20 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from ansible_collections.pinned.images.plugins.module_utils._containerd_client import ContainerdClient
+from ansible_collections.pinned.images.plugins.module_utils._containerd_pins import (
+    LabelSettings,
+    pin_labels,
+    runtime_problem,
+    validate_images,
+)
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
+from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
+    DropinSettings,
+    RunCommand,
+    missing_images,
+    pin_dropin,
+)
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import check, estimate, filesystem_stats, parse_size
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageRef, ImageReferenceError, parse_image_ref
@@ -31,7 +45,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch import (
     find_present,
     prefetch,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import PullEstimator
+from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import PullEstimator, RetryPolicy
 from ansible_collections.pinned.images.plugins.module_utils._registries_conf import RegistriesConf, load_registries_conf
 from ansible_collections.pinned.images.plugins.module_utils._registry_auth import DockerConfig, load_docker_config
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import Platform, RegistryClient, parse_platform
@@ -39,7 +53,13 @@ from ansible_collections.pinned.images.plugins.module_utils._registry_client imp
 # Options with a lower bound (inclusive), and options that must be above 0.
 _AT_LEAST = (("concurrency", 1), ("retries", 0), ("throttle", 0), ("retry_delay", 0), ("retry_max_delay", 0),
              ("pull_timeout", 0))
-_ABOVE_ZERO = ("expansion_factor", "registry_timeout", "cri_timeout", "cri_connect_timeout")
+_ABOVE_ZERO = ("expansion_factor", "registry_timeout", "cri_timeout", "cri_connect_timeout", "settle_timeout")
+
+# The values of the pin option, and the methods a run pins with (``auto`` becomes one of the others).
+PIN_NONE, PIN_AUTO, PIN_DROPIN, PIN_LABEL = "none", "auto", "dropin", "label"
+PIN_CHOICES = (PIN_NONE, PIN_AUTO, PIN_DROPIN, PIN_LABEL)
+# The statuses of images a pin covers: the node has them.
+_ON_NODE = (PRESENT, PULLED)
 
 
 class DiskGuardRefused(CollectionError):
@@ -106,6 +126,8 @@ class PrefetchRequest:
         for name in _ABOVE_ZERO:
             if params[name] <= 0:
                 raise CollectionError(f"{name} must be above 0, got {params[name]}")
+        if params["pin"] in (PIN_AUTO, PIN_DROPIN) and params["crio_reload"] == "signal" and not params["crio_pid_file"]:
+            raise CollectionError("crio_reload=signal needs crio_pid_file")
         progress_dir = os.path.dirname(os.path.abspath(params["progress_file"] or "."))
         if params["progress_file"] and not os.path.isdir(progress_dir):
             raise CollectionError(f"progress_file: directory {progress_dir} does not exist")
@@ -142,14 +164,14 @@ def _options(params: Mapping[str, Any], check_mode: bool, image_fs: Optional[str
     )
 
 
-def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], options: PrefetchOptions,
+def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Optional[str],
                missing: List[ImageRef]) -> Tuple[Optional[dict], dict]:
     """(the guard's report or None when off, {image: (error, kind)} of unreadable manifests); raise
     DiskGuardRefused before any pull when the missing images do not fit."""
     mode = params["disk_guard"]
     if mode == "off":
         return None, {}
-    path = params["image_store_path"] or options.image_fs
+    path = params["image_store_path"] or image_fs
     try:
         total, free = filesystem_stats(path)  # type: ignore[arg-type]  # None is caught as TypeError
     except (OSError, TypeError) as err:
@@ -162,7 +184,8 @@ def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], options: Pre
     estimator = None
     if mode == "estimate" and missing:
         with RegistryClient(params["registry_timeout"], params["registry_certs_dirs"]) as registry_client:
-            estimator = PullEstimator(registry_client, request.registries, request.auth_config, options,
+            retry = RetryPolicy(params["retries"], params["retry_delay"], max_delay=params["retry_max_delay"])
+            estimator = PullEstimator(registry_client, request.registries, request.auth_config, retry,
                                       request.platform)
             manifests, unreadable = estimator.read(missing)
     try:
@@ -186,6 +209,44 @@ def _locked(request: PrefetchRequest, params: Mapping[str, Any]) -> Optional[Nod
     return NodeLock(lock_file, params["run_id"]).acquire()
 
 
+def pin_method(wanted: str, runtime: Mapping[str, Any]) -> str:
+    """The method a run pins with: ``auto`` is the drop-in on CRI-O, the image label on containerd 1.7.3 and
+    later, none on anything else (older containerd stores the label but does not honour it)."""
+    if wanted != PIN_AUTO:
+        return wanted
+    if runtime.get("runtime_name") == "cri-o":
+        return PIN_DROPIN
+    if runtime.get("runtime_name") == "containerd" and runtime_problem(dict(runtime)) is None:
+        return PIN_LABEL
+    return PIN_NONE
+
+
+def pin_images(client: Any, request: PrefetchRequest, params: Mapping[str, Any], method: str, images: List[dict],
+               run_command: Optional[RunCommand]) -> Tuple[Dict[str, Any], Optional[dict], List[str]]:
+    """Pin the requested images with ``method`` once every one is on the node (the same step as
+    ``crio_pinned_images`` / ``containerd_pinned_images``), else leave the pins as they are.
+
+    Returns (the result's ``pin``: ``method``, ``ran``, ``changed``, ``images``, ``path``, ``reloaded``,
+    ``records``; the pin's diff or None; warnings). Raises the pin step's CollectionError.
+    """
+    pin: Dict[str, Any] = dict(method=method, ran=False, changed=False, images=[], path=None, reloaded=False,
+                               records=None)
+    if method == PIN_NONE or any(entry["status"] not in _ON_NODE for entry in images):
+        return pin, None, []
+    names = [str(ref) for ref in request.refs]
+    if method == PIN_DROPIN:
+        dropin = DropinSettings(params["dropin_path"], params["crio_reload"], params["crio_pid_file"])
+        done = pin_dropin(validate_images(names, params["require_digest"]), dropin, request.check_mode,
+                          lambda wanted: missing_images(client, wanted), run_command)
+        pin.update(ran=True, changed=done["changed"], images=done["images"], path=done["path"],
+                   reloaded=done["reloaded"])
+        return pin, done["diff"], []
+    label = LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"])
+    done = pin_labels(client, validate_images(names, params["require_digest"]), label, request.check_mode)
+    pin.update(ran=True, changed=done["changed"], images=done["images"], records=done["records"])
+    return pin, done["diff"], done["warnings"]
+
+
 @dataclass(frozen=True)
 class PrefetchOutcome:
     """The module's result, the pull's warnings and the failure message (None when every image is there)."""
@@ -193,30 +254,55 @@ class PrefetchOutcome:
     result: Dict[str, Any]
     warnings: List[str]
     failure: Optional[str]
+    # The pin failed (after the pulls, which the result reports): the task fails whatever fail_on_error is.
+    pin_failure: Optional[str] = None
 
 
 def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool = False,
-                 client_factory: Callable[[Any], Any] = CriClient.from_params) -> PrefetchOutcome:
-    """Lock the node, find the present images, guard the disk, pull the rest; the module's result."""
+                 client_factory: Optional[Callable[[Any], Any]] = None,
+                 run_command: Optional[RunCommand] = None) -> PrefetchOutcome:
+    """Lock the node, find the present images, guard the disk, pull the rest, pin; the module's result.
+
+    ``client_factory(params)`` opens the runtime (default: a containerd client when the pin may set the
+    label, else a CRI client); ``run_command(argv) -> (rc, out, err)`` runs ``systemctl`` for a CRI-O reload.
+    """
+    if client_factory is None:
+        labels = params["pin"] in (PIN_AUTO, PIN_LABEL)
+        client_factory = ContainerdClient.from_params if labels else CriClient.from_params
+    open_client: Callable[[Any], Any] = client_factory
     lock = _locked(request, params)
     started = time.monotonic()
+    pin_diff: Optional[dict] = None
+    pin_warnings: List[str] = []
+    pin_failure: Optional[str] = None
     try:
-        with client_factory(params) as client:
+        with open_client(params) as client:
             runtime = dict(client.version(), endpoint=client.endpoint)
             filesystems = client.image_fs_info()
-            options = _options(params, request.check_mode, filesystems[0]["mountpoint"] if filesystems else None)
+            image_fs = filesystems[0]["mountpoint"] if filesystems else None
             present = find_present(client, list(request.refs))
             missing = [ref for ref in request.refs if str(ref) not in present]
-            guard, unreadable = guard_disk(request, params, options, missing)
-            report = prefetch(client, list(request.refs), request.auth_for, options, present, unreadable)
+            guard, unreadable = guard_disk(request, params, image_fs, missing)
+            report = prefetch(client, list(request.refs), request.auth_for,
+                              _options(params, request.check_mode, image_fs), present, unreadable)
+            method = pin_method(params["pin"], runtime)
+            try:
+                pin, pin_diff, pin_warnings = pin_images(client, request, params, method, report["images"],
+                                                         run_command)
+            except CollectionError as err:
+                # A drop-in written before a failed reload did change the node.
+                pin = dict(method=method, ran=True, changed=bool(err.details.get("changed")), images=[], path=None,
+                           reloaded=False, records=None, error=err.message)
+                pin_failure = f"pinning with the {method} method failed: {err.message}"
     finally:
         if lock is not None:
             lock.release()
     totals = dict(report["totals"], seconds=round(time.monotonic() - started, 3))
-    result: Dict[str, Any] = dict(changed=totals[PULLED] > 0 or totals[WOULD_PULL] > 0, images=report["images"],
-                                  totals=totals, runtime=runtime)
+    result: Dict[str, Any] = dict(changed=totals[PULLED] > 0 or totals[WOULD_PULL] > 0 or pin["changed"],
+                                  images=report["images"], totals=totals, runtime=runtime, pin=pin)
     if diff:
-        result["diff"] = image_diff(report["images"])
+        # Ansible shows a list of diffs one after the other.
+        result["diff"] = image_diff(report["images"]) if pin_diff is None else [image_diff(report["images"]), pin_diff]
     if guard is not None:
         result["disk_guard"] = guard
-    return PrefetchOutcome(result, report["warnings"], failure_message(report["images"]))
+    return PrefetchOutcome(result, report["warnings"] + pin_warnings, failure_message(report["images"]), pin_failure)

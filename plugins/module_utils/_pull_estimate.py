@@ -6,8 +6,8 @@
 
 Pull sources come from registries.conf (mirrors first, then the primary location) and credentials per source
 follow the reference rules (see _registries_conf.credentials_for_source). A mirror that lacks the image or cannot
-be reached is skipped, as the runtime would skip it; the primary location's transient errors are retried with
-the prefetch backoff.
+be reached is skipped, as the runtime would skip it; the primary location's transient errors are retried as its
+``RetryPolicy`` says (the prefetch gives its own retry options).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from __future__ import annotations
 import ipaddress
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
 
 from ansible_collections.pinned.images.plugins.module_utils._errors import AUTH, INVALID, NOT_FOUND, UNAVAILABLE, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._registries_conf import RegistriesConfError, credentials_for_source
@@ -55,14 +57,39 @@ def error_kind(err: Exception) -> str:
     return INVALID
 
 
+class RetrySchedule(Protocol):
+    """What the estimator needs of a retry policy: ``RetryPolicy`` (``PrefetchOptions`` has the same two)."""
+
+    @property
+    def retries(self) -> int: ...
+
+    def backoff(self, failed_attempts: int) -> float: ...
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often the primary location's transient errors are retried, and the delay before the ``n``-th retry:
+    ``delay * factor ** (n - 1)``, at most ``max_delay`` seconds."""
+
+    retries: int = 0
+    delay: float = 1.0
+    factor: float = 2.0
+    max_delay: float = 10.0
+
+    def backoff(self, failed_attempts: int) -> float:
+        """Seconds to wait after ``failed_attempts`` failed attempts."""
+        return min(self.delay * self.factor ** (failed_attempts - 1), self.max_delay)
+
+
 class PullEstimator:
     """Reads manifests for a set of images; ``requests`` and ``seconds`` measure the overhead."""
 
-    def __init__(self, registry_client, registries, docker_config, options, platform=None, sleep=time.sleep):
+    def __init__(self, registry_client, registries, docker_config, retry: RetrySchedule, platform=None,
+                 sleep=time.sleep) -> None:
         self.client = registry_client
         self.registries = registries
         self.docker_config = docker_config
-        self.options = options
+        self.retry = retry
         self.platform = platform
         self.sleep = sleep
         self.seconds = 0.0
@@ -92,7 +119,7 @@ class PullEstimator:
                 ref, self.registries, self.docker_config,
                 lambda source, credentials, insecure: self.client.manifest_info(
                     source.reference, credentials, insecure, self.platform),
-                self.options.retries, self.options.backoff, self.sleep)
+                self.retry.retries, self.retry.backoff, self.sleep)
         except RegistriesConfError as err:
             return None, (str(err), INVALID)
         except SourcesFailedError as err:

@@ -172,22 +172,14 @@ runtime:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pinned.images.plugins.module_utils._containerd_client import CRI_NAMESPACE, ContainerdClient
-from ansible_collections.pinned.images.plugins.module_utils._containerd_pins import (
-    NotReportedError,
-    sync_containerd_pins,
-    validate_images,
-)
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
-    CRI_CLIENT_ARGUMENT_SPEC,
-    CriError,
-)
+from ansible_collections.pinned.images.plugins.module_utils._containerd_pins import run_containerd_pinned_images
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._pool_selection import (
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
     SELECTION_REQUIRED_BY,
-    wanted_images,
 )
 
 
@@ -200,8 +192,8 @@ def main():
         old_runtime=dict(type="str", default="fail", choices=["fail", "warn"]),
         containerd_namespace=dict(type="str", default=CRI_NAMESPACE),
         settle_timeout=dict(type="float", default=10.0),
+        **CRI_CLIENT_ARGUMENT_SPEC,
     )
-    argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     module = AnsibleModule(
         argument_spec=argument_spec,
         supports_check_mode=True,
@@ -209,37 +201,22 @@ def main():
         required_by=SELECTION_REQUIRED_BY,
         required_if=[("state", "present", ("images", "sets"), True)],
     )
-    params = module.params
-    result = dict(changed=False, images=[], pinned=[], unchanged=[], unpinned=[], missing=[],
+    failed = dict(changed=False, images=[], pinned=[], unchanged=[], unpinned=[], missing=[],
                   records=dict(pinned=[], unpinned=[]), set_names=[])
 
-    images = []
-    if params["state"] == "present":
-        try:
-            images, result["set_names"] = wanted_images(
-                params["images"], params["sets"], params["pools"], params["node_labels"],
-                lambda names: validate_images(names, require_digest=params["require_digest"]),
-            )
-        except CollectionError as exc:
-            fail_json_from(module, exc, **result)
-    require_node_deps(module, **result)
+    def connect():
+        # After the input is checked, so that bad input is reported as such on a node without grpcio too.
+        require_node_deps(module, **failed)
+        return ContainerdClient.from_params(module.params)
 
     try:
-        with ContainerdClient.from_params(params) as client:
-            outcome = sync_containerd_pins(client, images, state=params["state"], check_mode=module.check_mode,
-                                           force=params["force"], old_runtime=params["old_runtime"],
-                                           settle_timeout=params["settle_timeout"])
-    except (CriError, NotReportedError) as exc:
-        fail_json_from(module, exc, prefix="cannot pin on containerd: ", **result)
+        result = run_containerd_pinned_images(module.params, module.check_mode, connect)
     except CollectionError as exc:
-        fail_json_from(module, exc, **result)
-
-    for warning in outcome.pop("warnings"):
+        fail_json_from(module, exc, **failed)
+    for warning in result.pop("warnings"):
         module.warn(warning)
-    diff = outcome.pop("diff")
-    result.update(outcome)
-    if module._diff:
-        result["diff"] = diff
+    if not module._diff:
+        del result["diff"]
     module.exit_json(**result)
 
 

@@ -157,17 +157,11 @@ missing:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import (
-    CRI_CLIENT_ARGUMENT_SPEC,
-    CriClient,
-    CriError,
-)
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
     DEFAULT_PATH,
-    ReloadError,
     missing_images,
-    sync_pinned_images,
-    validate_pinned_images,
+    run_crio_pinned_images,
 )
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
@@ -175,7 +169,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pool_selection impo
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
     SELECTION_REQUIRED_BY,
-    wanted_images,
 )
 
 
@@ -188,8 +181,8 @@ def main():
         force=dict(type="bool", default=False),
         reload=dict(type="str", default="systemd", choices=["none", "systemd", "signal"]),
         pid_file=dict(type="path"),
+        **CRI_CLIENT_ARGUMENT_SPEC,
     )
-    argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     module = AnsibleModule(
         argument_spec=argument_spec,
         supports_check_mode=True,
@@ -198,56 +191,23 @@ def main():
         required_if=[("reload", "signal", ("pid_file",)), ("state", "present", ("images", "sets"), True)],
     )
     params = module.params
-    path = params["path"]
-    result = dict(changed=False, path=path, images=[], set_names=[], reloaded=False)
-
-    images, set_names = [], []
-    if params["state"] == "present":
-        try:
-            images, set_names = wanted_images(
-                params["images"],
-                params["sets"],
-                params["pools"],
-                params["node_labels"],
-                lambda names: validate_pinned_images(names, require_digest=params["require_digest"]),
-            )
-        except CollectionError as exc:
-            fail_json_from(module, exc, **result)
-    result["set_names"] = set_names
+    failed = dict(changed=False, path=params["path"], images=[], set_names=[], reloaded=False)
 
     def check_presence(wanted):
-        require_node_deps(module, **result)
+        # grpcio is needed only when the file changes: an unchanged drop-in is checked without it.
+        require_node_deps(module, **failed)
         with CriClient.from_params(params) as client:
             return missing_images(client, wanted)
 
     def run_command(argv):
-        systemctl = module.get_bin_path(argv[0], required=True)
-        return module.run_command([systemctl] + list(argv[1:]))
+        return module.run_command([module.get_bin_path(argv[0], required=True)] + list(argv[1:]))
 
     try:
-        outcome = sync_pinned_images(
-            path,
-            images,
-            state=params["state"],
-            check_mode=module.check_mode,
-            force=params["force"],
-            check_presence=check_presence,
-            reload=params["reload"],
-            run_command=run_command,
-            pid_file=params["pid_file"],
-        )
-    except CriError as exc:
-        fail_json_from(module, exc, prefix="cannot check that the images are present: ", **result)
-    except ReloadError as exc:
-        partial = exc.result or {}
-        result.update(changed=partial.get("changed", True), images=partial.get("images", images))
-        module.fail_json(msg=f"{path} was written, but CRI-O was not reloaded: {exc}", **result)
+        result = run_crio_pinned_images(params, module.check_mode, check_presence, run_command)
     except CollectionError as exc:
-        fail_json_from(module, exc, **result)
-
-    result.update(changed=outcome["changed"], images=outcome["images"], reloaded=outcome["reloaded"])
-    if module._diff:
-        result["diff"] = outcome["diff"]
+        fail_json_from(module, exc, **failed)
+    if not module._diff:
+        del result["diff"]
     module.exit_json(**result)
 
 

@@ -140,10 +140,64 @@ options:
       - A name for this run, written to O(progress_file) and O(lock_file) and shown to a second run that finds the
         lock taken. The C(pinned.images.node) role gives each run its own.
     type: str
+  pin:
+    description:
+      - Pin the images once every one of them is on the node (present, or pulled by this run), in the same run.
+        While any image is missing, failed or would be pulled (check mode), the pins are left as they are.
+      - V(dropin) writes the CRI-O drop-in O(dropin_path) as M(pinned.images.crio_pinned_images) does, and makes
+        CRI-O reload it (O(crio_reload)) when it changed. V(label) sets the image label
+        C(io.cri-containerd.pinned=pinned) as M(pinned.images.containerd_pinned_images) does (O(old_runtime),
+        O(settle_timeout)). The pins hold exactly the requested images.
+      - V(auto) picks by the runtime the CRI C(Version) call names, the drop-in on CRI-O, the label on containerd
+        1.7.3 and later, and no pin on anything else (older containerd stores the label but does not honour it).
+      - V(none) leaves pinning to the other modules.
+      - RV(pin) reports the method and what changed; a failed pin fails the task, whatever O(fail_on_error) says.
+    type: str
+    choices: [none, auto, dropin, label]
+    default: none
+    version_added: 0.2.0
+  dropin_path:
+    description:
+      - The CRI-O drop-in file for O(pin=dropin).
+    type: path
+    default: /etc/crio/crio.conf.d/50-pinned-images
+    version_added: 0.2.0
+  crio_reload:
+    description:
+      - How CRI-O is made to read a changed drop-in, once, in this run (not in check mode), as
+        M(pinned.images.crio_pinned_images)'s C(reload) does.
+      - V(systemd) runs C(systemctl reload crio); V(signal) sends SIGHUP to the process whose id is in
+        O(crio_pid_file); V(none) leaves it to you.
+    type: str
+    choices: [none, systemd, signal]
+    default: systemd
+    version_added: 0.2.0
+  crio_pid_file:
+    description:
+      - File holding the CRI-O process id, for O(crio_reload=signal).
+    type: path
+    version_added: 0.2.0
+  old_runtime:
+    description:
+      - What O(pin=label) does on containerd older than 1.7.3, which stores the label but does not honour it.
+        V(fail) fails, V(warn) sets the labels anyway and warns. O(pin=auto) never picks the label there.
+    type: str
+    choices: [fail, warn]
+    default: fail
+    version_added: 0.2.0
+  settle_timeout:
+    description:
+      - Seconds to wait, after the label changed, until CRI reports the images as pinned.
+    type: float
+    default: 10.0
+    version_added: 0.2.0
 notes:
-  - Pinning is separate; see M(pinned.images.crio_pinned_images).
+  - Without O(pin), pinning is separate; see M(pinned.images.crio_pinned_images) and
+    M(pinned.images.containerd_pinned_images).
 seealso:
   - module: pinned.images.cri_image_info
+  - module: pinned.images.crio_pinned_images
+  - module: pinned.images.containerd_pinned_images
 """
 
 EXAMPLES = r"""
@@ -321,6 +375,48 @@ disk_guard:
       30.0 GiB free of 120.0 GiB, reserve 16.0 GiB; largest: ...
     registry_requests: 14
     estimate_seconds: 0.8
+pin:
+  description:
+    - The pinning step (O(pin)).
+  returned: always
+  type: dict
+  version_added: 0.2.0
+  contains:
+    method:
+      description: V(dropin), V(label) or V(none) (O(pin=auto) resolved for the runtime).
+      type: str
+    ran:
+      description: Whether the pin step ran (false with V(none), or while some image is not on the node).
+      type: bool
+    changed:
+      description: Whether the pins changed (or would, in check mode).
+      type: bool
+    images:
+      description: The pinned images (sorted); empty when the step did not run.
+      type: list
+      elements: str
+    path:
+      description: The drop-in file (V(dropin)), else null.
+      type: str
+    reloaded:
+      description: Whether CRI-O was told to reload (V(dropin)).
+      type: bool
+    records:
+      description: The containerd image records labelled (C(pinned)) and unlabelled (C(unpinned)) (V(label)), else null.
+      type: dict
+    error:
+      description: Why the pin failed (then the task fails).
+      type: str
+      returned: on a failed pin
+  sample:
+    method: dropin
+    ran: true
+    changed: true
+    images:
+      - quay.io/org/app@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9
+    path: /etc/crio/crio.conf.d/50-pinned-images
+    reloaded: true
+    records: null
 error_kind:
   description:
     - When the module fails before pulling because of the runtime (socket missing, permission, deadline), the kind of
@@ -345,7 +441,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._prefetch_run import PrefetchRequest, run_prefetch
+from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH
+from ansible_collections.pinned.images.plugins.module_utils._prefetch_run import PIN_CHOICES, PIN_NONE, PrefetchRequest, run_prefetch
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import REGISTRY_ARGUMENT_SPEC
 
 
@@ -368,6 +465,12 @@ def _argument_spec() -> dict:
         progress_file=dict(type="path"),
         lock_file=dict(type="path"),
         run_id=dict(type="str"),
+        pin=dict(type="str", choices=list(PIN_CHOICES), default=PIN_NONE),
+        dropin_path=dict(type="path", default=DEFAULT_PATH),
+        crio_reload=dict(type="str", choices=["none", "systemd", "signal"], default="systemd"),
+        crio_pid_file=dict(type="path"),
+        old_runtime=dict(type="str", choices=["fail", "warn"], default="fail"),
+        settle_timeout=dict(type="float", default=10.0),
     )
     spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     spec.update(REGISTRY_ARGUMENT_SPEC)
@@ -382,13 +485,15 @@ def main():
         module.no_log_values.update(request.secrets)
         for warning in request.warnings:
             module.warn(warning)
-        outcome = run_prefetch(request, module.params, diff=module._diff)
+        outcome = run_prefetch(request, module.params, diff=module._diff, run_command=lambda argv: module.run_command(
+            [module.get_bin_path(argv[0], required=True)] + list(argv[1:])))
     except CollectionError as err:
         fail_json_from(module, err)
     for warning in outcome.warnings:
         module.warn(warning)
-    if outcome.failure and module.params["fail_on_error"]:
-        module.fail_json(msg=outcome.failure, **outcome.result)
+    failure = outcome.pin_failure or (outcome.failure if module.params["fail_on_error"] else None)
+    if failure:
+        module.fail_json(msg=failure, **outcome.result)
     module.exit_json(**outcome.result)
 
 

@@ -15,8 +15,9 @@ description:
   - Every O(interval) seconds it reads the job's O(progress_file) and prints a line (images done of total, GiB,
     seconds elapsed) whenever the progress changed.
   - Removes the job's result file from the node once it has read it.
-  - This module is implemented by an action plugin on the controller; it runs
-    C(ansible.builtin.async_status) and C(ansible.builtin.slurp) on the node.
+  - This module is implemented by an action plugin on the controller; it reads the job's result file (as
+    C(ansible.builtin.async_status) does) and the progress file with one C(cat) command each over the connection,
+    so a check costs a round trip, not a module run on the node.
 author:
   - pinned.images developers (@pinned-images)
 extends_documentation_fragment:
@@ -58,7 +59,7 @@ options:
   poll:
     description: Seconds between two checks whether the job has ended.
     type: float
-    default: 0.5
+    default: 0.25
   timeout:
     description: Seconds after which the task fails when the job has not ended (the job itself goes on).
     type: float

@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -239,6 +240,21 @@ def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, 
     assert recap == {"cp-0": "0", "worker-0": "0", "worker-1": "0"}
     for node in ("worker-0", "worker-1"):
         assert cri_pinned(mlab, node) == {image: True for image in images}, node
+
+    # Only the pins differ (cp-0's drop-in gone, worker-0's labels removed by hand): the check finds it, and one call
+    # pins again, pulling nothing; worker-1 stays untouched.
+    dropin = Path(mlab.state["nodes"][OLD]["root"]).parent / "crio.conf.d" / "50-pinned-images"
+    dropin.unlink()
+    with ContainerdClient(socket(mlab, NEW)) as client:
+        for record in client.list_records():
+            if PIN_LABEL in record["labels"]:
+                client.update_labels(record, {}, [PIN_LABEL, OWNER_LABEL])
+        wait_reported(client, {image: False for image in images}, 10)
+    proc, nodes = run_prefetch_playbook(mlab, tmp_path, images)
+    recap = dict(re.findall(r"^((?:cp|worker)-\d+)\s+: ok=\d+\s+changed=(\d+)", proc.stdout, re.MULTILINE))
+    assert recap == {"cp-0": "1", "worker-0": "1", "worker-1": "0"}
+    assert [(row["changed"], row["pulled"]) for _, row in sorted(nodes.items())] == [(True, 0), (True, 0), (False, 0)]
+    assert dropin.exists() and cri_pinned(mlab, NEW) == {image: True for image in images}
 
     # node_pin auto everywhere: the 1.6 node prefetches only.
     _proc, nodes = run_prefetch_playbook(mlab, tmp_path, images, node_pin="auto")

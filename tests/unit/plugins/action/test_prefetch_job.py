@@ -1,9 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""prefetch_job: follows a job through async_status and the progress file, with the node calls scripted."""
+"""prefetch_job: follows a job through its result file and the progress file, with the node's commands scripted."""
 
 from __future__ import annotations
 
-import base64
 import importlib
 import json
 from unittest import mock
@@ -26,26 +25,28 @@ def fixture_prefetch_job(monkeypatch):
     return importlib.import_module("ansible_collections.pinned.images.plugins.action.prefetch_job")
 
 
-def progress(done: int, run_id: str = "run-1") -> dict:
-    content = json.dumps(dict(run_id=run_id, total=4, done=done, bytes=3 * 1073741824 // 2, elapsed=7.9))
-    return dict(content=base64.b64encode(content.encode()).decode())
+def progress(done: int, run_id: str = "run-1") -> str:
+    return json.dumps(dict(run_id=run_id, total=4, done=done, bytes=3 * 1073741824 // 2, elapsed=7.9))
 
 
 class Node:
-    """Answers async_status with the scripted statuses, slurp with the scripted progress files, in order."""
+    """Answers ``cat`` of the job's result file with the scripted statuses (dicts as JSON, text as it is, None as a
+    missing file) and of the progress file with the scripted texts, in order; ``rm -f`` succeeds."""
 
     def __init__(self, statuses, reads):
         self.statuses = list(statuses)
         self.reads = list(reads)
-        self.calls = []
+        self.commands = []
 
-    def __call__(self, module_name, module_args=None, task_vars=None):
-        self.calls.append((module_name, dict(module_args)))
-        if module_name == "ansible.legacy.slurp":
-            return self.reads.pop(0)
-        if module_args.get("mode") == "cleanup":
-            return dict(erased="x")
-        return self.statuses.pop(0)
+    def __call__(self, cmd, sudoable=True, **kwargs):
+        self.commands.append(cmd)
+        verb, path = cmd.split(" ", 1) if not cmd.startswith("rm -f ") else ("rm", cmd[len("rm -f "):])
+        if verb == "rm":
+            return dict(rc=0, stdout="", stderr="")
+        text = self.reads.pop(0) if path == "/p.json" else self.statuses.pop(0)
+        if text is None:
+            return dict(rc=1, stdout="", stderr="cat: no such file")
+        return dict(rc=0, stdout=text if isinstance(text, str) else json.dumps(text), stderr="")
 
 
 def follow(prefetch_job, node: Node, **args):
@@ -53,10 +54,9 @@ def follow(prefetch_job, node: Node, **args):
     task.args = dict(dict(jid="j1", progress_file="/p.json", run_id="run-1", interval=0.01, poll=0.01), **args)
     action = prefetch_job.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
                                        shared_loader_obj=None)
-    action._execute_module = node  # pylint: disable=protected-access
-    action._remote_expand_user = lambda path: path  # pylint: disable=protected-access
+    action._low_level_execute_command = node  # pylint: disable=protected-access
+    action._remote_expand_user = lambda path: path.replace("~", "/root")  # pylint: disable=protected-access
     action.get_shell_option = lambda name, default=None: default
-    action._remove_tmp_path = lambda path: None  # pylint: disable=protected-access
     shown = []
     with mock.patch.object(prefetch_job.display, "display", shown.append):
         result = action.run(task_vars={"inventory_hostname": "w-1"})
@@ -72,29 +72,32 @@ def test_follows_until_the_job_ends_prints_changes_once_and_cleans_up(prefetch_j
     monkeypatch.setattr(prefetch_job.time, "sleep", lambda seconds: None)
     ticks = iter(range(100))
     monkeypatch.setattr(prefetch_job.time, "monotonic", lambda: next(ticks))
-    running = dict(started=1, finished=0, ansible_job_id="j1")
-    done = dict(started=1, finished=1, ansible_job_id="j1", changed=True, totals={"pulled": 4}, images=[])
-    node = Node([running, running, running, done], [progress(1), progress(1), progress(3, run_id="other")])
+    running = dict(started=1, finished=0, ansible_job_id="j1", results_file="/root/.ansible_async/j1")
+    # The async wrapper replaces its first record by the module's own result when the job ends.
+    done = dict(changed=True, totals={"pulled": 4}, images=[], invocation={"module_args": {}})
+    node = Node([running, "", running, done], [progress(1), progress(1), progress(3, run_id="other")])
     result, shown = follow(prefetch_job, node)
     assert shown == ["w-1: 1/4 images, 1.500 GiB, 7 s elapsed"]
     assert result["totals"] == {"pulled": 4} and result["changed"] is True
-    assert "finished" not in result and "ansible_job_id" not in result
+    assert not {"finished", "started", "ansible_job_id", "results_file", "invocation"} & set(result)
     assert (result["status_checks"], result["progress_reads"]) == (4, 3)
-    cleanup = dict(jid="j1", _async_dir="~/.ansible_async", mode="cleanup")
-    assert node.calls[-1] == ("ansible.legacy.async_status", cleanup)
+    assert node.commands[0] == "cat /root/.ansible_async/j1"
+    assert node.commands[-1] == "rm -f /root/.ansible_async/j1"
 
 
 def test_a_failed_job_is_the_result(prefetch_job):
-    failed = dict(started=1, finished=1, failed=True, msg="could not connect")
+    failed = dict(failed=True, msg="could not connect")
     result, _shown = follow(prefetch_job, Node([failed], []))
     assert result["failed"] and result["msg"] == "could not connect"
 
 
-def test_an_unknown_job_is_reported_without_cleanup(prefetch_job):
-    node = Node([dict(failed=True, msg="could not find job")], [])
+@pytest.mark.parametrize("status, message", [(None, "could not find job j1"),
+                                             ("{not json", "could not parse the result of job j1")])
+def test_an_unknown_or_unreadable_job_is_reported_without_cleanup(prefetch_job, status, message):
+    node = Node([status], [])
     result, _shown = follow(prefetch_job, node)
-    assert result["msg"] == "could not find job"
-    assert [call for call in node.calls if call[1].get("mode") == "cleanup"] == []
+    assert result["failed"] and result["msg"].startswith(message)
+    assert not [cmd for cmd in node.commands if cmd.startswith("rm")]
 
 
 def test_a_job_that_outlasts_the_timeout_fails_and_is_not_cleaned_up(prefetch_job, monkeypatch):
@@ -105,4 +108,4 @@ def test_a_job_that_outlasts_the_timeout_fails_and_is_not_cleaned_up(prefetch_jo
     with pytest.raises(Exception, match="did not end within 25 s") as info:
         follow(prefetch_job, node, timeout=25)
     assert type(info.value).__name__ == "AnsibleActionFail"
-    assert all(call[1].get("mode") != "cleanup" for call in node.calls)
+    assert not [cmd for cmd in node.commands if cmd.startswith("rm")]

@@ -11,18 +11,22 @@ import tomllib
 
 import pytest
 
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
     DEFAULT_PATH,
+    DropinSettings,
     MissingImagesError,
     PinnedImagesError,
     ReloadError,
     missing_images,
+    pin_dropin,
     reload_crio,
     render_pinned_images,
     same_content,
     sync_pinned_images,
     validate_pinned_images,
 )
+from ansible_collections.pinned.images.plugins.module_utils._errors import UNAVAILABLE, CollectionError
 
 A = "quay.io/openshift-release-dev/ocp-release@sha256:" + "0" * 64
 B = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + "1" * 64
@@ -215,7 +219,19 @@ def test_reload_failure_carries_the_result(tmp_path):
     with pytest.raises(ReloadError) as info:
         sync_pinned_images(str(path), [A], reload="systemd", run_command=lambda argv: (1, "", "Unit crio.service not loaded."))
     assert "rc=1" in str(info.value) and "not loaded" in str(info.value)
+    assert str(info.value).startswith(f"{path} was written, but CRI-O was not reloaded: ")
     assert info.value.result["changed"] and path.exists()
+    assert info.value.details == {"changed": True, "images": [A]}
+
+
+def test_a_cri_error_of_the_presence_check_names_the_check(tmp_path):
+    def presence(images):
+        raise CriError("connection refused", UNAVAILABLE)
+
+    with pytest.raises(CollectionError) as info:
+        pin_dropin([A], DropinSettings(str(tmp_path / "50-pinned-images")), False, presence, None)
+    assert str(info.value) == "cannot check that the images are present: connection refused"
+    assert info.value.details == {"error_kind": UNAVAILABLE} and not (tmp_path / "50-pinned-images").exists()
 
 
 def test_reload_by_signal(tmp_path):

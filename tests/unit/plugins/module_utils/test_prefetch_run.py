@@ -10,11 +10,13 @@ import pytest
 
 from fixtures.scripted_runtime import ScriptedRuntime
 
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._errors import LOCKED, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLock, NodeLockError
 from ansible_collections.pinned.images.plugins.module_utils._prefetch_run import (
     DiskGuardRefused,
     PrefetchRequest,
+    pin_method,
     run_prefetch,
 )
 
@@ -33,19 +35,25 @@ def params(tmp_path, **overrides):
         expansion_factor=2.0, image_store_path=None, platform=None, progress_file=None, lock_file=None, run_id="r1",
         auth_file=str(tmp_path / "auth.json"), registries_conf=str(tmp_path / "registries.conf"), registry_mirrors=[],
         registry_certs_dirs=[], registry_timeout=5.0, cri_socket=None, cri_connect_timeout=1.0, cri_timeout=1.0,
+        pin="none", dropin_path=str(tmp_path / "50-pinned-images"), crio_reload="none", crio_pid_file=None,
+        old_runtime="fail", settle_timeout=1.0,
     )
     base.update(overrides)
     return base
 
 
 class Runtime(ScriptedRuntime):
-    """The CRI calls run_prefetch makes; the image filesystem is ``image_fs``."""
+    """The CRI calls run_prefetch makes, and the containerd image records of the label pin; the image filesystem
+    is ``image_fs``."""
 
     endpoint = "unix:///scripted.sock"
 
-    def __init__(self, image_fs):
+    def __init__(self, image_fs, name="scripted", version="1", fail_pulls=False):
         self.image_fs = image_fs
+        self.runtime_name, self.runtime_version = name, version
+        self.fail_pulls = fail_pulls
         self.pulled = []
+        self.labels = {}
 
     def image_fs_info(self):
         return [dict(mountpoint=self.image_fs)]
@@ -54,11 +62,21 @@ class Runtime(ScriptedRuntime):
         return [dict(id="sha256:1", repo_tags=[], repo_digests=[PRESENT], size=1, pinned=False)]
 
     def image_status(self, image):
-        return dict(id=image, repo_tags=[], repo_digests=[], size=7, pinned=False) if image != MISSING else None
+        if image == MISSING and image not in self.pulled:
+            return None
+        return dict(id=image, repo_tags=[], repo_digests=[image], size=7, pinned=bool(self.labels.get(image)))
 
     def pull_image(self, image, auth=None, timeout=None):
+        if self.fail_pulls:
+            raise CriError("scripted failure")
         self.pulled.append(image)
         return "sha256:pulled"
+
+    def list_records(self):
+        return [dict(name=name, labels=dict(self.labels.get(name, {}))) for name in [PRESENT, *self.pulled]]
+
+    def update_labels(self, record, labels, keys):
+        self.labels[record["name"]] = dict(labels)
 
 
 def test_every_option_is_checked_before_the_runtime(tmp_path):
@@ -98,3 +116,81 @@ def test_a_held_lock_fails_with_the_locked_kind(tmp_path):
         assert info.value.details == {"error_kind": LOCKED}
     finally:
         held.release()
+
+
+@pytest.mark.parametrize("wanted, runtime, method", [
+    ("auto", dict(runtime_name="cri-o", runtime_version="1.31.0"), "dropin"),
+    ("auto", dict(runtime_name="containerd", runtime_version="1.7.24~ds1"), "label"),
+    ("auto", dict(runtime_name="containerd", runtime_version="v1.7.3"), "label"),
+    ("auto", dict(runtime_name="containerd", runtime_version="1.6.20~ds1"), "none"),
+    ("auto", dict(runtime_name="other", runtime_version="9.9.9"), "none"),
+    ("dropin", dict(runtime_name="containerd", runtime_version="1.6.20"), "dropin"),
+    ("label", dict(runtime_name="cri-o", runtime_version="1.31.0"), "label"),
+    ("none", dict(runtime_name="cri-o", runtime_version="1.31.0"), "none"),
+])
+def test_the_pin_method_follows_the_runtime(wanted, runtime, method):
+    assert pin_method(wanted, runtime) == method
+
+
+def run(tmp_path, runtime, check_mode=False, run_command=None, **overrides):
+    options = params(tmp_path, **overrides)
+    request = PrefetchRequest.from_params(options, check_mode)
+    return run_prefetch(request, options, diff=True, client_factory=lambda _params: runtime, run_command=run_command)
+
+
+def test_auto_pins_crio_in_the_drop_in_after_the_pulls_and_reloads_once(tmp_path):
+    runtime, reloads = Runtime(str(tmp_path), "cri-o", "1.31.0"), []
+    dropin = tmp_path / "50-pinned-images"
+    outcome = run(tmp_path, runtime, pin="auto", crio_reload="systemd",
+                  run_command=lambda argv: reloads.append(argv) or (0, "", ""))
+    pin = outcome.result["pin"]
+    assert runtime.pulled == [MISSING] and outcome.pin_failure is None
+    assert (pin["method"], pin["ran"], pin["changed"], pin["reloaded"]) == ("dropin", True, True, True)
+    assert pin["images"] == sorted([PRESENT, MISSING]) and pin["path"] == str(dropin)
+    assert MISSING in dropin.read_text() and reloads == [["systemctl", "reload", "crio"]]
+    assert outcome.result["diff"][1]["after"] == dropin.read_text()
+
+    again = run(tmp_path, runtime, pin="auto", crio_reload="systemd", run_command=lambda argv: reloads.append(argv))
+    assert not again.result["changed"] and not again.result["pin"]["changed"] and len(reloads) == 1
+
+
+def test_check_mode_reports_the_pin_and_writes_nothing(tmp_path):
+    runtime = Runtime(str(tmp_path), "cri-o", "1.31.0")
+    runtime.pulled.append(MISSING)  # every image is on the node
+    outcome = run(tmp_path, runtime, check_mode=True, pin="dropin")
+    assert outcome.result["changed"] and outcome.result["pin"]["changed"] and outcome.result["pin"]["ran"]
+    assert not (tmp_path / "50-pinned-images").exists()
+
+
+def test_no_pin_while_an_image_is_missing(tmp_path):
+    runtime = Runtime(str(tmp_path), "cri-o", "1.31.0", fail_pulls=True)
+    outcome = run(tmp_path, runtime, pin="dropin", fail_on_error=False)
+    assert outcome.failure and outcome.pin_failure is None
+    assert outcome.result["pin"] == dict(method="dropin", ran=False, changed=False, images=[], path=None,
+                                         reloaded=False, records=None)
+    assert not (tmp_path / "50-pinned-images").exists()
+    # In check mode an image that would be pulled is not on the node either.
+    planned = run(tmp_path, Runtime(str(tmp_path), "cri-o", "1.31.0"), check_mode=True, pin="dropin")
+    assert planned.result["totals"]["would_pull"] == 1 and not planned.result["pin"]["ran"]
+
+
+def test_auto_sets_the_containerd_label(tmp_path):
+    runtime = Runtime(str(tmp_path), "containerd", "1.7.24~ds1")
+    outcome = run(tmp_path, runtime, pin="auto")
+    pin = outcome.result["pin"]
+    assert (pin["method"], pin["changed"], pin["path"]) == ("label", True, None)
+    assert sorted(pin["records"]["pinned"]) == sorted([PRESENT, MISSING])
+    assert runtime.labels[MISSING]["io.cri-containerd.pinned"] == "pinned"
+
+
+def test_a_failed_reload_fails_the_pin_but_keeps_the_pulls(tmp_path):
+    runtime = Runtime(str(tmp_path), "cri-o", "1.31.0")
+    outcome = run(tmp_path, runtime, pin="dropin", crio_reload="systemd", run_command=lambda argv: (1, "", "no crio"))
+    assert "was not reloaded" in outcome.pin_failure and "no crio" in outcome.pin_failure
+    assert outcome.result["pin"]["changed"] and outcome.result["changed"]
+    assert outcome.result["totals"]["pulled"] == 1 and (tmp_path / "50-pinned-images").exists()
+
+
+def test_a_signal_reload_needs_its_pid_file(tmp_path):
+    with pytest.raises(CollectionError, match="crio_reload=signal needs crio_pid_file"):
+        PrefetchRequest.from_params(params(tmp_path, pin="auto", crio_reload="signal"), False)

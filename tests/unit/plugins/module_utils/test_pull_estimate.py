@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._prefetch import PrefetchOptions
-from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import PullEstimator, is_loopback
+from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import PullEstimator, RetryPolicy, is_loopback
 from ansible_collections.pinned.images.plugins.module_utils._registries_conf import load_registries_conf
 from ansible_collections.pinned.images.plugins.module_utils._registry_auth import parse_docker_config
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
@@ -48,7 +47,7 @@ def estimator(outcomes, mirrors=None, auths=None, retries=2):
     registries = load_registries_conf(None, mirrors, default_path="", default_conf_d="")
     config = parse_docker_config('{"auths": %s}' % (auths or "{}"))
     client = ScriptedRegistries(outcomes)
-    return PullEstimator(client, registries, config, PrefetchOptions(retries=retries), sleep=sleeps.append), client, sleeps
+    return PullEstimator(client, registries, config, RetryPolicy(retries=retries), sleep=sleeps.append), client, sleeps
 
 
 MIRRORED = [dict(prefix="origin.example", location="origin.example", mirrors=[dict(location="mirror.example")])]
@@ -144,3 +143,9 @@ def test_loopback_sources_are_read_insecure():
     pull, client, _sleeps = estimator({"127.0.0.1:5000": [None]})
     pull.read([ref])
     assert client.calls == [("127.0.0.1:5000", None, True)]
+
+
+def test_retry_policy_doubles_up_to_its_bound():
+    policy = RetryPolicy(retries=4, delay=0.5, factor=3.0, max_delay=4.0)
+    assert [policy.backoff(n) for n in (1, 2, 3)] == [0.5, 1.5, 4.0]
+    assert RetryPolicy().retries == 0

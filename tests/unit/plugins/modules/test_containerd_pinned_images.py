@@ -131,6 +131,7 @@ def test_a_pin_cri_never_reports_fails_after_the_settle_timeout(runtime, capsys,
     monkeypatch.setattr(ScriptedContainerd, "report_pins", False)
     result = run_module(module, dict(images=[A], settle_timeout=0.2), capsys)
     assert result["rc"] == 1
+    assert result["msg"].startswith("cannot pin on containerd: the labels are written")
     assert f"CRI still reports {A} as not pinned" in result["msg"]
 
 

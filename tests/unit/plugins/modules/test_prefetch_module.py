@@ -28,6 +28,9 @@ GOOD = f"quay.io/org/app@{DIGEST}"
     (dict(images=["quay.io/org/app:latest", GOOD, "x y"]), "images[0]"),
     (dict(auth_file="/nonexistent/config.json"), "auth file /nonexistent/config.json does not exist"),
     (dict(registry_mirrors=[dict(prefix="quay.io")]), "location is unset"),
+    (dict(pin="sometimes"), "value of pin must be one of: none, auto, dropin, label"),
+    (dict(pin="auto", crio_reload="signal"), "crio_reload=signal needs crio_pid_file"),
+    (dict(pin="label", settle_timeout=0), "settle_timeout must be above 0, got 0.0"),
 ])
 def test_bad_input_fails_before_contacting_the_runtime(args, message, capsys, tmp_path):
     params = dict(dict(images=[GOOD], cri_socket=str(tmp_path / "no.sock")), **args)

@@ -1,0 +1,48 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Filters of the node role: its wanted images, the pin option, the step after the check and the node's result
+(documented in the .yml files; the logic is in ``plugin_utils/_node.py``)."""
+
+from __future__ import annotations
+
+from ansible_collections.pinned.images.plugins.plugin_utils import _node
+
+
+def node_wanted_images(images, sets):
+    """The node's own images, then those of its sets, each once."""
+    return _node.wanted_images(images, sets)
+
+
+def node_pin_option(node_pin):
+    """The prefetch module's pin option for the role's node_pin (a ValueError, which Ansible reports with the
+    template, for any other value; ansible.errors is not imported here, as it would mark a test process as the
+    controller)."""
+    return _node.pin_option(node_pin)
+
+
+def node_next_step(check, check_mode=False, deps_tried=False):
+    """deps, pull, pin or none after the check call."""
+    return _node.next_step(check, check_mode, deps_tried)
+
+
+def node_result(results, node, control_plane, check_mode, error, images, sets, started):
+    """The role's node_result from its prefetch calls."""
+    return _node.node_result(results, node, control_plane, check_mode, error, images, sets, started)
+
+
+def node_result_line(result):
+    """The line the role prints for a node."""
+    return _node.result_line(result)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "node_wanted_images": node_wanted_images,
+            "node_pin_option": node_pin_option,
+            "node_next_step": node_next_step,
+            "node_result": node_result,
+            "node_result_line": node_result_line,
+        }

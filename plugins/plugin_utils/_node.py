@@ -1,0 +1,139 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The controller-side logic of the ``pinned.images.node`` role, exposed as filters by ``plugins/filter/node.py``.
+
+The role makes at most four ``pinned.images.prefetch`` calls on a node: the check (check mode, which also says
+whether the pins would change), then either the background prefetch (its start and its end, followed by
+``prefetch_job``) or one real call that only pins. These functions read their results.
+
+Public API
+----------
+``wanted_images(images, sets) -> list``: the node's own images, then the images of its sets, each once.
+``pin_option(node_pin) -> str``: the prefetch module's ``pin`` for the role's ``node_pin``.
+``next_step(check, check_mode, deps_tried) -> str``: what the check call leaves to do: ``deps``, ``pull``, ``pin``
+or ``none``.
+``node_result(results, ...) -> dict``: the role's ``node_result`` from the calls' results.
+``result_line(result) -> str``: the one line the role prints for a node.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+# node_pin (true/false kept for the role's first values) -> the prefetch module's pin option.
+_PIN_OPTIONS = {"auto": "auto", "true": "dropin", "false": "none", "label": "label"}
+_BAD = ("failed", "skipped")
+NO_RESULT = "the prefetch ended without a result"
+DEPS, PULL, PIN, NONE = "deps", "pull", "pin", "none"
+
+
+def wanted_images(images: Sequence[str], sets: Sequence[Mapping[str, Any]]) -> List[str]:
+    """``images`` followed by the images of ``sets``, each once, in that order."""
+    out: List[str] = []
+    seen = set()
+    for name in list(images) + [image for image_set in sets for image in image_set.get("images") or []]:
+        if name not in seen:
+            seen.add(name)
+            out.append(name)
+    return out
+
+
+def pin_option(node_pin: Any) -> str:
+    """``auto`` -> ``auto``, ``true`` -> ``dropin``, ``false`` -> ``none``, ``label`` -> ``label`` (booleans and any
+    case accepted, as the role's argument spec gives them)."""
+    text = str(node_pin).lower()
+    if text not in _PIN_OPTIONS:
+        raise ValueError(f"node_pin must be one of {', '.join(_PIN_OPTIONS)}, got {node_pin!r}")
+    return _PIN_OPTIONS[text]
+
+
+def next_step(check: Mapping[str, Any], check_mode: bool = False, deps_tried: bool = False) -> str:
+    """After the check call: ``deps`` when the node's Python lacks grpcio and protobuf (once: ``deps_tried`` says the
+    role already provided them), else outside check mode ``pull`` when it found images to pull and ``pin`` when only
+    the pins would change; ``none`` otherwise (also when the check failed: its error is the node's result)."""
+    if check.get("node_deps_missing") and not deps_tried:
+        return DEPS
+    if check_mode or check.get("failed") or check.get("unreachable") or "totals" not in check:
+        return NONE
+    if check["totals"].get("would_pull", 0) > 0:
+        return PULL
+    return PIN if (check.get("pin") or {}).get("changed") else NONE
+
+
+def _last_run(results: Sequence[Any]) -> Dict[str, Any]:
+    """The last result that ran (not skipped, not left undefined)."""
+    for result in reversed(results):
+        if isinstance(result, Mapping) and result and not result.get("skipped"):
+            return dict(result)
+    return {}
+
+
+def _run_error(prefetch: Mapping[str, Any]) -> str:
+    """The message of a call that failed as a whole (unreachable, refused, locked, pin failed); empty else."""
+    if not prefetch:
+        return NO_RESULT
+    if prefetch.get("failed") or prefetch.get("unreachable") or "totals" not in prefetch:
+        return str(prefetch.get("msg") or NO_RESULT)
+    return ""
+
+
+def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mode: bool, error: str,
+                images: Sequence[str], sets: Sequence[Any], started: float,
+                finished: Optional[float] = None) -> Dict[str, Any]:
+    """The role's ``node_result`` from its prefetch calls' ``results`` (in the order they ran; skipped or empty
+    ones are passed over), ``error`` (a failed task of the role, else empty) and the node's wanted ``images`` and
+    ``sets``. ``finished`` defaults to now."""
+    prefetch = _last_run(results)
+    node_error = error or _run_error(prefetch)
+    totals = dict(requested=len(images), present=0, pulled=0, failed=0, skipped=0, would_pull=0, bytes_pulled=0,
+                  seconds=0.0)
+    totals.update(prefetch.get("totals") or {})
+    entries = list(prefetch.get("images") or [])
+    bad = [entry for entry in entries if entry.get("status") in _BAD]
+    message = node_error
+    if not message and bad:
+        message = "%d of %d images failed: %s (%s)" % (
+            totals["failed"] + totals["skipped"], totals["requested"], ", ".join(e["image"] for e in bad),
+            bad[0].get("error"))
+    pin = prefetch.get("pin") or {}
+    ran = bool(pin.get("ran")) and not pin.get("error")
+    failed = bool(message) or totals["failed"] + totals["skipped"] > 0
+    return {
+        "node": node,
+        "control_plane": bool(control_plane),
+        "runtime": (prefetch.get("runtime") or {}).get("runtime_name", ""),
+        "status": "failed" if failed else ("check" if check_mode else "ok"),
+        "error": message,
+        "node_error": node_error,
+        "requested": totals["requested"],
+        "present": totals["present"],
+        "pulled": totals["pulled"],
+        "failed": totals["failed"] + totals["skipped"],
+        "would_pull": totals["would_pull"],
+        "bytes": totals["bytes_pulled"],
+        "seconds": totals["seconds"],
+        "started": float(started),
+        "finished": time.time() if finished is None else finished,
+        "changed": totals["pulled"] > 0 or bool(pin.get("changed")),
+        "pinned": len(pin.get("images") or []) if ran else None,
+        "pin_method": pin.get("method") or "none",
+        "dropin": pin.get("path") if ran else None,
+        "sets": list(sets),
+        "images": entries,
+    }
+
+
+def result_line(result: Mapping[str, Any]) -> str:
+    """``ok: 2 pulled, 1 present, 0 failed of 3 images (12.0 MiB) in 4.2 s; 3 pinned in <path>``."""
+    line = "%s: %d pulled, %d present, %d failed of %d images (%.1f MiB) in %.1f s" % (
+        result["status"], result["pulled"], result["present"], result["failed"], result["requested"],
+        result["bytes"] / 1048576, result["seconds"])
+    if result["pinned"] is not None:
+        where = f"in {result['dropin']}" if result["dropin"] else "by the containerd image label"
+        line += f"; {result['pinned']} pinned {where}"
+    if result["error"]:
+        line += f"; {result['error']}"
+    return line

@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The node role's filters: wanted images, pin option, the step after the check, node_result and its line."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.pinned.images.plugins.filter.node import FilterModule
+
+F = FilterModule().filters()
+A = "quay.io/org/a@sha256:" + "a" * 64
+B = "quay.io/org/b@sha256:" + "b" * 64
+C = "quay.io/org/c@sha256:" + "c" * 64
+TOTALS = dict(requested=2, present=1, pulled=1, failed=0, skipped=0, would_pull=0, bytes_pulled=3145728, seconds=1.25)
+RUNTIME = dict(runtime_name="containerd", runtime_version="1.7.24")
+KEYS = {"node", "control_plane", "runtime", "status", "error", "node_error", "requested", "present", "pulled",
+        "failed", "would_pull", "bytes", "seconds", "started", "finished", "changed", "pinned", "pin_method",
+        "dropin", "sets", "images"}
+
+
+def result(results, error="", check_mode=False, images=(A, B)):
+    return F["node_result"](results, "w1", True, check_mode, error, list(images), [{"name": "s", "images": [A]}], 10.0)
+
+
+def prefetch(totals=None, images=None, pin=None, **extra):
+    return dict(changed=False, totals=dict(TOTALS, **(totals or {})), runtime=RUNTIME,
+                images=images or [dict(image=A, status="present"), dict(image=B, status="pulled")],
+                pin=pin or dict(method="none", ran=False, changed=False, images=[], path=None), **extra)
+
+
+def test_wanted_images_keep_the_own_images_first_and_each_once():
+    assert F["node_wanted_images"]([B, A], [{"name": "s", "images": [A, C]}, {"name": "t"}]) == [B, A, C]
+
+
+@pytest.mark.parametrize("node_pin, option", [("auto", "auto"), ("true", "dropin"), (True, "dropin"),
+                                              ("false", "none"), (False, "none"), ("label", "label")])
+def test_pin_option(node_pin, option):
+    assert F["node_pin_option"](node_pin) == option
+
+
+def test_an_unknown_pin_value_is_refused():
+    with pytest.raises(ValueError, match="node_pin must be one of"):
+        F["node_pin_option"]("sometimes")
+
+
+def test_next_step_after_the_check():
+    assert F["node_next_step"](prefetch()) == "none"
+    assert F["node_next_step"](prefetch(totals=dict(would_pull=1))) == "pull"
+    assert F["node_next_step"](prefetch(pin=dict(method="dropin", ran=True, changed=True))) == "pin"
+    assert F["node_next_step"](dict(failed=True, msg="no socket")) == "none"
+    assert F["node_next_step"](dict(unreachable=True, msg="gone")) == "none"
+    assert F["node_next_step"](prefetch(totals=dict(would_pull=1)), True) == "none"
+
+
+def test_missing_python_dependencies_are_provided_once_also_in_check_mode():
+    missing = dict(failed=True, msg="grpcio missing", node_deps_missing=True, node_deps={"tag": "cp311"})
+    assert F["node_next_step"](missing, True) == "deps"
+    assert F["node_next_step"](missing, False, True) == "none"
+
+
+def test_the_last_call_that_ran_is_the_result():
+    check = prefetch(totals=dict(would_pull=1, pulled=0))
+    job_end = prefetch(pin=dict(method="label", ran=True, changed=True, images=[A, B], path=None))
+    out = result([check, {"ansible_job_id": "1", "started": 1, "finished": 0}, job_end, {"skipped": True}])
+    assert set(out) == KEYS
+    assert (out["status"], out["error"], out["node_error"], out["runtime"]) == ("ok", "", "", "containerd")
+    assert (out["pulled"], out["present"], out["bytes"], out["seconds"]) == (1, 1, 3145728, 1.25)
+    assert (out["changed"], out["pinned"], out["pin_method"], out["dropin"]) == (True, 2, "label", None)
+    assert out["sets"] == [{"name": "s", "images": [A]}] and out["started"] == 10.0 and out["finished"] > 10.0
+    assert F["node_result_line"](out) == (
+        "ok: 1 pulled, 1 present, 0 failed of 2 images (3.0 MiB) in 1.2 s; 2 pinned by the containerd image label")
+
+
+def test_a_node_with_nothing_to_do_and_the_drop_in():
+    pin = dict(method="dropin", ran=True, changed=False, images=[A, B], path="/etc/crio/crio.conf.d/50-pinned-images")
+    out = result([prefetch(totals=dict(pulled=0, present=2), pin=pin), {}, {}])
+    assert (out["status"], out["changed"], out["pinned"], out["dropin"]) == ("ok", False, 2, pin["path"])
+    assert F["node_result_line"](out).endswith("; 2 pinned in /etc/crio/crio.conf.d/50-pinned-images")
+
+
+def test_failed_images_are_listed_with_the_first_error():
+    images = [dict(image=A, status="failed", error="denied"), dict(image=B, status="skipped", error="no space")]
+    out = result([prefetch(totals=dict(failed=1, skipped=1, pulled=0, present=0), images=images)])
+    assert out["status"] == "failed" and out["failed"] == 2 and out["node_error"] == ""
+    assert out["error"] == f"2 of 2 images failed: {A}, {B} (denied)"
+    assert out["pinned"] is None and not out["changed"]
+
+
+def test_a_call_that_failed_as_a_whole_is_the_node_error():
+    out = result([dict(failed=True, msg="disk guard refused the prefetch")])
+    refused = "disk guard refused the prefetch"
+    assert (out["status"], out["error"], out["node_error"]) == ("failed", refused, refused)
+    assert out["requested"] == 2 and out["pulled"] == 0 and out["images"] == [] and out["pin_method"] == "none"
+    assert result([])["error"] == "the prefetch ended without a result"
+
+
+def test_a_failed_pin_keeps_the_pulls_and_fails_the_node():
+    pin = dict(method="dropin", ran=True, changed=True, images=[], path=None, error="reload failed")
+    out = result([prefetch(pin=pin, failed=True, msg="pinning with the dropin method failed: reload failed")])
+    assert out["status"] == "failed" and out["pulled"] == 1 and out["pinned"] is None and out["changed"]
+    assert out["node_error"].startswith("pinning with the dropin method failed")
+
+
+def test_a_failed_task_of_the_role_wins_and_check_mode_is_said():
+    assert result([prefetch()], error="wheelhouse empty")["error"] == "wheelhouse empty"
+    assert result([prefetch(totals=dict(pulled=0, would_pull=1))], check_mode=True)["status"] == "check"
