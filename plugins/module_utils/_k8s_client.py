@@ -40,21 +40,20 @@ from ansible.module_utils.basic import env_fallback
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._secrets import redact
 
-# The library is imported on first use (_require_kubernetes), not here: its import takes longer than rendering
+# The library is imported on first use (require_kubernetes), not here: its import takes longer than rendering
 # thousands of images, and a module that only writes files never talks to a cluster.
 HAS_KUBERNETES = all(importlib.util.find_spec(name) is not None for name in ("kubernetes", "urllib3"))
 KUBERNETES_IMPORT_ERROR: ImportError | None = None if HAS_KUBERNETES else ImportError("No module named 'kubernetes'")
-_KUBERNETES_NAMES = frozenset(("urllib3", "k8s_client_mod", "k8s_config", "ConfigException", "DynamicClient",
-                               "DynamicApiError", "ResourceNotFoundError", "ResourceNotUniqueError", "ApiException"))
-urllib3: Any
-k8s_client_mod: Any
-k8s_config: Any
-ConfigException: Any
-DynamicClient: Any
-DynamicApiError: Any
-ResourceNotFoundError: Any
-ResourceNotUniqueError: Any
-ApiException: Any
+# Bound by _import_kubernetes.
+urllib3: Any = None
+k8s_client_mod: Any = None
+k8s_config: Any = None
+ConfigException: Any = None
+DynamicClient: Any = None
+DynamicApiError: Any = None
+ResourceNotFoundError: Any = None
+ResourceNotUniqueError: Any = None
+ApiException: Any = None
 
 
 def _import_kubernetes() -> None:
@@ -68,14 +67,6 @@ def _import_kubernetes() -> None:
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError, ResourceNotUniqueError
     from kubernetes.client.exceptions import ApiException
-
-
-def __getattr__(name: str) -> Any:
-    """The library's names for code outside this module, imported on first access."""
-    if name in _KUBERNETES_NAMES and HAS_KUBERNETES:
-        _import_kubernetes()
-        return globals()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # A Kubernetes API object (or a part of one) as JSON.
@@ -142,10 +133,11 @@ class K8sError(CollectionError):
         self.causes = list(causes or [])
 
 
-def _require_kubernetes() -> None:
+def require_kubernetes() -> None:
+    """Import the kubernetes library once; raises K8sError when it is missing or broken."""
     if not HAS_KUBERNETES:
         raise K8sError(f"the Python library 'kubernetes' is required: {KUBERNETES_IMPORT_ERROR}")
-    if "DynamicClient" not in globals():
+    if DynamicClient is None:
         try:
             _import_kubernetes()
         except ImportError as exc:
@@ -308,7 +300,7 @@ class K8sClient:
 
     def __init__(self, configuration: Any, secrets: Iterable[str] = (), tmpdir: Optional[str] = None,
                  timeout: float = DEFAULT_TIMEOUT, remove_tmpdir: bool = False) -> None:
-        _require_kubernetes()
+        require_kubernetes()
         self.configuration = configuration
         # urllib3 would retry 3 more times with the full timeout each; the attempts are counted here instead.
         self.configuration.retries = 0
@@ -335,7 +327,7 @@ class K8sClient:
         ``module.tmpdir``. Without it a private temporary directory is made and removed on :meth:`close`.
         ``timeout`` defaults to the ``request_timeout`` parameter, else :data:`DEFAULT_TIMEOUT`.
         """
-        _require_kubernetes()
+        require_kubernetes()
         params = params or {}
         if timeout is None:
             timeout = params.get("request_timeout")

@@ -253,7 +253,7 @@ def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, 
     proc, nodes = run_prefetch_playbook(mlab, tmp_path, images)
     recap = dict(re.findall(r"^((?:cp|worker)-\d+)\s+: ok=\d+\s+changed=(\d+)", proc.stdout, re.MULTILINE))
     assert recap == {"cp-0": "1", "worker-0": "1", "worker-1": "0"}
-    assert [(row["changed"], row["pulled"]) for _, row in sorted(nodes.items())] == [(True, 0), (True, 0), (False, 0)]
+    assert [(nodes[name]["changed"], nodes[name]["pulled"]) for name in sorted(nodes)] == [(True, 0), (True, 0), (False, 0)]
     assert dropin.exists() and cri_pinned(mlab, NEW) == {image: True for image in images}
 
     # node_pin auto everywhere: the 1.6 node prefetches only.

@@ -521,6 +521,7 @@ def test_dict_kubeconfig_secrets_are_scrubbed_from_load_errors(fake_apiserver, t
         # A loader that quotes the document in its error, as a YAML/JSON parser might.
         raise _k8s_client.ConfigException(f"cannot use {config_dict}")
 
+    _k8s_client.require_kubernetes()
     monkeypatch.setattr(_k8s_client.k8s_config, "load_kube_config_from_dict", quoting_loader)
     with pytest.raises(K8sError, match="cannot load the kubeconfig given as a dict") as info:
         K8sClient.from_params({"kubeconfig": config}, tmpdir=str(tmp_path))
@@ -605,6 +606,7 @@ def test_a_server_that_comes_back_is_reached_by_a_retry(fake_apiserver, tmp_path
     fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
     send = rest.RESTClientObject.request
     refused = []
+    _k8s_client.require_kubernetes()
 
     def refuse_once(self, method, url, *args, **kwargs):
         if not refused:

@@ -150,7 +150,7 @@ def test_auto_pins_crio_in_the_drop_in_after_the_pulls_and_reloads_once(tmp_path
     assert MISSING in dropin.read_text() and reloads == [["systemctl", "reload", "crio"]]
     assert outcome.result["diff"][1]["after"] == dropin.read_text()
 
-    again = run(tmp_path, runtime, pin="auto", crio_reload="systemd", run_command=lambda argv: reloads.append(argv))
+    again = run(tmp_path, runtime, pin="auto", crio_reload="systemd", run_command=reloads.append)
     assert not again.result["changed"] and not again.result["pin"]["changed"] and len(reloads) == 1
 
 
