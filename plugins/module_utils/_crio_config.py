@@ -41,7 +41,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import go_trim_space, unique_sorted_images
@@ -291,6 +290,9 @@ def pin_dropin(images: List[str], settings: DropinSettings, check_mode: bool,
                state: str = "present") -> dict:
     """``sync_pinned_images`` for ``crio_pinned_images`` and the prefetch's pin: the same result; a CRI error of
     the presence check is raised as a CollectionError that says so (its details kept)."""
+    # Here, not at the top: the drop-in's rendering (machine_config, on the controller) must not import grpc.
+    from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
+
     try:
         return sync_pinned_images(settings.path, images, state=state, check_mode=check_mode, force=settings.force,
                                   check_presence=check_presence, reload=settings.reload, run_command=run_command,

@@ -132,11 +132,8 @@ class PrefetchRequest:
         if params["progress_file"] and not os.path.isdir(progress_dir):
             raise CollectionError(f"progress_file: directory {progress_dir} does not exist")
         refs = parse_images(params["images"], params["require_digest"])
-        try:
-            parse_size(params["min_free"], total=0)
-            platform = parse_platform(params["platform"]) if params["platform"] else None
-        except ValueError as err:
-            raise CollectionError(str(err)) from err
+        parse_size(params["min_free"], total=0)
+        platform = parse_platform(params["platform"]) if params["platform"] else None
         return cls(tuple(refs), platform, load_docker_config(params["auth_file"]),
                    load_registries_conf(params["registries_conf"], params["registry_mirrors"]), check_mode)
 
@@ -188,10 +185,7 @@ def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Op
             estimator = PullEstimator(registry_client, request.registries, request.auth_config, retry,
                                       request.platform)
             manifests, unreadable = estimator.read(missing)
-    try:
-        guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode)
-    except ValueError as err:
-        raise CollectionError(str(err)) from err
+    guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode)
     guard.update(
         filesystem=path,
         registry_requests=estimator.requests if estimator else 0,
