@@ -182,13 +182,8 @@ def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], sta
     missing = [name for name, status in statuses.items() if status is None]
     if missing and not force:
         raise MissingImagesError(missing)
-    present: List[str] = []
-    found: Dict[str, CriImage] = {}
-    for name in wanted:
-        status = statuses[name]
-        if status is not None:
-            present.append(name)
-            found[name] = status
+    found = {name: status for name, status in statuses.items() if status is not None}
+    present = [name for name in wanted if name in found]
 
     records = {record["name"]: record for record in client.list_records()}
     wanted_records: Dict[str, str] = {}  # record name -> wanted image
