@@ -28,9 +28,9 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, List, Mapping
+from typing import Any, Callable, ContextManager, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError, CriImage, RuntimeVersion
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
     MissingImagesError,
@@ -51,6 +51,19 @@ MIN_VERSION = (1, 7, 3)
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
+class PinClient(Protocol):
+    """The calls of the label pin: ``ContainerdClient`` has them (a record is a dict of ``_containerd_client``)."""
+
+    def version(self) -> RuntimeVersion: ...
+
+    def image_status(self, image: str) -> Optional[CriImage]: ...
+
+    def list_records(self, filters: Iterable[str] = ()) -> List[Dict[str, Any]]: ...
+
+    def update_labels(self, record: Mapping[str, Any], labels: Mapping[str, str],
+                      keys: Iterable[str]) -> Dict[str, Any]: ...
+
+
 class NotReportedError(CollectionError):
     """The labels are written but CRI did not report the images as wanted in time."""
 
@@ -58,18 +71,18 @@ class NotReportedError(CollectionError):
 class OldRuntimeError(CollectionError):
     """The runtime would store the label but not report the image pinned; ``version`` is its CRI Version."""
 
-    def __init__(self, message: str, version: dict) -> None:
+    def __init__(self, message: str, version: Mapping[str, Any]) -> None:
         super().__init__(message, details={"runtime": version})
         self.version = version
 
 
-def parse_version(text: str) -> tuple | None:
+def parse_version(text: str) -> Optional[Tuple[int, ...]]:
     """(major, minor, patch) of a containerd version string, None when it has none."""
     match = _VERSION_RE.match(text or "")
     return tuple(int(part) for part in match.groups()) if match else None
 
 
-def runtime_problem(version: dict) -> str | None:
+def runtime_problem(version: Mapping[str, Any]) -> Optional[str]:
     """Why the runtime described by a CRI ``Version`` result will not honour the pin label; None when it will."""
     name, text = version.get("runtime_name", ""), version.get("runtime_version", "")
     if name != "containerd":
@@ -86,7 +99,7 @@ def runtime_problem(version: dict) -> str | None:
     return None
 
 
-def validate_images(images, require_digest: bool = True) -> list:
+def validate_images(images: object, require_digest: bool = True) -> List[str]:
     """The checked, de-duplicated, sorted list; patterns name no image record, so they are refused."""
     names = validate_pinned_images(images, require_digest=require_digest)
     patterns = [name for name in names if is_pattern(name)]
@@ -95,24 +108,31 @@ def validate_images(images, require_digest: bool = True) -> list:
     return names
 
 
-def _is_pinned(record: dict) -> bool:
-    return record["labels"].get(PIN_LABEL) == PIN_VALUE
+def _is_pinned(record: Mapping[str, Any]) -> bool:
+    labels: Mapping[str, str] = record["labels"]
+    return labels.get(PIN_LABEL) == PIN_VALUE
 
 
-def _is_ours(record: dict) -> bool:
-    return record["labels"].get(OWNER_LABEL) == OWNER_VALUE
+def _is_ours(record: Mapping[str, Any]) -> bool:
+    labels: Mapping[str, str] = record["labels"]
+    return labels.get(OWNER_LABEL) == OWNER_VALUE
 
 
-def _display_name(names) -> str:
+def _display_name(names: Iterable[str]) -> str:
     """One name for a group of records: a digest reference, else a tag, else the image id."""
     return sorted(names, key=lambda n: (n.startswith("sha256:"), "@" not in n, n))[0]
 
 
-def _render(records) -> str:
+def _render(records: Iterable[str]) -> str:
     return "".join(f"{name}\n" for name in sorted(records))
 
 
-def wait_reported(client, expected: dict, timeout: float, interval: float = 0.1) -> None:
+def _reported_pinned(client: PinClient, name: str) -> bool:
+    status = client.image_status(name)
+    return status.get("pinned", False) if status else False
+
+
+def wait_reported(client: PinClient, expected: Mapping[str, bool], timeout: float, interval: float = 0.1) -> None:
     """Poll CRI ImageStatus until every image name in ``expected`` reports that ``pinned`` value.
 
     The CRI plugin learns of label changes from containerd's event stream, after Update has returned.
@@ -122,7 +142,7 @@ def wait_reported(client, expected: dict, timeout: float, interval: float = 0.1)
     pending = dict(expected)
     while True:
         pending = {name: want for name, want in pending.items()
-                   if (client.image_status(name) or {}).get("pinned", False) != want}
+                   if _reported_pinned(client, name) != want}
         if not pending or time.monotonic() >= deadline:
             break
         time.sleep(interval)
@@ -133,8 +153,9 @@ def wait_reported(client, expected: dict, timeout: float, interval: float = 0.1)
         )
 
 
-def sync_containerd_pins(client, images, state: str = "present", check_mode: bool = False, force: bool = False,
-                         old_runtime: str = "fail", settle_timeout: float = 10.0) -> dict:
+def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], state: str = "present",
+                         check_mode: bool = False, force: bool = False, old_runtime: str = "fail",
+                         settle_timeout: float = 10.0) -> Dict[str, Any]:
     """Label every record of each of ``images`` (validated) as pinned; unpin the records this collection pinned
     that no wanted image has any more. ``state=absent`` unpins everything this collection pinned.
 
@@ -148,26 +169,26 @@ def sync_containerd_pins(client, images, state: str = "present", check_mode: boo
     ``unpinned`` one name per image CRI no longer reports pinned, ``records`` the record names labelled or
     unlabelled.
     """
-    images = list(images or []) if state == "present" else []
+    wanted = list(images or []) if state == "present" else []
     version = client.version()
-    warnings = []
+    warnings: List[str] = []
     problem = runtime_problem(version)
     if problem:
         if old_runtime != "warn" or version.get("runtime_name") != "containerd":
             raise OldRuntimeError(problem, version)
         warnings.append(problem + "; labels set anyway (old_runtime=warn)")
 
-    statuses = {name: client.image_status(name) for name in images}
+    statuses = {name: client.image_status(name) for name in wanted}
     missing = [name for name, status in statuses.items() if status is None]
     if missing and not force:
         raise MissingImagesError(missing)
-    present = [name for name in images if statuses[name] is not None]
+    found = {name: status for name, status in statuses.items() if status is not None}
+    present = [name for name in wanted if name in found]
 
     records = {record["name"]: record for record in client.list_records()}
-    wanted_records: dict = {}  # record name -> wanted image
-    for name in present:
-        status = statuses[name]
-        for record_name in [status["id"], *status["repo_tags"], *status["repo_digests"]]:
+    wanted_records: Dict[str, str] = {}  # record name -> wanted image
+    for name, image in found.items():
+        for record_name in [image["id"], *image["repo_tags"], *image["repo_digests"]]:
             if record_name in records:
                 wanted_records.setdefault(record_name, name)
 
@@ -178,11 +199,11 @@ def sync_containerd_pins(client, images, state: str = "present", check_mode: boo
     before = sorted(n for n, r in records.items() if _is_pinned(r))
     after = sorted((set(before) | set(to_pin)) - {n for n in to_unpin if _is_pinned(records[n])})
     # CRI reports an image (one image id) pinned when any of its records is: these images were, these still are.
-    image_ids = {n: statuses[image]["id"] for n, image in wanted_records.items()}
+    image_ids = {n: found[image]["id"] for n, image in wanted_records.items()}
     for name in sorted(set(before) | set(to_unpin)):
         if name not in image_ids:
-            status = client.image_status(name)
-            image_ids[name] = status["id"] if status else name
+            other = client.image_status(name)
+            image_ids[name] = other["id"] if other else name
     was = {image_ids[n] for n in before}
     still = {image_ids[n] for n in after}
     lost = [n for n in to_unpin if image_ids[n] not in still]
@@ -196,8 +217,8 @@ def sync_containerd_pins(client, images, state: str = "present", check_mode: boo
             expected.update({n: False for n in lost})
             wait_reported(client, expected, settle_timeout)
 
-    newly = {name for name in present if statuses[name]["id"] not in was}
-    unpinned_groups: dict = {}
+    newly = {name for name in present if found[name]["id"] not in was}
+    unpinned_groups: Dict[str, List[str]] = {}
     for name in lost:
         unpinned_groups.setdefault(image_ids[name], []).append(name)
     return {
@@ -224,8 +245,8 @@ class LabelSettings:
     settle_timeout: float = 10.0
 
 
-def pin_labels(client: Any, images: List[str], settings: LabelSettings, check_mode: bool,
-               state: str = "present") -> dict:
+def pin_labels(client: PinClient, images: List[str], settings: LabelSettings, check_mode: bool,
+               state: str = "present") -> Dict[str, Any]:
     """``sync_containerd_pins`` for ``containerd_pinned_images`` and the prefetch's pin; a CRI error, or CRI not
     reporting the pins, is raised as a CollectionError that names the pin (its details kept)."""
     try:
@@ -236,7 +257,8 @@ def pin_labels(client: Any, images: List[str], settings: LabelSettings, check_mo
                               details=exc.details) from exc
 
 
-def run_containerd_pinned_images(params: Mapping[str, Any], check_mode: bool, connect: Callable[[], Any]) -> dict:
+def run_containerd_pinned_images(params: Mapping[str, Any], check_mode: bool,
+                                 connect: Callable[[], ContextManager[PinClient]]) -> Dict[str, Any]:
     """The whole ``containerd_pinned_images`` run: the wanted images (from ``images`` or set files), then
     ``pin_labels`` on the client ``connect()`` opens. Returns the module's result, with ``warnings`` and ``diff``."""
     images, set_names = selected_images(params, validate_images)

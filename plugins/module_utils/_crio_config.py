@@ -39,9 +39,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, Union
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import go_trim_space, unique_sorted_images
@@ -54,6 +53,17 @@ _PATTERN_BODY_RE = re.compile(r"[A-Za-z0-9._:/@\[\]-]+")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 # Any character _quote rewrites; most names have none and are quoted without a walk over their characters.
 _NEEDS_ESCAPE_RE = re.compile(r'["\\\x00-\x1f\x7f]')
+
+# ``run_command(argv) -> (rc, stdout, stderr)``, as AnsibleModule.run_command.
+RunCommand = Callable[[List[str]], Tuple[int, str, str]]
+# ``check_presence(images) -> the missing ones``.
+CheckPresence = Callable[[List[str]], List[str]]
+
+
+class ImageStatusClient(Protocol):
+    """What the presence check needs of a runtime client: ``CriClient.image_status`` (None when absent)."""
+
+    def image_status(self, image: str) -> Optional[Mapping[str, object]]: ...
 
 
 class PinnedImagesError(CollectionError):
@@ -74,23 +84,24 @@ def _quote(value: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def render_pinned_images(images) -> str:
+def render_pinned_images(images: Iterable[object]) -> str:
     """The drop-in text, exactly as the machine-config-operator encodes it."""
-    images = list(images)
-    if any(not isinstance(name, str) for name in images):
+    given = list(images)
+    names = [name for name in given if isinstance(name, str)]
+    if len(names) != len(given):
         raise PinnedImagesError("every pinned image must be a string")
     text = "[crio]\n  [crio.image]\n"
-    if images:  # the MCO's field is omitempty
-        text += "    pinned_images = [" + ", ".join(_quote(name) for name in images) + "]\n"
+    if names:  # the MCO's field is omitempty
+        text += "    pinned_images = [" + ", ".join(_quote(name) for name in names) + "]\n"
     return text
 
 
-def _describe(value) -> str:
+def _describe(value: object) -> str:
     text = value if isinstance(value, str) else repr(value)
     return repr(text if len(text) <= 100 else text[:97] + "...")
 
 
-def _check_entry(value, require_digest: bool) -> str | None:
+def _check_entry(value: object, require_digest: bool) -> Optional[str]:
     if not isinstance(value, str):
         return f"must be a string, got {type(value).__name__}"
     if not value.strip():
@@ -127,11 +138,11 @@ def _check_entry(value, require_digest: bool) -> str | None:
     return None
 
 
-def validate_pinned_images(images, require_digest: bool = True) -> list:
+def validate_pinned_images(images: object, require_digest: bool = True) -> List[str]:
     """Check every entry (all problems in one error); return the blank-free, unique, sorted list."""
     if images is None:
         images = []
-    if isinstance(images, str) or not isinstance(images, (list, tuple)):
+    if not isinstance(images, (list, tuple)):
         raise PinnedImagesError(f"pinned images must be a list, got {type(images).__name__}")
     problems = []
     for index, value in enumerate(images):
@@ -143,7 +154,7 @@ def validate_pinned_images(images, require_digest: bool = True) -> list:
     return unique_sorted_images(images)
 
 
-def same_content(old, new) -> bool:
+def same_content(old: Union[str, bytes, None], new: Union[str, bytes]) -> bool:
     """The MCO rewrites the file only when ``bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(new))`` is false."""
     if old is None:
         return False
@@ -174,7 +185,7 @@ class ReloadError(CollectionError):
     """CRI-O could not be told to reload its configuration; ``result`` is the sync result when the file was written
     (its ``changed`` and ``images`` are then in the details too, for the module's failure result)."""
 
-    def __init__(self, message: str, result: Optional[dict] = None) -> None:
+    def __init__(self, message: str, result: Optional[Mapping[str, Any]] = None) -> None:
         details = {key: result[key] for key in ("changed", "images") if key in result} if result else {}
         super().__init__(message, details=details)
         self.result = result
@@ -185,12 +196,13 @@ def is_pattern(name: str) -> bool:
     return "*" in name
 
 
-def missing_images(client, images) -> list:
+def missing_images(client: ImageStatusClient, images: Iterable[str]) -> List[str]:
     """The images ``client.image_status`` reports absent (patterns are skipped)."""
     return [name for name in images if not is_pattern(name) and client.image_status(name) is None]
 
 
-def reload_crio(method: str, run_command=None, pid_file=None, service: str = "crio") -> None:
+def reload_crio(method: str, run_command: Optional[RunCommand] = None, pid_file: Optional[str] = None,
+                service: str = "crio") -> None:
     """``systemd``: ``systemctl reload <service>`` through ``run_command(argv) -> (rc, out, err)``;
     ``signal``: SIGHUP to the pid in ``pid_file``; ``none``: nothing."""
     import os
@@ -224,8 +236,9 @@ def reload_crio(method: str, run_command=None, pid_file=None, service: str = "cr
     raise ReloadError(f"unknown reload method {method!r}; use none, systemd or signal")
 
 
-def sync_pinned_images(path, images, state: str = "present", check_mode: bool = False, force: bool = False,
-                       check_presence=None, reload: str = "none", run_command=None, pid_file=None) -> dict:
+def sync_pinned_images(path: str, images: Optional[Iterable[str]], state: str = "present", check_mode: bool = False,
+                       force: bool = False, check_presence: Optional[CheckPresence] = None, reload: str = "none",
+                       run_command: Optional[RunCommand] = None, pid_file: Optional[str] = None) -> Dict[str, Any]:
     """Bring the drop-in at ``path`` to ``images`` (already validated and sorted), as the MCO does.
 
     Present with images: render; when the file would change and ``force`` is false, ``check_presence(images)``
@@ -241,24 +254,24 @@ def sync_pinned_images(path, images, state: str = "present", check_mode: bool = 
         remove_file,
     )
 
-    images = list(images or [])
-    if state == "absent" or not images:
+    names = list(images or [])
+    if state == "absent" or not names:
         outcome = remove_file(path, check_mode=check_mode)
         content_changed = outcome["changed"]
-        images = []
+        names = []
     else:
-        content = render_pinned_images(images)
+        content = render_pinned_images(names)
         before = read_bytes(path, compare_limit(content))
         content_changed = not same_content(before, content)
         if content_changed and not force and check_presence is not None:
-            missing = check_presence(images)
+            missing = check_presence(names)
             if missing:
                 raise MissingImagesError(missing)
         outcome = atomic_write(path, content, mode=0o644, check_mode=check_mode, same=same_content)
-    result = {
+    result: Dict[str, Any] = {
         "changed": outcome["changed"],
         "path": path,
-        "images": images,
+        "images": names,
         "reloaded": False,
         "diff": outcome["diff"],
     }
@@ -273,8 +286,6 @@ def sync_pinned_images(path, images, state: str = "present", check_mode: bool = 
 
 # --------------------------------------------------------------------------- the pinning step of the modules
 
-RunCommand = Callable[[List[str]], Tuple[int, str, str]]
-
 
 @dataclass(frozen=True)
 class DropinSettings:
@@ -287,10 +298,13 @@ class DropinSettings:
 
 
 def pin_dropin(images: List[str], settings: DropinSettings, check_mode: bool,
-               check_presence: Optional[Callable[[List[str]], List[str]]], run_command: Optional[RunCommand],
-               state: str = "present") -> dict:
+               check_presence: Optional[CheckPresence], run_command: Optional[RunCommand],
+               state: str = "present") -> Dict[str, Any]:
     """``sync_pinned_images`` for ``crio_pinned_images`` and the prefetch's pin: the same result; a CRI error of
     the presence check is raised as a CollectionError that says so (its details kept)."""
+    # Here, not at the top: the drop-in's rendering (machine_config, on the controller) must not import grpc.
+    from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
+
     try:
         return sync_pinned_images(settings.path, images, state=state, check_mode=check_mode, force=settings.force,
                                   check_presence=check_presence, reload=settings.reload, run_command=run_command,
@@ -313,7 +327,7 @@ def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]
 
 
 def run_crio_pinned_images(params: Mapping[str, Any], check_mode: bool,
-                           check_presence: Callable[[List[str]], List[str]], run_command: RunCommand) -> dict:
+                           check_presence: CheckPresence, run_command: RunCommand) -> Dict[str, Any]:
     """The whole ``crio_pinned_images`` run: the wanted images (from ``images`` or set files), then ``pin_dropin``.
 
     Returns the module's result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``, ``diff``).

@@ -17,8 +17,9 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple, TypedDict
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError, CriImage
 from ansible_collections.pinned.images.plugins.module_utils._errors import AUTH, NO_SPACE, UNKNOWN
 from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageRef
 
@@ -28,6 +29,33 @@ FAILED = "failed"
 SKIPPED = "skipped"
 WOULD_PULL = "would_pull"
 STATUSES = (PRESENT, PULLED, FAILED, SKIPPED, WOULD_PULL)
+
+# One entry of the module's ``images`` result (JSON): image, status, image_id, size, attempts, seconds, error,
+# error_kind, started, finished.
+ImageResult = Dict[str, Any]
+# (error, error_kind) of an image known to be unpullable.
+KnownFailure = Tuple[str, str]
+# ``auth_for(ref)``: (CRI AuthConfig fields or None, where they came from, without a secret).
+AuthFor = Callable[[ImageRef], Tuple[Optional[Dict[str, str]], str]]
+
+
+class PrefetchClient(Protocol):
+    """The CRI calls of a prefetch: ``CriClient`` (and ``ContainerdClient``) have them."""
+
+    def list_images(self) -> List[CriImage]: ...
+
+    def image_status(self, image: str) -> Optional[CriImage]: ...
+
+    def pull_image(self, image: str, auth: Optional[Mapping[str, str]] = None,
+                   timeout: Optional[float] = None) -> str: ...
+
+
+class PrefetchReport(TypedDict):
+    """What ``prefetch`` returns: every image's result, the totals per status and the warnings."""
+
+    images: List[ImageResult]
+    totals: Dict[str, int]
+    warnings: List[str]
 
 
 @dataclass(frozen=True)
@@ -47,6 +75,7 @@ class PrefetchOptions:
     image_fs: str | None = None
 
     def backoff(self, failed_attempts: int) -> float:
+        """Seconds to wait after ``failed_attempts`` failed pulls of one image."""
         return min(self.retry_delay * self.retry_factor ** (failed_attempts - 1), self.retry_max_delay)
 
 
@@ -56,33 +85,33 @@ def _lookup_names(ref: ImageRef) -> list[str]:
     return [f"{ref.name}:{ref.tag or 'latest'}"]
 
 
-def find_present(client, refs: list[ImageRef]) -> dict:
+def find_present(client: PrefetchClient, refs: List[ImageRef]) -> Dict[str, CriImage]:
     """Map each image (str) the runtime already has to its CRI image dict.
 
     One ListImages call answers for the images the runtime lists under the same name; ImageStatus is asked only
     about the rest, since it resolves names exactly as a pull will (an index digest, a mirror).
     """
-    listed = {}
+    listed: Dict[str, CriImage] = {}
     for image in client.list_images():
         for name in image["repo_digests"] + image["repo_tags"]:
             listed[name] = image
-    present = {}
+    present: Dict[str, CriImage] = {}
     for ref in refs:
-        image = next((listed[name] for name in _lookup_names(ref) if name in listed), None)
-        if image is None:
-            image = client.image_status(str(ref))
-        if image is not None:
-            present[str(ref)] = image
+        found = next((listed[name] for name in _lookup_names(ref) if name in listed), None)
+        if found is None:
+            found = client.image_status(str(ref))
+        if found is not None:
+            present[str(ref)] = found
     return present
 
 
-def _tally(results: list) -> tuple[dict, int]:
+def _tally(results: List[ImageResult]) -> Tuple[Dict[str, int], int]:
     """Images per status and bytes pulled; results still in flight (status None) count nowhere."""
     counts = {status: sum(1 for r in results if r["status"] == status) for status in STATUSES}
     return counts, sum(r["size"] or 0 for r in results if r["status"] == PULLED)
 
 
-def _new_result(image: str) -> dict:
+def _new_result(image: str) -> ImageResult:
     return dict(image=image, status=None, image_id=None, size=None, attempts=0, seconds=0.0, error=None,
                 error_kind=None, started=None, finished=None)
 
@@ -90,7 +119,7 @@ def _new_result(image: str) -> dict:
 class _Progress:
     """Counts shared by the workers; optionally mirrored to a JSON file that a poller can read."""
 
-    def __init__(self, results: list[dict], path: str | None, run_id: str | None = None):
+    def __init__(self, results: List[ImageResult], path: Optional[str], run_id: Optional[str] = None) -> None:
         self.results = results
         self.path = path
         self.run_id = run_id
@@ -125,8 +154,9 @@ class _Progress:
                     os.unlink(tmp)
 
 
-def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, present: dict,
-             failed: dict | None = None, sleep=time.sleep) -> dict:
+def prefetch(client: PrefetchClient, refs: List[ImageRef], auth_for: AuthFor, options: PrefetchOptions,
+             present: Mapping[str, CriImage], failed: Optional[Mapping[str, KnownFailure]] = None,
+             sleep: Callable[[float], None] = time.sleep) -> PrefetchReport:
     """Pull the ``refs`` (already de-duplicated) that are not in ``present`` (from find_present).
 
     ``failed`` maps images known to be unpullable to (error, error_kind); they are reported, not pulled.
@@ -137,7 +167,7 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     results = [_new_result(str(ref)) for ref in refs]
     # Check mode changes nothing, the progress file included.
     progress = _Progress(results, None if options.check_mode else options.progress_file, options.run_id)
-    pending: queue.Queue = queue.Queue()
+    pending: queue.Queue[Tuple[ImageRef, ImageResult]] = queue.Queue()
     for ref, result in zip(refs, results):
         image = present.get(result["image"])
         if image is not None:
@@ -153,7 +183,7 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
 
     stop = threading.Event()
 
-    def worker():
+    def worker() -> None:
         pulled_before = False
         while True:
             try:
@@ -184,17 +214,17 @@ def prefetch(client, refs: list[ImageRef], auth_for, options: PrefetchOptions, p
     progress.update()
 
     counts, pulled_bytes = _tally(results)
-    warnings: list = [progress.error] if progress.error else []
+    warnings: List[str] = [progress.error] if progress.error else []
     totals = dict(requested=len(results), bytes_pulled=pulled_bytes, **counts)
-    return dict(images=results, totals=totals, warnings=warnings)
+    return PrefetchReport(images=results, totals=totals, warnings=warnings)
 
 
-def _listed(items: list, limit: int = 5) -> str:
+def _listed(items: List[str], limit: int = 5) -> str:
     text = "; ".join(items[:limit])
     return text + (f"; and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def failure_message(images: list) -> str | None:
+def failure_message(images: List[ImageResult]) -> Optional[str]:
     """The task's error for a report with failed images (None without): the first failures, then the images
     that were not attempted because the disk filled up, so the user knows a rerun after freeing space pulls them."""
     failures = [f"{r['image']}: {r['error']}" for r in images if r["status"] == FAILED]
@@ -210,7 +240,8 @@ def failure_message(images: list) -> str | None:
     return message
 
 
-def _fetch_one(client, ref: ImageRef, result: dict, auth_for, options: PrefetchOptions, stop, sleep) -> None:
+def _fetch_one(client: PrefetchClient, ref: ImageRef, result: ImageResult, auth_for: AuthFor,
+               options: PrefetchOptions, stop: threading.Event, sleep: Callable[[float], None]) -> None:
     image = str(ref)
     auth_source = "no pull attempted"
     result["started"] = time.time()
@@ -229,7 +260,8 @@ def _fetch_one(client, ref: ImageRef, result: dict, auth_for, options: PrefetchO
                 continue
             result.update(status=PULLED, image_id=image_id)
             try:
-                result["size"] = (client.image_status(image_id) or {}).get("size")
+                status = client.image_status(image_id)
+                result["size"] = status.get("size") if status else None
             except CriError:
                 pass  # the image is on the node; only its size is unknown
             return

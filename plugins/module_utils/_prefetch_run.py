@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._containerd_client import ContainerdClient
 from ansible_collections.pinned.images.plugins.module_utils._containerd_pins import (
@@ -40,6 +40,8 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch import (
     PRESENT,
     PULLED,
     WOULD_PULL,
+    ImageResult,
+    KnownFailure,
     PrefetchOptions,
     failure_message,
     find_present,
@@ -48,7 +50,12 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch import (
 from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import PullEstimator, RetryPolicy
 from ansible_collections.pinned.images.plugins.module_utils._registries_conf import RegistriesConf, load_registries_conf
 from ansible_collections.pinned.images.plugins.module_utils._registry_auth import DockerConfig, load_docker_config
-from ansible_collections.pinned.images.plugins.module_utils._registry_client import Platform, RegistryClient, parse_platform
+from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
+    ManifestInfo,
+    Platform,
+    RegistryClient,
+    parse_platform,
+)
 
 # Options with a lower bound (inclusive), and options that must be above 0.
 _AT_LEAST = (("concurrency", 1), ("retries", 0), ("throttle", 0), ("retry_delay", 0), ("retry_max_delay", 0),
@@ -65,7 +72,7 @@ _ON_NODE = (PRESENT, PULLED)
 class DiskGuardRefused(CollectionError):
     """The missing images do not fit; ``disk_guard`` (the guard's report) is in the details."""
 
-    def __init__(self, guard: dict) -> None:
+    def __init__(self, guard: Dict[str, Any]) -> None:
         super().__init__(f"disk guard refused the prefetch, nothing was pulled: {guard['message']}",
                          details={"disk_guard": guard})
 
@@ -73,7 +80,8 @@ class DiskGuardRefused(CollectionError):
 def parse_images(images: List[str], require_digest: bool) -> List[ImageRef]:
     """Normalise and de-duplicate; one error lists every bad entry."""
     refs: List[ImageRef] = []
-    seen, problems = set(), []
+    seen: Set[str] = set()
+    problems: List[str] = []
     for index, image in enumerate(images):
         try:
             ref = parse_image_ref(image, require_digest=require_digest)
@@ -88,7 +96,7 @@ def parse_images(images: List[str], require_digest: bool) -> List[ImageRef]:
     return refs
 
 
-def image_diff(images: List[dict]) -> dict:
+def image_diff(images: List[ImageResult]) -> Dict[str, str]:
     """Which of the requested images the node has, before and after."""
     def lines(statuses: Tuple[str, ...]) -> str:
         names = sorted(r["image"] for r in images if r["status"] in statuses)
@@ -110,11 +118,13 @@ class PrefetchRequest:
     check_mode: bool
 
     @property
-    def secrets(self) -> set:
+    def secrets(self) -> Set[str]:
+        """The auth file's secrets, for the module's no_log values."""
         return self.auth_config.secrets()
 
     @property
     def warnings(self) -> List[str]:
+        """registries.conf's warnings."""
         return list(self.registries.warnings)
 
     @classmethod
@@ -132,15 +142,12 @@ class PrefetchRequest:
         if params["progress_file"] and not os.path.isdir(progress_dir):
             raise CollectionError(f"progress_file: directory {progress_dir} does not exist")
         refs = parse_images(params["images"], params["require_digest"])
-        try:
-            parse_size(params["min_free"], total=0)
-            platform = parse_platform(params["platform"]) if params["platform"] else None
-        except ValueError as err:
-            raise CollectionError(str(err)) from err
+        parse_size(params["min_free"], total=0)
+        platform = parse_platform(params["platform"]) if params["platform"] else None
         return cls(tuple(refs), platform, load_docker_config(params["auth_file"]),
                    load_registries_conf(params["registries_conf"], params["registry_mirrors"]), check_mode)
 
-    def auth_for(self, ref: ImageRef) -> Tuple[Optional[dict], str]:
+    def auth_for(self, ref: ImageRef) -> Tuple[Optional[Dict[str, str]], str]:
         """(CRI auth fields or None, where they came from, without a secret) for pulling ``ref``."""
         source = self.auth_config.path or "no auth file"
         credentials = self.auth_config.credentials_for(ref.name)
@@ -165,7 +172,7 @@ def _options(params: Mapping[str, Any], check_mode: bool, image_fs: Optional[str
 
 
 def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Optional[str],
-               missing: List[ImageRef]) -> Tuple[Optional[dict], dict]:
+               missing: List[ImageRef]) -> Tuple[Optional[Dict[str, Any]], Dict[str, KnownFailure]]:
     """(the guard's report or None when off, {image: (error, kind)} of unreadable manifests); raise
     DiskGuardRefused before any pull when the missing images do not fit."""
     mode = params["disk_guard"]
@@ -179,8 +186,8 @@ def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Op
             f"disk guard cannot read the free space of the image filesystem {path!r} ({err}); "
             "set image_store_path to a path on it, or disk_guard to off"
         ) from err
-    manifests: list = []
-    unreadable: dict = {}
+    manifests: List[Tuple[str, ManifestInfo]] = []
+    unreadable: Dict[str, KnownFailure] = {}
     estimator = None
     if mode == "estimate" and missing:
         with RegistryClient(params["registry_timeout"], params["registry_certs_dirs"]) as registry_client:
@@ -188,10 +195,7 @@ def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Op
             estimator = PullEstimator(registry_client, request.registries, request.auth_config, retry,
                                       request.platform)
             manifests, unreadable = estimator.read(missing)
-    try:
-        guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode)
-    except ValueError as err:
-        raise CollectionError(str(err)) from err
+    guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode)
     guard.update(
         filesystem=path,
         registry_requests=estimator.requests if estimator else 0,
@@ -221,8 +225,9 @@ def pin_method(wanted: str, runtime: Mapping[str, Any]) -> str:
     return PIN_NONE
 
 
-def pin_images(client: Any, request: PrefetchRequest, params: Mapping[str, Any], method: str, images: List[dict],
-               run_command: Optional[RunCommand]) -> Tuple[Dict[str, Any], Optional[dict], List[str]]:
+def pin_images(client: Any, request: PrefetchRequest, params: Mapping[str, Any], method: str,
+               images: List[ImageResult], run_command: Optional[RunCommand],
+               ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]], List[str]]:
     """Pin the requested images with ``method`` once every one is on the node (the same step as
     ``crio_pinned_images`` / ``containerd_pinned_images``), else leave the pins as they are.
 
@@ -272,7 +277,7 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
     open_client: Callable[[Any], Any] = client_factory
     lock = _locked(request, params)
     started = time.monotonic()
-    pin_diff: Optional[dict] = None
+    pin_diff: Optional[Dict[str, Any]] = None
     pin_warnings: List[str] = []
     pin_failure: Optional[str] = None
     try:

@@ -16,12 +16,21 @@ import ipaddress
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Dict, List, Optional, Protocol, Tuple, TypeVar, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._errors import AUTH, INVALID, NOT_FOUND, UNAVAILABLE, CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._registries_conf import RegistriesConfError, credentials_for_source
+from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageRef
+from ansible_collections.pinned.images.plugins.module_utils._registries_conf import (
+    PullSource,
+    RegistriesConf,
+    RegistriesConfError,
+    credentials_for_source,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry_auth import DockerConfig, RegistryCredentials
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
+    ManifestInfo,
     ManifestUnknownError,
+    Platform,
     RegistryAuthRejected,
     RegistryConnectionError,
     RegistryError,
@@ -30,6 +39,10 @@ from ansible_collections.pinned.images.plugins.module_utils._registry_client imp
 
 # Manifest reads are small; more parallel requests than this only queue up at the registry.
 MAX_PARALLEL_READS = 8
+
+_T = TypeVar("_T")
+# (error message, error kind) of an image whose manifest could not be read.
+Failure = Tuple[str, str]
 
 
 def is_loopback(registry: str) -> bool:
@@ -81,11 +94,21 @@ class RetryPolicy:
         return min(self.delay * self.factor ** (failed_attempts - 1), self.max_delay)
 
 
+class ManifestReader(Protocol):
+    """What the estimator needs of a registry client: ``RegistryClient``."""
+
+    request_count: int
+
+    def manifest_info(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
+                      platform: Union[str, Platform, None] = None) -> ManifestInfo: ...
+
+
 class PullEstimator:
     """Reads manifests for a set of images; ``requests`` and ``seconds`` measure the overhead."""
 
-    def __init__(self, registry_client, registries, docker_config, retry: RetrySchedule, platform=None,
-                 sleep=time.sleep) -> None:
+    def __init__(self, registry_client: ManifestReader, registries: RegistriesConf, docker_config: DockerConfig,
+                 retry: RetrySchedule, platform: Optional[Platform] = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.client = registry_client
         self.registries = registries
         self.docker_config = docker_config
@@ -96,30 +119,32 @@ class PullEstimator:
 
     @property
     def requests(self) -> int:
+        """HTTP requests the registry client made so far."""
         return self.client.request_count
 
-    def read(self, refs: list) -> tuple[list, dict]:
+    def read(self, refs: List[ImageRef]) -> Tuple[List[Tuple[str, ManifestInfo]], Dict[str, Failure]]:
         """Return ([(image, ManifestInfo)] in the order of ``refs``, {image: (error, kind)})."""
         started = time.monotonic()
         workers = max(1, min(MAX_PARALLEL_READS, len(refs)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             outcomes = list(pool.map(self._read_one, refs))
         self.seconds = round(time.monotonic() - started, 3)
-        manifests, failures = [], {}
+        manifests: List[Tuple[str, ManifestInfo]] = []
+        failures: Dict[str, Failure] = {}
         for ref, (info, failure) in zip(refs, outcomes):
-            if failure is None:
+            if info is not None:
                 manifests.append((str(ref), info))
-            else:
+            elif failure is not None:
                 failures[str(ref)] = failure
         return manifests, failures
 
-    def _read_one(self, ref):
+    def _read_one(self, ref: ImageRef) -> Tuple[Optional[ManifestInfo], Optional[Failure]]:
         try:
             info, _source = read_from_sources(
                 ref, self.registries, self.docker_config,
                 lambda source, credentials, insecure: self.client.manifest_info(
                     source.reference, credentials, insecure, self.platform),
-                self.retry.retries, self.retry.backoff, self.sleep)
+                self.retry, self.sleep)
         except RegistriesConfError as err:
             return None, (str(err), INVALID)
         except SourcesFailedError as err:
@@ -139,14 +164,19 @@ class SourcesFailedError(CollectionError):
         self.attempts = attempts
 
 
-def read_from_sources(ref, registries, docker_config, read, retries: int = 0, backoff=None, sleep=time.sleep):
+def read_from_sources(ref: ImageRef, registries: RegistriesConf, docker_config: DockerConfig,
+                      read: Callable[[PullSource, Optional[RegistryCredentials], bool], _T],
+                      retry: RetrySchedule = RetryPolicy(),
+                      sleep: Callable[[float], None] = time.sleep) -> Tuple[_T, PullSource]:
     """``read(source, credentials, insecure)`` on the first pull source that answers; ``(value, source)``.
 
     Sources are tried as the runtime tries them (mirrors first): a mirror that fails with a RegistryError is
-    skipped; the primary location's transient errors are retried ``retries`` times after ``backoff(n)`` seconds.
+    skipped; the primary location's transient errors are retried ``retry.retries`` times after
+    ``retry.backoff(n)`` seconds (the default policy retries none).
     Raises RegistriesConfError (blocked, bad rewrite) or SourcesFailedError; other errors of ``read`` pass.
     """
-    last_error, attempts = None, 0
+    last_error: Optional[RegistryError] = None
+    attempts = 0
     for source in registries.pull_sources(ref):
         credentials = credentials_for_source(docker_config, source, ref)
         attempts = 0
@@ -158,9 +188,9 @@ def read_from_sources(ref, registries, docker_config, read, retries: int = 0, ba
             except RegistryError as err:
                 last_error = err
                 transient = isinstance(err, RegistryConnectionError) and not isinstance(err, RegistryTLSError)
-                if source.mirror or not transient or attempts > retries:
+                if source.mirror or not transient or attempts > retry.retries:
                     break
-                sleep(backoff(attempts))
+                sleep(retry.backoff(attempts))
     if last_error is None:  # pragma: no cover - pull_sources always yields the primary location
         raise RegistriesConfError(f"no pull source for {ref}")
     raise SourcesFailedError(last_error, attempts)

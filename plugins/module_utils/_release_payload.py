@@ -34,9 +34,9 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
     ROLE_LABEL,
     validate_set,
 )
-from ansible_collections.pinned.images.plugins.module_utils._prefetch import PrefetchOptions
 from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import (
     PullEstimator,
+    RetryPolicy,
     SourcesFailedError,
     read_from_sources,
 )
@@ -314,7 +314,7 @@ def estimate_payload(client: RegistryClient, images: Iterable[str], registries: 
                      docker_config: DockerConfig, platform: Optional[Platform],
                      expansion_factor: float) -> Dict[str, Any]:
     """The disk guard's estimate for ``images`` on one node, with the manifests that could not be read."""
-    estimator = PullEstimator(client, registries, docker_config, PrefetchOptions(retries=2), platform)
+    estimator = PullEstimator(client, registries, docker_config, RetryPolicy(retries=2), platform)
     before = client.request_count
     manifests, unreadable = estimator.read([parse_image_ref(image) for image in images])
     counted = estimate(manifests, expansion_factor)

@@ -34,7 +34,10 @@ else:
         def ignore_aliases(self, data: Any) -> bool:
             return True
 
-    class _FastDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    # libyaml's when PyYAML was built with it.
+    _FAST_BASE: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class _FastDumper(_FAST_BASE):
         """libyaml's emitter with the same representer settings as _PureDumper."""
 
         def ignore_aliases(self, data: Any) -> bool:
@@ -53,7 +56,7 @@ _NO_FOLDING = 1 << 30
 
 
 def _dump_with(obj: Any, dumper: Any) -> str:
-    return yaml.dump(
+    text: str = yaml.dump(
         obj,
         Dumper=dumper,
         default_flow_style=False,
@@ -63,6 +66,7 @@ def _dump_with(obj: Any, dumper: Any) -> str:
         allow_unicode=True,
         explicit_start=False,
     )
+    return text
 
 
 def dump_yaml(obj: Any) -> str:

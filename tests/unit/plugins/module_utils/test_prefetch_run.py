@@ -85,6 +85,10 @@ def test_every_option_is_checked_before_the_runtime(tmp_path):
     with pytest.raises(CollectionError) as info:
         PrefetchRequest.from_params(params(tmp_path, images=["x y", "a:latest"]), False)
     assert [p.split(":")[0] for p in info.value.problems] == ["images[0]", "images[1]"]
+    with pytest.raises(CollectionError, match="size 'lots' is not understood"):
+        PrefetchRequest.from_params(params(tmp_path, min_free="lots"), False)
+    with pytest.raises(CollectionError, match="platform 'amd64' is not os/architecture"):
+        PrefetchRequest.from_params(params(tmp_path, platform="amd64"), False)
 
 
 def test_a_run_reads_the_image_filesystem_once_and_pulls_the_missing_image(tmp_path):

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -223,3 +226,13 @@ def test_dest_reports_each_file_and_the_images_added_and_removed_per_pool(tmp_pa
     same = run({"pools": ["worker"], "images": [A], "dest": str(dest)}, capsys, check_mode=True)
     assert same["file_changes"] == {"created": [], "changed": [], "removed": []}
     assert (same["pools"][0]["added"], same["pools"][0]["removed"]) == ([], [])
+
+
+def test_importing_the_module_imports_no_grpc():
+    # The render path runs on the controller: grpc costs about 0.6 s cold, and only the node needs it.
+    code = ("import sys\nimport ansible_collections.pinned.images.plugins.modules.machine_config\n"
+            "print(sorted(name for name in sys.modules if name.split('.')[0] in ('grpc', 'google')))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                          check=True)
+    assert done.stdout.strip() == "[]"
