@@ -13,13 +13,12 @@ from __future__ import annotations
 import os
 import socket as _socket
 import stat
-from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, Union, cast
+from typing import Any, Callable, List, Mapping, Optional, TypedDict, Union, cast
 
 # First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import HAS_NODE_DEPS as HAS_GRPC
 from ansible_collections.pinned.images.plugins.module_utils._cri_proto import cri_image_pb2 as pb
 from ansible_collections.pinned.images.plugins.module_utils._cri_proto import cri_image_pb2_grpc as pb_grpc
-from ansible_collections.pinned.images.plugins.module_utils._disk_guard import filesystem_stats
 from ansible_collections.pinned.images.plugins.module_utils._errors import (
     AUTH,
     DEADLINE,
@@ -344,36 +343,3 @@ class CriClient:
     def _runtime_stub(self) -> Any:
         self.connect()
         return self._runtime
-
-
-def _with_local_usage(filesystem: ImageFsUsage) -> Dict[str, Any]:
-    """The runtime's image filesystem with the size and free space of the filesystem holding its mountpoint."""
-    try:
-        total, free = filesystem_stats(filesystem["mountpoint"])
-    except OSError:
-        return dict(filesystem, total_bytes=None, free_bytes=None)
-    return dict(filesystem, total_bytes=total, free_bytes=free)
-
-
-def describe_runtime(params: Mapping[str, Any]) -> Dict[str, Any]:
-    """The cri_image_info module's result: the runtime, its images (only the requested ones when ``images`` is set,
-    the others in ``missing``) and its image filesystems. Raises CriError."""
-    requested = params["images"]
-    with CriClient.from_params(params) as client:
-        runtime = dict(client.version(), endpoint=client.endpoint)
-        filesystems = [_with_local_usage(fs) for fs in client.image_fs_info()]
-        missing: List[str] = []
-        if requested is None:
-            images: List[Dict[str, Any]] = [dict(image) for image in client.list_images()]
-        else:
-            # ImageStatus resolves each name exactly as a pull or the kubelet would.
-            by_id: Dict[str, Dict[str, Any]] = {}
-            for name in requested:
-                image = client.image_status(name)
-                if image is None:
-                    missing.append(name)
-                else:
-                    by_id.setdefault(image["id"], dict(image, requested=[]))["requested"].append(name)
-            images = list(by_id.values())
-    return {"changed": False, "runtime": runtime, "images": images, "missing": missing,
-            "image_filesystems": filesystems}

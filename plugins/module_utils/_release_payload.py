@@ -323,6 +323,7 @@ def estimate_payload(client: RegistryClient, images: Iterable[str], registries: 
         "layers": counted["layers"],
         "compressed_bytes": counted["compressed_bytes"],
         "required_bytes": counted["required_bytes"],
+        "expansion_factor": expansion_factor,
         "required": human_size(counted["required_bytes"]),
         "unreadable": {image: error for image, (error, _kind) in unreadable.items()},
         "registry_requests": client.request_count - before,

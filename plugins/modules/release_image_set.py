@@ -196,6 +196,9 @@ estimate:
     required_bytes:
       description: RV(estimate.compressed_bytes) times O(expansion_factor).
       type: int
+    expansion_factor:
+      description: The O(expansion_factor) the estimate used.
+      type: float
     required:
       description: RV(estimate.required_bytes) in words.
       type: str

@@ -260,7 +260,8 @@ def release_message(release: Mapping[str, Any]) -> str:
         return message + "size not estimated"
     unreadable = len(estimate.get("unreadable") or {})
     return (message + f"each node needs up to {estimate['required']} for them ({estimate['compressed_bytes']} "
-            "compressed bytes x2)" + (f", {unreadable} manifests unreadable" if unreadable else ""))
+            f"compressed bytes x{estimate['expansion_factor']:g})"
+            + (f", {unreadable} manifests unreadable" if unreadable else ""))
 
 
 def _loop_results(registered: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:

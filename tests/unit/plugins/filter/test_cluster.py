@@ -200,8 +200,10 @@ def test_release_plan_message_gives_the_estimate_or_says_there_is_none():
     head = f"Release 4.99.1 (quay.io/ocp/release@sha256:{'1' * 64}): 2 images in sets release-4.99.1-master, " \
            "release-4.99.1-worker; "
     assert F["release_plan_message"](release) == head + "size not estimated"
-    estimate = {"required": "2.0 MiB", "compressed_bytes": 1048576, "unreadable": {}}
+    estimate = {"required": "2.0 MiB", "compressed_bytes": 1048576, "expansion_factor": 2.0, "unreadable": {}}
     assert F["release_plan_message"](dict(release, estimate=estimate)) == \
         head + "each node needs up to 2.0 MiB for them (1048576 compressed bytes x2)"
+    assert F["release_plan_message"](dict(release, estimate=dict(estimate, expansion_factor=2.5))).endswith(
+        "(1048576 compressed bytes x2.5)")
     estimate["unreadable"] = {A: "404"}
     assert F["release_plan_message"](dict(release, estimate=estimate)).endswith(", 1 manifests unreadable")

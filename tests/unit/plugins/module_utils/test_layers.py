@@ -56,6 +56,7 @@ LAYERS = {
     "_pinned_image_status": DOMAIN,
     "_release_payload": DOMAIN,
     "_render_report": DOMAIN,
+    "_runtime_info": DOMAIN,
     "_wheelhouse": DOMAIN,
 }
 
