@@ -43,7 +43,7 @@ def progress_line(progress: dict) -> str:
         progress["done"], progress["total"], progress.get("bytes", 0) / 1073741824, progress.get("elapsed", 0))
 
 
-def job_status(text: t.Optional[str], jid: str, decode: t.Callable[[str], dict]) -> dict:
+def job_status(text: t.Optional[str], jid: str, decode: t.Callable[[str], dict[str, t.Any]]) -> dict[str, t.Any]:
     """The job's status from its result file's text (None: no such file), decoded by ``decode`` (a module output
     parser that marks its result ``_ansible_parsed``), as async_status gives it: ``finished`` 0 while it runs, 1 with
     the module's result once it ended; a failure without ``finished`` when there is no such job or its file cannot be
@@ -105,14 +105,17 @@ class ActionModule(ActionBase):
         result.update(progress_reads=reads, status_checks=checks)
         return result
 
-    def _decode(self, text: str) -> dict:
+    def _decode(self, text: str) -> dict[str, t.Any]:
         """A module's output decoded as ``_execute_module`` decodes it: on ansible-core 2.19 and later with the
         ``legacy`` profile (async_status's, whose output is the result file's text), which turns the warnings and
         deprecations back into messages; before 2.19 the parser takes no profile."""
         res = dict(stdout=text, stderr="", rc=0)
+        data: dict[str, t.Any]
         if "profile" in inspect.signature(self._parse_returned_data).parameters:
-            return self._parse_returned_data(res, "legacy")
-        return self._parse_returned_data(res)  # pylint: disable=no-value-for-parameter
+            data = self._parse_returned_data(res, "legacy")
+        else:
+            data = self._parse_returned_data(res)  # pylint: disable=no-value-for-parameter
+        return data
 
     def _read(self, path: str):
         """The text of a file on the node, None when it cannot be read."""
