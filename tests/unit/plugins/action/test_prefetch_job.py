@@ -111,7 +111,6 @@ def test_a_job_that_outlasts_the_timeout_fails_and_is_not_cleaned_up(prefetch_jo
     assert not [cmd for cmd in node.commands if cmd.startswith("rm")]
 
 
-
 def shown_text(message) -> str:
     """The text the user is shown for a result's warning or deprecation: ansible-core 2.19 decodes them into
     summaries whose event carries the message, earlier releases keep the strings."""
