@@ -6,14 +6,17 @@
 
 The job's result file and the progress file are read with one ``cat`` each (a command over the connection, not a
 module run, so a check costs a round trip instead of starting Python on the node), and read as
-``ansible.builtin.async_status`` reads the result file.
+``ansible.builtin.async_status`` reads the result file; the module's result in it is decoded as Ansible decodes a
+module's output, so its warnings and deprecations reach the user as messages.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import shlex
 import time
+import typing as t
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
@@ -40,19 +43,17 @@ def progress_line(progress: dict) -> str:
         progress["done"], progress["total"], progress.get("bytes", 0) / 1073741824, progress.get("elapsed", 0))
 
 
-def job_status(text, jid: str) -> dict:
-    """The job's status from its result file's text (None: no such file), as async_status gives it: ``finished``
-    0 while it runs, 1 with the module's result once it ended; a failure without ``finished`` when there is no
-    such job or its file cannot be read."""
+def job_status(text: t.Optional[str], jid: str, decode: t.Callable[[str], dict[str, t.Any]]) -> dict[str, t.Any]:
+    """The job's status from its result file's text (None: no such file), decoded by ``decode`` (a module output
+    parser that marks its result ``_ansible_parsed``), as async_status gives it: ``finished`` 0 while it runs, 1 with
+    the module's result once it ended; a failure without ``finished`` when there is no such job or its file cannot be
+    read."""
     if text is None:
         return dict(failed=True, msg=f"could not find job {jid}")
-    try:
-        data = json.loads(text)
-    except ValueError:
-        if not text.strip():  # not written yet
-            return dict(started=1, finished=0)
-        return dict(failed=True, msg=f"could not parse the result of job {jid}: {text[:200]!r}")
-    if not isinstance(data, dict):
+    if not text.strip():  # not written yet
+        return dict(started=1, finished=0)
+    data = decode(text)
+    if not data.pop("_ansible_parsed", False):
         return dict(failed=True, msg=f"could not parse the result of job {jid}: {text[:200]!r}")
     if "started" not in data:  # the module's own result: the job ended
         data["finished"] = 1
@@ -80,7 +81,7 @@ class ActionModule(ActionBase):
         shown = ""
         while True:
             checks += 1
-            status = job_status(self._read(results_file), args["jid"])
+            status = job_status(self._read(results_file), args["jid"], self._decode)
             if "finished" not in status:
                 # No such job, or an unreadable result: that is the result.
                 break
@@ -103,6 +104,18 @@ class ActionModule(ActionBase):
         result.update(status)
         result.update(progress_reads=reads, status_checks=checks)
         return result
+
+    def _decode(self, text: str) -> dict[str, t.Any]:
+        """A module's output decoded as ``_execute_module`` decodes it: on ansible-core 2.19 and later with the
+        ``legacy`` profile (async_status's, whose output is the result file's text), which turns the warnings and
+        deprecations back into messages; before 2.19 the parser takes no profile."""
+        res = dict(stdout=text, stderr="", rc=0)
+        data: dict[str, t.Any]
+        if "profile" in inspect.signature(self._parse_returned_data).parameters:
+            data = self._parse_returned_data(res, "legacy")
+        else:
+            data = self._parse_returned_data(res)  # pylint: disable=no-value-for-parameter
+        return data
 
     def _read(self, path: str):
         """The text of a file on the node, None when it cannot be read."""

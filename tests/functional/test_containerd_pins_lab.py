@@ -260,3 +260,15 @@ def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, 
     _proc, nodes = run_prefetch_playbook(mlab, tmp_path, images, node_pin="auto")
     assert (nodes[OLD]["pin_method"], nodes[OLD]["pinned"]) == ("none", None)
     assert cri_pinned(mlab, OLD) == {image: False for image in images}
+
+
+def test_the_background_prefetchs_warning_reaches_the_user_as_its_text(mlab, tmp_path):
+    """node_pin label on the 1.6 node, which lacks the images: the background prefetch pins with the label and warns
+    (old_runtime warn), and prefetch_job hands the warning on as the module's message, not as its serialized form."""
+    remove_all_images(socket(mlab, OLD))
+    images = refs(mlab, "plain-small")
+    proc, nodes = run_prefetch_playbook(mlab, tmp_path, images, node_pin="label")
+    assert (int(nodes[OLD]["pulled"]), nodes[OLD]["pin_method"]) == (1, "label")
+    output = " ".join((proc.stdout + proc.stderr).split())  # warnings are wrapped to the terminal's width
+    assert re.search(r"\[WARNING\]: containerd 1\.6\.\S+ will not honour the pin", output), output
+    assert "WarningSummary" not in output and "{'event'" not in output

@@ -109,3 +109,41 @@ def test_a_job_that_outlasts_the_timeout_fails_and_is_not_cleaned_up(prefetch_jo
         follow(prefetch_job, node, timeout=25)
     assert type(info.value).__name__ == "AnsibleActionFail"
     assert not [cmd for cmd in node.commands if cmd.startswith("rm")]
+
+
+def shown_text(message) -> str:
+    """The text the user is shown for a result's warning or deprecation: ansible-core 2.19 decodes them into
+    summaries whose event carries the message, earlier releases keep the strings."""
+    event = getattr(message, "event", None)
+    return event.msg if event is not None else message
+
+
+def module_output(result: dict) -> str:
+    """A module's result as an ansible-core 2.19 module writes it (its summaries tagged with their types)."""
+    encoder = importlib.import_module("ansible.module_utils.common.json")
+    return json.dumps(result, cls=encoder.get_module_encoder("legacy", encoder.Direction.MODULE_TO_CONTROLLER))
+
+
+@pytest.mark.parametrize("summary", [True, False], ids=["2.19-summary", "plain-string"])
+def test_the_job_result_warnings_reach_the_user_as_their_text(prefetch_job, summary):
+    text = "label pins need containerd 1.7"
+    if summary:
+        if ansible_internal is None:
+            pytest.skip("ansible-core < 2.19 modules write warnings as strings")
+        messages = importlib.import_module("ansible.module_utils._internal._messages")
+        output = module_output(dict(changed=False, warnings=[messages.WarningSummary(event=messages.Event(msg=text))]))
+        assert '"__ansible_type": "WarningSummary"' in output
+    else:
+        output = json.dumps(dict(changed=False, warnings=[text]))
+    result, _shown = follow(prefetch_job, Node([output], []))
+    assert [shown_text(item) for item in result["warnings"]] == [text]
+    assert "_ansible_parsed" not in result and "failed" not in result
+
+
+def test_the_job_result_deprecations_reach_the_user_as_their_text(prefetch_job):
+    if ansible_internal is None:
+        pytest.skip("ansible-core < 2.19 modules write deprecations as dicts Ansible displays itself")
+    messages = importlib.import_module("ansible.module_utils._internal._messages")
+    deprecation = messages.DeprecationSummary(event=messages.Event(msg="old option"), version="2.0.0")
+    result, _shown = follow(prefetch_job, Node([module_output(dict(changed=False, deprecations=[deprecation]))], []))
+    assert [shown_text(item) for item in result["deprecations"]] == ["old option"]
