@@ -155,13 +155,13 @@ options:
     type: str
     choices: [none, auto, dropin, label]
     default: none
-    version_added: 0.2.0
+    version_added: 0.1.0
   dropin_path:
     description:
       - The CRI-O drop-in file for O(pin=dropin).
     type: path
     default: /etc/crio/crio.conf.d/50-pinned-images
-    version_added: 0.2.0
+    version_added: 0.1.0
   crio_reload:
     description:
       - How CRI-O is made to read a changed drop-in, once, in this run (not in check mode), as
@@ -171,12 +171,12 @@ options:
     type: str
     choices: [none, systemd, signal]
     default: systemd
-    version_added: 0.2.0
+    version_added: 0.1.0
   crio_pid_file:
     description:
       - File holding the CRI-O process id, for O(crio_reload=signal).
     type: path
-    version_added: 0.2.0
+    version_added: 0.1.0
   old_runtime:
     description:
       - What O(pin=label) does on containerd older than 1.7.3, which stores the label but does not honour it.
@@ -184,13 +184,13 @@ options:
     type: str
     choices: [fail, warn]
     default: fail
-    version_added: 0.2.0
+    version_added: 0.1.0
   settle_timeout:
     description:
       - Seconds to wait, after the label changed, until CRI reports the images as pinned.
     type: float
     default: 10.0
-    version_added: 0.2.0
+    version_added: 0.1.0
 notes:
   - Without O(pin), pinning is separate; see M(pinned.images.crio_pinned_images) and
     M(pinned.images.containerd_pinned_images).
@@ -380,7 +380,7 @@ pin:
     - The pinning step (O(pin)).
   returned: always
   type: dict
-  version_added: 0.2.0
+  version_added: 0.1.0
   contains:
     method:
       description: V(dropin), V(label) or V(none) (O(pin=auto) resolved for the runtime).
