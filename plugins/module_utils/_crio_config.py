@@ -183,10 +183,10 @@ class MissingImagesError(PinnedImagesError):
 
 class ReloadError(CollectionError):
     """CRI-O could not be told to reload its configuration; ``result`` is the sync result when the file was written
-    (its ``changed`` and ``images`` are then in the details too, for the module's failure result)."""
+    (its ``changed``, ``path`` and ``images`` are then in the details too, for the module's failure result)."""
 
     def __init__(self, message: str, result: Optional[Mapping[str, Any]] = None) -> None:
-        details = {key: result[key] for key in ("changed", "images") if key in result} if result else {}
+        details = {key: result[key] for key in ("changed", "path", "images") if key in result} if result else {}
         super().__init__(message, details=details)
         self.result = result
 
