@@ -441,7 +441,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH
+from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH, module_run_command
 from ansible_collections.pinned.images.plugins.module_utils._prefetch_run import PIN_CHOICES, PIN_NONE, PrefetchRequest, run_prefetch
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import REGISTRY_ARGUMENT_SPEC
 
@@ -485,8 +485,7 @@ def main():
         module.no_log_values.update(request.secrets)
         for warning in request.warnings:
             module.warn(warning)
-        outcome = run_prefetch(request, module.params, diff=module._diff, run_command=lambda argv: module.run_command(
-            [module.get_bin_path(argv[0], required=True)] + list(argv[1:])))
+        outcome = run_prefetch(request, module.params, diff=module._diff, run_command=module_run_command(module))
     except CollectionError as err:
         fail_json_from(module, err)
     for warning in outcome.warnings:
