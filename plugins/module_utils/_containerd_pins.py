@@ -87,7 +87,9 @@ def runtime_problem(version: Mapping[str, Any]) -> Optional[str]:
     """Why the runtime described by a CRI ``Version`` result will not honour the pin label; None when it will."""
     name, text = version.get("runtime_name", ""), version.get("runtime_version", "")
     if name != "containerd":
-        return f"the runtime is {name or 'unknown'} {text}, not containerd; pin CRI-O images with pinned.images.crio_pinned_images"
+        return (f"the runtime is {name or 'unknown'} {text}, not containerd; pin CRI-O images with "
+                "pinned.images.crio_pinned_images, or with pinned.images.prefetch's pin=dropin or pin=auto "
+                "(node_pin in the pinned.images.node role)")
     parsed = parse_version(text)
     wanted = ".".join(map(str, MIN_VERSION))
     if parsed is None:
