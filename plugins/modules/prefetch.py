@@ -392,7 +392,10 @@ pin:
       description: Whether the pins changed (or would, in check mode).
       type: bool
     images:
-      description: The pinned images (sorted); empty when the step did not run.
+      description:
+        - The pinned images (sorted); empty when the step did not run.
+        - On a failed pin, those written before it failed (a drop-in CRI-O was not reloaded for, labels CRI did not
+          report within O(settle_timeout)); then RV(pin.changed) is true.
       type: list
       elements: str
     path:
