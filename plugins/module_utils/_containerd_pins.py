@@ -65,7 +65,8 @@ class PinClient(Protocol):
 
 
 class NotReportedError(CollectionError):
-    """The labels are written but CRI did not report the images as wanted in time."""
+    """The labels are written but CRI did not report the images as wanted in time; raised by
+    ``sync_containerd_pins`` with ``changed``, ``images`` and ``records`` in the details."""
 
 
 class OldRuntimeError(CollectionError):
@@ -86,7 +87,9 @@ def runtime_problem(version: Mapping[str, Any]) -> Optional[str]:
     """Why the runtime described by a CRI ``Version`` result will not honour the pin label; None when it will."""
     name, text = version.get("runtime_name", ""), version.get("runtime_version", "")
     if name != "containerd":
-        return f"the runtime is {name or 'unknown'} {text}, not containerd; pin CRI-O images with pinned.images.crio_pinned_images"
+        return (f"the runtime is {name or 'unknown'} {text}, not containerd; pin CRI-O images with "
+                "pinned.images.crio_pinned_images, or with pinned.images.prefetch's pin=dropin or pin=auto "
+                "(node_pin in the pinned.images.node role)")
     parsed = parse_version(text)
     wanted = ".".join(map(str, MIN_VERSION))
     if parsed is None:
@@ -215,7 +218,13 @@ def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], sta
         if (to_pin or to_unpin) and not problem:
             expected = {name: True for name in present}
             expected.update({n: False for n in lost})
-            wait_reported(client, expected, settle_timeout)
+            try:
+                wait_reported(client, expected, settle_timeout)
+            except NotReportedError as exc:
+                # The labels are written: the failure result says what changed.
+                raise NotReportedError(exc.message, details={
+                    "changed": True, "images": sorted(present), "records": {"pinned": to_pin, "unpinned": to_unpin},
+                }) from exc
 
     newly = {name for name in present if found[name]["id"] not in was}
     unpinned_groups: Dict[str, List[str]] = {}

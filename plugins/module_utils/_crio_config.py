@@ -27,6 +27,7 @@ Public API
     U+0085 and U+00A0 too, but not U+001C..U+001F).
 ``is_pattern(name)``, ``missing_images(client, images) -> list[str]`` (``client.image_status(name)`` is None
     for an absent image; patterns are skipped), ``MissingImagesError`` (``.missing``).
+``module_run_command(module) -> RunCommand``: ``run_command`` on an AnsibleModule; a missing program is rc 127.
 ``reload_crio(method, run_command=None, pid_file=None, service="crio")``: ``none`` | ``systemd``
     (``systemctl reload crio``; the unit's reload sends SIGHUP) | ``signal`` (SIGHUP to the pid in ``pid_file``);
     raises ``ReloadError``.
@@ -183,10 +184,10 @@ class MissingImagesError(PinnedImagesError):
 
 class ReloadError(CollectionError):
     """CRI-O could not be told to reload its configuration; ``result`` is the sync result when the file was written
-    (its ``changed`` and ``images`` are then in the details too, for the module's failure result)."""
+    (its ``changed``, ``path`` and ``images`` are then in the details too, for the module's failure result)."""
 
     def __init__(self, message: str, result: Optional[Mapping[str, Any]] = None) -> None:
-        details = {key: result[key] for key in ("changed", "images") if key in result} if result else {}
+        details = {key: result[key] for key in ("changed", "path", "images") if key in result} if result else {}
         super().__init__(message, details=details)
         self.result = result
 
@@ -199,6 +200,21 @@ def is_pattern(name: str) -> bool:
 def missing_images(client: ImageStatusClient, images: Iterable[str]) -> List[str]:
     """The images ``client.image_status`` reports absent (patterns are skipped)."""
     return [name for name in images if not is_pattern(name) and client.image_status(name) is None]
+
+
+def module_run_command(module: Any) -> RunCommand:
+    """``run_command`` for ``reload_crio`` through an AnsibleModule. A program not on the PATH is a failed command
+    (rc 127, as a shell says, naming it) rather than ``fail_json``, so that the ReloadError's failure result still
+    tells what was written."""
+
+    def run(argv: List[str]) -> Tuple[int, str, str]:
+        program = module.get_bin_path(argv[0])
+        if program is None:
+            return 127, "", f"{argv[0]} is not on the PATH"
+        rc, out, err = module.run_command([program] + list(argv[1:]))
+        return rc, out, err
+
+    return run
 
 
 def reload_crio(method: str, run_command: Optional[RunCommand] = None, pid_file: Optional[str] = None,

@@ -295,9 +295,11 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
                 pin, pin_diff, pin_warnings = pin_images(client, request, params, method, report["images"],
                                                          run_command)
             except CollectionError as err:
-                # A drop-in written before a failed reload did change the node.
-                pin = dict(method=method, ran=True, changed=bool(err.details.get("changed")), images=[], path=None,
-                           reloaded=False, records=None, error=err.message)
+                # A drop-in written before a failed reload, or labels CRI did not report in time, changed the node.
+                written = err.details
+                pin = dict(method=method, ran=True, changed=bool(written.get("changed")),
+                           images=written.get("images", []), path=written.get("path"), reloaded=False,
+                           records=written.get("records"), error=err.message)
                 pin_failure = f"pinning with the {method} method failed: {err.message}"
     finally:
         if lock is not None:

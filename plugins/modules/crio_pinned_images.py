@@ -161,6 +161,7 @@ from ansible_collections.pinned.images.plugins.module_utils._cri_client import C
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
     DEFAULT_PATH,
     missing_images,
+    module_run_command,
     run_crio_pinned_images,
 )
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
@@ -199,11 +200,8 @@ def main():
         with CriClient.from_params(params) as client:
             return missing_images(client, wanted)
 
-    def run_command(argv):
-        return module.run_command([module.get_bin_path(argv[0], required=True)] + list(argv[1:]))
-
     try:
-        result = run_crio_pinned_images(params, module.check_mode, check_presence, run_command)
+        result = run_crio_pinned_images(params, module.check_mode, check_presence, module_run_command(module))
     except CollectionError as exc:
         fail_json_from(module, exc, **failed)
     if not module._diff:

@@ -155,13 +155,13 @@ options:
     type: str
     choices: [none, auto, dropin, label]
     default: none
-    version_added: 0.2.0
+    version_added: 0.1.0
   dropin_path:
     description:
       - The CRI-O drop-in file for O(pin=dropin).
     type: path
     default: /etc/crio/crio.conf.d/50-pinned-images
-    version_added: 0.2.0
+    version_added: 0.1.0
   crio_reload:
     description:
       - How CRI-O is made to read a changed drop-in, once, in this run (not in check mode), as
@@ -171,12 +171,12 @@ options:
     type: str
     choices: [none, systemd, signal]
     default: systemd
-    version_added: 0.2.0
+    version_added: 0.1.0
   crio_pid_file:
     description:
       - File holding the CRI-O process id, for O(crio_reload=signal).
     type: path
-    version_added: 0.2.0
+    version_added: 0.1.0
   old_runtime:
     description:
       - What O(pin=label) does on containerd older than 1.7.3, which stores the label but does not honour it.
@@ -184,13 +184,13 @@ options:
     type: str
     choices: [fail, warn]
     default: fail
-    version_added: 0.2.0
+    version_added: 0.1.0
   settle_timeout:
     description:
       - Seconds to wait, after the label changed, until CRI reports the images as pinned.
     type: float
     default: 10.0
-    version_added: 0.2.0
+    version_added: 0.1.0
 notes:
   - Without O(pin), pinning is separate; see M(pinned.images.crio_pinned_images) and
     M(pinned.images.containerd_pinned_images).
@@ -380,7 +380,7 @@ pin:
     - The pinning step (O(pin)).
   returned: always
   type: dict
-  version_added: 0.2.0
+  version_added: 0.1.0
   contains:
     method:
       description: V(dropin), V(label) or V(none) (O(pin=auto) resolved for the runtime).
@@ -392,7 +392,10 @@ pin:
       description: Whether the pins changed (or would, in check mode).
       type: bool
     images:
-      description: The pinned images (sorted); empty when the step did not run.
+      description:
+        - The pinned images (sorted); empty when the step did not run.
+        - On a failed pin, those written before it failed (a drop-in CRI-O was not reloaded for, labels CRI did not
+          report within O(settle_timeout)); then RV(pin.changed) is true.
       type: list
       elements: str
     path:
@@ -441,7 +444,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH
+from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH, module_run_command
 from ansible_collections.pinned.images.plugins.module_utils._prefetch_run import PIN_CHOICES, PIN_NONE, PrefetchRequest, run_prefetch
 from ansible_collections.pinned.images.plugins.module_utils._registry_client import REGISTRY_ARGUMENT_SPEC
 
@@ -485,8 +488,7 @@ def main():
         module.no_log_values.update(request.secrets)
         for warning in request.warnings:
             module.warn(warning)
-        outcome = run_prefetch(request, module.params, diff=module._diff, run_command=lambda argv: module.run_command(
-            [module.get_bin_path(argv[0], required=True)] + list(argv[1:])))
+        outcome = run_prefetch(request, module.params, diff=module._diff, run_command=module_run_command(module))
     except CollectionError as err:
         fail_json_from(module, err)
     for warning in outcome.warnings:

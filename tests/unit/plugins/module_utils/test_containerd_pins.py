@@ -34,7 +34,10 @@ def test_only_containerd_173_and_later_honours_the_label(version, honoured):
 
 
 def test_other_runtimes_and_unreadable_versions_are_named():
-    assert "not containerd" in runtime_problem(dict(runtime_name="cri-o", runtime_version="1.30.0"))
+    crio = runtime_problem(dict(runtime_name="cri-o", runtime_version="1.30.0"))
+    assert "not containerd" in crio
+    # Both ways to pin on CRI-O: the module, and the prefetch's (and the node role's) drop-in pin.
+    assert "pinned.images.crio_pinned_images" in crio and "pin=dropin or pin=auto" in crio and "node_pin" in crio
     assert "cannot read the containerd version 'devel'" in runtime_problem(
         dict(runtime_name="containerd", runtime_version="devel"))
 

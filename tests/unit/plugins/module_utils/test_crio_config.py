@@ -221,7 +221,7 @@ def test_reload_failure_carries_the_result(tmp_path):
     assert "rc=1" in str(info.value) and "not loaded" in str(info.value)
     assert str(info.value).startswith(f"{path} was written, but CRI-O was not reloaded: ")
     assert info.value.result["changed"] and path.exists()
-    assert info.value.details == {"changed": True, "images": [A]}
+    assert info.value.details == {"changed": True, "path": str(path), "images": [A]}
 
 
 def test_a_cri_error_of_the_presence_check_names_the_check(tmp_path):

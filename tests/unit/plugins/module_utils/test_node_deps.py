@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -184,3 +187,54 @@ def test_ad_hoc_a_missing_library_fails_and_names_the_fix(missing, monkeypatch):
 def test_with_the_libraries_the_module_goes_on():
     assert deps.HAS_NODE_DEPS, deps.NODE_DEPS
     deps.require_node_deps(FakeModule())
+
+
+@pytest.fixture(scope="module")
+def private_only(tmp_path_factory):
+    """A Python that finds grpcio and protobuf only in a provisioned private directory, as on a bare node.
+
+    The interpreter runs without site-packages (``-S``); ansible and the collection come from their own paths.
+    """
+    import grpc
+    from google import protobuf
+
+    tmp = tmp_path_factory.mktemp("private-only")
+    packages = Path(grpc.__file__).parents[1]
+    site = tmp / "deps" / deps.interpreter()["tag"] / deps.SITE
+    shutil.copytree(packages / "grpc", site / "grpc")
+    # grpcio's one dependency.
+    shutil.copy2(packages / "typing_extensions.py", site)
+    for name in ("protobuf", "_upb"):
+        if (packages / "google" / name).is_dir():
+            shutil.copytree(packages / "google" / name, site / "google" / name)
+    assert Path(protobuf.__file__).parent == packages / "google" / "protobuf"
+    files = {name: file_sha256(str(site / name)) for name in deps._tree_files(str(site))}
+    (site.parent / deps.MANIFEST).write_text(json.dumps({"files": files}))
+    for directory in (tmp / "deps", site.parent):
+        os.chmod(directory, 0o700)
+    (tmp / "lib").mkdir()
+    (tmp / "lib" / "ansible").symlink_to(packages / "ansible")
+    return {"base": tmp / "deps", "site": site, "path": [str(tmp / "lib"), str(ROOT / ".build" / "collections")]}
+
+
+@pytest.mark.parametrize("module", ["containerd_pinned_images", "prefetch", "crio_pinned_images", "cri_image_info"])
+def test_node_modules_import_their_stubs_from_the_private_directory(private_only, module):
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = {private_only['path']!r}
+        from ansible_collections.pinned.images.plugins.modules import {module}
+        from ansible_collections.pinned.images.plugins.module_utils import _node_deps
+        from ansible_collections.pinned.images.plugins.module_utils._containerd_proto import containerd_images_pb2_grpc
+        from ansible_collections.pinned.images.plugins.module_utils._cri_proto import cri_image_pb2_grpc
+        import grpc
+        print(_node_deps.NODE_DEPS["site"], grpc.__file__)
+        print(hasattr(containerd_images_pb2_grpc, "ImagesStub"), hasattr(cri_image_pb2_grpc, "ImageServiceStub"))
+    """)
+    env = {"PATH": os.environ["PATH"], deps.ENV_DIR: str(private_only["base"])}
+    proc = subprocess.run([sys.executable, "-S", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    used, stubs = proc.stdout.splitlines()
+    site = str(private_only["site"])
+    assert used.split() == [site, os.path.join(site, "grpc", "__init__.py")]
+    assert stubs == "True True"

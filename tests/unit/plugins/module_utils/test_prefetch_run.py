@@ -193,6 +193,26 @@ def test_a_failed_reload_fails_the_pin_but_keeps_the_pulls(tmp_path):
     assert "was not reloaded" in outcome.pin_failure and "no crio" in outcome.pin_failure
     assert outcome.result["pin"]["changed"] and outcome.result["changed"]
     assert outcome.result["totals"]["pulled"] == 1 and (tmp_path / "50-pinned-images").exists()
+    pin = outcome.result["pin"]
+    assert pin["images"] == sorted([PRESENT, MISSING]) and pin["path"] == str(tmp_path / "50-pinned-images")
+
+
+class Unreported(Runtime):
+    """Stores the labels but never reports an image pinned."""
+
+    def image_status(self, image):
+        status = super().image_status(image)
+        return status and dict(status, pinned=False)
+
+
+def test_labels_cri_never_reports_fail_the_pin_and_are_reported_written(tmp_path):
+    runtime = Unreported(str(tmp_path), "containerd", "1.7.24~ds1")
+    runtime.pulled.append(MISSING)  # nothing to pull: only the pin changes the node
+    outcome = run(tmp_path, runtime, pin="label", settle_timeout=0.1)
+    assert "CRI still reports" in outcome.pin_failure
+    pin = outcome.result["pin"]
+    assert outcome.result["changed"] and pin["changed"] and pin["images"] == sorted([PRESENT, MISSING])
+    assert pin["records"]["pinned"] == sorted([PRESENT, MISSING]) and set(runtime.labels) == {PRESENT, MISSING}
 
 
 def test_a_signal_reload_needs_its_pid_file(tmp_path):

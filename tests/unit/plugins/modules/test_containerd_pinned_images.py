@@ -133,6 +133,8 @@ def test_a_pin_cri_never_reports_fails_after_the_settle_timeout(runtime, capsys,
     assert result["rc"] == 1
     assert result["msg"].startswith("cannot pin on containerd: the labels are written")
     assert f"CRI still reports {A} as not pinned" in result["msg"]
+    # The labels were written: the failure says so.
+    assert result["changed"] and result["images"] == [A] and A in result["records"]["pinned"]
 
 
 @pytest.mark.parametrize("images, problem", [

@@ -249,6 +249,15 @@ def test_reload_failure_reports_the_written_file(tmp_path, capsys, cri, monkeypa
     assert "was written, but CRI-O was not reloaded" in result["msg"] and "Failed to reload" in result["msg"]
 
 
+def test_a_missing_systemctl_is_a_failed_reload_that_reports_the_written_file(tmp_path, capsys, cri, monkeypatch):
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    result = run({"images": [A], "path": str(tmp_path / "f")}, capsys)
+    assert result["rc"] == 1 and result["changed"] and result["images"] == [A] and not result["reloaded"]
+    assert "was written, but CRI-O was not reloaded: systemctl reload crio failed (rc=127)" in result["msg"]
+    assert "systemctl is not on the PATH" in result["msg"]
+
+
 def test_option_rules(tmp_path, capsys, cri):
     both = run({"images": [A], "sets": [], "path": str(tmp_path / "f")}, capsys)
     assert both["rc"] == 1 and "mutually exclusive" in both["msg"]

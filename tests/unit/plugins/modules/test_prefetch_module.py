@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 from fixtures.module_runner import run_module
+from fixtures.scripted_runtime import ScriptedRuntime
 
+from ansible_collections.pinned.images.plugins.module_utils import _prefetch_run
 from ansible_collections.pinned.images.plugins.modules import prefetch as module
 
 DIGEST = "sha256:" + "c" * 64
@@ -69,3 +71,44 @@ def test_unknown_registries_conf_keys_are_warned_about(capsys, tmp_path):
     result = run_module(module, dict(images=[GOOD], cri_socket=socket, registries_conf=str(conf)), capsys)
     assert result["msg"].startswith("nothing is listening at")
     assert any("unknown keys 'mirorr-by-digest-only' are ignored" in str(w) for w in result.get("warnings", []))
+
+
+class CrioWithEveryImage(ScriptedRuntime):
+    """CRI-O that has every image already: the prefetch goes straight to the pin."""
+
+    runtime_name, runtime_version = "cri-o", "1.31.0"
+    endpoint = "unix:///scripted.sock"
+    image_fs = "/"
+
+    @classmethod
+    def from_params(cls, params):
+        return cls()
+
+    def image_fs_info(self):
+        return [dict(mountpoint=self.image_fs)]
+
+    def list_images(self):
+        return []
+
+    def image_status(self, image):
+        return dict(id="sha256:1", repo_tags=[], repo_digests=[image], size=7, pinned=False)
+
+
+def test_a_missing_systemctl_fails_the_pin_and_the_result_keeps_the_pulls_and_the_drop_in(capsys, tmp_path, monkeypatch):
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setattr(CrioWithEveryImage, "image_fs", str(tmp_path))
+    monkeypatch.setattr(_prefetch_run, "CriClient", CrioWithEveryImage)
+    dropin = tmp_path / "50-pinned-images"
+    (tmp_path / "auth.json").write_text('{"auths": {}}')
+    (tmp_path / "registries.conf").write_text("")
+    params = dict(images=[GOOD], pin="dropin", crio_reload="systemd", dropin_path=str(dropin),
+                  auth_file=str(tmp_path / "auth.json"), registries_conf=str(tmp_path / "registries.conf"),
+                  lock_file=str(tmp_path / "lock"))
+    result = run_module(module, params, capsys)
+    assert result["rc"] == 1 and "systemctl reload crio failed (rc=127)" in result["msg"]
+    assert "systemctl is not on the PATH" in result["msg"]
+    assert [image["status"] for image in result["images"]] == ["present"]
+    pin = result["pin"]
+    assert result["changed"] and pin["changed"] and not pin["reloaded"]
+    assert pin["images"] == [GOOD] and pin["path"] == str(dropin) and GOOD in dropin.read_text()
