@@ -79,9 +79,10 @@ def interpreter() -> Dict[str, str]:
 
 
 def _tree_files(site: str) -> List[str]:
+    """The files below ``site``, and its links to directories (os.walk lists them but does not enter them)."""
     found = []
-    for root, _dirs, files in os.walk(site):
-        for name in files:
+    for root, dirs, files in os.walk(site):
+        for name in files + [name for name in dirs if os.path.islink(os.path.join(root, name))]:
             found.append(os.path.relpath(os.path.join(root, name), site))
     return sorted(found)
 
@@ -105,6 +106,9 @@ def verify(tag_dir: str) -> Optional[str]:
     expected = manifest.get("files", {})
     present = _tree_files(site) if os.path.isdir(site) else []
     for name in present:
+        # Unpacked wheels hold no links: a link would let the directory's code change without its bytes changing.
+        if os.path.islink(os.path.join(site, name)):
+            return "%s is a symbolic link" % os.path.join(site, name)
         if name not in expected:
             return "%s is not in the manifest" % os.path.join(site, name)
     for name, digest in sorted(expected.items()):

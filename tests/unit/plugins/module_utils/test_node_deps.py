@@ -76,6 +76,8 @@ def test_provision_unpacks_verifies_and_then_leaves_the_directory_alone(tmp_path
     (lambda site: (site / "fakepkg" / "__init__.py").write_text("VALUE = 666\n"), "was changed"),
     (lambda site: (site / "fakepkg" / "evil.py").write_text("x = 1\n"), "is not in the manifest"),
     (lambda site: (site / "fakepkg" / "__init__.py").unlink(), "is missing"),
+    (lambda site: (site / "linked").symlink_to(site / "fakepkg"), "is a symbolic link"),
+    (lambda site: (site / "fakepkg" / "copy.py").symlink_to(site / "fakepkg" / "__init__.py"), "is a symbolic link"),
 ])
 def test_a_changed_extra_or_missing_file_is_found_and_replaced(tmp_path, wheel, tamper, problem):
     base = tmp_path / "python"
