@@ -37,7 +37,7 @@ _STATUS_KEYS = ("ansible_job_id", "started", "finished", "results_file", "stdout
                 "stderr_lines", "invocation", "_ansible_suppress_tmpdir_delete")
 
 
-def progress_line(progress: dict) -> str:
+def progress_line(progress: t.Mapping[str, t.Any]) -> str:
     """``12/40 images, 0.035 GiB, 3 s elapsed`` for a progress file's content."""
     return "%d/%d images, %.3f GiB, %d s elapsed" % (
         progress["done"], progress["total"], progress.get("bytes", 0) / 1073741824, progress.get("elapsed", 0))
@@ -65,8 +65,8 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = True
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
+    def run(self, tmp: t.Optional[str] = None, task_vars: t.Optional[dict[str, t.Any]] = None) -> dict[str, t.Any]:
+        result: dict[str, t.Any] = super().run(tmp, task_vars)
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         for name in ("interval", "poll", "timeout"):
@@ -117,12 +117,13 @@ class ActionModule(ActionBase):
             data = self._parse_returned_data(res)  # pylint: disable=no-value-for-parameter
         return data
 
-    def _read(self, path: str):
+    def _read(self, path: str) -> t.Optional[str]:
         """The text of a file on the node, None when it cannot be read."""
         out = self._low_level_execute_command("cat " + shlex.quote(path), sudoable=True)
-        return out.get("stdout", "") if out.get("rc") == 0 else None
+        text: t.Optional[str] = out.get("stdout", "") if out.get("rc") == 0 else None
+        return text
 
-    def _progress(self, args: dict) -> str:
+    def _progress(self, args: t.Mapping[str, t.Any]) -> str:
         """The progress line of this run's file, empty while it has none (not written yet, or another run's)."""
         try:
             progress = json.loads(self._read(args["progress_file"]) or "")

@@ -28,7 +28,7 @@ machine_configs, removed)``: the files of the render entry point, from the regis
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._disk_guard import human_size
 from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import MachineConfigPool, PinnedImageSet
@@ -46,10 +46,12 @@ _CONTROL_PLANE_LABELS = {"node-role.kubernetes.io/master": "", "node-role.kubern
 _WORKER_LABELS = {"node-role.kubernetes.io/worker": ""}
 _NOT_RUN = "not attempted: the run stopped before this node (failure percentage) or the node was unreachable"
 _ROW = "%-24s %-8s %7s %8s %7s %11s %8s  %s"
-_COUNTERS = {"requested": 0, "present": 0, "pulled": 0, "failed": 0, "would_pull": 0, "bytes": 0, "seconds": 0.0}
+_COUNTERS: Dict[str, Any] = {"requested": 0, "present": 0, "pulled": 0, "failed": 0, "would_pull": 0, "bytes": 0, "seconds": 0.0}
+# Ansible's hostvars (a Mapping of host name to its variables) or, in tests, a dict of dicts.
+HostVars = Mapping[str, Any]
 
 
-def _var(hostvars, host: str, name: str, default=None):
+def _var(hostvars: HostVars, host: str, name: str, default: Any = None) -> Any:
     """A host variable, ``default`` when the host or the variable is undefined."""
     try:
         return hostvars[host].get(name, default)
@@ -57,17 +59,18 @@ def _var(hostvars, host: str, name: str, default=None):
         return default
 
 
-def _node_name(hostvars, host: str) -> str:
-    return _var(hostvars, host, "cluster_node_name", host)
+def _node_name(hostvars: HostVars, host: str) -> str:
+    name: str = _var(hostvars, host, "cluster_node_name", host)
+    return name
 
 
-def node_set_list(sets: list, images: list, name: str | None = None) -> list:
+def node_set_list(sets: Optional[Sequence[Any]], images: Sequence[str], name: Optional[str] = None) -> List[Any]:
     """``sets`` plus, when ``images`` is not empty, a set ``name`` (default ``DEFAULT_SET_NAME``) holding them."""
     own = [{"name": name or DEFAULT_SET_NAME, "images": list(images)}] if images else []
     return list(sets or []) + own
 
 
-def host_nodes(hosts: list, hostvars, control_plane_hosts: list) -> list:
+def host_nodes(hosts: Sequence[str], hostvars: HostVars, control_plane_hosts: Container[str]) -> List[Dict[str, Any]]:
     """``[{name, labels}]`` of the inventory hosts: ``cluster_node_name`` and ``cluster_node_labels`` when set, else
     the host name and the labels OpenShift gives a control-plane or a worker node."""
     out = []
@@ -78,8 +81,8 @@ def host_nodes(hosts: list, hostvars, control_plane_hosts: list) -> list:
     return out
 
 
-def node_plan(hosts: list, hostvars, control_plane_hosts: list, info: dict | None = None,
-              add_hosts: bool = False) -> list:
+def node_plan(hosts: Sequence[str], hostvars: HostVars, control_plane_hosts: Container[str],
+              info: Optional[Mapping[str, Any]] = None, add_hosts: bool = False) -> List[Dict[str, Any]]:
     """One entry per node (``host``, ``node``, ``added``, ``control_plane``, ``pools``, ``sets``, ``error``).
 
     Without ``info`` (nothing to resolve) every inventory host is a node whose ``sets`` is None (its own variables
@@ -92,7 +95,7 @@ def node_plan(hosts: list, hostvars, control_plane_hosts: list, info: dict | Non
                 for host in hosts]
     by_node = {_node_name(hostvars, host): host for host in hosts}
     images_of = {image_set["name"]: image_set["images"] for image_set in info.get("sets", [])}
-    plan = []
+    plan: List[Dict[str, Any]] = []
     for node in info.get("nodes", []):
         host = by_node.get(node["name"]) or (node["name"] if add_hosts else "")
         if not host:
@@ -146,7 +149,7 @@ def plan_message(plan: List[Dict[str, Any]], order: List[str]) -> str:
     return message + (f"; left out (pools ambiguous): {', '.join(left_out)}" if left_out else "")
 
 
-def phases(order: list, control_plane: tuple, workers: tuple) -> list:
+def phases(order: Sequence[str], control_plane: Tuple[Any, Any], workers: Tuple[Any, Any]) -> List[Dict[str, Any]]:
     """``[{group, serial, max_fail_percentage}]`` for each phase of ``order``, padded with empty phases to two;
     ``control_plane`` and ``workers`` are the ``(serial, max_fail_percentage)`` of the two kinds of phase."""
     out = []
@@ -156,7 +159,7 @@ def phases(order: list, control_plane: tuple, workers: tuple) -> list:
     return out + [{"group": "", "serial": 1, "max_fail_percentage": 100} for _index in range(2 - len(out))]
 
 
-def progressing_statuses(plan: list, hostvars) -> list:
+def progressing_statuses(plan: Sequence[Mapping[str, Any]], hostvars: HostVars) -> List[Dict[str, Any]]:
     """The ``progressing`` status of each resolved node of ``plan``, with the sets the node role will pin."""
     out = []
     for item in plan:
@@ -169,12 +172,12 @@ def progressing_statuses(plan: list, hostvars) -> list:
     return out
 
 
-def _not_run(host: str, hostvars) -> dict:
+def _not_run(host: str, hostvars: HostVars) -> Dict[str, Any]:
     return dict(_COUNTERS, node=host, status="not_run", node_error=_NOT_RUN, error=_NOT_RUN, changed=False,
                 pinned=None, sets=_var(hostvars, host, "node_sets", []), images=[])
 
 
-def node_results(hosts: list, hostvars, unresolved_hosts: list) -> list:
+def node_results(hosts: Sequence[str], hostvars: HostVars, unresolved_hosts: Sequence[str]) -> List[Dict[str, Any]]:
     """The ``node_result`` of each host of ``hosts`` (``not_run`` when it has none), then a failed result for each
     host of ``unresolved_hosts``; each with ``host`` and ``node_name``."""
     out = []
@@ -188,9 +191,9 @@ def node_results(hosts: list, hostvars, unresolved_hosts: list) -> list:
     return out
 
 
-def summary(results: list) -> dict:
+def summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """Counts and sums of ``results``; ``failed_nodes`` are the hosts that failed or did not run."""
-    def total(key, kind=int):
+    def total(key: str, kind: Callable[[Any], float] = int) -> float:
         return sum(kind(result.get(key) or 0) for result in results)
 
     return {
@@ -208,7 +211,8 @@ def summary(results: list) -> dict:
     }
 
 
-def report_lines(results: list, totals: dict, check_mode: bool = False) -> list:
+def report_lines(results: Sequence[Mapping[str, Any]], totals: Mapping[str, Any],
+                 check_mode: bool = False) -> List[str]:
     """The report table: a row per node (``pinned`` is how and how many images it pins, ``-`` when it did not),
     the totals, then each node's error."""
     lines = [_ROW % ("node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned")]
@@ -225,7 +229,7 @@ def report_lines(results: list, totals: dict, check_mode: bool = False) -> list:
     return lines
 
 
-def done_statuses(results: list) -> list:
+def done_statuses(results: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """The ``done`` status of each node of ``results``."""
     return [{"name": r["node_name"], "state": "done", "sets": r.get("sets") or [], "images": r.get("images") or [],
              "error": r.get("node_error") or ""} for r in results]
@@ -236,7 +240,7 @@ def report_nodes(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [{key: value for key, value in result.items() if key not in ("images", "sets")} for result in results]
 
 
-def render_objects(info: dict) -> dict:
+def render_objects(info: Mapping[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
     """``{sets, pools}``: the sets (with their pool selector) and pools of a ``pinned_image_set_info`` result as
     ``machineconfiguration.openshift.io/v1`` objects."""
     sets = [PinnedImageSet(name=s["name"], labels=s["labels"] or {}, images=tuple(s["images"]),

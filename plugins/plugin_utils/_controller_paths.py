@@ -24,6 +24,7 @@ ansible's action machinery changes how modules run in the same process report wa
 from __future__ import annotations
 
 import os
+from typing import Any, Container, Dict, Iterable, List, Mapping, Tuple
 
 
 def resolve_path(value: str, base: str) -> str:
@@ -34,13 +35,15 @@ def resolve_path(value: str, base: str) -> str:
     return os.path.normpath(os.path.join(base, expanded))
 
 
-def resolve_options(args: dict, options, base: str, must_exist=()) -> tuple:
+def resolve_options(args: Mapping[str, Any], options: Iterable[str], base: str,
+                    must_exist: Container[str] = ()) -> Tuple[Dict[str, Any], List[str]]:
     """Resolve the path ``options`` of the task ``args``; see the module docstring."""
-    resolved, problems = dict(args), []
+    resolved: Dict[str, Any] = dict(args)
+    problems: List[str] = []
     for option in options:
         value = args.get(option)
         values = value if isinstance(value, list) else [value]
-        out = []
+        out: List[Any] = []
         for item in values:
             if isinstance(item, str) and item:
                 path = resolve_path(item, base)

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, Optional, Tuple
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.collection_loader import resource_from_fqcr
@@ -19,11 +20,11 @@ class ControllerPathsAction(ActionBase):
     """Runs the module of the same name with relative paths resolved on the controller (local connection only:
     on any other connection a path names a file of the target, and the module resolves it there)."""
 
-    PATH_OPTIONS: tuple = ()
-    INPUT_OPTIONS: tuple = ()
+    PATH_OPTIONS: Tuple[str, ...] = ()
+    INPUT_OPTIONS: Tuple[str, ...] = ()
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
+    def run(self, tmp: Optional[str] = None, task_vars: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        result: Dict[str, Any] = super().run(tmp, task_vars)
         del tmp
         args = dict(self._task.args)
         if resource_from_fqcr(self._connection.transport) == "local":
