@@ -7,88 +7,95 @@ files; the logic is in ``plugin_utils/_cluster.py``)."""
 
 from __future__ import annotations
 
+from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence
+
 from ansible_collections.pinned.images.plugins.plugin_utils import _cluster
 
 
-def cluster_host_nodes(hosts, hostvars, control_plane_hosts):
+def cluster_host_nodes(hosts: Sequence[str], hostvars: _cluster.HostVars,
+                       control_plane_hosts: Container[str]) -> List[Dict[str, Any]]:
     """The inventory hosts as nodes (name, labels)."""
     return _cluster.host_nodes(hosts, hostvars, control_plane_hosts)
 
 
-def cluster_plan(hosts, hostvars, control_plane_hosts, info=None, add_hosts=False):
+def cluster_plan(hosts: Sequence[str], hostvars: _cluster.HostVars, control_plane_hosts: Container[str],
+                 info: Optional[Mapping[str, Any]] = None, add_hosts: Any = False) -> List[Dict[str, Any]]:
     """What each node gets."""
     return _cluster.node_plan(hosts, hostvars, control_plane_hosts, info=info, add_hosts=bool(add_hosts))
 
 
-def cluster_phase_order(order):
+def cluster_phase_order(order: Any) -> List[str]:
     """The order of the phases as a list."""
     return _cluster.phase_order(order)
 
 
-def cluster_node_groups(plan, order):
+def cluster_node_groups(plan: List[Dict[str, Any]], order: Any) -> List[Dict[str, Any]]:
     """The groups and variables of each node of the plan."""
     return _cluster.node_groups(plan, _cluster.phase_order(order))
 
 
-def cluster_plan_message(plan, order):
+def cluster_plan_message(plan: List[Dict[str, Any]], order: Any) -> str:
     """The summary of the plan."""
     return _cluster.plan_message(plan, _cluster.phase_order(order))
 
 
-def cluster_phases(order, control_plane_serial=1, worker_serial=1, control_plane_max_fail_percentage=0,
-                   worker_max_fail_percentage=0):
+def cluster_phases(order: Any, control_plane_serial: Any = 1, worker_serial: Any = 1,
+                   control_plane_max_fail_percentage: Any = 0,
+                   worker_max_fail_percentage: Any = 0) -> List[Dict[str, Any]]:
     """The phases of the prefetch playbook."""
     return _cluster.phases(_cluster.phase_order(order), (control_plane_serial, control_plane_max_fail_percentage),
                            (worker_serial, worker_max_fail_percentage))
 
 
-def node_set_list(sets, images, name=None):
+def node_set_list(sets: Optional[Sequence[Any]], images: Sequence[str], name: Optional[str] = None) -> List[Any]:
     """The sets of a node, its own images as one more set."""
     return _cluster.node_set_list(sets, images, name)
 
 
-def cluster_progressing(plan, hostvars):
+def cluster_progressing(plan: Sequence[Mapping[str, Any]], hostvars: _cluster.HostVars) -> List[Dict[str, Any]]:
     """The progressing status of the nodes of the plan."""
     return _cluster.progressing_statuses(plan, hostvars)
 
 
-def cluster_results(hosts, hostvars, unresolved_hosts=None):
+def cluster_results(hosts: Sequence[str], hostvars: _cluster.HostVars,
+                    unresolved_hosts: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     """The result of each node."""
     return _cluster.node_results(hosts, hostvars, unresolved_hosts or [])
 
 
-def cluster_summary(results):
+def cluster_summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """The totals of the results."""
     return _cluster.summary(results)
 
 
-def cluster_report_lines(results, summary, check_mode=False):
+def cluster_report_lines(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any],
+                         check_mode: Any = False) -> List[str]:
     """The report table."""
     return _cluster.report_lines(results, summary, check_mode=bool(check_mode))
 
 
-def cluster_done(results):
+def cluster_done(results: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """The done status of each node."""
     return _cluster.done_statuses(results)
 
 
-def cluster_report_nodes(results):
+def cluster_report_nodes(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """The results without their image and set lists."""
     return _cluster.report_nodes(results)
 
 
-def render_objects(info):
+def render_objects(info: Mapping[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
     """The sets and pools of a pinned_image_set_info result as API objects."""
     return _cluster.render_objects(info)
 
 
-def release_plan_message(release):
+def release_plan_message(release: Mapping[str, Any]) -> str:
     """The plan of a release_image_set result in one line."""
     return _cluster.release_message(release)
 
 
 class FilterModule:
-    def filters(self):
+    def filters(self) -> Dict[str, Callable[..., Any]]:
         return {
             "cluster_host_nodes": cluster_host_nodes,
             "cluster_plan": cluster_plan,

@@ -7,38 +7,41 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable, Dict, List, Mapping, Sequence
+
 from ansible_collections.pinned.images.plugins.plugin_utils import _node
 
 
-def node_wanted_images(images, sets):
+def node_wanted_images(images: Sequence[str], sets: Sequence[Mapping[str, Any]]) -> List[str]:
     """The node's own images, then those of its sets, each once."""
     return _node.wanted_images(images, sets)
 
 
-def node_pin_option(node_pin):
+def node_pin_option(node_pin: Any) -> str:
     """The prefetch module's pin option for the role's node_pin (a ValueError, which Ansible reports with the
     template, for any other value; ansible.errors is not imported here, as it would mark a test process as the
     controller)."""
     return _node.pin_option(node_pin)
 
 
-def node_next_step(check, check_mode=False, deps_tried=False):
+def node_next_step(check: Mapping[str, Any], check_mode: bool = False, deps_tried: bool = False) -> str:
     """deps, pull, pin or none after the check call."""
     return _node.next_step(check, check_mode, deps_tried)
 
 
-def node_result(results, node, control_plane, check_mode, error, images, sets, started):
+def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mode: bool, error: str,
+                images: Sequence[str], sets: Sequence[Any], started: float) -> Dict[str, Any]:
     """The role's node_result from its prefetch calls."""
     return _node.node_result(results, node, control_plane, check_mode, error, images, sets, started)
 
 
-def node_result_line(result):
+def node_result_line(result: Mapping[str, Any]) -> str:
     """The line the role prints for a node."""
     return _node.result_line(result)
 
 
 class FilterModule:
-    def filters(self):
+    def filters(self) -> Dict[str, Callable[..., Any]]:
         return {
             "node_wanted_images": node_wanted_images,
             "node_pin_option": node_pin_option,
