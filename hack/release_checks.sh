@@ -23,7 +23,7 @@ printf '[galaxy-importer]\nRUN_ANSIBLE_TEST = False\nRUN_ANSIBLE_LINT = True\n' 
 # Its ansible-lint looks for the collection (stage_release.yml imports pinned.images.prefetch) under
 # ~/.ansible/collections and refreshes a copy it finds there: a HOME of its own, holding the installed copy, keeps
 # the user's ~/.ansible out of it.
-rm -rf "$out/home" && mkdir -p "$out/home/.ansible" && ln -s "$out/installed" "$out/home/.ansible/collections"
+rm -rf "${out:?}/home" && mkdir -p "$out/home/.ansible" && ln -s "$out/installed" "$out/home/.ansible/collections"
 (cd "$out" && HOME=$out/home GALAXY_IMPORTER_CONFIG=$out/importer.cfg \
   python -m galaxy_importer.main "$tarball" \
   > "$out/importer.log" 2>&1) || { cat "$out/importer.log"; exit 1; }
