@@ -26,6 +26,7 @@ display = Display()
 
 ARGUMENT_SPEC = dict(
     jid=dict(type="str", required=True),
+    results_file=dict(type="str", default=""),
     progress_file=dict(type="str", default=""),
     run_id=dict(type="str", default=""),
     interval=dict(type="float", default=10.0),
@@ -72,8 +73,12 @@ class ActionModule(ActionBase):
         for name in ("interval", "poll", "timeout"):
             if args[name] <= 0:
                 raise AnsibleActionFail(f"{name} must be above 0, got {args[name]}")
-        async_dir = self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))
-        results_file = f"{async_dir.rstrip('/')}/{args['jid']}"
+        results_file = args["results_file"]
+        if not results_file:
+            # The async wrapper expands ~ with the node's HOME, this with the remote user's home directory: the
+            # start's own results_file is the exact path where they differ.
+            async_dir = self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))
+            results_file = f"{async_dir.rstrip('/')}/{args['jid']}"
         host = task_vars.get("inventory_hostname", "") if task_vars else ""
         started = time.monotonic()
         next_read = started + args["interval"]

@@ -42,6 +42,13 @@ options:
     description: The job id, RV(ansible.builtin.async_status#module:ansible_job_id) of the task that started the job.
     type: str
     required: true
+  results_file:
+    description:
+      - The job's result file, as the task that started the job returned it (its C(results_file)).
+      - Empty reads C(<async_dir>/<jid>), with C(~) as the remote user's home directory; give the path where the
+        node's E(HOME) may differ from it.
+    type: str
+    default: ""
   progress_file:
     description:
       - The O(pinned.images.prefetch#module:progress_file) of the job; empty prints no progress.
@@ -85,6 +92,7 @@ EXAMPLES = r"""
   become: true
   pinned.images.prefetch_job:
     jid: "{{ started.ansible_job_id }}"
+    results_file: "{{ started.results_file }}"
     progress_file: /var/tmp/pinned-images-prefetch.json
     run_id: run-1
   register: prefetched

@@ -85,6 +85,13 @@ def test_follows_until_the_job_ends_prints_changes_once_and_cleans_up(prefetch_j
     assert node.commands[-1] == "rm -f /root/.ansible_async/j1"
 
 
+def test_the_results_file_the_start_returned_is_read_and_removed(prefetch_job):
+    node = Node([dict(changed=False, totals={"pulled": 0}, images=[])], [])
+    result, _shown = follow(prefetch_job, node, results_file="/home/other/.ansible_async/j1")
+    assert result["totals"] == {"pulled": 0}
+    assert node.commands == ["cat /home/other/.ansible_async/j1", "rm -f /home/other/.ansible_async/j1"]
+
+
 def test_a_failed_job_is_the_result(prefetch_job):
     failed = dict(failed=True, msg="could not connect")
     result, _shown = follow(prefetch_job, Node([failed], []))
