@@ -39,7 +39,9 @@ if [ -z "${SKIP_SANITY:-}" ]; then
     stage sanity-oldest-core env SANITY_VENV=.build/venv-oldest-core bash hack/sanity.sh --test import --test compile
   stage compile-node-pythons bash hack/compile_node_pythons.sh
 fi
-[ -n "${SKIP_LINT:-}" ] || stage ansible-lint ansible-lint --profile production
+# ansible-lint installs the collection it lints into $ANSIBLE_HOME/collections (default ~/.ansible): a copy there would
+# outlive the run and shadow the tree in later ones.
+[ -n "${SKIP_LINT:-}" ] || stage ansible-lint env ANSIBLE_HOME="$top/.build/ansible-lint-home" ansible-lint --profile production
 # Type check of plugins/module_utils (flags in mypy.ini); MYPYPATH makes the tree importable as the collection.
 [ -n "${SKIP_MYPY:-}" ] || stage mypy env MYPYPATH="$top/.build/collections" mypy --config-file mypy.ini
 [ -n "${SKIP_RELEASE:-}" ] || stage release-checks bash hack/release_checks.sh
