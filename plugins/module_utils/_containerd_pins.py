@@ -158,13 +158,16 @@ def wait_reported(client: PinClient, expected: Mapping[str, bool], timeout: floa
 
 def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], state: str = "present",
                          check_mode: bool = False, force: bool = False, old_runtime: str = "fail",
-                         settle_timeout: float = 10.0) -> Dict[str, Any]:
+                         settle_timeout: float = 10.0, known: Optional[Mapping[str, CriImage]] = None,
+                         ) -> Dict[str, Any]:
     """Label every record of each of ``images`` (validated) as pinned; unpin the records this collection pinned
     that no wanted image has any more. ``state=absent`` unpins everything this collection pinned.
 
     The runtime must be containerd >= 1.7.3 (OldRuntimeError), unless ``old_runtime='warn'``. Unless ``force``,
     every wanted image must be present (checked through CRI ImageStatus; MissingImagesError, nothing written);
     with ``force`` the missing ones are left out and listed. A record pinned by someone else is never touched.
+    ``known`` maps wanted images to the CRI images a caller already read (the prefetch's present check); only the
+    others are asked through ImageStatus.
     After a change on a runtime that honours the label, waits up to ``settle_timeout`` seconds until CRI reports
     the wanted images pinned and the unpinned ones not (NotReportedError otherwise).
     Returns ``{changed, images, pinned, unpinned, unchanged, missing, records, runtime, warnings, diff}``:
@@ -181,7 +184,8 @@ def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], sta
             raise OldRuntimeError(problem, version)
         warnings.append(problem + "; labels set anyway (old_runtime=warn)")
 
-    statuses = {name: client.image_status(name) for name in wanted}
+    already_read = known or {}
+    statuses = {name: already_read.get(name) or client.image_status(name) for name in wanted}
     missing = [name for name, status in statuses.items() if status is None]
     if missing and not force:
         raise MissingImagesError(missing)
@@ -255,12 +259,13 @@ class LabelSettings:
 
 
 def pin_labels(client: PinClient, images: List[str], settings: LabelSettings, check_mode: bool,
-               state: str = "present") -> Dict[str, Any]:
+               state: str = "present", known: Optional[Mapping[str, CriImage]] = None) -> Dict[str, Any]:
     """``sync_containerd_pins`` for ``containerd_pinned_images`` and the prefetch's pin; a CRI error, or CRI not
     reporting the pins, is raised as a CollectionError that names the pin (its details kept)."""
     try:
         return sync_containerd_pins(client, images, state=state, check_mode=check_mode, force=settings.force,
-                                    old_runtime=settings.old_runtime, settle_timeout=settings.settle_timeout)
+                                    old_runtime=settings.old_runtime, settle_timeout=settings.settle_timeout,
+                                    known=known)
     except (CriError, NotReportedError) as exc:
         raise CollectionError(exc.problems, message="cannot pin on containerd: " + exc.message,
                               details=exc.details) from exc

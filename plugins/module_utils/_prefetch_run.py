@@ -25,7 +25,7 @@ from ansible_collections.pinned.images.plugins.module_utils._containerd_pins imp
     runtime_problem,
     validate_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
+from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient, CriImage
 from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
     DropinSettings,
     RunCommand,
@@ -227,9 +227,11 @@ def pin_method(wanted: str, runtime: Mapping[str, Any]) -> str:
 
 def pin_images(client: Any, request: PrefetchRequest, params: Mapping[str, Any], method: str,
                images: List[ImageResult], run_command: Optional[RunCommand],
+               present: Optional[Mapping[str, CriImage]] = None,
                ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]], List[str]]:
     """Pin the requested images with ``method`` once every one is on the node (the same step as
-    ``crio_pinned_images`` / ``containerd_pinned_images``), else leave the pins as they are.
+    ``crio_pinned_images`` / ``containerd_pinned_images``), else leave the pins as they are. ``present`` (the run's
+    present check) spares the label pin an ImageStatus call for each image that was already there.
 
     Returns (the result's ``pin``: ``method``, ``ran``, ``changed``, ``images``, ``path``, ``reloaded``,
     ``records``; the pin's diff or None; warnings). Raises the pin step's CollectionError.
@@ -247,7 +249,8 @@ def pin_images(client: Any, request: PrefetchRequest, params: Mapping[str, Any],
                    reloaded=done["reloaded"])
         return pin, done["diff"], []
     label = LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"])
-    done = pin_labels(client, validate_images(names, params["require_digest"]), label, request.check_mode)
+    done = pin_labels(client, validate_images(names, params["require_digest"]), label, request.check_mode,
+                      known=present)
     pin.update(ran=True, changed=done["changed"], images=done["images"], records=done["records"])
     return pin, done["diff"], done["warnings"]
 
@@ -293,7 +296,7 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
             method = pin_method(params["pin"], runtime)
             try:
                 pin, pin_diff, pin_warnings = pin_images(client, request, params, method, report["images"],
-                                                         run_command)
+                                                         run_command, present)
             except CollectionError as err:
                 # A drop-in written before a failed reload, or labels CRI did not report in time, changed the node.
                 written = err.details

@@ -54,6 +54,7 @@ class Runtime(ScriptedRuntime):
         self.fail_pulls = fail_pulls
         self.pulled = []
         self.labels = {}
+        self.status_calls = []
 
     def image_fs_info(self):
         return [dict(mountpoint=self.image_fs)]
@@ -62,6 +63,7 @@ class Runtime(ScriptedRuntime):
         return [dict(id="sha256:1", repo_tags=[], repo_digests=[PRESENT], size=1, pinned=False)]
 
     def image_status(self, image):
+        self.status_calls.append(image)
         if image == MISSING and image not in self.pulled:
             return None
         return dict(id=image, repo_tags=[], repo_digests=[image], size=7, pinned=bool(self.labels.get(image)))
@@ -185,6 +187,9 @@ def test_auto_sets_the_containerd_label(tmp_path):
     assert (pin["method"], pin["changed"], pin["path"]) == ("label", True, None)
     assert sorted(pin["records"]["pinned"]) == sorted([PRESENT, MISSING])
     assert runtime.labels[MISSING]["io.cri-containerd.pinned"] == "pinned"
+    # The present check found PRESENT in ListImages: the pin asks ImageStatus about it only once, when it waits
+    # for CRI to report the label (before, it also asked first whether it was there).
+    assert runtime.status_calls.count(PRESENT) == 1
 
 
 def test_a_failed_reload_fails_the_pin_but_keeps_the_pulls(tmp_path):
