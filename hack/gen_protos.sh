@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the gRPC stubs in plugins/module_utils/ from protos/: the CRI stubs in _cri_proto/ and the
-# containerd images stubs in _containerd_proto/.
+# Regenerates the gRPC stubs in plugins/module_utils/ from protos/: the CRI stubs in _cri/cri_proto/ and the
+# containerd images stubs in _cri/containerd_proto/.
 # grpcio-tools is pinned to an old release on purpose: its output runs on grpcio >= 1.62 and
 # protobuf >= 4.25 (newer generators embed version checks that reject older runtimes on nodes).
 set -euo pipefail
@@ -35,5 +35,5 @@ generate() {
   echo "generated: plugins/module_utils/$2/{__init__,${stem}_pb2,${stem}_pb2_grpc}.py"
 }
 
-generate cri_image _cri_proto
-generate containerd_images _containerd_proto
+generate cri_image _cri/cri_proto
+generate containerd_images _cri/containerd_proto

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
-from ansible_collections.pinned.images.plugins.module_utils._render_report import render_report
+from ansible_collections.pinned.images.plugins.plugin_utils._render_report import render_report
 from ansible_collections.pinned.images.plugins.plugin_utils import _cluster
 from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths import resolve_path
 

@@ -113,10 +113,10 @@ image_filesystems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC
-from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._runtime_info import describe_runtime
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CRI_CLIENT_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
+from ansible_collections.pinned.images.plugins.module_utils._runs.cri_image_info import describe_runtime
 
 
 def main() -> None:

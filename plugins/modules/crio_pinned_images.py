@@ -157,16 +157,16 @@ missing:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC, CriClient
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CRI_CLIENT_ARGUMENT_SPEC, CriClient
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     DEFAULT_PATH,
     missing_images,
     module_run_command,
     run_crio_pinned_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
-from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._pool_selection import (
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
+from ansible_collections.pinned.images.plugins.module_utils._sets.pools import (
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
     SELECTION_REQUIRED_BY,

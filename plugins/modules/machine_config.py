@@ -284,9 +284,9 @@ import copy
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8S_AUTH_ARG_SPEC, connection_secrets
-from ansible_collections.pinned.images.plugins.module_utils._machine_config import (
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8S_AUTH_ARG_SPEC, connection_secrets
+from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import (
     DEFAULT_IGNITION_VERSION,
     DEFAULT_NAME_TEMPLATE,
     SUPPORTED_IGNITION_VERSIONS,

@@ -155,8 +155,8 @@ files:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._node_deps import python_deps
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import python_deps
 
 
 def main() -> None:

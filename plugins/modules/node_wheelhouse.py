@@ -109,8 +109,8 @@ bytes:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._wheelhouse import HAS_PACKAGING, fill_targets
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
+from ansible_collections.pinned.images.plugins.module_utils._node_python.wheelhouse import HAS_PACKAGING, fill_targets
 
 
 def main() -> None:

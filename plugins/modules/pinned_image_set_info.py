@@ -225,9 +225,9 @@ import copy
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8S_AUTH_ARG_SPEC, connection_secrets
-from ansible_collections.pinned.images.plugins.module_utils._set_info import describe_sets
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8S_AUTH_ARG_SPEC, connection_secrets
+from ansible_collections.pinned.images.plugins.module_utils._runs.pinned_image_set_info import describe_sets
 
 
 def _argument_spec():

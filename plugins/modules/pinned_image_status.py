@@ -185,9 +185,9 @@ from typing import Any, Dict, List, Optional
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
-from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8S_AUTH_ARG_SPEC, connection_secrets
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status import (
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8S_AUTH_ARG_SPEC, connection_secrets
+from ansible_collections.pinned.images.plugins.module_utils._openshift.node_status import (
     DEFAULT_ANNOTATION,
     STATE_DONE,
     STATES,

@@ -441,12 +441,12 @@ runtime:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CRI_CLIENT_ARGUMENT_SPEC
-from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError, fail_json_from
-from ansible_collections.pinned.images.plugins.module_utils._node_deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import DEFAULT_PATH, module_run_command
-from ansible_collections.pinned.images.plugins.module_utils._prefetch_run import PIN_CHOICES, PIN_NONE, PrefetchRequest, run_prefetch
-from ansible_collections.pinned.images.plugins.module_utils._registry_client import REGISTRY_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CRI_CLIENT_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, fail_json_from
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH, module_run_command
+from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import PIN_CHOICES, PIN_NONE, PrefetchRequest, run_prefetch
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import REGISTRY_ARGUMENT_SPEC
 
 
 def _argument_spec() -> dict:

@@ -216,10 +216,10 @@ dest:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.pinned.images.plugins.module_utils._errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._release_payload import release_sets
-from ansible_collections.pinned.images.plugins.module_utils._registry_client import REGISTRY_ARGUMENT_SPEC
-from ansible_collections.pinned.images.plugins.module_utils._yaml import HAS_YAML, YAML_IMPORT_ERROR
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
+from ansible_collections.pinned.images.plugins.module_utils._openshift.release_payload import release_sets
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import REGISTRY_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import HAS_YAML, YAML_IMPORT_ERROR
 
 
 def main() -> None:

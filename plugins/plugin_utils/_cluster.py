@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.pinned.images.plugins.module_utils._disk_guard import human_size
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import MachineConfigPool, PinnedImageSet
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import MachineConfigPool, PinnedImageSet
 
 DEFAULT_SET_NAME = "pinned-images"
 CONTROL_PLANE = "control_plane"

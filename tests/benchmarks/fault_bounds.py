@@ -71,9 +71,9 @@ def run_child(code: str) -> tuple:
 
 def loader(call: str) -> str:
     return f"""
-        from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
-        from ansible_collections.pinned.images.plugins.module_utils._registry_auth import load_docker_config
-        from ansible_collections.pinned.images.plugins.module_utils._registries_conf import load_registries_conf
+        from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
+        from ansible_collections.pinned.images.plugins.module_utils._registry.auth import load_docker_config
+        from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import load_registries_conf
         try:
             {call}
             print("loaded")
@@ -138,11 +138,11 @@ def main() -> None:
         with dropin.open("wb") as handle:
             handle.truncate(BIG)
         rows.append(("CRI-O drop-in: 50 MiB old file replaced", *run_child(f"""
-            from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write
+            from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import atomic_write
             print(atomic_write({str(dropin)!r}, "x\\n")["diff"]["before"].strip())
         """)))
         rows.append(("status annotation: 50 MiB value", *run_child(f"""
-            from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status import parse_status
+            from ansible_collections.pinned.images.plugins.module_utils._openshift.node_status import parse_status
             value = "[" + " " * {BIG} + "]"  # the 50 MiB string itself is in the peak
             print("parsed as", parse_status(value))
         """)))
@@ -171,7 +171,7 @@ def main() -> None:
         listener.listen(8)
         try:
             rows.append(("CRI socket that does not speak gRPC (5 s connect timeout)", *run_child(f"""
-                from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient, CriError
+                from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, CriError
                 try:
                     CriClient({sock!r}, connect_timeout=5).connect()
                 except CriError as exc:
@@ -183,14 +183,14 @@ def main() -> None:
         lock = tmp / "prefetch.lock"
         holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
             import sys
-            from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLock
+            from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock
             NodeLock({str(lock)!r}, "first").acquire()
             print("held", flush=True)
             sys.stdin.read()
         """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=CHILD_ENV, text=True)
         holder.stdout.readline()
         rows.append(("second prefetch on a locked node", *run_child(f"""
-            from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLock, NodeLockError
+            from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock, NodeLockError
             try:
                 NodeLock({str(lock)!r}, "second").acquire()
             except NodeLockError as exc:

@@ -24,7 +24,7 @@ from support.lab import Lab  # noqa: E402
 
 from fixtures.ansible_runs import playbook as ansible_playbook  # noqa: E402
 
-from ansible_collections.pinned.images.plugins.module_utils._node_deps import verify  # noqa: E402
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import verify  # noqa: E402
 
 
 def run(inventory: Path, playbook: str = "prefetch", extra: dict | None = None) -> float:

@@ -32,11 +32,11 @@ import yaml  # noqa: E402
 from support.images import MIB  # noqa: E402
 from support.lab import Lab  # noqa: E402
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient  # noqa: E402
-from ansible_collections.pinned.images.plugins.module_utils._machine_config import (  # noqa: E402
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient  # noqa: E402
+from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import (  # noqa: E402
     render_for_pools, sync_files,
 )
-from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets  # noqa: E402
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets  # noqa: E402
 from fixtures.ansible_runs import (  # noqa: E402
     adhoc_command, adhoc_result, ansible_env, playbook_command, remove_all_images,
 )

@@ -20,7 +20,7 @@ from support.pythons import find_python
 
 from fixtures.ansible_runs import adhoc, playbook
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 
 pytestmark = pytest.mark.lab
 

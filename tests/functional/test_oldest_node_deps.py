@@ -25,8 +25,8 @@ def test_cri_client_on_oldest_grpcio_and_protobuf(lab, tmp_path):
         import sys
         sys.path.insert(0, {str(COLLECTIONS)!r})
         import grpc, google.protobuf
-        from ansible_collections.pinned.images.plugins.module_utils._containerd_client import ContainerdClient
-        from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
+        from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
+        from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
         with CriClient({node_socket(lab, "worker-0")!r}) as client:
             print(grpc.__version__, google.protobuf.__version__, client.version()["runtime_name"], len(client.list_images()))
         with ContainerdClient({node_socket(lab, "worker-0")!r}) as client:

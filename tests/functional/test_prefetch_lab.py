@@ -11,7 +11,7 @@ import pytest
 
 from fixtures.ansible_runs import adhoc, node_socket, remove_all_images
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 
 
 # The lab's images are small; a small reserve keeps these tests independent of the host's free disk.

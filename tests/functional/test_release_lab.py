@@ -13,10 +13,10 @@ import yaml
 from support.lab import started_lab
 from support.ports import free_port
 from fixtures.ansible_runs import adhoc, node_socket, playbook, remove_all_images
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriClient
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import validate_set
-from ansible_collections.pinned.images.plugins.module_utils._registry_client import host_platform
-from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import is_loopback
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import validate_set
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import host_platform
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import is_loopback
 
 pytestmark = pytest.mark.lab
 

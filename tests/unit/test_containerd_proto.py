@@ -12,7 +12,7 @@ from pathlib import Path
 from google.protobuf import descriptor_pb2
 from grpc_tools import protoc
 
-from ansible_collections.pinned.images.plugins.module_utils._containerd_proto import containerd_images_pb2
+from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_proto import containerd_images_pb2
 
 PROTO = Path(__file__).resolve().parents[2] / "protos" / "containerd_images.proto"
 T = descriptor_pb2.FieldDescriptorProto
@@ -68,4 +68,4 @@ def test_committed_stubs_carry_this_proto(tmp_path):
         for field in message.field:
             field.ClearField("json_name")
     committed = descriptor_pb2.FileDescriptorProto.FromString(containerd_images_pb2.DESCRIPTOR.serialized_pb)
-    assert committed == expected, "plugins/module_utils/_containerd_proto is stale: run hack/gen_protos.sh"
+    assert committed == expected, "plugins/module_utils/_cri/containerd_proto is stale: run hack/gen_protos.sh"

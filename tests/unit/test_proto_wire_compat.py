@@ -93,7 +93,7 @@ def test_every_field_matches_upstream(compiled):
 
 
 def test_committed_stubs_carry_this_proto(compiled):
-    from ansible_collections.pinned.images.plugins.module_utils._cri_proto import cri_image_pb2
+    from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2
 
     ours, _upstream = compiled
     expected = descriptor_pb2.FileDescriptorProto()
@@ -103,11 +103,11 @@ def test_committed_stubs_carry_this_proto(compiled):
         for field in message.field:
             field.ClearField("json_name")
     committed = descriptor_pb2.FileDescriptorProto.FromString(cri_image_pb2.DESCRIPTOR.serialized_pb)
-    assert committed == expected, "plugins/module_utils/_cri_proto is stale: run hack/gen_protos.sh"
+    assert committed == expected, "plugins/module_utils/_cri/cri_proto is stale: run hack/gen_protos.sh"
 
 
 def test_secret_fields_are_redacted_in_debug_output():
-    from ansible_collections.pinned.images.plugins.module_utils._cri_proto import cri_image_pb2
+    from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2
 
     password_options = cri_image_pb2.AuthConfig.DESCRIPTOR.fields_by_name["password"].GetOptions()
     assert password_options.debug_redact

@@ -1,16 +1,16 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""distribution/reference's test tables against ``_image_ref`` (mapping in upstream-vectors/containers/README.md)."""
+"""distribution/reference's test tables against ``_common.image_ref`` (mapping in upstream-vectors/containers/README.md)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._image_ref import (
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
     _DOMAIN_RE,
     ImageReferenceError,
     parse_image_ref,
 )
-from ansible_collections.pinned.images.plugins.module_utils._prefetch import _lookup_names
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import _lookup_names
 
 from vectors import check, json_cases, load_json, note_transcription_excluded
 

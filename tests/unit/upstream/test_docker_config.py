@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""containers/image ``pkg/docker/config`` test tables against ``_registry_auth`` (credential lookup).
+"""containers/image ``pkg/docker/config`` test tables against ``_registry.auth`` (credential lookup).
 
 Mapping in upstream-vectors/containers/README.md: ``load_docker_config(file).credentials_for(key)`` stands for
 ``getCredentialsWithHomeDir(key)``; upstream's empty credentials are None here.
@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import (
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
     RegistryAuthError,
     load_docker_config,
 )

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """openshift/api's PinnedImageSet and MachineConfigPool suites, the MCO's test tables and its drop-in encoder's
-outputs against ``_pinned_image_set`` and ``_crio_config`` (provenance in upstream-vectors/openshift/README.md).
+outputs against ``_sets.model`` and ``_pins.crio_dropin`` (provenance in upstream-vectors/openshift/README.md).
 
 Sources: ``openshift`` (API suites, the CRD's two CEL rules, MCO controller/daemon/node tables) and ``dropin``
 (bytes of ``createCrioConfigFileBytes``, ``uniqueSortedImageNames``, the ``bytes.TrimSpace`` rewrite test).
@@ -13,9 +13,9 @@ import copy
 import pytest
 import yaml
 
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import render_pinned_images, same_content
-from ansible_collections.pinned.images.plugins.module_utils._image_ref import unique_sorted_images
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images, same_content
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import unique_sorted_images
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
     MAX_IMAGE_NAME_LENGTH,
     _CEL_DIGEST_RE,
@@ -24,7 +24,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
     validate_pool,
     validate_set,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pool_selection import pools_for_node, sets_for_pool
+from ansible_collections.pinned.images.plugins.module_utils._sets.pools import pools_for_node, sets_for_pool
 
 from fixtures.reference import UPSTREAM_VECTORS_PARTS, reference_available, reference_path
 from vectors import check, load_json, load_yaml, vectors_path

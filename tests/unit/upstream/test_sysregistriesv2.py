@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""containers/image ``sysregistriesv2`` test tables against ``_registries_conf``.
+"""containers/image ``sysregistriesv2`` test tables against ``_registry.registries_conf``.
 
 The upstream testdata files are embedded in the table (``files``); each test writes the ones it needs under
 ``tmp_path``. The mapping is in upstream-vectors/containers/README.md.
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._image_ref import ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._registries_conf import (
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
     RegistriesConf,
     RegistriesConfError,
     _check_location,

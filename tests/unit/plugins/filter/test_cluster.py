@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.pinned.images.plugins.filter.cluster import FilterModule
-from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 
 F = FilterModule().filters()
 A = "quay.io/openshift/app-a@sha256:" + "a" * 64

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils import _atomic_file as af
-from ansible_collections.pinned.images.plugins.module_utils._atomic_file import (
+from ansible_collections.pinned.images.plugins.module_utils._common import atomic_file as af
+from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import (
     AtomicFileError,
     atomic_write,
     cleanup_stale_temps,
@@ -26,7 +26,7 @@ from ansible_collections.pinned.images.plugins.module_utils._atomic_file import 
 
 
 def _collections_root() -> str:
-    # .../ansible_collections/pinned/images/plugins/module_utils/_atomic_file.py -> the dir holding ansible_collections
+    # .../ansible_collections/pinned/images/plugins/module_utils/_common/atomic_file.py -> the dir holding ansible_collections
     here = Path(af.__file__)
     for parent in here.parents:
         if parent.name == "ansible_collections":
@@ -139,7 +139,7 @@ WRITER = textwrap.dedent(
     """
     import os, sys, time
     sys.path.insert(0, sys.argv[1])
-    from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write
+    from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import atomic_write
 
     def pause(temp):
         print("ready " + temp, flush=True)
@@ -236,7 +236,7 @@ LOOPER = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, sys.argv[1])
-    from ansible_collections.pinned.images.plugins.module_utils._atomic_file import atomic_write
+    from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import atomic_write
     contents = [sys.argv[3].encode(), sys.argv[4].encode()]
     print("go", flush=True)
     n = 0

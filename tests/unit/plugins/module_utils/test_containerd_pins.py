@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._containerd_pins import (
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import (
     parse_version,
     runtime_problem,
     validate_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import PinnedImagesError
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import PinnedImagesError
 
 A = "quay.io/org/a@sha256:" + "a" * 64
 

@@ -11,8 +11,8 @@ import tomllib
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import (
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     DEFAULT_PATH,
     DropinSettings,
     MissingImagesError,
@@ -26,7 +26,7 @@ from ansible_collections.pinned.images.plugins.module_utils._crio_config import 
     sync_pinned_images,
     validate_pinned_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._errors import UNAVAILABLE, CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import UNAVAILABLE, CollectionError
 
 A = "quay.io/openshift-release-dev/ocp-release@sha256:" + "0" * 64
 B = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + "1" * 64
@@ -272,7 +272,7 @@ def test_a_huge_old_drop_in_is_replaced_without_being_read_whole(tmp_path, monke
     path = tmp_path / "50-pinned-images"
     with path.open("wb") as handle:
         handle.truncate(50 * 1024 * 1024)
-    from ansible_collections.pinned.images.plugins.module_utils import _atomic_file
+    from ansible_collections.pinned.images.plugins.module_utils._common import atomic_file as _atomic_file
 
     reads = []
     real_read_bytes = _atomic_file.read_bytes

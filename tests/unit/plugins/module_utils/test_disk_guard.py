@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._disk_guard import (
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import (
     DiskGuardError,
     check,
     estimate,
@@ -15,7 +15,7 @@ from ansible_collections.pinned.images.plugins.module_utils._disk_guard import (
     human_size,
     parse_size,
 )
-from ansible_collections.pinned.images.plugins.module_utils._registry_client import ManifestInfo
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import ManifestInfo
 
 GI = 2 ** 30
 MI = 2 ** 20

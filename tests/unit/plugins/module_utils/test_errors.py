@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import MissingImagesError, ReloadError
-from ansible_collections.pinned.images.plugins.module_utils._errors import (
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import MissingImagesError, ReloadError
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import (
     CollectionError,
     exit_json_from,
     fail_json_from,
     join_problems,
 )
-from ansible_collections.pinned.images.plugins.module_utils._k8s_client import K8sError
-from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLockError
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8sError
+from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLockError
 
 MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
 
@@ -67,11 +67,11 @@ def test_details_are_set_at_construction():
 
 
 def _exception_classes():
-    for path in sorted(MODULE_UTILS.glob("_*.py")):
+    for path in sorted(MODULE_UTILS.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef) and node.name.endswith(("Error", "Refused", "Rejected")) \
                     and node.name != "CollectionError":
-                yield path.name, node
+                yield str(path.relative_to(MODULE_UTILS)), node
 
 
 @pytest.mark.parametrize("where, node", list(_exception_classes()), ids=lambda v: getattr(v, "name", v))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._image_ref import (
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
     ImageRef,
     ImageReferenceError,
     parse_image_ref,

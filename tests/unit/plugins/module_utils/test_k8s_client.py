@@ -14,8 +14,8 @@ import pytest
 import yaml
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils import _k8s_client
-from ansible_collections.pinned.images.plugins.module_utils._k8s_client import (
+from ansible_collections.pinned.images.plugins.module_utils._k8s import client as _k8s_client
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     connection_secrets,
     K8S_AUTH_ARG_SPEC,
     K8sClient,

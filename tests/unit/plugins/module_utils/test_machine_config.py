@@ -10,9 +10,9 @@ import pytest
 import yaml
 from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
-from ansible_collections.pinned.images.plugins.module_utils._atomic_file import AtomicFileError
-from ansible_collections.pinned.images.plugins.module_utils._crio_config import render_pinned_images
-from ansible_collections.pinned.images.plugins.module_utils._machine_config import (
+from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import AtomicFileError
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images
+from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import (
     MachineConfigError,
     data_url,
     image_changes,
@@ -23,8 +23,8 @@ from ansible_collections.pinned.images.plugins.module_utils._machine_config impo
     sync_cluster,
     sync_files,
 )
-from ansible_collections.pinned.images.plugins.module_utils._yaml import dump_yaml
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import ROLE_LABEL, validate_set
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import dump_yaml
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import ROLE_LABEL, validate_set
 
 A = "quay.io/openshift-release-dev/ocp-release@sha256:" + "0" * 64
 B = "registry.example.com/team/app@sha256:" + "1" * 64

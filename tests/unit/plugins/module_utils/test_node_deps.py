@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils import _node_deps as deps
-from ansible_collections.pinned.images.plugins.module_utils._atomic_file import file_sha256
-from ansible_collections.pinned.images.plugins.module_utils._wheelhouse import TAG_PATTERN
+from ansible_collections.pinned.images.plugins.module_utils._node_python import deps as deps
+from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import file_sha256
+from ansible_collections.pinned.images.plugins.module_utils._node_python.wheelhouse import TAG_PATTERN
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -225,9 +225,9 @@ def test_node_modules_import_their_stubs_from_the_private_directory(private_only
         import sys
         sys.path[:0] = {private_only['path']!r}
         from ansible_collections.pinned.images.plugins.modules import {module}
-        from ansible_collections.pinned.images.plugins.module_utils import _node_deps
-        from ansible_collections.pinned.images.plugins.module_utils._containerd_proto import containerd_images_pb2_grpc
-        from ansible_collections.pinned.images.plugins.module_utils._cri_proto import cri_image_pb2_grpc
+        from ansible_collections.pinned.images.plugins.module_utils._node_python import deps as _node_deps
+        from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_proto import containerd_images_pb2_grpc
+        from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2_grpc
         import grpc
         print(_node_deps.NODE_DEPS["site"], grpc.__file__)
         print(hasattr(containerd_images_pb2_grpc, "ImagesStub"), hasattr(cri_image_pb2_grpc, "ImageServiceStub"))

@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLock, NodeLockError
+from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock, NodeLockError
 
 HOLD = """
 import sys
-from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLock
+from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock
 lock = NodeLock(sys.argv[1], "first-run").acquire()
 print("held", flush=True)
 sys.stdin.read()

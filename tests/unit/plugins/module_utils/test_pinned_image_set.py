@@ -14,16 +14,16 @@ import yaml
 from fixtures.openshift_objects import pinned_image_set
 from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
-from ansible_collections.pinned.images.plugins.module_utils import _pinned_image_set as pis
-from ansible_collections.pinned.images.plugins.module_utils import _pool_selection as selection
-from ansible_collections.pinned.images.plugins.module_utils import _set_loading
-from ansible_collections.pinned.images.plugins.module_utils._image_ref import unique_sorted_images
-from ansible_collections.pinned.images.plugins.module_utils._label_selector import (
+from ansible_collections.pinned.images.plugins.module_utils._sets import model as pis
+from ansible_collections.pinned.images.plugins.module_utils._sets import pools as selection
+from ansible_collections.pinned.images.plugins.module_utils._sets import loading as _set_loading
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import unique_sorted_images
+from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import (
     LabelSelectorError,
     check_dns_subdomain,
     label_selector_matches,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
     ROLE_LABEL,
     PinnedImageSet,
@@ -32,7 +32,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set im
     validate_pool,
     validate_set,
 )
-from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 
 
 def digest(n: int) -> str:
@@ -425,8 +425,8 @@ def alias_bomb(levels: int, where: str) -> str:
 LOAD_UNDER_LIMITS = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (512 * 1024 * 1024, 512 * 1024 * 1024))
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import PinnedImageSetError
-from ansible_collections.pinned.images.plugins.module_utils._set_loading import load_sets
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import PinnedImageSetError
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 try:
     load_sets(sys.argv[1])
 except PinnedImageSetError as exc:

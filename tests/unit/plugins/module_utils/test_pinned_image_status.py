@@ -9,7 +9,7 @@ import pytest
 
 from fixtures.image_refs import A, B, C
 
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status import (
+from ansible_collections.pinned.images.plugins.module_utils._openshift.node_status import (
     DEGRADED_CONDITION,
     MAX_ANNOTATION_SIZE,
     MAX_ERROR_LENGTH,

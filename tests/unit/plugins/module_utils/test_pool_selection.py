@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import (
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
     PinnedImageSetError,
     default_pool,
     validate_pool,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pool_selection import resolve_pools
+from ansible_collections.pinned.images.plugins.module_utils._sets.pools import resolve_pools
 
 
 def pool(name: str, team: str) -> dict:

@@ -10,10 +10,10 @@ import pytest
 
 from fixtures.scripted_runtime import ScriptedRuntime
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
-from ansible_collections.pinned.images.plugins.module_utils._errors import LOCKED, CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._node_lock import NodeLock, NodeLockError
-from ansible_collections.pinned.images.plugins.module_utils._prefetch_run import (
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import LOCKED, CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock, NodeLockError
+from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
     DiskGuardRefused,
     PrefetchRequest,
     pin_method,

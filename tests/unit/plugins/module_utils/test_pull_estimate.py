@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._image_ref import parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._pull_estimate import PullEstimator, RetryPolicy, is_loopback
-from ansible_collections.pinned.images.plugins.module_utils._registries_conf import load_registries_conf
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import parse_docker_config
-from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullEstimator, RetryPolicy, is_loopback
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import load_registries_conf
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
     ManifestInfo,
     ManifestUnknownError,
     RegistryAuthRejected,

@@ -12,9 +12,9 @@ import yaml
 
 from fixtures.bad_files import error_of
 
-from ansible_collections.pinned.images.plugins.module_utils import _registries_conf
-from ansible_collections.pinned.images.plugins.module_utils._image_ref import parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._registries_conf import (
+from ansible_collections.pinned.images.plugins.module_utils._registry import registries_conf as _registries_conf
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
     RegistriesConf,
     RegistriesConfError,
     RegistryBlockedError,
@@ -23,7 +23,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registries_conf imp
     parse_registries_conf,
     registries_from_list,
 )
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import parse_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
 
 DIGEST = "sha256:" + "ab" * 32
 # Test tables kept as data (one line a case).

@@ -15,14 +15,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils import _registry_client
-from ansible_collections.pinned.images.plugins.module_utils._disk_guard import estimate
-from ansible_collections.pinned.images.plugins.module_utils._image_ref import parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._registry_auth import (
+from ansible_collections.pinned.images.plugins.module_utils._registry import client as _registry_client
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import estimate
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
     RegistryCredentials,
     parse_docker_config,
 )
-from ansible_collections.pinned.images.plugins.module_utils._registry_client import (
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
     DOCKER_LIST,
     DOCKER_MANIFEST,
     OCI_INDEX,

@@ -12,8 +12,8 @@ import tarfile
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._pinned_image_set import MAX_PINNED_IMAGES
-from ansible_collections.pinned.images.plugins.module_utils._release_payload import (
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import MAX_PINNED_IMAGES
+from ansible_collections.pinned.images.plugins.module_utils._openshift.release_payload import (
     IMAGE_REFERENCES,
     RELEASE_METADATA,
     ReleasePayloadError,

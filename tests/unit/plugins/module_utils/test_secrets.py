@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.pinned.images.plugins.module_utils._secrets import REDACTED, redact
+from ansible_collections.pinned.images.plugins.module_utils._common.secrets import REDACTED, redact
 
 
 def test_redact_longest_first_and_empty_secrets():

@@ -12,7 +12,7 @@ import pytest
 
 from fixtures.module_runner import run_module
 
-from ansible_collections.pinned.images.plugins.module_utils import _wheelhouse as wh
+from ansible_collections.pinned.images.plugins.module_utils._node_python import wheelhouse as wh
 from ansible_collections.pinned.images.plugins.modules import node_python_deps, node_wheelhouse
 
 ROOT = Path(__file__).resolve().parents[4]

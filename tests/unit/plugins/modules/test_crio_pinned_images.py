@@ -15,7 +15,7 @@ from ansible.module_utils.basic import AnsibleModule
 from fixtures.module_runner import run_module
 from fixtures.openshift_objects import MCO_API_VERSION as API, ROLE_LABEL as ROLE, pinned_image_set
 
-from ansible_collections.pinned.images.plugins.module_utils._cri_client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.modules import crio_pinned_images as module
 
 A = "quay.io/org/a@sha256:" + "a" * 64

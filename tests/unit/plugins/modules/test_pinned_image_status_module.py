@@ -20,7 +20,7 @@ NODES = [{"name": "n1", "state": "done", "sets": [{"name": "s", "images": [IMAGE
 
 def other_writer_status(generation):
     """What another run wrote meanwhile: set s at desiredGeneration ``generation`` for the same images."""
-    from ansible_collections.pinned.images.plugins.module_utils._pinned_image_status import image_list_hash
+    from ansible_collections.pinned.images.plugins.module_utils._openshift.node_status import image_list_hash
 
     return json.dumps({"pinnedImageSets": [{"name": "s", "desiredGeneration": generation}], "conditions": [],
                        "imageListHashes": {"s": image_list_hash([IMAGE])}})

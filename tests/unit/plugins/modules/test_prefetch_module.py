@@ -11,7 +11,7 @@ import pytest
 from fixtures.module_runner import run_module
 from fixtures.scripted_runtime import ScriptedRuntime
 
-from ansible_collections.pinned.images.plugins.module_utils import _prefetch_run
+from ansible_collections.pinned.images.plugins.module_utils._runs import prefetch as _prefetch_run
 from ansible_collections.pinned.images.plugins.modules import prefetch as module
 
 DIGEST = "sha256:" + "c" * 64

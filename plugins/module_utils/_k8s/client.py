@@ -1,0 +1,806 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""A small Kubernetes API client for the collection's cluster-side modules.
+
+It wraps the official ``kubernetes`` Python client (``DynamicClient`` for discovery and requests) and offers
+the handful of verbs the modules need: server-side apply, get, list, delete and JSON merge patch.
+
+Connection options follow kubernetes.core (same names, aliases and ``K8S_AUTH_*`` environment variables):
+
+* ``host`` given (and no ``kubeconfig``/``context``): connect to that URL with ``api_key`` and/or client certificates;
+* ``kubeconfig`` (path or dict) and/or ``context`` given: load that kubeconfig, then apply the explicit options on top;
+* nothing given: the pod's service account when running in a pod, else the default kubeconfig (``KUBECONFIG`` or
+  ``~/.kube/config``).
+
+Every failure is raised as :class:`K8sError` with the HTTP status (0 when no response was received) and a message
+that names the verb, the resource and the API server; tokens, passwords and the user info of URLs
+(``scheme://user:password@``, e.g. in ``proxy``) never appear in it.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib.util
+import inspect
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import weakref
+from urllib.parse import unquote
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar, Union, cast
+
+from ansible.module_utils.basic import env_fallback
+
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.secrets import redact
+
+# The library is imported on first use (require_kubernetes), not here: its import takes longer than rendering
+# thousands of images, and a module that only writes files never talks to a cluster.
+HAS_KUBERNETES = all(importlib.util.find_spec(name) is not None for name in ("kubernetes", "urllib3"))
+KUBERNETES_IMPORT_ERROR: ImportError | None = None if HAS_KUBERNETES else ImportError("No module named 'kubernetes'")
+# Bound by _import_kubernetes.
+urllib3: Any = None
+k8s_client_mod: Any = None
+k8s_config: Any = None
+ConfigException: Any = None
+DynamicClient: Any = None
+DynamicApiError: Any = None
+ResourceNotFoundError: Any = None
+ResourceNotUniqueError: Any = None
+ApiException: Any = None
+
+
+def _import_kubernetes() -> None:
+    """Bind the library's names in this module; raises ImportError."""
+    global urllib3, k8s_client_mod, k8s_config, ConfigException, DynamicClient, DynamicApiError  # pylint: disable=global-statement
+    global ResourceNotFoundError, ResourceNotUniqueError, ApiException  # pylint: disable=global-statement
+    import urllib3
+    from kubernetes import client as k8s_client_mod
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError, ResourceNotUniqueError
+    from kubernetes.client.exceptions import ApiException
+
+
+# A Kubernetes API object (or a part of one) as JSON.
+KubeObject = Dict[str, Any]
+# A label selector given as text (``a=b,c``) or as {key: value or None}.
+LabelSelector = Union[str, Mapping[str, Optional[str]], None]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+DEFAULT_FIELD_MANAGER = "pinned-images"
+DEFAULT_TIMEOUT = 30
+# Attempts of one request when the server refused the connection or dropped it unanswered, all within the timeout.
+MAX_ATTEMPTS = 3
+RETRY_DELAY = 0.25
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+# Shorter values are not scrubbed from messages: they would blank out unrelated words.
+_MIN_SECRET_LENGTH = 4
+# Keys of a kubeconfig whose string values are credentials.
+_KUBECONFIG_SECRET_KEYS = frozenset((
+    "token", "password", "client-key-data", "access-token", "refresh-token", "id-token", "client-secret", "secret",
+))
+_USERINFO_RE = re.compile(r"(?<=://)[^/\s]*@")
+
+K8S_AUTH_ARG_SPEC = {
+    # A dict kubeconfig carries tokens and keys; Ansible then hides every string in it from results and logs.
+    # Not no_log: that would mask every value of a dict kubeconfig ("v1", "Config") in all output. Modules mask
+    # its credentials and a proxy password instead, with connection_secrets().
+    "kubeconfig": {"type": "raw", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_KUBECONFIG"])},
+    "context": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_CONTEXT"])},
+    "host": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_HOST"])},
+    "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
+    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"], "fallback": (env_fallback, ["K8S_AUTH_VERIFY_SSL"])},
+    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"], "fallback": (env_fallback, ["K8S_AUTH_SSL_CA_CERT"])},
+    "client_cert": {"type": "path", "aliases": ["cert_file"], "fallback": (env_fallback, ["K8S_AUTH_CERT_FILE"])},
+    # A path to the key, not the key itself: nothing to hide from the logs.
+    "client_key": {
+        "type": "path",
+        "aliases": ["key_file"],
+        "no_log": False,
+        "fallback": (env_fallback, ["K8S_AUTH_KEY_FILE"]),
+    },
+    # May carry user:password@ (SOCKS proxies use it); hidden from results and logs as a whole.
+    "proxy": {"type": "str", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_PROXY"])},
+    "request_timeout": {
+        "type": "float",
+        "default": DEFAULT_TIMEOUT,
+        "fallback": (env_fallback, ["K8S_AUTH_REQUEST_TIMEOUT"]),
+    },
+}
+
+
+class K8sError(CollectionError):
+    """A Kubernetes API failure.
+
+    ``status`` is the HTTP status (0 when the server never answered), ``reason`` the API ``Status.reason``
+    (``Forbidden``, ``Conflict``, ``NotFound``, ``Invalid``, ...) and ``causes`` the ``Status.details.causes`` list.
+    """
+
+    def __init__(self, message: str, status: int = 0, reason: Optional[str] = None,
+                 causes: Optional[List[Dict[str, Any]]] = None) -> None:
+        super().__init__(message, details={"status": status, "reason": reason})
+        self.status = status
+        self.reason = reason
+        self.causes = list(causes or [])
+
+
+def require_kubernetes() -> None:
+    """Import the kubernetes library once; raises K8sError when it is missing or broken."""
+    if not HAS_KUBERNETES:
+        raise K8sError(f"the Python library 'kubernetes' is required: {KUBERNETES_IMPORT_ERROR}")
+    if DynamicClient is None:
+        try:
+            _import_kubernetes()
+        except ImportError as exc:
+            raise K8sError(f"the Python library 'kubernetes' cannot be imported: {exc}") from exc
+
+
+def _safe_url(url: object) -> str:
+    """The URL (or any text) without the user info of URLs (``https://user:pass@host`` -> ``https://host``)."""
+    return _USERINFO_RE.sub("", str(url or ""))
+
+
+def _url_secrets(url: object) -> Set[str]:
+    """The user info of a URL and its password, raw and percent-decoded (empty for a URL without them)."""
+    found: Set[str] = set()
+    for match in _USERINFO_RE.finditer(str(url or "")):
+        userinfo = match.group(0)[:-1]
+        password = userinfo.partition(":")[2]
+        for value in (userinfo, password):
+            found.update((value, unquote(value)))
+    found.discard("")
+    return found
+
+
+def _kubeconfig_secrets(data: object) -> Set[str]:
+    """String values of a kubeconfig dict under credential keys (tokens, passwords, private keys)."""
+    found: Set[str] = set()
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in _KUBECONFIG_SECRET_KEYS and isinstance(value, str):
+                found.add(value)
+            else:
+                found |= _kubeconfig_secrets(value)
+    elif isinstance(data, list):
+        for item in data:
+            found |= _kubeconfig_secrets(item)
+    found.discard("")
+    return found
+
+
+def connection_secrets(params: Mapping[str, Any]) -> Set[str]:
+    """Credentials inside the connection options (a dict kubeconfig, a proxy URL's password), for no_log_values."""
+    return _kubeconfig_secrets(params.get("kubeconfig")) | _url_secrets(params.get("proxy"))
+
+
+def _scrub_text(text: object, secrets: Iterable[str]) -> str:
+    """``text`` without URL user info and without any of ``secrets`` (those of at least _MIN_SECRET_LENGTH)."""
+    return redact(_safe_url(text), secrets, _MIN_SECRET_LENGTH)
+
+
+def _group_of(api_version: str) -> str:
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def selector_string(label_selector: LabelSelector) -> Optional[str]:
+    """A label selector as the API expects it: ``{"a": "b", "c": None}`` -> ``a=b,c``; strings pass through."""
+    if label_selector is None:
+        return None
+    if isinstance(label_selector, str):
+        return label_selector or None
+    if isinstance(label_selector, dict):
+        parts = []
+        for key in sorted(label_selector):
+            value = label_selector[key]
+            parts.append(str(key) if value is None else f"{key}={value}")
+        return ",".join(parts) or None
+    raise TypeError(f"label_selector must be a string or a dict, got {type(label_selector).__name__}")
+
+
+SERVER_METADATA_FIELDS = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+
+
+def clean_object(obj: Optional[Mapping[str, Any]], drop_status: bool = False) -> Optional[KubeObject]:
+    """A copy without the fields the server maintains (managedFields, resourceVersion, uid, ...), for diffs/results."""
+    if obj is None:
+        return None
+    cleaned = copy.deepcopy(dict(obj))
+    metadata = cleaned.get("metadata")
+    if isinstance(metadata, dict):
+        for key in SERVER_METADATA_FIELDS:
+            metadata.pop(key, None)
+    if drop_status:
+        cleaned.pop("status", None)
+    return cleaned
+
+
+def _parse_warnings(headers: Any) -> List[str]:
+    """``Warning: 299 - "text"`` response headers -> ["text", ...]."""
+    if not headers:
+        return []
+    values: List[str] = []
+    getlist = getattr(headers, "getlist", None) or getattr(headers, "get_all", None)
+    if getlist is not None:
+        values = list(getlist("Warning") or [])
+    else:
+        value = headers.get("Warning") or headers.get("warning")
+        if value:
+            values = [value]
+    found = []
+    for value in values:
+        for match in re.finditer(r'\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"', value):
+            found.append(re.sub(r"\\(.)", r"\1", match.group(1)))
+    return found
+
+
+class _DeadlinePassed(Exception):
+    """The time of the current call ran out before (another attempt of) a request could start."""
+
+
+def _within_timeout(method: _F) -> _F:
+    """Give one public call (discovery, retries and every request it makes) ``timeout`` seconds in all."""
+
+    @functools.wraps(method)
+    def bounded(self: K8sClient, *args: Any, **kwargs: Any) -> Any:
+        if self._deadline is not None:  # a call inside another one shares its deadline
+            return method(self, *args, **kwargs)
+        self._deadline = time.monotonic() + self.timeout
+        try:
+            return method(self, *args, **kwargs)
+        except _DeadlinePassed:
+            raise self._timeout_error() from None
+        finally:
+            self._deadline = None
+
+    return cast(_F, bounded)
+
+
+def _is_timeout(exc: Optional[BaseException]) -> bool:
+    if isinstance(exc, urllib3.exceptions.MaxRetryError):
+        exc = exc.reason
+    # NewConnectionError derives from ConnectTimeoutError, but means "refused" or "unreachable".
+    return isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(exc, urllib3.exceptions.NewConnectionError)
+
+
+def _is_retryable(exc: Optional[BaseException], method: str) -> bool:
+    """Refused connections never reached the server; a dropped one is retried for the idempotent verbs used here."""
+    if isinstance(exc, urllib3.exceptions.MaxRetryError):
+        exc = exc.reason
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return True
+    return isinstance(exc, urllib3.exceptions.ProtocolError) and method.upper() in ("GET", "PATCH")
+
+
+def check_timeout(value: Any) -> float:
+    """``value`` as a timeout in seconds; K8sError unless it is a positive number."""
+    try:
+        timeout = float(value)
+    except (TypeError, ValueError):
+        timeout = 0.0
+    if not timeout > 0 or timeout == float("inf"):
+        raise K8sError(f"request_timeout must be a positive number of seconds, got {value!r}")
+    return timeout
+
+
+class K8sClient:
+    """Talks to one API server. Build it with :meth:`from_params`; call :meth:`close` when done.
+
+    Each public call (``apply``, ``get``, ``list``, ...) ends within ``timeout`` seconds: discovery, the request
+    and up to :data:`MAX_ATTEMPTS` attempts share that time; a server that does not answer gives K8sError status 0.
+    """
+
+    def __init__(self, configuration: Any, secrets: Iterable[str] = (), tmpdir: Optional[str] = None,
+                 timeout: float = DEFAULT_TIMEOUT, remove_tmpdir: bool = False) -> None:
+        require_kubernetes()
+        self.configuration = configuration
+        # urllib3 would retry 3 more times with the full timeout each; the attempts are counted here instead.
+        self.configuration.retries = 0
+        self.timeout = check_timeout(timeout)
+        self._deadline: Optional[float] = None
+        self.warnings: List[str] = []
+        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        # A directory made here, or handed over by from_params, is removed on close().
+        remove_tmpdir = remove_tmpdir or tmpdir is None
+        self._tmpdir = tmpdir if tmpdir is not None else tempfile.mkdtemp(prefix="pinned-images-k8s-")
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self._tmpdir, True) if remove_tmpdir else None
+        self._api_client: Any = None
+        self._dynamic: Any = None
+        self._resources: Dict[Tuple[str, str], Any] = {}
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_params(cls, params: Optional[Mapping[str, Any]], tmpdir: Optional[str] = None,
+                    timeout: Optional[float] = None) -> K8sClient:
+        """Build a client from module parameters named as in :data:`K8S_AUTH_ARG_SPEC`.
+
+        ``tmpdir`` receives the discovery cache and certificate files the kubeconfig loader writes; give the module's
+        ``module.tmpdir``. Without it a private temporary directory is made and removed on :meth:`close`.
+        ``timeout`` defaults to the ``request_timeout`` parameter, else :data:`DEFAULT_TIMEOUT`.
+        """
+        require_kubernetes()
+        params = params or {}
+        if timeout is None:
+            timeout = params.get("request_timeout")
+        timeout = check_timeout(DEFAULT_TIMEOUT if timeout is None else timeout)
+        own_tmp: Optional[str] = None
+        if tmpdir is None:
+            own_tmp = tempfile.mkdtemp(prefix="pinned-images-k8s-")
+            tmpdir = own_tmp
+        try:
+            configuration, secrets = _build_configuration(params, tmpdir)
+        except Exception:
+            if own_tmp:
+                shutil.rmtree(own_tmp, ignore_errors=True)
+            raise
+        return cls(configuration, secrets=secrets, tmpdir=tmpdir, timeout=timeout, remove_tmpdir=own_tmp is not None)
+
+    def close(self) -> None:
+        """Close the connections and remove the temporary directory this client made."""
+        if self._api_client is not None:
+            try:
+                self._api_client.close()
+            except Exception:  # pragma: no cover - best effort
+                pass
+            self._api_client = None
+            self._dynamic = None
+        if self._finalizer is not None:
+            self._finalizer()
+
+    def __enter__(self) -> K8sClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def host(self) -> str:
+        """The API server URL without credentials."""
+        return _safe_url(self.configuration.host)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _scrub(self, text: object) -> str:
+        secrets = set(self._secrets)
+        for value in (getattr(self.configuration, "api_key", None) or {}).values():
+            if value:
+                secrets.update((value, value.split(" ", 1)[-1]))
+        for url in (getattr(self.configuration, "proxy", None), getattr(self.configuration, "host", None)):
+            secrets |= _url_secrets(url)
+        return _scrub_text(str(text), secrets)
+
+    def _timeout_error(self) -> K8sError:
+        return K8sError(
+            f"the Kubernetes API server at {self.host} did not answer within {self.timeout:g} s (request_timeout)",
+            status=0,
+            reason="Timeout",
+        )
+
+    def _remaining(self) -> float:
+        if self._deadline is None:
+            return self.timeout
+        return self._deadline - time.monotonic()
+
+    def _bound_requests(self, api_client: Any) -> None:
+        """Make every request of ``api_client`` (discovery too) use what is left of the call's time."""
+        rest_client = api_client.rest_client
+        send = rest_client.request
+
+        def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            attempt = 1
+            while True:
+                remaining = self._remaining()
+                if remaining <= 0:
+                    raise _DeadlinePassed()
+                kwargs["_request_timeout"] = remaining
+                try:
+                    return send(method, url, *args, **kwargs)
+                except urllib3.exceptions.HTTPError as exc:
+                    if _is_timeout(exc):
+                        raise _DeadlinePassed() from None
+                    delay = RETRY_DELAY * attempt
+                    if attempt >= MAX_ATTEMPTS or not _is_retryable(exc, method) or self._remaining() <= delay:
+                        raise
+                time.sleep(delay)
+                attempt += 1
+
+        rest_client.request = request
+
+    def _connection_error(self, exc: BaseException) -> K8sError:
+        if _is_timeout(exc):
+            return self._timeout_error()
+        reason = getattr(exc, "reason", None) or exc
+        text = str(reason)
+        lowered = text.lower()
+        if "refused" in lowered:
+            what = "connection refused"
+        elif "certificate" in lowered or "ssl" in lowered:
+            what = f"TLS error ({text})"
+        elif "name or service not known" in lowered or "nodename nor servname" in lowered or "resolution" in lowered:
+            what = f"host name not resolved ({text})"
+        elif "timed out" in lowered or "timeout" in lowered:
+            what = f"timed out ({text})"
+        else:
+            what = text
+        return K8sError(self._scrub(f"cannot reach the Kubernetes API server at {self.host}: {what}"), status=0)
+
+    def _dyn(self) -> Any:
+        if self._dynamic is None:
+            self._api_client = k8s_client_mod.ApiClient(self.configuration)
+            self._bound_requests(self._api_client)
+            cache_file = os.path.join(self._tmpdir, "discovery-cache.json")
+            try:
+                self._dynamic = DynamicClient(self._api_client, cache_file=cache_file)
+            except DynamicApiError as exc:
+                raise self._api_error(exc, "discover", "the API groups")
+            except ApiException as exc:
+                raise self._api_error(exc, "discover", "the API groups")
+            except urllib3.exceptions.HTTPError as exc:
+                raise self._connection_error(exc)
+        return self._dynamic
+
+    def _resource(self, api_version: str, kind: str) -> Any:
+        key = (api_version, kind)
+        if key in self._resources:
+            return self._resources[key]
+        dyn = self._dyn()
+        try:
+            resource = dyn.resources.get(api_version=api_version, kind=kind)
+        except (ResourceNotFoundError, ResourceNotUniqueError):
+            group = _group_of(api_version)
+            hint = " (is its CustomResourceDefinition installed?)" if group and not group.endswith("k8s.io") else ""
+            raise K8sError(
+                f"the API server at {self.host} does not serve kind {kind} in {api_version}{hint}",
+                status=404,
+                reason="NotFound",
+            )
+        except (DynamicApiError, ApiException) as exc:
+            raise self._api_error(exc, "discover", f"{kind} in {api_version}")
+        except urllib3.exceptions.HTTPError as exc:
+            raise self._connection_error(exc)
+        self._resources[key] = resource
+        return resource
+
+    @staticmethod
+    def _resource_label(resource: Any) -> str:
+        return f"{resource.name}.{resource.group}" if resource.group else str(resource.name)
+
+    def _api_error(self, exc: BaseException, verb: str, what: str, resource: Any = None,
+                   rbac_verb: Optional[str] = None) -> K8sError:
+        status = getattr(exc, "status", 0) or 0
+        body = getattr(exc, "body", None)
+        status_obj: Any = {}
+        if body:
+            try:
+                status_obj = json.loads(body if isinstance(body, str) else body.decode("utf-8", "replace"))
+            except (ValueError, AttributeError):
+                status_obj = {}
+        if not isinstance(status_obj, dict):
+            status_obj = {}
+        server_message = status_obj.get("message") or getattr(exc, "reason", "") or ""
+        reason = status_obj.get("reason") or getattr(exc, "reason", None)
+        details = status_obj.get("details") or {}
+        causes = (details.get("causes") or []) if isinstance(details, dict) else []
+        resource_label = self._resource_label(resource) if resource is not None else what
+        if status == 401:
+            message = (
+                f"unauthorized: the API server at {self.host} rejected the credentials "
+                f"(bearer token or client certificate) while trying to {verb} {what}"
+            )
+        elif status == 403:
+            message = (
+                f"forbidden: the credentials may not {rbac_verb or verb} {resource_label} ({verb} {what}) "
+                f"on {self.host}: {server_message}"
+            )
+        elif status == 404:
+            message = f"not found: {what} on {self.host}: {server_message}"
+        elif status == 409:
+            owners = []
+            for cause in causes:
+                field = cause.get("field")
+                text = cause.get("message") or ""
+                if field:
+                    owners.append(f"{field} ({text})" if text else field)
+                elif text:
+                    owners.append(text)
+            if owners:
+                message = (
+                    f"conflict: cannot {verb} {what}: fields owned by another field manager: {'; '.join(owners)}. "
+                    "Set force_conflicts to take ownership, or let the other manager change them"
+                )
+            else:
+                message = f"conflict: cannot {verb} {what}: {server_message}"
+        elif status == 422:
+            problems = [f"{c.get('field', '')}: {c.get('message', '')}".strip(": ") for c in causes]
+            message = f"invalid: the API server rejected {what}: {server_message}"
+            if problems and not all(p in server_message for p in problems):
+                message += " [" + "; ".join(problems) + "]"
+        else:
+            message = f"cannot {verb} {what} on {self.host}: HTTP {status} {reason or ''}: {server_message}".rstrip(": ")
+        return K8sError(self._scrub(message), status=status, reason=reason, causes=causes)
+
+    def _request(self, verb: str, what: str, method: str, resource: Any, name: Optional[str] = None,
+                 namespace: Optional[str] = None, body: Any = None, rbac_verb: Optional[str] = None,
+                 **params: Any) -> KubeObject:
+        dyn = self._dyn()
+        path = resource.path(name=name, namespace=namespace)
+        try:
+            response = dyn.request(method, path, body=body, serialize=False, **params)
+        except (DynamicApiError, ApiException) as exc:
+            raise self._api_error(exc, verb, what, resource, rbac_verb=rbac_verb or method)
+        except urllib3.exceptions.HTTPError as exc:
+            raise self._connection_error(exc)
+        headers = getattr(response, "headers", None)
+        if headers is None and hasattr(response, "getheaders"):
+            headers = response.getheaders()
+        self.warnings.extend(self._scrub(w) for w in _parse_warnings(headers))
+        data = response.data
+        if isinstance(data, bytes):
+            data = data.decode("utf-8")
+        try:
+            answer: KubeObject = json.loads(data) if data else {}
+            return answer
+        except ValueError:
+            raise K8sError(self._scrub(f"the API server at {self.host} answered {verb} {what} with a non-JSON body"))
+
+    @staticmethod
+    def _what(kind: str, name: Optional[str] = None, namespace: Optional[str] = None) -> str:
+        text = f"{kind}/{name}" if name else kind
+        if namespace:
+            text += f" in namespace {namespace}"
+        return text
+
+    def _namespace_for(self, resource: Any, namespace: Optional[str], kind: str) -> Optional[str]:
+        if resource.namespaced:
+            if not namespace:
+                raise K8sError(f"{kind} is namespaced: a namespace is required", status=400)
+            return namespace
+        return None
+
+    # ------------------------------------------------------------------ verbs
+
+    @_within_timeout
+    def server_version(self) -> Dict[str, Any]:
+        """The ``/version`` answer (``gitVersion``, ``major``, ``minor``, ...)."""
+        version = self._dyn().version or {}
+        return dict(version.get("kubernetes") or {})
+
+    @_within_timeout
+    def apply(self, obj: KubeObject, field_manager: str = DEFAULT_FIELD_MANAGER, force_conflicts: bool = False,
+              dry_run: bool = False) -> KubeObject:
+        """Server-side apply ``obj`` (create or update); return the object the server stored (or would store)."""
+        if not isinstance(obj, dict):
+            raise K8sError("apply needs the object as a dict", status=400)
+        api_version = obj.get("apiVersion")
+        kind = obj.get("kind")
+        metadata = obj.get("metadata") or {}
+        name = metadata.get("name")
+        if not api_version or not kind or not name:
+            raise K8sError("apply needs apiVersion, kind and metadata.name", status=400)
+        resource = self._resource(api_version, kind)
+        namespace = self._namespace_for(resource, metadata.get("namespace"), kind)
+        # A string: older clients would send Python's "True"/"False".
+        params = {"content_type": APPLY_PATCH, "field_manager": field_manager, "force_conflicts": "true" if force_conflicts else "false"}
+        if dry_run:
+            params["dry_run"] = "All"
+        return self._request(
+            "server-side apply",
+            self._what(kind, name, namespace),
+            "patch",
+            resource,
+            name,
+            namespace,
+            # Serialised here: older clients only send str/bytes bodies for non-JSON content types (JSON is YAML).
+            body=json.dumps(obj),
+            rbac_verb="patch",
+            **params,
+        )
+
+    @_within_timeout
+    def get(self, api_version: str, kind: str, name: str, namespace: Optional[str] = None) -> Optional[KubeObject]:
+        """The object, or None when it does not exist."""
+        resource = self._resource(api_version, kind)
+        namespace = self._namespace_for(resource, namespace, kind)
+        try:
+            return self._request("get", self._what(kind, name, namespace), "get", resource, name, namespace)
+        except K8sError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    @_within_timeout
+    def list(self, api_version: str, kind: str, label_selector: LabelSelector = None,
+             namespace: Optional[str] = None) -> List[KubeObject]:
+        """Every object of ``kind`` (in ``namespace`` when given), optionally filtered by a label selector."""
+        resource = self._resource(api_version, kind)
+        if not resource.namespaced:
+            namespace = None
+        params: Dict[str, str] = {}
+        selector = selector_string(label_selector)
+        if selector:
+            params["label_selector"] = selector
+        what = self._what(kind + " objects", None, namespace)
+        answer = self._request("list", what, "get", resource, None, namespace, rbac_verb="list", **params)
+        items: List[KubeObject] = []
+        for item in answer.get("items") or []:
+            item = dict(item)
+            # Built-in list responses leave apiVersion and kind out of their items.
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+            items.append(item)
+        return items
+
+    @_within_timeout
+    def delete(self, api_version: str, kind: str, name: str, namespace: Optional[str] = None,
+               dry_run: bool = False) -> bool:
+        """Delete the object; False when it was already absent."""
+        resource = self._resource(api_version, kind)
+        namespace = self._namespace_for(resource, namespace, kind)
+        params = {"dry_run": "All"} if dry_run else {}
+        try:
+            self._request("delete", self._what(kind, name, namespace), "delete", resource, name, namespace, **params)
+        except K8sError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    @_within_timeout
+    def patch_merge(self, api_version: str, kind: str, name: str, patch: KubeObject, namespace: Optional[str] = None,
+                    dry_run: bool = False, field_manager: str = DEFAULT_FIELD_MANAGER) -> KubeObject:
+        """JSON merge patch (RFC 7386; ``None`` removes a key), e.g. ``{"metadata": {"annotations": {...}}}``."""
+        if not isinstance(patch, dict):
+            raise K8sError("patch_merge needs the patch as a dict", status=400)
+        resource = self._resource(api_version, kind)
+        namespace = self._namespace_for(resource, namespace, kind)
+        params = {"content_type": MERGE_PATCH, "field_manager": field_manager}
+        if dry_run:
+            params["dry_run"] = "All"
+        return self._request("patch", self._what(kind, name, namespace), "patch", resource, name, namespace, body=patch, **params)
+
+    def annotate(self, api_version: str, kind: str, name: str, annotations: Mapping[str, Optional[str]],
+                 namespace: Optional[str] = None, dry_run: bool = False, field_manager: str = DEFAULT_FIELD_MANAGER,
+                 resource_version: Optional[str] = None) -> KubeObject:
+        """Set (value) or remove (None) annotations with a merge patch; return the patched object.
+
+        With ``resource_version`` the patch applies only to that version of the object: K8sError status 409 when
+        it changed since it was read (another writer), so the caller can read it again instead of overwriting.
+        """
+        metadata: KubeObject = {"annotations": dict(annotations)}
+        if resource_version is not None:
+            metadata["resourceVersion"] = str(resource_version)
+        return self.patch_merge(
+            api_version,
+            kind,
+            name,
+            {"metadata": metadata},
+            namespace=namespace,
+            dry_run=dry_run,
+            field_manager=field_manager,
+        )
+
+
+# ---------------------------------------------------------------------- configuration
+
+
+def _temp_file_kwarg(loader: Callable[..., Any], tmpdir: str) -> Dict[str, str]:
+    """``temp_file_path`` for the kubeconfig loaders that take it (older clients write to the system temp dir)."""
+    try:
+        accepted = inspect.signature(loader).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return {}
+    return {"temp_file_path": tmpdir} if "temp_file_path" in accepted else {}
+
+
+def _build_configuration(params: Mapping[str, Any], tmpdir: str) -> Tuple[Any, List[str]]:
+    """Return (Configuration, secrets) for the parameters; never touches the process-wide default configuration."""
+    configuration: Any = k8s_client_mod.Configuration()
+    kubeconfig = params.get("kubeconfig")
+    context = params.get("context")
+    host = params.get("host")
+    api_key = params.get("api_key")
+    secrets = [api_key] if api_key else []
+    secrets.extend(_kubeconfig_secrets(kubeconfig))
+    secrets.extend(_url_secrets(params.get("proxy")))
+
+    def load_kubeconfig(source: Union[str, Dict[str, Any], None]) -> None:
+        try:
+            if isinstance(source, dict):
+                k8s_config.load_kube_config_from_dict(
+                    config_dict=source,
+                    context=context,
+                    client_configuration=configuration,
+                    persist_config=False,
+                    **_temp_file_kwarg(k8s_config.load_kube_config_from_dict, tmpdir),
+                )
+            else:
+                if source is None:
+                    source = os.environ.get("KUBECONFIG") or "~/.kube/config"
+                paths = [os.path.expanduser(p) for p in str(source).split(os.pathsep) if p]
+                if not any(os.path.exists(p) for p in paths):
+                    raise K8sError(f"kubeconfig file {', '.join(paths)} does not exist")
+                k8s_config.load_kube_config(
+                    config_file=os.pathsep.join(paths),
+                    context=context,
+                    client_configuration=configuration,
+                    persist_config=False,
+                    **_temp_file_kwarg(k8s_config.load_kube_config, tmpdir),
+                )
+        except K8sError:
+            raise
+        except (ConfigException, ValueError, TypeError, KeyError, OSError) as exc:
+            where = "the kubeconfig given as a dict" if isinstance(source, dict) else f"kubeconfig {source}"
+            message = f"cannot load {where}{f' (context {context})' if context else ''}: {exc}"
+            raise K8sError(_scrub_text(message, secrets))
+
+    if kubeconfig is not None and not isinstance(kubeconfig, (str, dict)):
+        raise K8sError(f"kubeconfig must be a path or a dict, got {type(kubeconfig).__name__}")
+    if kubeconfig or context:
+        load_kubeconfig(kubeconfig or None)
+    elif host:
+        pass
+    else:
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except ConfigException:
+            try:
+                load_kubeconfig(None)
+            except K8sError as exc:
+                raise K8sError(
+                    "no Kubernetes connection configured: give host (and api_key or client certificates) or kubeconfig, "
+                    f"or run in a pod with a service account ({exc})"
+                )
+
+    # Explicit options win over what the kubeconfig or service account provided. The kubeconfig loader installs a
+    # hook that re-copies its settings before every request; re-apply the explicit ones after it.
+    overrides: Dict[str, Any] = {}
+    if host:
+        overrides["host"] = host.rstrip("/")
+    if params.get("validate_certs") is not None:
+        overrides["verify_ssl"] = bool(params["validate_certs"])
+    for option, attribute in (("ca_cert", "ssl_ca_cert"), ("client_cert", "cert_file"), ("client_key", "key_file")):
+        value = params.get(option)
+        if value:
+            if not os.path.isfile(value):
+                raise K8sError(f"{option} file {value} does not exist")
+            overrides[attribute] = value
+    if params.get("proxy"):
+        overrides["proxy"] = params["proxy"]
+
+    def apply_overrides(cfg: Any) -> None:
+        for attribute, value in overrides.items():
+            setattr(cfg, attribute, value)
+        if api_key:
+            cfg.api_key = {"authorization": "Bearer " + api_key}
+            cfg.api_key_prefix = {}
+
+    apply_overrides(configuration)
+    loader_hook: Any = getattr(configuration, "refresh_api_key_hook", None)
+    if loader_hook is not None and (overrides or api_key):
+
+        def refresh_then_override(cfg: Any) -> None:
+            loader_hook(cfg)
+            apply_overrides(cfg)
+            # The loader's hook re-installs itself; keep this wrapper in front of it.
+            cfg.refresh_api_key_hook = refresh_then_override
+
+        configuration.refresh_api_key_hook = refresh_then_override
+
+    for value in (configuration.api_key or {}).values():
+        if value:
+            secrets.append(value)
+            secrets.append(value.split(" ", 1)[-1])
+    # A kubeconfig's cluster may name a proxy (proxy-url) with user info as well.
+    secrets.extend(_url_secrets(getattr(configuration, "proxy", None)))
+    if not configuration.host:
+        raise K8sError("no Kubernetes API server URL: give host or a kubeconfig with a cluster server")
+    return configuration, secrets

@@ -1,0 +1,354 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The CRI-O ``pinned_images`` drop-in: validation, rendering and the node-side sync.
+
+The text is byte-identical to what OpenShift's machine-config-operator writes to
+``/etc/crio/crio.conf.d/50-pinned-images`` (its struct encoded with BurntSushi/toml's default encoder:
+two-space indent per table level, no blank lines, a single-line array with ``", "`` separators, basic
+strings, one trailing newline)::
+
+    [crio]
+      [crio.image]
+        pinned_images = ["quay.io/a/b@sha256:<64 hex>", "registry.example.com/c@sha256:<64 hex>"]
+
+Public API
+----------
+``DEFAULT_PATH``: ``/etc/crio/crio.conf.d/50-pinned-images``.
+``PinnedImagesError(CollectionError)``: ``.problems`` lists every bad entry (index, value, why).
+``validate_pinned_images(images, require_digest=True) -> list[str]``
+    Digest references written fully qualified, exactly as CRI-O matches them (registry host written out,
+    ``docker.io/library/...`` for Docker Hub's official images); with ``require_digest=False`` also tag
+    references and CRI-O's glob (``quay.io/foo/*``) and keyword (``*bar*``) patterns.
+    Returns the MCO list: blank names dropped, de-duplicated, sorted (``_common.image_ref.unique_sorted_images``).
+``render_pinned_images(images) -> str``: the drop-in text for an already validated list (kept in the given order).
+``same_content(old, new) -> bool``: the MCO's rewrite test (equal after Go's ``bytes.TrimSpace``, which trims
+    U+0085 and U+00A0 too, but not U+001C..U+001F).
+``is_pattern(name)``, ``missing_images(client, images) -> list[str]`` (``client.image_status(name)`` is None
+    for an absent image; patterns are skipped), ``MissingImagesError`` (``.missing``).
+``module_run_command(module) -> RunCommand``: ``run_command`` on an AnsibleModule; a missing program is rc 127.
+``reload_crio(method, run_command=None, pid_file=None, service="crio")``: ``none`` | ``systemd``
+    (``systemctl reload crio``; the unit's reload sends SIGHUP) | ``signal`` (SIGHUP to the pid in ``pid_file``);
+    raises ``ReloadError``.
+``sync_pinned_images(path, images, state, check_mode, force, check_presence, reload, run_command, pid_file)``
+    The whole node-side step; returns ``{changed, path, images, reloaded, diff}``. A ReloadError raised after
+    the write carries ``.result`` (None before).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, Union
+
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import go_trim_space, unique_sorted_images
+
+DEFAULT_PATH = "/etc/crio/crio.conf.d/50-pinned-images"
+# Characters an image reference or a CRI-O pattern body may hold.
+_PATTERN_BODY_RE = re.compile(r"[A-Za-z0-9._:/@\[\]-]+")
+
+# BurntSushi/toml's basic-string escapes (the MCO's encoder); validated input never needs them.
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+# Any character _quote rewrites; most names have none and are quoted without a walk over their characters.
+_NEEDS_ESCAPE_RE = re.compile(r'["\\\x00-\x1f\x7f]')
+
+# ``run_command(argv) -> (rc, stdout, stderr)``, as AnsibleModule.run_command.
+RunCommand = Callable[[List[str]], Tuple[int, str, str]]
+# ``check_presence(images) -> the missing ones``.
+CheckPresence = Callable[[List[str]], List[str]]
+
+
+class ImageStatusClient(Protocol):
+    """What the presence check needs of a runtime client: ``CriClient.image_status`` (None when absent)."""
+
+    def image_status(self, image: str) -> Optional[Mapping[str, object]]: ...
+
+
+class PinnedImagesError(CollectionError):
+    """Bad pinned_images entries; ``problems`` lists each."""
+
+
+def _quote(value: str) -> str:
+    if _NEEDS_ESCAPE_RE.search(value) is None:
+        return '"' + value + '"'
+    out = []
+    for ch in value:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append("\\u%04x" % ord(ch))
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def render_pinned_images(images: Iterable[object]) -> str:
+    """The drop-in text, exactly as the machine-config-operator encodes it."""
+    given = list(images)
+    names = [name for name in given if isinstance(name, str)]
+    if len(names) != len(given):
+        raise PinnedImagesError("every pinned image must be a string")
+    text = "[crio]\n  [crio.image]\n"
+    if names:  # the MCO's field is omitempty
+        text += "    pinned_images = [" + ", ".join(_quote(name) for name in names) + "]\n"
+    return text
+
+
+def _describe(value: object) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return repr(text if len(text) <= 100 else text[:97] + "...")
+
+
+def _check_entry(value: object, require_digest: bool) -> Optional[str]:
+    if not isinstance(value, str):
+        return f"must be a string, got {type(value).__name__}"
+    if not value.strip():
+        return None  # blank entries are dropped, as the MCO does
+    if value != value.strip() or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        return f"{_describe(value)} contains whitespace or control characters"
+    if "*" in value:
+        if require_digest:
+            return f"{_describe(value)} is a pattern; patterns are allowed only with require_digest=false"
+        if value.startswith("*") and value.endswith("*") and len(value) > 2:
+            body, kind = value[1:-1], "keyword pattern"
+        elif value.endswith("*") and len(value) > 1:
+            body, kind = value[:-1], "glob pattern"
+        else:
+            return (
+                f"{_describe(value)} is not a CRI-O pattern: use a glob with one trailing '*' (quay.io/foo/*) "
+                "or a keyword between two '*' (*bar*)"
+            )
+        if "*" in body or not _PATTERN_BODY_RE.fullmatch(body):
+            return f"{_describe(value)} is not a valid {kind}: only one wildcard at the end (glob) or at both ends (keyword)"
+        return None
+    try:
+        ref = parse_image_ref(value, require_digest=require_digest)
+    except ImageReferenceError as exc:
+        return str(exc)
+    canonical = str(ref)
+    if value != canonical:
+        # CRI-O compares pinned_images with the fully qualified name (registry written out, Docker Hub's official
+        # images under library/); any other spelling would pin nothing.
+        return (
+            f"{_describe(value)} is not fully qualified; CRI-O matches pinned_images against fully "
+            f"qualified names, so write {canonical!r}"
+        )
+    return None
+
+
+def validate_pinned_images(images: object, require_digest: bool = True) -> List[str]:
+    """Check every entry (all problems in one error); return the blank-free, unique, sorted list."""
+    if images is None:
+        images = []
+    if not isinstance(images, (list, tuple)):
+        raise PinnedImagesError(f"pinned images must be a list, got {type(images).__name__}")
+    problems = []
+    for index, value in enumerate(images):
+        problem = _check_entry(value, require_digest)
+        if problem:
+            problems.append(f"images[{index}]: {problem}")
+    if problems:
+        raise PinnedImagesError(problems)
+    return unique_sorted_images(images)
+
+
+def same_content(old: Union[str, bytes, None], new: Union[str, bytes]) -> bool:
+    """The MCO rewrites the file only when ``bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(new))`` is false."""
+    if old is None:
+        return False
+    texts = []
+    for value in (old, new):
+        # surrogateescape keeps invalid UTF-8 as it is; Go's TrimSpace stops at such bytes too.
+        texts.append(value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value)
+    return go_trim_space(texts[0]) == go_trim_space(texts[1])
+
+
+# --------------------------------------------------------------------------- node-side state
+
+
+class MissingImagesError(PinnedImagesError):
+    """Images that are not present in the runtime; ``missing`` lists them."""
+
+    def __init__(self, missing: Iterable[str]) -> None:
+        self.missing = list(missing)
+        super().__init__(
+            [f"{name} is not present in the container runtime" for name in self.missing],
+            message=f"refusing to pin {len(self.missing)} image(s) that are not present in the container runtime "
+            "(prefetch them first, or set force=true): " + ", ".join(self.missing),
+            details={"missing": self.missing},
+        )
+
+
+class ReloadError(CollectionError):
+    """CRI-O could not be told to reload its configuration; ``result`` is the sync result when the file was written
+    (its ``changed``, ``path`` and ``images`` are then in the details too, for the module's failure result)."""
+
+    def __init__(self, message: str, result: Optional[Mapping[str, Any]] = None) -> None:
+        details = {key: result[key] for key in ("changed", "path", "images") if key in result} if result else {}
+        super().__init__(message, details=details)
+        self.result = result
+
+
+def is_pattern(name: str) -> bool:
+    """True for CRI-O glob/keyword patterns, which name no single image."""
+    return "*" in name
+
+
+def missing_images(client: ImageStatusClient, images: Iterable[str]) -> List[str]:
+    """The images ``client.image_status`` reports absent (patterns are skipped)."""
+    return [name for name in images if not is_pattern(name) and client.image_status(name) is None]
+
+
+def module_run_command(module: Any) -> RunCommand:
+    """``run_command`` for ``reload_crio`` through an AnsibleModule. A program not on the PATH is a failed command
+    (rc 127, as a shell says, naming it) rather than ``fail_json``, so that the ReloadError's failure result still
+    tells what was written."""
+
+    def run(argv: List[str]) -> Tuple[int, str, str]:
+        program = module.get_bin_path(argv[0])
+        if program is None:
+            return 127, "", f"{argv[0]} is not on the PATH"
+        rc, out, err = module.run_command([program] + list(argv[1:]))
+        return rc, out, err
+
+    return run
+
+
+def reload_crio(method: str, run_command: Optional[RunCommand] = None, pid_file: Optional[str] = None,
+                service: str = "crio") -> None:
+    """``systemd``: ``systemctl reload <service>`` through ``run_command(argv) -> (rc, out, err)``;
+    ``signal``: SIGHUP to the pid in ``pid_file``; ``none``: nothing."""
+    import os
+    import signal
+
+    if method == "none":
+        return
+    if method == "systemd":
+        if run_command is None:
+            raise ReloadError("no way to run systemctl was given")
+        rc, out, err = run_command(["systemctl", "reload", service])
+        if rc != 0:
+            detail = (err or out or "").strip()
+            raise ReloadError(f"systemctl reload {service} failed (rc={rc}): {detail}")
+        return
+    if method == "signal":
+        if not pid_file:
+            raise ReloadError("reload=signal needs pid_file")
+        try:
+            with open(pid_file, encoding="ascii") as handle:
+                text = handle.read().strip()
+        except OSError as exc:
+            raise ReloadError(f"cannot read the CRI-O pid from {pid_file}: {exc.strerror or exc}") from exc
+        if not text.isdigit() or int(text) <= 1:
+            raise ReloadError(f"{pid_file} does not hold a process id: {text[:40]!r}")
+        try:
+            os.kill(int(text), signal.SIGHUP)
+        except OSError as exc:
+            raise ReloadError(f"cannot send SIGHUP to CRI-O (pid {text} from {pid_file}): {exc.strerror or exc}") from exc
+        return
+    raise ReloadError(f"unknown reload method {method!r}; use none, systemd or signal")
+
+
+def sync_pinned_images(path: str, images: Optional[Iterable[str]], state: str = "present", check_mode: bool = False,
+                       force: bool = False, check_presence: Optional[CheckPresence] = None, reload: str = "none",
+                       run_command: Optional[RunCommand] = None, pid_file: Optional[str] = None) -> Dict[str, Any]:
+    """Bring the drop-in at ``path`` to ``images`` (already validated and sorted), as the MCO does.
+
+    Present with images: render; when the file would change and ``force`` is false, ``check_presence(images)``
+    must return no missing image (MissingImagesError otherwise, nothing written); write atomically, rewriting
+    only when the text differs beyond surrounding whitespace. Absent, or no images: remove the file.
+    Reload only when the content changed (not in check mode). Returns
+    ``{changed, path, images, reloaded, diff}``.
+    """
+    from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import (
+        atomic_write,
+        compare_limit,
+        read_bytes,
+        remove_file,
+    )
+
+    names = list(images or [])
+    if state == "absent" or not names:
+        outcome = remove_file(path, check_mode=check_mode)
+        content_changed = outcome["changed"]
+        names = []
+    else:
+        content = render_pinned_images(names)
+        before = read_bytes(path, compare_limit(content))
+        content_changed = not same_content(before, content)
+        if content_changed and not force and check_presence is not None:
+            missing = check_presence(names)
+            if missing:
+                raise MissingImagesError(missing)
+        outcome = atomic_write(path, content, mode=0o644, check_mode=check_mode, same=same_content)
+    result: Dict[str, Any] = {
+        "changed": outcome["changed"],
+        "path": path,
+        "images": names,
+        "reloaded": False,
+        "diff": outcome["diff"],
+    }
+    if content_changed and not check_mode and reload != "none":
+        try:
+            reload_crio(reload, run_command=run_command, pid_file=pid_file)
+        except ReloadError as exc:
+            raise ReloadError(f"{path} was written, but CRI-O was not reloaded: {exc.message}", result=result) from exc
+        result["reloaded"] = True
+    return result
+
+
+# --------------------------------------------------------------------------- the pinning step of the modules
+
+
+@dataclass(frozen=True)
+class DropinSettings:
+    """Where the drop-in goes and how CRI-O is told to read it (the options of ``reload_crio``)."""
+
+    path: str = DEFAULT_PATH
+    reload: str = "none"
+    pid_file: Optional[str] = None
+    force: bool = False
+
+
+def pin_dropin(images: List[str], settings: DropinSettings, check_mode: bool,
+               check_presence: Optional[CheckPresence], run_command: Optional[RunCommand],
+               state: str = "present") -> Dict[str, Any]:
+    """``sync_pinned_images`` for ``crio_pinned_images`` and the prefetch's pin: the same result; a CRI error of
+    the presence check is raised as a CollectionError that says so (its details kept)."""
+    # Here, not at the top: the drop-in's rendering (machine_config, on the controller) must not import grpc.
+    from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
+
+    try:
+        return sync_pinned_images(settings.path, images, state=state, check_mode=check_mode, force=settings.force,
+                                  check_presence=check_presence, reload=settings.reload, run_command=run_command,
+                                  pid_file=settings.pid_file)
+    except CriError as exc:
+        raise CollectionError(exc.problems, message="cannot check that the images are present: " + exc.message,
+                              details=exc.details) from exc
+
+
+def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]]) -> Tuple[List[str], List[str]]:
+    """(images, set_names) that a pinning module's options select (``images``, or ``sets`` with ``pools`` /
+    ``node_labels``), each checked by ``validate(names, require_digest=...)``; none with ``state=absent``."""
+    if params["state"] != "present":
+        return [], []
+    # Here, not at the top: the prefetch's pin reads no set files and need not import their loader.
+    from ansible_collections.pinned.images.plugins.module_utils._sets.pools import wanted_images
+
+    return wanted_images(params["images"], params["sets"], params["pools"], params["node_labels"],
+                         lambda names: validate(names, require_digest=params["require_digest"]))
+
+
+def run_crio_pinned_images(params: Mapping[str, Any], check_mode: bool,
+                           check_presence: CheckPresence, run_command: RunCommand) -> Dict[str, Any]:
+    """The whole ``crio_pinned_images`` run: the wanted images (from ``images`` or set files), then ``pin_dropin``.
+
+    Returns the module's result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``, ``diff``).
+    """
+    images, set_names = selected_images(params, validate_pinned_images)
+    settings = DropinSettings(params["path"], params["reload"], params["pid_file"], params["force"])
+    outcome = pin_dropin(images, settings, check_mode, check_presence, run_command, params["state"])
+    return dict(outcome, set_names=set_names)

@@ -1,0 +1,196 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Read, before any pull, the manifests of the images a node lacks, from where the runtime would pull them.
+
+Pull sources come from registries.conf (mirrors first, then the primary location) and credentials per source
+follow the reference rules (see _registries_conf.credentials_for_source). A mirror that lacks the image or cannot
+be reached is skipped, as the runtime would skip it; the primary location's transient errors are retried as its
+``RetryPolicy`` says (the prefetch gives its own retry options).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Protocol, Tuple, TypeVar, Union
+
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import AUTH, INVALID, NOT_FOUND, UNAVAILABLE, CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
+    PullSource,
+    RegistriesConf,
+    RegistriesConfError,
+    credentials_for_source,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, RegistryCredentials
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
+    ManifestInfo,
+    ManifestUnknownError,
+    Platform,
+    RegistryAuthRejected,
+    RegistryConnectionError,
+    RegistryError,
+    RegistryTLSError,
+)
+
+# Manifest reads are small; more parallel requests than this only queue up at the registry.
+MAX_PARALLEL_READS = 8
+
+_T = TypeVar("_T")
+# (error message, error kind) of an image whose manifest could not be read.
+Failure = Tuple[str, str]
+
+
+def is_loopback(registry: str) -> bool:
+    """containerd and Docker allow plain HTTP to loopback registries without configuration; so does the estimate."""
+    if registry.startswith("["):
+        host = registry[1:registry.find("]")]
+    else:
+        host = registry.rsplit(":", 1)[0]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def error_kind(err: Exception) -> str:
+    """The prefetch error kind (as _cri_client names them) for a registry or configuration error."""
+    if isinstance(err, RegistryAuthRejected):
+        return AUTH
+    if isinstance(err, ManifestUnknownError):
+        return NOT_FOUND
+    if isinstance(err, RegistryConnectionError):
+        return UNAVAILABLE
+    return INVALID
+
+
+class RetrySchedule(Protocol):
+    """What the estimator needs of a retry policy: ``RetryPolicy`` (``PrefetchOptions`` has the same two)."""
+
+    @property
+    def retries(self) -> int: ...
+
+    def backoff(self, failed_attempts: int) -> float: ...
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often the primary location's transient errors are retried, and the delay before the ``n``-th retry:
+    ``delay * factor ** (n - 1)``, at most ``max_delay`` seconds."""
+
+    retries: int = 0
+    delay: float = 1.0
+    factor: float = 2.0
+    max_delay: float = 10.0
+
+    def backoff(self, failed_attempts: int) -> float:
+        """Seconds to wait after ``failed_attempts`` failed attempts."""
+        return min(self.delay * self.factor ** (failed_attempts - 1), self.max_delay)
+
+
+class ManifestReader(Protocol):
+    """What the estimator needs of a registry client: ``RegistryClient``."""
+
+    request_count: int
+
+    def manifest_info(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
+                      platform: Union[str, Platform, None] = None) -> ManifestInfo: ...
+
+
+class PullEstimator:
+    """Reads manifests for a set of images; ``requests`` and ``seconds`` measure the overhead."""
+
+    def __init__(self, registry_client: ManifestReader, registries: RegistriesConf, docker_config: DockerConfig,
+                 retry: RetrySchedule, platform: Optional[Platform] = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.client = registry_client
+        self.registries = registries
+        self.docker_config = docker_config
+        self.retry = retry
+        self.platform = platform
+        self.sleep = sleep
+        self.seconds = 0.0
+
+    @property
+    def requests(self) -> int:
+        """HTTP requests the registry client made so far."""
+        return self.client.request_count
+
+    def read(self, refs: List[ImageRef]) -> Tuple[List[Tuple[str, ManifestInfo]], Dict[str, Failure]]:
+        """Return ([(image, ManifestInfo)] in the order of ``refs``, {image: (error, kind)})."""
+        started = time.monotonic()
+        workers = max(1, min(MAX_PARALLEL_READS, len(refs)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            outcomes = list(pool.map(self._read_one, refs))
+        self.seconds = round(time.monotonic() - started, 3)
+        manifests: List[Tuple[str, ManifestInfo]] = []
+        failures: Dict[str, Failure] = {}
+        for ref, (info, failure) in zip(refs, outcomes):
+            if info is not None:
+                manifests.append((str(ref), info))
+            elif failure is not None:
+                failures[str(ref)] = failure
+        return manifests, failures
+
+    def _read_one(self, ref: ImageRef) -> Tuple[Optional[ManifestInfo], Optional[Failure]]:
+        try:
+            info, _source = read_from_sources(
+                ref, self.registries, self.docker_config,
+                lambda source, credentials, insecure: self.client.manifest_info(
+                    source.reference, credentials, insecure, self.platform),
+                self.retry, self.sleep)
+        except RegistriesConfError as err:
+            return None, (str(err), INVALID)
+        except SourcesFailedError as err:
+            message = f"size estimate failed, not pulled: {err.last_error}"
+            if err.attempts > 1:
+                message += f" (gave up after {err.attempts} attempts)"
+            return None, (message, error_kind(err.last_error))
+        return info, None
+
+
+class SourcesFailedError(CollectionError):
+    """Every pull source failed; ``last_error`` is the primary location's RegistryError."""
+
+    def __init__(self, last_error: Exception, attempts: int) -> None:
+        super().__init__(str(last_error), details={"error_kind": error_kind(last_error)})
+        self.last_error = last_error
+        self.attempts = attempts
+
+
+def read_from_sources(ref: ImageRef, registries: RegistriesConf, docker_config: DockerConfig,
+                      read: Callable[[PullSource, Optional[RegistryCredentials], bool], _T],
+                      retry: RetrySchedule = RetryPolicy(),
+                      sleep: Callable[[float], None] = time.sleep) -> Tuple[_T, PullSource]:
+    """``read(source, credentials, insecure)`` on the first pull source that answers; ``(value, source)``.
+
+    Sources are tried as the runtime tries them (mirrors first): a mirror that fails with a RegistryError is
+    skipped; the primary location's transient errors are retried ``retry.retries`` times after
+    ``retry.backoff(n)`` seconds (the default policy retries none).
+    Raises RegistriesConfError (blocked, bad rewrite) or SourcesFailedError; other errors of ``read`` pass.
+    """
+    last_error: Optional[RegistryError] = None
+    attempts = 0
+    for source in registries.pull_sources(ref):
+        credentials = credentials_for_source(docker_config, source, ref)
+        attempts = 0
+        while True:
+            attempts += 1
+            insecure = source.insecure or is_loopback(source.registry)
+            try:
+                return read(source, credentials, insecure), source
+            except RegistryError as err:
+                last_error = err
+                transient = isinstance(err, RegistryConnectionError) and not isinstance(err, RegistryTLSError)
+                if source.mirror or not transient or attempts > retry.retries:
+                    break
+                sleep(retry.backoff(attempts))
+    if last_error is None:  # pragma: no cover - pull_sources always yields the primary location
+        raise RegistriesConfError(f"no pull source for {ref}")
+    raise SourcesFailedError(last_error, attempts)

@@ -1,0 +1,831 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""A Docker Registry HTTP API v2 client for manifests, for the disk estimate, and streamed blobs.
+
+Blobs are streamed (``open_blob``), never kept whole: a reader stops when it has what it needs, and
+``bytes_read`` counts what came from the network so that can be measured.
+
+Authentication: anonymous, basic, and the bearer-token flow announced by ``WWW-Authenticate`` (token GET with
+basic credentials or anonymous; OAuth2 ``refresh_token`` POST for identity tokens; a registry token is sent as is).
+TLS is verified unless the source is insecure; CAs (``*.crt``) and client pairs (``*.cert``/``*.key``) come from
+``certs.d/<host[:port]>/`` directories, as containers/image and docker read them. Connections are kept alive and
+tokens cached per repository scope, so an estimate costs about one token and one or two manifest requests an image.
+Errors name the registry and what happened; secrets never appear in them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import json
+import os
+import platform as _platform
+import re
+import socket
+import ssl
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
+from urllib.parse import quote, urlencode, urljoin, urlsplit
+
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import RegistryCredentials
+from ansible_collections.pinned.images.plugins.module_utils._common.secrets import redact
+
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_SCHEMA1 = ("application/vnd.docker.distribution.manifest.v1+json",
+                  "application/vnd.docker.distribution.manifest.v1+prettyjws")
+INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
+MANIFEST_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
+ACCEPT = ", ".join(INDEX_TYPES + MANIFEST_TYPES)
+_KNOWN_TYPES = INDEX_TYPES + MANIFEST_TYPES + DOCKER_SCHEMA1
+
+DEFAULT_CERTS_DIRS = ("/etc/containers/certs.d", "/etc/docker/certs.d")
+DEFAULT_TIMEOUT = 30.0
+
+# Options of every module that reads a registry: pull secret, mirrors, TLS (docs: the pinned.images.registry fragment).
+REGISTRY_ARGUMENT_SPEC = dict(
+    auth_file=dict(type="path"),
+    registries_conf=dict(type="path"),
+    registry_mirrors=dict(
+        type="list",
+        elements="dict",
+        options=dict(
+            prefix=dict(type="str", required=True),
+            location=dict(type="str"),
+            insecure=dict(type="bool", default=False),
+            blocked=dict(type="bool", default=False),
+            mirror_by_digest_only=dict(type="bool", default=False),
+            mirrors=dict(
+                type="list",
+                elements="dict",
+                options=dict(
+                    location=dict(type="str", required=True),
+                    insecure=dict(type="bool", default=False),
+                    pull_from_mirror=dict(type="str", choices=["all", "digest-only", "tag-only"]),
+                ),
+            ),
+        ),
+    ),
+    registry_certs_dirs=dict(type="list", elements="path", default=list(DEFAULT_CERTS_DIRS)),
+    registry_timeout=dict(type="float", default=30.0),
+)
+
+# distribution refuses manifests above 4 MiB; so do we.
+MAX_MANIFEST_SIZE = 4 * 1024 * 1024
+MAX_SMALL_BODY = 1024 * 1024
+# Docker Hub's API lives on another host than its name.
+_API_HOSTS = {"docker.io": "registry-1.docker.io"}
+# An index may point to an index; real images never nest deeper.
+_MAX_INDEX_DEPTH = 3
+# Blob downloads follow at most this many redirects (registry -> CDN -> signed URL).
+_MAX_REDIRECTS = 5
+# Tokens are renewed this long before they expire.
+_TOKEN_MARGIN = 10.0
+# An authentication challenge: (scheme in lower case, {param: value}).
+Challenge = Tuple[str, Dict[str, str]]
+# A cached token's key: (registry, realm, service, scopes, the identity that asked for it).
+_TokenKey = Tuple[str, str, str, Tuple[str, ...], Optional[Tuple[str, str, str]]]
+# A thread's kept-alive connections by (scheme, netloc, insecure).
+_Pool = Dict[Tuple[str, str, bool], http.client.HTTPConnection]
+_DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$")
+_SCHEME_RE = re.compile(r"\s*,?\s*([A-Za-z][A-Za-z0-9_-]*)")
+_PARAM_RE = re.compile(r'\s*([A-Za-z0-9_.-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)\s*,?')
+
+
+class RegistryError(CollectionError):
+    """A registry request failed; ``registry`` names the registry (host[:port])."""
+
+    def __init__(self, message: str, registry: str = "") -> None:
+        super().__init__(message)
+        self.registry = registry
+
+
+class RegistryAuthRejected(RegistryError):
+    """Credentials were missing or rejected (HTTP 401/403, or by the token server)."""
+
+
+class ManifestUnknownError(RegistryError):
+    """The registry does not know the repository or manifest (HTTP 404, MANIFEST_UNKNOWN, NAME_UNKNOWN)."""
+
+
+class RegistryConnectionError(RegistryError):
+    """The registry could not be reached: refused, timed out, unresolvable, reset."""
+
+
+class RegistryTLSError(RegistryConnectionError):
+    """TLS verification or the handshake failed, or certs.d holds unusable files."""
+
+
+class DigestMismatchError(RegistryError):
+    """The manifest's sha256 differs from the digest that was asked for."""
+
+
+class ManifestFormatError(RegistryError):
+    """The manifest is not JSON, not a supported media type, or has malformed fields."""
+
+
+class PlatformError(CollectionError):
+    """A platform that is not ``os/architecture[/variant]``; the message names it and the allowed form."""
+
+
+class PlatformNotFoundError(RegistryError):
+    """A manifest list / OCI index has no manifest for the requested platform."""
+
+
+@dataclass(frozen=True)
+class Platform:
+    """An image index platform: ``os/architecture[/variant]``."""
+
+    os: str
+    architecture: str
+    variant: str = ""
+
+    def __str__(self) -> str:
+        return "/".join(p for p in (self.os, self.architecture, self.variant) if p)
+
+
+# uname -m -> GOARCH and variant, as image indexes name platforms.
+_MACHINE_TO_GOARCH = {
+    "x86_64": ("amd64", ""), "amd64": ("amd64", ""),
+    "aarch64": ("arm64", ""), "arm64": ("arm64", ""),
+    "armv7l": ("arm", "v7"), "armv6l": ("arm", "v6"), "armv5tel": ("arm", "v5"),
+    "i386": ("386", ""), "i686": ("386", ""),
+    "ppc64le": ("ppc64le", ""), "s390x": ("s390x", ""), "riscv64": ("riscv64", ""),
+    "mips64": ("mips64", ""), "loongarch64": ("loong64", ""),
+}
+
+
+def host_platform() -> Platform:
+    """This machine as an index platform (x86_64 -> linux/amd64, armv7l -> linux/arm/v7, ...)."""
+    machine = _platform.machine().lower()
+    architecture, variant = _MACHINE_TO_GOARCH.get(machine, (machine, ""))
+    os_name = "linux" if sys.platform.startswith("linux") else sys.platform
+    return Platform(os_name, architecture, variant)
+
+
+def parse_platform(value: Union[str, Platform, None]) -> Platform:
+    """``os/arch[/variant]`` (``linux/arm64/v8``) -> Platform; a Platform passes through; None -> this host."""
+    if value is None:
+        return host_platform()
+    if isinstance(value, Platform):
+        return value
+    parts = value.split("/") if isinstance(value, str) else []
+    if len(parts) not in (2, 3) or not all(re.match(r"^[a-z0-9_.-]+$", p) for p in parts):
+        raise PlatformError(f"platform {value!r} is not os/architecture[/variant], e.g. linux/amd64 or linux/arm/v7")
+    return Platform(*parts)
+
+
+def _variant_preference(wanted: Platform) -> List[str]:
+    """Variants acceptable for ``wanted``, best first (arm64 == arm64/v8; arm/v7 runs v6 and v5)."""
+    if wanted.architecture == "arm64":
+        order = [wanted.variant or "v8", "v8", ""]
+    elif wanted.architecture == "arm":
+        level = int(wanted.variant[1:]) if re.match(r"^v[5-8]$", wanted.variant or "") else 7
+        order = [f"v{n}" for n in range(level, 4, -1)] + [""]
+    else:
+        order = [wanted.variant, ""]
+    seen: List[str] = []
+    for variant in order:
+        if variant not in seen:
+            seen.append(variant)
+    return seen
+
+
+@dataclass(frozen=True)
+class ManifestInfo:
+    """``digest``/``media_type`` of what was asked for; ``platform_digest`` of the image manifest used."""
+
+    digest: str
+    media_type: str
+    platform_digest: str
+    layers: Tuple[Tuple[str, int], ...]
+    config_size: int
+    platform: str = ""
+    reference: str = ""
+    config_digest: str = ""
+
+
+def parse_challenges(header: str) -> List[Challenge]:
+    """``WWW-Authenticate`` -> [(scheme, {param: value})], scheme in lower case."""
+    challenges: List[Challenge] = []
+    pos = 0
+    while pos < len(header):
+        match = _SCHEME_RE.match(header, pos)
+        if not match:
+            break
+        scheme, pos = match.group(1).lower(), match.end()
+        params: Dict[str, str] = {}
+        while True:
+            param = _PARAM_RE.match(header, pos)
+            if not param:
+                break
+            value = param.group(2)
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = re.sub(r"\\(.)", r"\1", value[1:-1])
+            params[param.group(1).lower()] = value
+            pos = param.end()
+        challenges.append((scheme, params))
+    return challenges
+
+
+def _error_detail(body: bytes) -> str:
+    """``CODE: message`` from a registry error body, short."""
+    try:
+        errors = json.loads(body.decode("utf-8")).get("errors") or []
+        first = errors[0]
+        text = f"{first.get('code', '')}: {first.get('message', '')}".strip(": ")
+    except (ValueError, AttributeError, IndexError, TypeError, UnicodeDecodeError):
+        return ""
+    return text[:200]
+
+
+def _error_code(body: bytes) -> str:
+    detail = _error_detail(body)
+    return detail.split(":", 1)[0] if detail else ""
+
+
+class _Response:
+    __slots__ = ("status", "headers", "body", "stream")
+
+    def __init__(self, status: int, headers: http.client.HTTPMessage, body: bytes,
+                 stream: Optional[Tuple[http.client.HTTPResponse, http.client.HTTPConnection]] = None) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+        # (HTTPResponse, connection) of a streamed 200 answer; the connection is out of the pool then.
+        self.stream = stream
+
+
+class BlobStream:
+    """A blob being downloaded: ``read(n)`` as a file; ``bytes_read`` counts the bytes received so far.
+
+    Reading to the end verifies the digest; closing early drops the connection (the rest is never sent).
+    """
+
+    def __init__(self, response: http.client.HTTPResponse, connection: http.client.HTTPConnection, digest: str,
+                 what: str, registry: str, counter: Optional[Callable[[int], None]] = None) -> None:
+        self._response = response
+        self._connection = connection
+        self._digest = digest
+        self._hash = hashlib.sha256()
+        self._what = what
+        self._registry = registry
+        self._counter = counter
+        self.bytes_read = 0
+
+    def read(self, size: Optional[int] = -1) -> bytes:
+        """Up to ``size`` bytes (all that is left when negative or None); b"" at the end."""
+        try:
+            data = self._response.read(size if size is not None and size >= 0 else None)
+        except (OSError, http.client.HTTPException) as exc:
+            raise RegistryConnectionError(f"reading {self._what} from registry {self._registry} failed: "
+                                          f"{type(exc).__name__}", self._registry) from None
+        self.bytes_read += len(data)
+        if self._counter is not None:
+            self._counter(len(data))
+        self._hash.update(data)
+        if not data or (size is not None and size < 0):
+            if self._digest.startswith("sha256:") and "sha256:" + self._hash.hexdigest() != self._digest:
+                raise DigestMismatchError(f"registry {self._registry} sent {self._what} whose sha256 is not "
+                                          f"{self._digest}", self._registry)
+        return data
+
+    def close(self) -> None:
+        """Drop the download and its connection."""
+        self._response.close()
+        self._connection.close()
+
+    def __enter__(self) -> BlobStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class RegistryClient:
+    """Reads manifests. ``request_count`` counts every HTTP request attempted (token requests included).
+
+    Safe to share between threads: connections are per thread, token and scheme caches are shared.
+    """
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, certs_dirs: Optional[Iterable[str]] = DEFAULT_CERTS_DIRS,
+                 user_agent: str = "pinned.images") -> None:
+        self.timeout = timeout
+        self.certs_dirs = tuple(certs_dirs or ())
+        self.user_agent = user_agent
+        self.request_count = 0
+        self.blob_bytes_read = 0
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        # Every thread's connection pool, so close() reaches the connections of worker threads too.
+        self._pools: List[_Pool] = []
+        self._contexts: Dict[Tuple[str, bool], ssl.SSLContext] = {}
+        self._schemes: Dict[str, str] = {}
+        self._challenges: Dict[str, Challenge] = {}
+        self._tokens: Dict[_TokenKey, Tuple[str, float]] = {}
+
+    # --- public API -------------------------------------------------------------------------------------------
+
+    def get_manifest(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
+                     reference: Optional[str] = None) -> Tuple[bytes, str, str]:
+        """GET one manifest of ``ref`` (an ImageRef): ``(body, media_type, digest)``, digest verified."""
+        wanted = reference or ref.digest or ref.tag or "latest"
+        response = self._registry_request("GET", ref, wanted, credentials, insecure)
+        body = response.body
+        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        if wanted.startswith("sha256:") and digest != wanted:
+            raise DigestMismatchError(
+                f"registry {ref.registry} returned a manifest for {ref.name}@{wanted} whose sha256 is {digest}",
+                ref.registry,
+            )
+        announced = response.headers.get("Docker-Content-Digest", "")
+        if announced.startswith("sha256:") and announced != digest:
+            raise DigestMismatchError(
+                f"registry {ref.registry} announced digest {announced} for {ref.name}:{wanted} "
+                f"but the manifest's sha256 is {digest}",
+                ref.registry,
+            )
+        media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip()
+        return body, media_type, digest
+
+    def open_blob(self, ref: ImageRef, digest: str, credentials: Optional[RegistryCredentials] = None,
+                  insecure: bool = False) -> BlobStream:
+        """Start downloading blob ``digest`` of ``ref``'s repository; redirects (to a CDN) are followed."""
+        if not re.match(r"^sha256:[0-9a-f]{64}$", digest or ""):
+            raise ManifestFormatError(f"{ref}: blob digest {str(digest)[:80]!r} is not sha256:<64 hex>", ref.registry)
+        response = self._registry_request("GET", ref, digest, credentials, insecure, kind="blobs")
+        if response.stream is None:  # pragma: no cover - _registry_request streams every 200 blob answer
+            raise RegistryError(f"{ref}: blob {digest} was not streamed", ref.registry)
+        raw, connection = response.stream
+        return BlobStream(raw, connection, digest, f"blob {digest} of {ref.name}", ref.registry, self._count_bytes)
+
+    def read_blob(self, ref: ImageRef, digest: str, credentials: Optional[RegistryCredentials] = None,
+                  insecure: bool = False, limit: int = MAX_SMALL_BODY) -> bytes:
+        """A small blob (an image config) whole, digest verified; RegistryError above ``limit`` bytes."""
+        with self.open_blob(ref, digest, credentials, insecure) as blob:
+            data = blob.read(limit + 1)
+            if len(data) > limit:
+                raise RegistryError(f"{ref}: blob {digest} is larger than {limit} bytes", ref.registry)
+            while True:
+                more = blob.read(limit + 1 - len(data))
+                if not more:
+                    break
+                data += more
+                if len(data) > limit:
+                    raise RegistryError(f"{ref}: blob {digest} is larger than {limit} bytes", ref.registry)
+        return data
+
+    def _count_bytes(self, count: int) -> None:
+        with self._lock:
+            self.blob_bytes_read += count
+
+    def manifest_info(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
+                      platform: Union[str, Platform, None] = None) -> ManifestInfo:
+        """Layers of ``ref`` for ``platform`` (default: this host); an index is resolved to that platform."""
+        wanted = parse_platform(platform)
+        body, media_type, digest = self.get_manifest(ref, credentials, insecure)
+        top_digest: str = digest
+        top_type: Optional[str] = None
+        chosen_platform = ""
+        for _depth in range(_MAX_INDEX_DEPTH):
+            document = self._decode(ref, digest, body)
+            media_type = document.get("mediaType") or (media_type if media_type in _KNOWN_TYPES else "") or \
+                self._guess_type(document)
+            if top_type is None:
+                top_type = media_type
+            if media_type in INDEX_TYPES:
+                entry = self._select(ref, digest, document, wanted)
+                chosen_platform = str(wanted)
+                body, media_type, digest = self.get_manifest(ref, credentials, insecure, entry)
+                continue
+            if media_type in MANIFEST_TYPES:
+                layers, config_size = self._layers(ref, digest, document)
+                config_digest = (document.get("config") or {}).get("digest") or ""
+                return ManifestInfo(top_digest, top_type, digest, layers, config_size, chosen_platform, str(ref),
+                                    config_digest if isinstance(config_digest, str) else "")
+            if media_type in DOCKER_SCHEMA1:
+                raise ManifestFormatError(
+                    f"{ref}: registry {ref.registry} serves only a Docker schema 1 manifest, which is not supported",
+                    ref.registry,
+                )
+            raise ManifestFormatError(
+                f"{ref}: registry {ref.registry} returned unsupported manifest media type {media_type!r}", ref.registry
+            )
+        raise ManifestFormatError(f"{ref}: image indexes nested more than {_MAX_INDEX_DEPTH} deep", ref.registry)
+
+    # --- manifest documents -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _decode(ref: ImageRef, digest: str, body: bytes) -> Dict[str, Any]:
+        try:
+            document = json.loads(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise ManifestFormatError(f"{ref}: manifest {digest} is not JSON", ref.registry) from None
+        if not isinstance(document, dict):
+            raise ManifestFormatError(f"{ref}: manifest {digest} is not a JSON object", ref.registry)
+        return document
+
+    @staticmethod
+    def _guess_type(document: Dict[str, Any]) -> str:
+        # OCI allows manifests without mediaType; registries then send a generic Content-Type.
+        if isinstance(document.get("manifests"), list):
+            return OCI_INDEX
+        if isinstance(document.get("layers"), list):
+            return OCI_MANIFEST
+        if document.get("schemaVersion") == 1:
+            return DOCKER_SCHEMA1[0]
+        return ""
+
+    @staticmethod
+    def _size(value: object) -> int:
+        # bool is an int in Python but never a size.
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(value)
+        return value
+
+    def _layers(self, ref: ImageRef, digest: str,
+                document: Dict[str, Any]) -> Tuple[Tuple[Tuple[str, int], ...], int]:
+        try:
+            config = document.get("config") or {}
+            config_size = self._size(config.get("size", 0))
+            layers = []
+            for layer in document.get("layers") or []:
+                layer_digest = layer["digest"]
+                if not isinstance(layer_digest, str) or not _DIGEST_RE.match(layer_digest):
+                    raise ValueError(layer_digest)
+                layers.append((layer_digest, self._size(layer["size"])))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise ManifestFormatError(
+                f"{ref}: manifest {digest} has a malformed config or layer entry", ref.registry
+            ) from None
+        return tuple(layers), config_size
+
+    @staticmethod
+    def _select(ref: ImageRef, digest: str, document: Dict[str, Any], wanted: Platform) -> str:
+        candidates: List[Tuple[str, str, str, str]] = []
+        for entry in document.get("manifests") or []:
+            plat = entry.get("platform") if isinstance(entry, dict) else None
+            if not isinstance(plat, dict) or not isinstance(entry.get("digest"), str):
+                continue
+            candidates.append((str(plat.get("os", "")), str(plat.get("architecture", "")),
+                               str(plat.get("variant", "") or ""), entry["digest"]))
+        for variant in _variant_preference(wanted):
+            for os_name, arch, entry_variant, entry_digest in candidates:
+                if os_name == wanted.os and arch == wanted.architecture and entry_variant == variant:
+                    if not re.match(r"^sha256:[0-9a-f]{64}$", entry_digest):
+                        raise ManifestFormatError(
+                            f"{ref}: index {digest} names {wanted} by an unsupported digest {entry_digest[:80]!r}",
+                            ref.registry,
+                        )
+                    return entry_digest
+        available = sorted({str(Platform(o, a, v)) for o, a, v, _digest in candidates if o != "unknown"})
+        raise PlatformNotFoundError(
+            f"{ref}: index {digest} has no manifest for platform {wanted}; "
+            f"available: {', '.join(available) or 'none'}",
+            ref.registry,
+        )
+
+    # --- requests with authentication -------------------------------------------------------------------------
+
+    def _registry_request(self, method: str, ref: ImageRef, wanted: str, credentials: Optional[RegistryCredentials],
+                          insecure: bool, kind: str = "manifests") -> _Response:
+        """A manifest (read whole) or, with ``kind="blobs"``, a blob (a streamed 200 answer)."""
+        registry = ref.registry
+        path = f"/v2/{quote(ref.repository)}/{kind}/{quote(wanted, safe=':')}"
+        headers: Dict[str, str] = {"Accept": ACCEPT} if kind == "manifests" else {}
+        stream = kind == "blobs"
+        scope = f"repository:{ref.repository}:pull"
+        secrets = credentials.secrets() if credentials is not None else set()
+        authorization = self._known_authorization(registry, scope, credentials, insecure)
+        if authorization:
+            headers["Authorization"] = authorization
+        response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream)
+        # Basic credentials that were sent and refused stay refused; a bearer token may have expired.
+        if response.status == 401 and not (authorization and authorization.startswith("Basic ")):
+            challenge = self._remember_challenge(registry, response)
+            if authorization:
+                self._drop_tokens(registry)
+            headers["Authorization"] = self._authorize(registry, challenge, scope, credentials, insecure)
+            response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream)
+        if stream and response.status in (301, 302, 303, 307, 308):
+            response = self._follow_redirect(registry, insecure, path, response)
+        self._raise_for_status(response, ref, wanted, credentials, secrets)
+        return response
+
+    def _follow_redirect(self, registry: str, insecure: bool, path: str, response: _Response) -> _Response:
+        """Blobs often live behind a redirect to storage; the registry's credentials are never sent there."""
+        base = f"{self._schemes.get(registry, 'https') if insecure else 'https'}://{_API_HOSTS.get(registry, registry)}"
+        for _hop in range(_MAX_REDIRECTS):
+            location = urljoin(base + path, response.headers.get("Location", ""))
+            split = urlsplit(location)
+            if split.scheme not in ("http", "https") or not split.netloc:
+                raise RegistryError(f"registry {registry} redirected {path} to an unusable location", registry)
+            target = split.path + (f"?{split.query}" if split.query else "")
+            response = self._send(split.netloc, insecure, "GET", target, {}, MAX_SMALL_BODY, scheme=split.scheme,
+                                  registry=registry, stream=True)
+            if response.status not in (301, 302, 303, 307, 308):
+                return response
+            base, path = f"{split.scheme}://{split.netloc}", target
+        raise RegistryError(f"registry {registry} redirected {path} more than {_MAX_REDIRECTS} times", registry)
+
+    def _known_authorization(self, registry: str, scope: str, credentials: Optional[RegistryCredentials],
+                             insecure: bool) -> Optional[str]:
+        """Authorization for a registry whose challenge is already known, saving the 401 round trip."""
+        challenge = self._challenges.get(registry)
+        if challenge is None:
+            return None
+        return self._authorize(registry, challenge, scope, credentials, insecure)
+
+    def _remember_challenge(self, registry: str, response: _Response) -> Challenge:
+        header = ", ".join(response.headers.get_all("WWW-Authenticate") or [])
+        challenges = dict(parse_challenges(header)) if header else {}
+        for scheme in ("bearer", "basic"):
+            if scheme in challenges:
+                challenge = (scheme, challenges[scheme])
+                self._challenges[registry] = challenge
+                return challenge
+        raise RegistryAuthRejected(
+            f"registry {registry} requires authentication but announced no supported scheme "
+            f"(WWW-Authenticate: {header[:100]!r})",
+            registry,
+        )
+
+    def _authorize(self, registry: str, challenge: Challenge, scope: str, credentials: Optional[RegistryCredentials],
+                   insecure: bool) -> str:
+        scheme, params = challenge
+        if scheme == "basic":
+            if credentials is None or not (credentials.username or credentials.password):
+                raise RegistryAuthRejected(
+                    f"registry {registry} requires authentication (basic) and no credentials were found for it",
+                    registry,
+                )
+            raw = f"{credentials.username}:{credentials.password}".encode("utf-8")
+            return "Basic " + base64.b64encode(raw).decode("ascii")
+        if credentials is not None and credentials.registry_token:
+            return "Bearer " + credentials.registry_token
+        return "Bearer " + self._token(registry, params, scope, credentials, insecure)
+
+    def _drop_tokens(self, registry: str) -> None:
+        with self._lock:
+            for key in [k for k in self._tokens if k[0] == registry]:
+                del self._tokens[key]
+
+    def _token(self, registry: str, params: Dict[str, str], scope: str, credentials: Optional[RegistryCredentials],
+               insecure: bool) -> str:
+        realm = params.get("realm", "")
+        service = params.get("service", "")
+        # Our own scope, not the challenge's: a remembered challenge names the repository that triggered it.
+        scopes = [scope]
+        identity = None if credentials is None else (credentials.username, credentials.password,
+                                                     credentials.identity_token)
+        key: _TokenKey = (registry, realm, service, tuple(scopes), identity)
+        cached = self._tokens.get(key)
+        if cached and cached[1] > time.monotonic():
+            return cached[0]
+        split = urlsplit(realm)
+        if split.scheme not in ("http", "https") or not split.netloc:
+            raise RegistryAuthRejected(f"registry {registry} announced an unusable token realm {realm[:100]!r}",
+                                       registry)
+        has_secret = credentials is not None and bool(
+            credentials.username or credentials.password or credentials.identity_token)
+        if has_secret and split.scheme == "http" and not insecure:
+            raise RegistryAuthRejected(
+                f"registry {registry} announced a plain-HTTP token realm {split.netloc}; credentials are sent "
+                "over plain HTTP only for registries marked insecure",
+                registry,
+            )
+        query = [("service", service)] if service else []
+        query += [("scope", s) for s in scopes]
+        headers = {"Accept": "application/json"}
+        path = split.path or "/"
+        body: Optional[bytes]
+        who = "anonymous"
+        if credentials is not None and credentials.identity_token:
+            # OAuth2 refresh-token grant, as docker does with identity tokens.
+            who = "the identity token"
+            form = [("grant_type", "refresh_token"), ("refresh_token", credentials.identity_token),
+                    ("client_id", self.user_agent)] + query
+            body = urlencode(form).encode("ascii")
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            method = "POST"
+            if split.query:
+                path += "?" + split.query
+        else:
+            body = None
+            method = "GET"
+            if credentials is not None and (credentials.username or credentials.password):
+                who = f"user {credentials.username!r}"
+                raw = f"{credentials.username}:{credentials.password}".encode("utf-8")
+                headers["Authorization"] = "Basic " + base64.b64encode(raw).decode("ascii")
+            path += "?" + "&".join(q for q in (split.query, urlencode(query)) if q)
+        response = self._send(split.netloc, insecure, method, path, headers, MAX_SMALL_BODY,
+                              scheme=split.scheme, body=body, registry=registry)
+        if response.status in (401, 403):
+            raise RegistryAuthRejected(
+                f"token server {split.netloc} of registry {registry} rejected {who} "
+                f"(HTTP {response.status}) for scope {' '.join(scopes)}",
+                registry,
+            )
+        if response.status != 200:
+            raise RegistryError(
+                f"token server {split.netloc} of registry {registry} answered HTTP {response.status}", registry
+            )
+        try:
+            answer = json.loads(response.body.decode("utf-8"))
+            token: object = answer.get("token") or answer.get("access_token")
+            lifetime = float(answer.get("expires_in") or 60)
+        except (ValueError, AttributeError, TypeError, UnicodeDecodeError):
+            token = None
+        if not isinstance(token, str) or not token:
+            raise RegistryError(f"token server {split.netloc} of registry {registry} returned no token", registry)
+        with self._lock:
+            self._tokens[key] = (token, time.monotonic() + max(lifetime - _TOKEN_MARGIN, 1.0))
+        return token
+
+    def _raise_for_status(self, response: _Response, ref: ImageRef, wanted: str,
+                          credentials: Optional[RegistryCredentials], secrets: Set[str]) -> None:
+        status = response.status
+        if status == 200:
+            return
+        registry = ref.registry
+        detail = redact(_error_detail(response.body), secrets)
+        suffix = f" ({detail})" if detail else ""
+        target = f"{ref.name}@{wanted}" if wanted.startswith("sha256:") else f"{ref.name}:{wanted}"
+        if status in (401, 403):
+            if credentials is None:
+                who = "anonymous access"
+                suffix += "; no credentials were found for it"
+            elif credentials.username:
+                who = f"the credentials of user {credentials.username!r}"
+            else:
+                who = "the token"
+            verb = "rejected" if status == 401 else "denied"
+            raise RegistryAuthRejected(
+                f"registry {registry} {verb} {who} for {ref.repository} (HTTP {status}){suffix}", registry
+            )
+        if status == 404:
+            code = _error_code(response.body)
+            what = {"NAME_UNKNOWN": "repository unknown", "BLOB_UNKNOWN": "blob unknown"}.get(code, "manifest unknown")
+            raise ManifestUnknownError(f"{what}: registry {registry} has no {target}{suffix}", registry)
+        raise RegistryError(f"registry {registry} answered HTTP {status} for {target}{suffix}", registry)
+
+    # --- transport --------------------------------------------------------------------------------------------
+
+    def _context(self, host: str, insecure: bool) -> ssl.SSLContext:
+        key = (host, insecure)
+        context = self._contexts.get(key)
+        if context is not None:
+            return context
+        if insecure:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        else:
+            context = ssl.create_default_context()
+        for base in self.certs_dirs:
+            directory = os.path.join(base, host)
+            if not os.path.isdir(directory):
+                continue
+            for name in sorted(os.listdir(directory)):
+                path = os.path.join(directory, name)
+                try:
+                    if name.endswith(".crt") and not insecure:
+                        context.load_verify_locations(cafile=path)
+                    elif name.endswith(".cert"):
+                        key_path = path[: -len(".cert")] + ".key"
+                        if not os.path.exists(key_path):
+                            raise RegistryTLSError(f"client certificate {path} has no matching key {key_path}", host)
+                        context.load_cert_chain(path, key_path)
+                except (ssl.SSLError, OSError) as exc:
+                    raise RegistryTLSError(f"cannot load {path} for registry {host}: {exc}", host) from None
+        with self._lock:
+            self._contexts[key] = context
+        return context
+
+    def _connection(self, scheme: str, netloc: str, tls_host: str,
+                    insecure: bool) -> Tuple[http.client.HTTPConnection, bool]:
+        pool: Optional[_Pool] = getattr(self._local, "pool", None)
+        if pool is None:
+            pool = self._local.pool = {}
+            with self._lock:
+                self._pools.append(pool)
+        key = (scheme, netloc, insecure)
+        connection = pool.get(key)
+        if connection is not None:
+            return connection, True
+        if scheme == "https":
+            connection = http.client.HTTPSConnection(netloc, timeout=self.timeout,
+                                                     context=self._context(tls_host, insecure))
+        else:
+            connection = http.client.HTTPConnection(netloc, timeout=self.timeout)
+        pool[key] = connection
+        return connection, False
+
+    def _discard(self, scheme: str, netloc: str, insecure: bool) -> None:
+        connection = self._local.pool.pop((scheme, netloc, insecure), None)
+        if connection is not None:
+            connection.close()
+
+    def _send(self, host: str, insecure: bool, method: str, path: str, headers: Dict[str, str], limit: int,
+              scheme: Optional[str] = None, body: Optional[bytes] = None, registry: Optional[str] = None,
+              stream: bool = False) -> _Response:
+        """One request to ``host`` (a registry name, or a token realm's netloc when ``scheme`` is given)."""
+        registry = registry or host
+        netloc = host if scheme else _API_HOSTS.get(host, host)
+        if scheme is None:
+            # Plain HTTP is remembered, and used, only for sources marked insecure.
+            scheme = self._schemes.get(host, "https") if insecure else "https"
+        headers = dict(headers, **{"User-Agent": self.user_agent})
+        while True:
+            try:
+                return self._exchange(scheme, netloc, host, insecure, method, path, headers, body, limit, stream)
+            except (ssl.SSLError, ConnectionResetError, http.client.BadStatusLine) as exc:
+                # An insecure registry may speak plain HTTP: fall back once, as containers/image does.
+                if insecure and scheme == "https" and host == registry:
+                    scheme = "http"
+                    with self._lock:
+                        self._schemes[host] = "http"
+                    continue
+                raise self._connection_error(exc, registry, scheme, netloc, host) from None
+            except (OSError, http.client.HTTPException) as exc:
+                raise self._connection_error(exc, registry, scheme, netloc, host) from None
+
+    def _exchange(self, scheme: str, netloc: str, tls_host: str, insecure: bool, method: str, path: str,
+                  headers: Dict[str, str], body: Optional[bytes], limit: int, stream: bool = False) -> _Response:
+        for attempt in (1, 2):
+            connection, reused = self._connection(scheme, netloc, tls_host, insecure)
+            with self._lock:
+                self.request_count += 1
+            try:
+                connection.request(method, path, body=body, headers=headers)
+                response = connection.getresponse()
+                if stream and response.status == 200:
+                    # The caller reads the body and owns the connection from now on.
+                    self._local.pool.pop((scheme, netloc, insecure), None)
+                    return _Response(response.status, response.headers, b"", (response, connection))
+                data = response.read(limit + 1)
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self._discard(scheme, netloc, insecure)
+                # A kept-alive connection the server closed meanwhile: retry once on a new one.
+                if reused and attempt == 1:
+                    continue
+                raise
+            except BaseException:
+                self._discard(scheme, netloc, insecure)
+                raise
+            if len(data) > limit:
+                self._discard(scheme, netloc, insecure)
+                raise RegistryError(f"registry {tls_host} sent a response larger than {limit} bytes for {path}",
+                                    tls_host)
+            if response.will_close:
+                self._discard(scheme, netloc, insecure)
+            return _Response(response.status, response.headers, data)
+        raise AssertionError("unreachable")
+
+    def _connection_error(self, exc: BaseException, registry: str, scheme: str, netloc: str,
+                          tls_host: str) -> RegistryError:
+        where = f"registry {registry} at {scheme}://{netloc}"
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return RegistryTLSError(
+                f"TLS verification failed for {where}: {exc.verify_message or exc.reason}; add its CA as "
+                f"certs.d/{tls_host}/ca.crt or mark the registry insecure",
+                registry,
+            )
+        if isinstance(exc, ssl.SSLError):
+            hint = "; it may speak plain HTTP, which is used only for insecure registries" if (
+                exc.reason == "WRONG_VERSION_NUMBER") else ""
+            return RegistryTLSError(f"TLS handshake failed with {where}: {exc.reason or exc}{hint}", registry)
+        if isinstance(exc, ConnectionRefusedError):
+            return RegistryConnectionError(f"cannot connect to {where}: connection refused", registry)
+        if isinstance(exc, (socket.timeout, TimeoutError)):
+            return RegistryConnectionError(f"{where} timed out after {self.timeout:g} s", registry)
+        if isinstance(exc, socket.gaierror):
+            return RegistryConnectionError(f"cannot resolve {where}: {exc.strerror or exc}", registry)
+        if isinstance(exc, OSError):
+            return RegistryConnectionError(f"cannot talk to {where}: {exc.strerror or exc}", registry)
+        return RegistryConnectionError(f"bad HTTP exchange with {where}: {type(exc).__name__}", registry)
+
+    def close(self) -> None:
+        """Close the kept-alive connections of every thread that used this client (after its threads are done)."""
+        with self._lock:
+            pools = list(self._pools)
+        for pool in pools:
+            for connection in pool.values():
+                connection.close()
+            pool.clear()
+
+    def __enter__(self) -> "RegistryClient":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

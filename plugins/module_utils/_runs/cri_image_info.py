@@ -1,0 +1,45 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""What the cri_image_info module reports: the runtime, its images and its image filesystems."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping
+
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, ImageFsUsage
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import filesystem_stats
+
+
+def _with_local_usage(filesystem: ImageFsUsage) -> Dict[str, Any]:
+    """The runtime's image filesystem with the size and free space of the filesystem holding its mountpoint."""
+    try:
+        total, free = filesystem_stats(filesystem["mountpoint"])
+    except OSError:
+        return dict(filesystem, total_bytes=None, free_bytes=None)
+    return dict(filesystem, total_bytes=total, free_bytes=free)
+
+
+def describe_runtime(params: Mapping[str, Any]) -> Dict[str, Any]:
+    """The cri_image_info module's result: the runtime, its images (only the requested ones when ``images`` is set,
+    the others in ``missing``) and its image filesystems. Raises CriError."""
+    requested = params["images"]
+    with CriClient.from_params(params) as client:
+        runtime = dict(client.version(), endpoint=client.endpoint)
+        filesystems = [_with_local_usage(fs) for fs in client.image_fs_info()]
+        missing: List[str] = []
+        if requested is None:
+            images: List[Dict[str, Any]] = [dict(image) for image in client.list_images()]
+        else:
+            # ImageStatus resolves each name exactly as a pull or the kubelet would.
+            by_id: Dict[str, Dict[str, Any]] = {}
+            for name in requested:
+                image = client.image_status(name)
+                if image is None:
+                    missing.append(name)
+                else:
+                    by_id.setdefault(image["id"], dict(image, requested=[]))["requested"].append(name)
+            images = list(by_id.values())
+    return {"changed": False, "runtime": runtime, "images": images, "missing": missing,
+            "image_filesystems": filesystems}

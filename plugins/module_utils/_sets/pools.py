@@ -1,0 +1,181 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Which sets a MachineConfigPool gets and which pools a node is in, as the machine-config-operator decides.
+
+Public API
+----------
+``set_matches_pool(pool, image_set) -> bool`` and ``sets_for_pool(pool, sets) -> list[PinnedImageSet]``
+    As the MCO's pinned-image-set controller: a set belongs to a pool when its labels match the pool's non-empty
+    ``spec.machineConfigSelector`` (a missing or empty selector matches nothing), or when its seed-only
+    ``spec.machineConfigPoolSelector`` matches the pool's labels. The pool's ``spec.pinnedImageSets`` is the
+    controller's output and is not read: the controller replaces it with the selector's result. Result keeps
+    the order of ``sets``. ``missing_set_refs(pool, sets)`` lists referenced names that are not among ``sets``.
+``pools_for_node(node_labels, pools) -> list[MachineConfigPool]``
+    As the MCO does: pools whose non-empty ``spec.nodeSelector`` matches (an empty or missing nodeSelector
+    matches no node; Windows nodes are in no pool); then ``master`` wins over a custom pool, a custom pool
+    over ``worker``, and ``worker`` is kept next to a custom pool: ``[custom|master, worker]``,
+    ``[master]`` or ``[worker]``. More than one custom pool raises PinnedImageSetError.
+``images_for_sets(sets) -> list[str]`` and ``images_for_pool(pool, sets) -> (images, set_names)``
+``images_for_node(node_labels, pools, sets) -> (images, set_names)``
+    Union over the node's pools' sets; ``set_names`` in discovery order without repeats.
+``resolve_pools(values, known) -> list[MachineConfigPool]``
+    Pools given by name or object (a module's ``pools`` option), a name defined among ``known`` (the pools found
+    in the set files) meaning that definition.
+``wanted_images(images, sets, pools, node_labels, validate) -> (images, set_names)``
+    What a pinning module's ``images`` / ``sets`` / ``pools`` / ``node_labels`` options select for this node;
+    ``validate(images)`` checks and sorts a plain ``images`` list. ``SELECTION_ARGUMENT_SPEC``,
+    ``SELECTION_MUTUALLY_EXCLUSIVE`` and ``SELECTION_REQUIRED_BY`` declare those options.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
+
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import unique_sorted_images
+from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import label_selector_matches, selector_is_empty
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
+    MASTER_POOL,
+    OS_LABEL,
+    MachineConfigPool,
+    WORKER_POOL,
+    PinnedImageSet,
+    PinnedImageSetError,
+    as_pool,
+    default_pool,
+)
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
+
+
+def set_matches_pool(pool: Any, image_set: PinnedImageSet) -> bool:
+    """True when the pool's non-empty machineConfigSelector selects the set's labels, or the set selects the pool.
+
+    The MCO's controller skips a pool whose selector is missing or empty and overwrites spec.pinnedImageSets
+    with what the selector matches, so the pool's own list decides nothing.
+    """
+    pool = as_pool(pool)
+    selector = pool.machine_config_selector
+    if not selector_is_empty(selector) and label_selector_matches(selector, image_set.labels):
+        return True
+    if image_set.pool_selector is not None and label_selector_matches(image_set.pool_selector, pool.labels):
+        return True
+    return False
+
+
+def sets_for_pool(pool: Any, sets: Iterable[PinnedImageSet]) -> List[PinnedImageSet]:
+    """The sets that belong to ``pool``, in the order of ``sets``."""
+    pool = as_pool(pool)
+    result, seen = [], set()
+    for image_set in sets:
+        if image_set.name not in seen and set_matches_pool(pool, image_set):
+            seen.add(image_set.name)
+            result.append(image_set)
+    return result
+
+
+def missing_set_refs(pool: Any, sets: Iterable[PinnedImageSet]) -> List[str]:
+    """Names the pool references in spec.pinnedImageSets that are not among ``sets``."""
+    pool = as_pool(pool)
+    known = {s.name for s in sets}
+    return [name for name in pool.pinned_image_sets if name not in known]
+
+
+def pools_for_node(node_labels: Optional[Mapping[str, str]], pools: Iterable[Any]) -> List[MachineConfigPool]:
+    """The pools a node belongs to, with the MCO's master > custom > worker rule."""
+    node_labels = node_labels or {}
+    if node_labels.get(OS_LABEL) == "windows":
+        return []
+    master = worker = None
+    custom = []
+    for pool in (as_pool(p) for p in pools):
+        selector = pool.node_selector
+        if selector_is_empty(selector) or not label_selector_matches(selector, node_labels):
+            continue
+        if pool.name == MASTER_POOL:
+            master = pool
+        elif pool.name == WORKER_POOL:
+            worker = pool
+        else:
+            custom.append(pool)
+    if len(custom) > 1:
+        raise PinnedImageSetError(
+            f"the node belongs to {len(custom)} custom pools ({', '.join(p.name for p in custom)}); "
+            "the machine-config-operator allows at most one"
+        )
+    if custom:
+        return [master or custom[0]] + ([worker] if worker else [])
+    if master:
+        return [master]
+    return [worker] if worker else []
+
+
+def images_for_sets(sets: Iterable[PinnedImageSet]) -> List[str]:
+    """The union of the sets' images, blank names dropped, de-duplicated, sorted."""
+    return unique_sorted_images(name for image_set in sets for name in image_set.images)
+
+
+def images_for_pool(pool: Any, sets: Iterable[PinnedImageSet]) -> Tuple[List[str], List[str]]:
+    """(images, set_names) of one pool."""
+    chosen = sets_for_pool(pool, sets)
+    return images_for_sets(chosen), [s.name for s in chosen]
+
+
+def images_for_node(node_labels: Optional[Mapping[str, str]], pools: Iterable[Any],
+                    sets: Iterable[PinnedImageSet]) -> Tuple[List[str], List[str]]:
+    """(images, set_names): the union over the sets of every pool the node belongs to."""
+    chosen, seen = [], set()
+    for pool in pools_for_node(node_labels, pools):
+        for image_set in sets_for_pool(pool, sets):
+            if image_set.name not in seen:
+                seen.add(image_set.name)
+                chosen.append(image_set)
+    return images_for_sets(chosen), [s.name for s in chosen]
+
+
+# The options of the pinning modules that select the images (wanted_images), and their rules.
+SELECTION_ARGUMENT_SPEC = dict(
+    images=dict(type="list", elements="str"),
+    sets=dict(type="list", elements="raw"),
+    pools=dict(type="list", elements="raw", aliases=["pool"]),
+    node_labels=dict(type="dict"),
+)
+SELECTION_MUTUALLY_EXCLUSIVE = [("images", "sets")]
+SELECTION_REQUIRED_BY = {"pools": "sets", "node_labels": "sets"}
+
+
+def resolve_pools(values: Iterable[Any], known: Iterable[MachineConfigPool]) -> List[MachineConfigPool]:
+    """Pools given by name or object; a name among ``known`` (the pools of the set files) means that pool, any
+    other name a pool shaped like OpenShift's built-in ones (``default_pool``). Raises PinnedImageSetError."""
+    by_name = {pool.name: pool for pool in known}
+    return [by_name[value] if isinstance(value, str) and value in by_name else as_pool(value) for value in values]
+
+
+def wanted_images(images: Optional[List[str]], sets: Any, pools: Optional[List[Any]],
+                  node_labels: Optional[Mapping[str, str]],
+                  validate: Callable[[List[str]], List[str]]) -> Tuple[List[str], List[str]]:
+    """(images, set_names) selected by a pinning module's options; raises PinnedImageSetError.
+
+    Without ``sets``: ``validate(images or [])`` and no set names. With ``node_labels``: the sets of the node's
+    pools among the pools found in the set files plus ``pools`` (OpenShift's ``master`` and ``worker`` when
+    there are none). With ``pools`` only: the sets of those pools. Otherwise every set.
+    """
+    if sets is None:
+        return validate(images or []), []
+    loaded, file_pools = load_sets(sets)
+    given = resolve_pools(pools or [], file_pools)
+    if node_labels is not None:
+        names = {pool.name for pool in file_pools}
+        candidates = file_pools + [pool for pool in given if pool.name not in names]
+        if not candidates:
+            candidates = [default_pool("master"), default_pool("worker")]
+        return images_for_node(node_labels, candidates, loaded)
+    if pools is not None:
+        chosen, seen = [], set()
+        for pool in given:
+            for image_set in sets_for_pool(pool, loaded):
+                if image_set.name not in seen:
+                    seen.add(image_set.name)
+                    chosen.append(image_set)
+        return images_for_sets(chosen), [s.name for s in chosen]
+    return images_for_sets(loaded), [s.name for s in loaded]
