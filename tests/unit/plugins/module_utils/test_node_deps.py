@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._node_python import deps as deps
+from ansible_collections.pinned.images.plugins.module_utils._node_python import deps
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import file_sha256
 from ansible_collections.pinned.images.plugins.module_utils._node_python.wheelhouse import TAG_PATTERN
 
