@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -171,6 +172,19 @@ def test_five_hundred_nodes_scroll_without_overlap(page_run, browser):
     assert page.evaluate("document.documentElement.scrollHeight") > 500 * 12
     assert page.evaluate("document.documentElement.scrollWidth") <= 800
     assert page.errors() == []
+
+
+def test_the_documented_command_writes_the_page_of_a_report_file(page_run):
+    """docs/awx.md's command, run as written in a directory that holds the run's report.json."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "awx.md").read_text()
+    command = re.search(r"^ansible-playbook pinned\.images\.report_page .*$", docs, re.M).group(0)
+    work = page_run["tmp"] / "docs-command"
+    work.mkdir()
+    (work / "report.json").write_text(json.dumps(page_run["report"]))
+    argv = shlex.split(command)
+    proc = playbook(argv[1], options=argv[2:], cwd=work)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (work / "report.html").read_text() == page_run["page"].read_text()
 
 
 def test_the_awx_artifact_gives_the_same_timeline(page_run):
