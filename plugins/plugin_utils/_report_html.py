@@ -388,8 +388,8 @@ def render_page(report: Mapping[str, Any], secrets: Iterable[str] = ()) -> str:
     rows = timeline_rows(nodes, run)
     span = _span(nodes)
     timeline = (_Timeline(page, span).render(rows, run) if span else "<p>No node started: nothing to draw.</p>")
-    title = "pinned.images rollout: %d nodes, %d failed" % (len(nodes), sum(
-        1 for n in nodes if _status(n) in ("failed", "not_run")))
+    counts = [sum(1 for n in nodes if _status(n) == status) for status in ("failed", "not_run")]
+    title = "pinned.images rollout: %d nodes, %d failed, %d not run" % (len(nodes), *counts)
     return "\n".join([
         "<!DOCTYPE html>",
         '<html xmlns="http://www.w3.org/1999/xhtml" lang="en">',
