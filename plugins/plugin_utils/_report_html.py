@@ -24,7 +24,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.secrets import redact
@@ -174,7 +174,7 @@ def _span(nodes: Sequence[Mapping[str, Any]]) -> Optional[Tuple[float, float]]:
     known_ends = [e for e in ends if e is not None]
     if not known_starts or not known_ends:
         return None
-    return min(known_starts), max(max(known_ends), min(known_starts))
+    return min(known_starts), max(*known_ends, min(known_starts))
 
 
 def _tick_step(seconds: float) -> int:
@@ -324,22 +324,23 @@ def _totals(page: _Page, summary: Mapping[str, Any], run: Mapping[str, Any]) -> 
     if began is not None and ended is not None:
         wall = _duration(max(ended - began, 0.0))
     pulled = _count(summary, "pulled") + _count(summary, "would_pull")
+    verb = "would be pulled" if run.get("check_mode") else "pulled"
+    seconds = "%.1f on the nodes together" % (_number(summary.get("node_seconds")) or 0.0)
+    if wall:
+        seconds += f"; {wall} from the first node's start to the last's end"
     rows = [("nodes", "%d: %d ok, %d failed, %d not run" % (_count(summary, "nodes"), _count(summary, "ok"),
                                                             _count(summary, "failed"), _count(summary, "not_run"))),
-            ("images", "%d %s, %d present, %d failed" % (pulled, "would be pulled" if run.get("check_mode")
-                                                         else "pulled", _count(summary, "present"),
+            ("images", "%d %s, %d present, %d failed" % (pulled, verb, _count(summary, "present"),
                                                          _count(summary, "failed_images"))),
             ("bytes pulled", human_size(_count(summary, "bytes"))),
-            ("seconds", "%.1f on the nodes together%s" % (_number(summary.get("node_seconds")) or 0.0,
-                                                         f"; {wall} from the first node's start to the last's end"
-                                                         if wall else ""))]
+            ("seconds", seconds)]
     return _table(page, [("total", False), ("", False)], rows)
 
 
 def _parameters(page: _Page, run: Mapping[str, Any]) -> str:
     phases = ", then ".join(
-        "%s (batches of %s, stop above %s%% failed)" % (PHASE_TITLES.get(str(p.get("group")), p.get("group")),
-                                                         p.get("serial"), p.get("max_fail_percentage"))
+        "%s (batches of %s, stop above %s%% failed)"
+        % (PHASE_TITLES.get(str(p.get("group")), p.get("group")), p.get("serial"), p.get("max_fail_percentage"))
         for p in run.get("phases") or [])
     sets = ", ".join("%s (%d images, %d nodes)" % (s.get("name"), s.get("images") or 0, s.get("nodes") or 0)
                      for s in run.get("sets") or [])

@@ -32,7 +32,7 @@ CONTROL_PLANE = ["cp-0", "worker-0"]
 WORKERS = ["worker-1", "worker-2"]
 FAILED = "worker-2"
 SPEED = {"node_progress_interval": 1, "node_control_plane_throttle": 0.2, "node_worker_throttle": 0.2}
-# The report page's colours of a node's bar, its pulls and its pin (plugins/plugin_utils/_report_html.py).
+# The timeline of a page, to compare two pages' drawings.
 TIMELINE = re.compile(r'<svg [^>]*class="timeline".*?</svg>', re.S)
 
 
@@ -115,26 +115,26 @@ def test_the_browser_draws_every_node_in_its_phase_and_run_order(page_run, brows
     shot.write_bytes(page.screenshot())
     picture = Image.open(io.BytesIO(shot.read_bytes())).convert("RGB")
 
-    assert sorted(bar["host"] for bar in found) == sorted(CONTROL_PLANE + WORKERS)
+    assert sorted(box["host"] for box in found) == sorted(CONTROL_PLANE + WORKERS)
     # Top to bottom: the control-plane phase (which ran first), then the workers; by start time in each.
-    assert [bar["phase"] for bar in found] == ["control_plane"] * 2 + ["workers"] * 2
+    assert [box["phase"] for box in found] == ["control_plane"] * 2 + ["workers"] * 2
     assert all(before["bottom"] <= after["top"] for before, after in zip(found, found[1:]))
     nodes = {node["host"]: node for node in page_run["report"]["nodes"]}
     for phase in (CONTROL_PLANE, WORKERS):
-        members = [bar for bar in found if bar["host"] in phase]
-        assert [bar["host"] for bar in members] == sorted(phase, key=lambda host: nodes[host]["started"])
+        members = [box for box in found if box["host"] in phase]
+        assert [box["host"] for box in members] == sorted(phase, key=lambda host: nodes[host]["started"])
     # One control-plane node after the other: the second bar starts right of where the first ends.
     first, second = found[0], found[1]
     assert first["right"] <= second["left"], (first, second)
-    assert min(bar["left"] for bar in found[2:]) >= second["right"]
+    assert min(box["left"] for box in found[2:]) >= second["right"]
 
-    statuses = {bar["host"]: bar["status"] for bar in found}
+    statuses = {box["host"]: box["status"] for box in found}
     assert statuses == {"cp-0": "ok", "worker-0": "ok", "worker-1": "ok", FAILED: "failed"}
-    for bar in found:
+    for box in found:
         # The picture at the middle of each bar: green for ok, red for the failed node.
-        pixel = picture.getpixel((int((bar["left"] + bar["right"]) / 2), int((bar["top"] + bar["bottom"]) / 2)))
-        assert (red if bar["host"] == FAILED else green)(pixel), (bar, pixel)
-        assert bar["fill"] == ("rgb(255, 205, 210)" if bar["host"] == FAILED else "rgb(200, 230, 201)")
+        pixel = picture.getpixel((int((box["left"] + box["right"]) / 2), int((box["top"] + box["bottom"]) / 2)))
+        assert (red if box["host"] == FAILED else green)(pixel), (box, pixel)
+        assert box["fill"] == ("rgb(255, 205, 210)" if box["host"] == FAILED else "rgb(200, 230, 201)")
     assert page.errors() == []
     # The page loaded nothing but itself.
     assert page.requests() == [page_run["page"].resolve().as_uri()]

@@ -82,8 +82,8 @@ def test_the_timeline_spans_the_pulls_and_the_pin_step():
     assert (out["pull_started"], out["pull_finished"]) == (11.5, 13.5)
     assert (out["pin_started"], out["pin_finished"]) == (13.6, 13.9)
     # Nothing pulled, no pin step: no parts to draw (a module older than the pin times gives none either).
-    quiet = result([prefetch(images=[dict(image=A, status="present")], pin=dict(method="none", ran=False,
-                                                                             started=20.0, finished=20.0))])
+    idle = dict(method="none", ran=False, started=20.0, finished=20.0)
+    quiet = result([prefetch(images=[dict(image=A, status="present")], pin=idle)])
     assert (quiet["pull_started"], quiet["pull_finished"], quiet["pin_started"]) == (None, None, None)
     assert result([prefetch(pin=dict(method="label", ran=True))])["pin_started"] is None
 

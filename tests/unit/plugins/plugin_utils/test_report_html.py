@@ -64,8 +64,8 @@ def test_the_page_is_well_formed_self_contained_and_loads_nothing():
     assert not list(root.iter(XHTML + "script")) and "<script" not in page
     # Nothing to fetch: no link, image or URL other than the two XML namespaces; the policy forbids loading.
     assert not list(root.iter(XHTML + "link")) and not list(root.iter(XHTML + "img"))
-    assert set(re.findall(r"https?://[^\s\"']+", page)) == {"http://www.w3.org/1999/xhtml",
-                                                          "http://www.w3.org/2000/svg"}
+    namespaces = {"http://www.w3.org/1999/xhtml", "http://www.w3.org/2000/svg"}
+    assert set(re.findall(r"https?://[^\s\"']+", page)) == namespaces
     policy = [m for m in root.iter(XHTML + "meta") if m.get("http-equiv") == "Content-Security-Policy"]
     assert policy[0].get("content").startswith("default-src 'none'")
 
