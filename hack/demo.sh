@@ -93,6 +93,7 @@ for node in report["nodes"]:
 node_sum = sum(node["finished"] - node["started"] for node in report["nodes"])
 print(f"\nwall time {wall:.1f} s for {len(report['nodes'])} nodes; the nodes' own times add up to {node_sum:.1f} s")
 print("drop-ins (what CRI-O would read): " + sys.argv[1].rsplit("/", 1)[0] + "/nodes/*/crio.conf.d/50-pinned-images")
+print("report page (timeline, per node, failures; open it in a browser): " + sys.argv[1][:-len(".json")] + ".html")
 print("run 'bash hack/demo.sh' again: nothing changes; 'bash hack/demo.sh down' stops the lab")
 EOF
 exit "$rc"

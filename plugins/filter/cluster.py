@@ -2,14 +2,14 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Filters of the cluster role: node plan, phases, statuses, report and render objects (documented in the .yml
-files; the logic is in ``plugin_utils/_cluster.py``)."""
+"""Filters of the cluster role: node plan, phases, statuses, report, report page and render objects (documented in
+the .yml files; the logic is in ``plugin_utils/_cluster.py`` and ``plugin_utils/_report_html.py``)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence
 
-from ansible_collections.pinned.images.plugins.plugin_utils import _cluster
+from ansible_collections.pinned.images.plugins.plugin_utils import _cluster, _report_html
 
 
 def cluster_host_nodes(hosts: Sequence[str], hostvars: _cluster.HostVars,
@@ -84,6 +84,25 @@ def cluster_report_nodes(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return _cluster.report_nodes(results)
 
 
+def cluster_run(results: Sequence[Mapping[str, Any]], phases: Optional[Sequence[Mapping[str, Any]]] = None,
+                plan: Optional[Sequence[Mapping[str, Any]]] = None, forks: Any = None,
+                check_mode: Any = False) -> Dict[str, Any]:
+    """The run's parameters for the report."""
+    return _cluster.run_parameters(results, phases, plan, forks=forks, check_mode=bool(check_mode))
+
+
+def cluster_report_html(report: Mapping[str, Any], hostvars: Optional[_cluster.HostVars] = None,
+                        k8s_auth: Optional[Mapping[str, Any]] = None,
+                        secrets: Optional[Sequence[str]] = None) -> str:
+    """The report page (HTML), without the run's secrets."""
+    return _report_html.render_page(report, _report_html.page_secrets(report, hostvars, k8s_auth, secrets or ()))
+
+
+def cluster_report_html_path(report_file: str) -> str:
+    """The report page's path beside the JSON report file."""
+    return _report_html.page_path(report_file)
+
+
 def render_objects(info: Mapping[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
     """The sets and pools of a pinned_image_set_info result as API objects."""
     return _cluster.render_objects(info)
@@ -110,6 +129,9 @@ class FilterModule:
             "cluster_report_lines": cluster_report_lines,
             "cluster_done": cluster_done,
             "cluster_report_nodes": cluster_report_nodes,
+            "cluster_run": cluster_run,
+            "cluster_report_html": cluster_report_html,
+            "cluster_report_html_path": cluster_report_html_path,
             "render_objects": render_objects,
             "release_plan_message": release_plan_message,
         }

@@ -411,6 +411,12 @@ pin:
       description: Why the pin failed (then the task fails).
       type: str
       returned: on a failed pin
+    started:
+      description: When the pin step started (seconds since the epoch), also when it did not run.
+      type: float
+    finished:
+      description: When the pin step ended (seconds since the epoch).
+      type: float
   sample:
     method: dropin
     ran: true

@@ -8,6 +8,7 @@
 
 Public API
 ----------
+``host_var(hostvars, host, name, default)``: a host variable, ``default`` when the host or the variable is undefined.
 ``DEFAULT_SET_NAME``: the name of the set that holds a node's own images (``node_images``).
 ``node_set_list(sets, images, name)``: the sets a node gets, its own images as one more set.
 ``host_nodes(hosts, hostvars, control_plane_hosts)``: inventory hosts described as nodes (name, labels).
@@ -20,6 +21,8 @@ Public API
 ``node_results(hosts, hostvars, unresolved_hosts)``, ``summary(results)``, ``report_lines(results, summary,
 check_mode)``: the report of a run.
 ``report_nodes(results)``: the results without their image and set lists (for ``set_stats``).
+``run_parameters(results, phases, plan, forks, check_mode)``: the run's phases, forks, sets and pools (the report's
+``run``).
 ``render_objects(info)``: the sets and pools of a ``pinned_image_set_info`` result as API objects.
 ``release_message(release)``: the one-line plan of a ``release_image_set`` result (the stage_release playbook).
 ``render_written(set_files, machine_configs)``, ``render_stale(found, written)``, ``render_changes(set_files,
@@ -51,7 +54,7 @@ _COUNTERS: Dict[str, Any] = {"requested": 0, "present": 0, "pulled": 0, "failed"
 HostVars = Mapping[str, Any]
 
 
-def _var(hostvars: HostVars, host: str, name: str, default: Any = None) -> Any:
+def host_var(hostvars: HostVars, host: str, name: str, default: Any = None) -> Any:
     """A host variable, ``default`` when the host or the variable is undefined."""
     try:
         return hostvars[host].get(name, default)
@@ -60,7 +63,7 @@ def _var(hostvars: HostVars, host: str, name: str, default: Any = None) -> Any:
 
 
 def _node_name(hostvars: HostVars, host: str) -> str:
-    name: str = _var(hostvars, host, "cluster_node_name", host)
+    name: str = host_var(hostvars, host, "cluster_node_name", host)
     return name
 
 
@@ -76,7 +79,7 @@ def host_nodes(hosts: Sequence[str], hostvars: HostVars, control_plane_hosts: Co
     out = []
     for host in hosts:
         labels = _CONTROL_PLANE_LABELS if host in control_plane_hosts else _WORKER_LABELS
-        labels = _var(hostvars, host, "cluster_node_labels", dict(labels))
+        labels = host_var(hostvars, host, "cluster_node_labels", dict(labels))
         out.append({"name": _node_name(hostvars, host), "labels": labels})
     return out
 
@@ -165,16 +168,17 @@ def progressing_statuses(plan: Sequence[Mapping[str, Any]], hostvars: HostVars) 
     for item in plan:
         if item["error"]:
             continue
-        sets = item["sets"] if item["sets"] is not None else _var(hostvars, item["host"], "node_sets", [])
-        sets = node_set_list(sets, _var(hostvars, item["host"], "node_images", []),
-                             _var(hostvars, item["host"], "node_images_set_name"))
+        sets = item["sets"] if item["sets"] is not None else host_var(hostvars, item["host"], "node_sets", [])
+        sets = node_set_list(sets, host_var(hostvars, item["host"], "node_images", []),
+                             host_var(hostvars, item["host"], "node_images_set_name"))
         out.append({"name": item["node"], "state": "progressing", "sets": sets})
     return out
 
 
 def _not_run(host: str, hostvars: HostVars) -> Dict[str, Any]:
     return dict(_COUNTERS, node=host, status="not_run", node_error=_NOT_RUN, error=_NOT_RUN, changed=False,
-                pinned=None, sets=_var(hostvars, host, "node_sets", []), images=[])
+                pinned=None, sets=host_var(hostvars, host, "node_sets", []), images=[],
+                control_plane=bool(host_var(hostvars, host, "node_control_plane", False)))
 
 
 def node_results(hosts: Sequence[str], hostvars: HostVars, unresolved_hosts: Sequence[str]) -> List[Dict[str, Any]]:
@@ -182,13 +186,43 @@ def node_results(hosts: Sequence[str], hostvars: HostVars, unresolved_hosts: Seq
     host of ``unresolved_hosts``; each with ``host`` and ``node_name``."""
     out = []
     for host in hosts:
-        result = _var(hostvars, host, "node_result") or _not_run(host, hostvars)
+        result = host_var(hostvars, host, "node_result") or _not_run(host, hostvars)
         out.append(dict(result, host=host, node_name=_node_name(hostvars, host)))
     for host in unresolved_hosts:
-        error = _var(hostvars, host, "cluster_node_error", "")
+        error = host_var(hostvars, host, "cluster_node_error", "")
         out.append(dict(_COUNTERS, host=host, node=host, node_name=_node_name(hostvars, host), status="failed",
-                        error=error, node_error=error, changed=False, pinned=None, sets=[], images=[]))
+                        error=error, node_error=error, changed=False, pinned=None, sets=[], images=[],
+                        control_plane=bool(host_var(hostvars, host, "node_control_plane", False))))
     return out
+
+
+def run_parameters(results: Sequence[Mapping[str, Any]], phases_planned: Optional[Sequence[Mapping[str, Any]]],
+                   plan: Optional[Sequence[Mapping[str, Any]]], forks: Any = None,
+                   check_mode: bool = False) -> Dict[str, Any]:
+    """The parameters of the run for the report: its ``phases`` (group, serial, max_fail_percentage, in the order
+    they ran), ``forks``, ``check_mode``, the ``sets`` (name, images, nodes) of the results, the ``pools`` (name,
+    nodes) of the plan, and when the first node started and the last one finished (None without any)."""
+    sets: Dict[str, Dict[str, Any]] = {}
+    for result in results:
+        for image_set in result.get("sets") or []:
+            entry = sets.setdefault(image_set["name"], {"name": image_set["name"], "images": 0, "nodes": 0})
+            entry["images"] = max(entry["images"], len(image_set.get("images") or []))
+            entry["nodes"] += 1
+    pools: Dict[str, int] = {}
+    for item in plan or []:
+        for pool in item.get("pools") or []:
+            pools[pool] = pools.get(pool, 0) + 1
+    started = [float(r["started"]) for r in results if r.get("started") is not None]
+    finished = [float(r["finished"]) for r in results if r.get("finished") is not None]
+    return {
+        "phases": [dict(phase) for phase in phases_planned or [] if phase.get("group")],
+        "forks": int(forks) if forks else None,
+        "check_mode": bool(check_mode),
+        "sets": [sets[name] for name in sorted(sets)],
+        "pools": [{"name": name, "nodes": pools[name]} for name in sorted(pools)],
+        "started": min(started) if started else None,
+        "finished": max(finished) if finished else None,
+    }
 
 
 def summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:

@@ -14,7 +14,8 @@ Public API
 ``pin_option(node_pin) -> str``: the prefetch module's ``pin`` for the role's ``node_pin``.
 ``next_step(check, check_mode, deps_tried) -> str``: what the check call leaves to do: ``deps``, ``pull``, ``pin``
 or ``none``.
-``node_result(results, ...) -> dict``: the role's ``node_result`` from the calls' results.
+``node_result(results, ...) -> dict``: the role's ``node_result`` from the calls' results, with the wall-clock
+times of the node, its pulls and its pin step (the report page's timeline).
 ``result_line(result) -> str``: the one line the role prints for a node.
 """
 
@@ -80,6 +81,12 @@ def _run_error(prefetch: Mapping[str, Any]) -> str:
     return ""
 
 
+def _span(values: Sequence[Any], pick: Any) -> Optional[float]:
+    """``pick`` (min or max) of the numbers among ``values``; None when there is none."""
+    numbers = [float(value) for value in values if isinstance(value, (int, float)) and not isinstance(value, bool)]
+    return pick(numbers) if numbers else None
+
+
 def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mode: bool, error: str,
                 images: Sequence[str], sets: Sequence[Any], started: float,
                 finished: Optional[float] = None) -> Dict[str, Any]:
@@ -100,11 +107,13 @@ def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mo
             bad[0].get("error"))
     pin = prefetch.get("pin") or {}
     ran = bool(pin.get("ran")) and not pin.get("error")
+    pin_ran = bool(pin.get("ran"))
     failed = bool(message) or totals["failed"] + totals["skipped"] > 0
     return {
         "node": node,
         "control_plane": bool(control_plane),
         "runtime": (prefetch.get("runtime") or {}).get("runtime_name", ""),
+        "runtime_version": (prefetch.get("runtime") or {}).get("runtime_version", ""),
         "status": "failed" if failed else ("check" if check_mode else "ok"),
         "error": message,
         "node_error": node_error,
@@ -117,6 +126,11 @@ def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mo
         "seconds": totals["seconds"],
         "started": float(started),
         "finished": time.time() if finished is None else finished,
+        # The timeline of the report page: the pulls (first start to last end) and the pin step, when they ran.
+        "pull_started": _span([entry.get("started") for entry in entries], min),
+        "pull_finished": _span([entry.get("finished") for entry in entries], max),
+        "pin_started": _span([pin.get("started")], min) if pin_ran else None,
+        "pin_finished": _span([pin.get("finished")], max) if pin_ran else None,
         "changed": totals["pulled"] > 0 or bool(pin.get("changed")),
         "pinned": len(pin.get("images") or []) if ran else None,
         "pin_method": pin.get("method") or "none",

@@ -294,6 +294,7 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
             report = prefetch(client, list(request.refs), request.auth_for,
                               _options(params, request.check_mode, image_fs), present, unreadable)
             method = pin_method(params["pin"], runtime)
+            pin_started = time.time()
             try:
                 pin, pin_diff, pin_warnings = pin_images(client, request, params, method, report["images"],
                                                          run_command, present)
@@ -304,6 +305,8 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
                            images=written.get("images", []), path=written.get("path"), reloaded=False,
                            records=written.get("records"), error=err.message)
                 pin_failure = f"pinning with the {method} method failed: {err.message}"
+            # Wall-clock times, as the images' started and finished: the report draws the pin on the same axis.
+            pin.update(started=pin_started, finished=time.time())
     finally:
         if lock is not None:
             lock.release()

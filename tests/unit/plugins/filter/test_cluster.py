@@ -135,13 +135,16 @@ def _result(**kwargs):
 
 
 def test_results_mark_nodes_without_a_result_and_unresolved_nodes():
-    hostvars = {"a": {"node_result": _result(node="a")}, "b": {"node_sets": [{"name": "s", "images": [A]}]},
+    hostvars = {"a": {"node_result": _result(node="a")},
+                "b": {"node_sets": [{"name": "s", "images": [A]}], "node_control_plane": True},
                 "c": {"cluster_node_name": "node-c", "cluster_node_error": "ambiguous"}}
     results = F["cluster_results"](["a", "b"], hostvars, ["c"])
     assert [(r["host"], r["node_name"], r["status"]) for r in results] == [
         ("a", "a", "ok"), ("b", "b", "not_run"), ("c", "node-c", "failed")]
     assert results[1]["error"].startswith("not attempted") and results[1]["sets"] == [{"name": "s", "images": [A]}]
     assert results[2]["error"] == results[2]["node_error"] == "ambiguous"
+    # The report page puts nodes without a result in their phase.
+    assert (results[1]["control_plane"], results[2]["control_plane"]) == (True, False)
     summary = F["cluster_summary"](results)
     assert summary == {"nodes": 3, "ok": 1, "failed": 1, "not_run": 1, "pulled": 1, "would_pull": 0, "present": 1,
                        "failed_images": 0, "bytes": 3 * 1048576, "node_seconds": 1.25, "failed_nodes": ["b", "c"]}
@@ -159,6 +162,25 @@ def test_report_lines_show_rows_totals_check_note_and_errors():
     assert lines[4].startswith("check mode") and lines[5:] == ["b: boom"]
     lines = F["cluster_report_lines"](results, F["cluster_summary"](results))
     assert not any(line.startswith("check mode") for line in lines)
+
+
+def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
+    results = [dict(_result(started=10.0, finished=14.0), host="a"),
+               dict(_result(sets=[{"name": "s", "images": [A, B]}, {"name": "own", "images": [A]}], started=15.0,
+                            finished=16.5), host="b"),
+               dict(_result(status="not_run", sets=[]), host="c")]
+    phases = F["cluster_phases"](["control_plane"], 1, "100%", 100, 100)
+    plan = [{"host": "a", "pools": ["master"]}, {"host": "b", "pools": ["master", "infra"]}, {"host": "c", "pools": []}]
+    run = F["cluster_run"](results, phases, plan, forks="5", check_mode="")
+    assert run == {"phases": [{"group": "control_plane", "serial": 1, "max_fail_percentage": 100}], "forks": 5,
+                   "check_mode": False, "sets": [{"name": "own", "images": 1, "nodes": 1},
+                                                 {"name": "s", "images": 2, "nodes": 2}],
+                   "pools": [{"name": "infra", "nodes": 1}, {"name": "master", "nodes": 2}],
+                   "started": 10.0, "finished": 16.5}
+    # The report entry point on its own: no plan, no phases, no times.
+    assert F["cluster_run"]([dict(_result(), host="a")]) == {
+        "phases": [], "forks": None, "check_mode": False, "sets": [{"name": "s", "images": 2, "nodes": 1}],
+        "pools": [], "started": None, "finished": None}
 
 
 def test_done_statuses_carry_sets_images_and_errors():

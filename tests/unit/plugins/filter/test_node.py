@@ -15,7 +15,8 @@ TOTALS = dict(requested=2, present=1, pulled=1, failed=0, skipped=0, would_pull=
 RUNTIME = dict(runtime_name="containerd", runtime_version="1.7.24")
 KEYS = {"node", "control_plane", "runtime", "status", "error", "node_error", "requested", "present", "pulled",
         "failed", "would_pull", "bytes", "seconds", "started", "finished", "changed", "pinned", "pin_method",
-        "dropin", "sets", "images"}
+        "dropin", "sets", "images", "runtime_version", "pull_started", "pull_finished", "pin_started",
+        "pin_finished"}
 
 
 def result(results, error="", check_mode=False, images=(A, B)):
@@ -69,6 +70,22 @@ def test_the_last_call_that_ran_is_the_result():
     assert out["sets"] == [{"name": "s", "images": [A]}] and out["started"] == 10.0 and out["finished"] > 10.0
     assert F["node_result_line"](out) == (
         "ok: 1 pulled, 1 present, 0 failed of 2 images (3.0 MiB) in 1.2 s; 2 pinned by the containerd image label")
+    assert out["runtime_version"] == "1.7.24"
+
+
+def test_the_timeline_spans_the_pulls_and_the_pin_step():
+    images = [dict(image=A, status="present", started=None, finished=None),
+              dict(image=B, status="pulled", started=12.0, finished=13.5),
+              dict(image=C, status="failed", started=11.5, finished=12.5)]
+    pin = dict(method="label", ran=True, changed=True, images=[], path=None, started=13.6, finished=13.9)
+    out = result([prefetch(images=images, pin=pin)], images=(A, B, C))
+    assert (out["pull_started"], out["pull_finished"]) == (11.5, 13.5)
+    assert (out["pin_started"], out["pin_finished"]) == (13.6, 13.9)
+    # Nothing pulled, no pin step: no parts to draw (a module older than the pin times gives none either).
+    idle = dict(method="none", ran=False, started=20.0, finished=20.0)
+    quiet = result([prefetch(images=[dict(image=A, status="present")], pin=idle)])
+    assert (quiet["pull_started"], quiet["pull_finished"], quiet["pin_started"]) == (None, None, None)
+    assert result([prefetch(pin=dict(method="label", ran=True))])["pin_started"] is None
 
 
 def test_a_node_with_nothing_to_do_and_the_drop_in():

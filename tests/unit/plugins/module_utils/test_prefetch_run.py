@@ -155,6 +155,9 @@ def test_auto_pins_crio_in_the_drop_in_after_the_pulls_and_reloads_once(tmp_path
     assert pin["images"] == sorted([PRESENT, MISSING]) and pin["path"] == str(dropin)
     assert MISSING in dropin.read_text() and reloads == [["systemctl", "reload", "crio"]]
     assert outcome.result["diff"][1]["after"] == dropin.read_text()
+    # The pin's wall-clock times come after the pull's, on the same clock (the report's timeline).
+    pulled = [entry for entry in outcome.result["images"] if entry["status"] == "pulled"]
+    assert pulled[0]["finished"] <= pin["started"] <= pin["finished"]
 
     again = run(tmp_path, runtime, pin="auto", crio_reload="systemd", run_command=reloads.append)
     assert not again.result["changed"] and not again.result["pin"]["changed"] and len(reloads) == 1
@@ -172,8 +175,9 @@ def test_no_pin_while_an_image_is_missing(tmp_path):
     runtime = Runtime(str(tmp_path), "cri-o", "1.31.0", fail_pulls=True)
     outcome = run(tmp_path, runtime, pin="dropin", fail_on_error=False)
     assert outcome.failure and outcome.pin_failure is None
-    assert outcome.result["pin"] == dict(method="dropin", ran=False, changed=False, images=[], path=None,
-                                         reloaded=False, records=None)
+    pin = outcome.result["pin"]
+    assert {key: pin[key] for key in pin if key not in ("started", "finished")} == dict(
+        method="dropin", ran=False, changed=False, images=[], path=None, reloaded=False, records=None)
     assert not (tmp_path / "50-pinned-images").exists()
     # In check mode an image that would be pulled is not on the node either.
     planned = run(tmp_path, Runtime(str(tmp_path), "cri-o", "1.31.0"), check_mode=True, pin="dropin")

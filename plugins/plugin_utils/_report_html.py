@@ -1,0 +1,426 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The report page of a prefetch run: one self-contained HTML file (inline SVG and CSS, no script, nothing fetched),
+exposed as the ``cluster_report_html`` filter by ``plugins/filter/cluster.py``.
+
+The page is well-formed XML too (every element closed, only XML's five entities), so any strict parser reads it.
+Every text of the report is redacted (``_common/secrets``) and escaped; characters XML forbids are replaced.
+
+Public API
+----------
+``render_page(report, secrets=()) -> str``: the page of ``report`` (``summary``, ``nodes``, ``run``: the JSON report
+    file, or the ``set_stats`` artifact), with every string of ``secrets`` replaced by the redaction marker.
+``report_secrets(pull_secrets, k8s_auth) -> set``: the secret strings of docker-config pull secrets (text or
+    dict) and of the Kubernetes connection options, for ``render_page``.
+``page_secrets(report, hostvars, k8s_auth, secrets) -> set``: ``report_secrets`` of the nodes' (and localhost's)
+    ``node_pull_secret`` and of ``k8s_auth``, and ``secrets``.
+``page_path(report_file) -> str``: the page's path beside the JSON report file (``.json`` replaced by ``.html``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.secrets import redact
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import connection_secrets
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
+from ansible_collections.pinned.images.plugins.plugin_utils._cluster import HostVars, host_var
+
+CONTROL_PLANE, WORKERS = "control_plane", "workers"
+PHASE_TITLES = {CONTROL_PLANE: "Control plane", WORKERS: "Workers"}
+# 680 px is the printable width of A4 (210 mm less 2 x 15 mm margins at 96 px per inch).
+PAGE_WIDTH = 680
+LABEL_WIDTH = 150
+PLOT_LEFT, PLOT_RIGHT = LABEL_WIDTH + 4, PAGE_WIDTH - 8
+AXIS_HEIGHT, PHASE_HEIGHT, ROW_HEIGHT, BAR_HEIGHT, PART_HEIGHT = 22, 20, 16, 12, 8
+# A node name longer than this is cut in the timeline (the table and the bar's title give it whole).
+LABEL_CHARS = 24
+# Secrets shorter than this would blank out unrelated words (the Kubernetes client's bound too).
+MIN_SECRET_LENGTH = 4
+_TICK_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400)
+# XML 1.0 allows tab, newline and carriage return below U+0020, and no surrogates or U+FFFE/U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_STATUSES = ("ok", "check", "failed", "not_run")
+# No script, no fetch: the page loads nothing, whatever a viewer allows.
+_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+_CSS = """
+@page { size: A4; margin: 15mm; }
+body { font: 12px/1.4 "DejaVu Sans", "Liberation Sans", Arial, sans-serif; color: #1a1a1a; margin: 12px auto;
+       max-width: 680px; }
+h1 { font-size: 18px; margin: 0 0 4px; }
+h2 { font-size: 14px; margin: 18px 0 6px; border-bottom: 1px solid #bbb; }
+h3 { font-size: 12px; margin: 10px 0 2px; }
+table { border-collapse: collapse; width: 100%; font-size: 11px; }
+th, td { border-bottom: 1px solid #ddd; padding: 2px 4px; text-align: left; vertical-align: top; }
+td.n, th.n { text-align: right; white-space: nowrap; }
+td.host { overflow-wrap: anywhere; }
+tr { break-inside: avoid; }
+.msg { white-space: pre-wrap; overflow-wrap: anywhere; font-family: "DejaVu Sans Mono", monospace; font-size: 11px;
+       margin: 0 0 4px; }
+.status-failed { color: #b71c1c; font-weight: bold; }
+.status-not_run { color: #616161; }
+svg { display: block; max-width: 100%; height: auto; }
+svg text { font-size: 10px; fill: #1a1a1a; }
+svg .phase text { font-weight: bold; font-size: 11px; }
+svg .grid { stroke: #e0e0e0; stroke-width: 1; }
+svg .tick { fill: #555; }
+svg .node.ok .bar, svg .node.check .bar { fill: #c8e6c9; }
+svg .node.ok .pull, svg .node.check .pull, .key.pull-ok { fill: #43a047; }
+svg .node.ok .pin, svg .node.check .pin, .key.pin-ok { fill: #0d3b10; }
+svg .node.failed .bar { fill: #ffcdd2; }
+svg .node.failed .pull, .key.pull-failed { fill: #e53935; }
+svg .node.failed .pin, .key.pin-failed { fill: #5d0000; }
+svg .node .note { fill: #616161; font-style: italic; }
+svg .node.failed .note { fill: #b71c1c; }
+.key.bar-ok { fill: #c8e6c9; }
+.key.bar-failed { fill: #ffcdd2; }
+.key.not-run { fill: none; stroke: #9e9e9e; stroke-dasharray: 2 2; }
+@media print { body { margin: 0; max-width: none; } h2 { break-after: avoid; } }
+"""
+
+
+def report_secrets(pull_secrets: Optional[Iterable[Any]] = None,
+                   k8s_auth: Optional[Mapping[str, Any]] = None) -> Set[str]:
+    """The secrets of each docker-config pull secret (text, or a dict as a variable gives it; one that does not parse
+    counts whole) and of the Kubernetes connection options (``api_key``, a kubeconfig dict's credentials, a proxy
+    URL's password)."""
+    found: Set[str] = set()
+    for value in pull_secrets or []:
+        if not value:
+            continue
+        text = value if isinstance(value, str) else json.dumps(value)
+        try:
+            found |= parse_docker_config(text).secrets()
+        except CollectionError:
+            found.add(text)
+    if k8s_auth:
+        found |= connection_secrets(k8s_auth)
+        if k8s_auth.get("api_key"):
+            found.add(str(k8s_auth["api_key"]))
+    return found
+
+
+def page_path(report_file: str) -> str:
+    """``report.json`` -> ``report.html``; a name without ``.json`` gets ``.html`` added."""
+    stem = report_file[:-5] if report_file.endswith(".json") else report_file
+    return stem + ".html"
+
+
+class _Page:
+    """The text of one page: every string goes through ``text`` (redacted, XML-safe, escaped)."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self.secrets = [str(secret) for secret in secrets if secret]
+
+    def text(self, value: Any) -> str:
+        clean = _NOT_XML.sub("\ufffd", redact(str(value), self.secrets, MIN_SECRET_LENGTH))
+        return html.escape(clean, quote=True)
+
+
+def _number(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _count(node: Mapping[str, Any], key: str) -> int:
+    return int(_number(node.get(key)) or 0)
+
+
+def _phase(node: Mapping[str, Any]) -> str:
+    return CONTROL_PLANE if node.get("control_plane") else WORKERS
+
+
+def _status(node: Mapping[str, Any]) -> str:
+    status = str(node.get("status") or "not_run")
+    return status if status in _STATUSES else "failed"
+
+
+def phase_order(nodes: Sequence[Mapping[str, Any]], run: Mapping[str, Any]) -> List[str]:
+    """The phases in the order they ran: the run's phases, else by their first start; phases without nodes last."""
+    ordered = [str(p.get("group")) for p in run.get("phases") or [] if p.get("group") in PHASE_TITLES]
+
+    def first_start(phase: str) -> float:
+        starts = [_number(n.get("started")) for n in nodes if _phase(n) == phase]
+        return min([s for s in starts if s is not None] or [float("inf")])
+
+    rest = sorted((p for p in PHASE_TITLES if p not in ordered), key=first_start)
+    return ordered + rest
+
+
+def timeline_rows(nodes: Sequence[Mapping[str, Any]], run: Mapping[str, Any]) -> List[Tuple[str, List[Mapping[str, Any]]]]:
+    """``[(phase, nodes)]`` in run order; in each phase the nodes by start time, those that never started last."""
+    rows = []
+    for phase in phase_order(nodes, run):
+        members = [n for n in nodes if _phase(n) == phase]
+        members.sort(key=lambda n: (_number(n.get("started")) is None, _number(n.get("started")) or 0.0))
+        if members:
+            rows.append((phase, members))
+    return rows
+
+
+def _span(nodes: Sequence[Mapping[str, Any]]) -> Optional[Tuple[float, float]]:
+    starts = [_number(n.get("started")) for n in nodes]
+    ends = [_number(n.get("finished")) for n in nodes]
+    known_starts = [s for s in starts if s is not None]
+    known_ends = [e for e in ends if e is not None]
+    if not known_starts or not known_ends:
+        return None
+    return min(known_starts), max(*known_ends, min(known_starts))
+
+
+def _tick_step(seconds: float) -> int:
+    for step in _TICK_STEPS:
+        if seconds / step <= 8:
+            return step
+    return _TICK_STEPS[-1]
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return "%g s" % round(seconds, 1)
+    if seconds < 7200:
+        return "%g min" % round(seconds / 60, 1)
+    return "%g h" % round(seconds / 3600, 2)
+
+
+def _pin_text(node: Mapping[str, Any]) -> str:
+    if node.get("pinned") is None:
+        return "-"
+    where = "drop-in" if node.get("dropin") else str(node.get("pin_method") or "")
+    return f"{node['pinned']} by {where}" if where else str(node["pinned"])
+
+
+def _cri_text(node: Mapping[str, Any]) -> str:
+    return " ".join(str(node.get(key)) for key in ("runtime", "runtime_version") if node.get(key)) or "-"
+
+
+def _node_title(node: Mapping[str, Any]) -> str:
+    parts = [f"{node.get('host')}: {_status(node)}",
+             "%d pulled, %d present, %d failed" % (_count(node, "pulled"), _count(node, "present"),
+                                                   _count(node, "failed")),
+             human_size(_count(node, "bytes")), "%.1f s" % (_number(node.get("seconds")) or 0.0),
+             f"pin {_pin_text(node)}", f"CRI {_cri_text(node)}"]
+    return "; ".join(parts)
+
+
+class _Timeline:
+    """The SVG of the run: a row per node under its phase's heading, on one time axis."""
+
+    def __init__(self, page: _Page, span: Tuple[float, float]) -> None:
+        self.page = page
+        self.start, end = span
+        self.seconds = max(end - self.start, 0.001)
+
+    def x(self, when: float) -> float:
+        return round(PLOT_LEFT + (when - self.start) / self.seconds * (PLOT_RIGHT - PLOT_LEFT), 2)
+
+    def axis(self, height: int) -> List[str]:
+        step = _tick_step(self.seconds)
+        out = ['<g class="axis">']
+        tick = 0
+        while tick <= self.seconds + 1e-9:
+            x = self.x(self.start + tick)
+            out.append(f'<line class="grid" x1="{x}" y1="{AXIS_HEIGHT - 4}" x2="{x}" y2="{height}"/>')
+            anchor = "start" if tick == 0 else "middle"
+            out.append(f'<text class="tick" x="{x}" y="{AXIS_HEIGHT - 8}" text-anchor="{anchor}">'
+                       f'{self.page.text(_duration(tick))}</text>')
+            tick += step
+        out.append("</g>")
+        return out
+
+    def _part(self, kind: str, node: Mapping[str, Any], top: float) -> str:
+        begin, end = _number(node.get(f"{kind}_started")), _number(node.get(f"{kind}_finished"))
+        if begin is None or end is None:
+            return ""
+        x = self.x(begin)
+        # At least 2 px, inside the node's bar: a pin of a tenth of a second stays visible.
+        width = max(self.x(max(end, begin)) - x, 2.0)
+        y = top + (BAR_HEIGHT - PART_HEIGHT) / 2
+        return f'<rect class="{kind}" x="{x}" y="{y}" width="{round(width, 2)}" height="{PART_HEIGHT}"/>'
+
+    def node(self, node: Mapping[str, Any], y: int) -> List[str]:
+        status, host = _status(node), str(node.get("host") or node.get("node") or "?")
+        begin, end = _number(node.get("started")), _number(node.get("finished"))
+        attrs = (f'class="node {status}" data-host="{self.page.text(host)}" data-phase="{_phase(node)}" '
+                 f'data-status="{status}"')
+        label = host if len(host) <= LABEL_CHARS else host[:LABEL_CHARS - 1] + "\u2026"
+        out = [f"<g {attrs}>", f"<title>{self.page.text(_node_title(node))}</title>",
+               f'<text x="2" y="{y + BAR_HEIGHT - 2}">{self.page.text(label)}</text>']
+        if begin is None or end is None:
+            note = "not run" if status == "not_run" else f"{status} before the prefetch started"
+            out.append(f'<text class="note" x="{PLOT_LEFT + 2}" y="{y + BAR_HEIGHT - 2}">{self.page.text(note)}</text>')
+        else:
+            x = self.x(begin)
+            width = round(self.x(max(end, begin)) - x, 2)
+            out.append(f'<rect class="bar" x="{x}" y="{y}" width="{width}" height="{BAR_HEIGHT}" '
+                       f'data-started="{begin}" data-finished="{end}"/>')
+            out.extend(part for part in (self._part("pull", node, y), self._part("pin", node, y)) if part)
+        out.append("</g>")
+        return out
+
+    def render(self, rows: Sequence[Tuple[str, Sequence[Mapping[str, Any]]]], run: Mapping[str, Any]) -> str:
+        serial = {p.get("group"): p.get("serial") for p in run.get("phases") or []}
+        body: List[str] = []
+        y = AXIS_HEIGHT
+        for phase, members in rows:
+            heading = f"{PHASE_TITLES[phase]}: {len(members)} node{'s' if len(members) != 1 else ''}"
+            if serial.get(phase) is not None:
+                heading += f", batches of {serial[phase]}"
+            body.append(f'<g class="phase" data-phase="{phase}">'
+                        f'<text x="2" y="{y + PHASE_HEIGHT - 6}">{self.page.text(heading)}</text></g>')
+            y += PHASE_HEIGHT
+            for node in members:
+                body.extend(self.node(node, y + (ROW_HEIGHT - BAR_HEIGHT) // 2))
+                y += ROW_HEIGHT
+        height = y + 4
+        return "\n".join([f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{PAGE_WIDTH}" '
+                          f'height="{height}" viewBox="0 0 {PAGE_WIDTH} {height}" role="img" '
+                          'aria-label="timeline of the nodes">', *self.axis(height), *body, "</svg>"])
+
+
+def _legend() -> str:
+    keys = [("bar-ok", "node ok"), ("pull-ok", "pull"), ("pin-ok", "pin"), ("bar-failed", "node failed"),
+            ("pull-failed", "pull"), ("pin-failed", "pin"), ("not-run", "not run")]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="legend" width="{PAGE_WIDTH}" height="18" '
+           f'viewBox="0 0 {PAGE_WIDTH} 18">']
+    x = 2
+    for kind, label in keys:
+        out.append(f'<rect class="key {kind}" x="{x}" y="4" width="16" height="10"/>'
+                   f'<text x="{x + 20}" y="13">{label}</text>')
+        x += 26 + 6 * len(label) + 10
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _table(page: _Page, header: Sequence[Tuple[str, bool]], rows: Iterable[Sequence[Any]],
+           row_class: Optional[Sequence[str]] = None) -> str:
+    """A table; each column is (title, numeric); ``row_class`` gives each row's status class."""
+    out = ["<table><thead><tr>"]
+    out.extend(f'<th class="n">{page.text(t)}</th>' if numeric else f"<th>{page.text(t)}</th>"
+               for t, numeric in header)
+    out.append("</tr></thead><tbody>")
+    for index, row in enumerate(rows):
+        status = f' class="status-{row_class[index]}"' if row_class else ""
+        out.append(f"<tr{status}>")
+        for (_title, numeric), value in zip(header, row):
+            out.append(f'<td class="n">{page.text(value)}</td>' if numeric else f"<td>{page.text(value)}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _totals(page: _Page, summary: Mapping[str, Any], run: Mapping[str, Any]) -> str:
+    wall = ""
+    began, ended = _number(run.get("started")), _number(run.get("finished"))
+    if began is not None and ended is not None:
+        wall = _duration(max(ended - began, 0.0))
+    pulled = _count(summary, "pulled") + _count(summary, "would_pull")
+    verb = "would be pulled" if run.get("check_mode") else "pulled"
+    seconds = "%.1f on the nodes together" % (_number(summary.get("node_seconds")) or 0.0)
+    if wall:
+        seconds += f"; {wall} from the first node's start to the last's end"
+    rows = [("nodes", "%d: %d ok, %d failed, %d not run" % (_count(summary, "nodes"), _count(summary, "ok"),
+                                                            _count(summary, "failed"), _count(summary, "not_run"))),
+            ("images", "%d %s, %d present, %d failed" % (pulled, verb, _count(summary, "present"),
+                                                         _count(summary, "failed_images"))),
+            ("bytes pulled", human_size(_count(summary, "bytes"))),
+            ("seconds", seconds)]
+    return _table(page, [("total", False), ("", False)], rows)
+
+
+def _parameters(page: _Page, run: Mapping[str, Any]) -> str:
+    phases = ", then ".join(
+        "%s (batches of %s, stop above %s%% failed)"
+        % (PHASE_TITLES.get(str(p.get("group")), p.get("group")), p.get("serial"), p.get("max_fail_percentage"))
+        for p in run.get("phases") or [])
+    sets = ", ".join("%s (%d images, %d nodes)" % (s.get("name"), s.get("images") or 0, s.get("nodes") or 0)
+                     for s in run.get("sets") or [])
+    pools = ", ".join("%s (%d nodes)" % (p.get("name"), p.get("nodes") or 0) for p in run.get("pools") or [])
+    rows = [("phases", phases or "-"), ("forks", run.get("forks") or "-"),
+            ("check mode", "yes" if run.get("check_mode") else "no"), ("sets", sets or "-"), ("pools", pools or "-")]
+    return _table(page, [("parameter", False), ("value", False)], rows)
+
+
+def _nodes_table(page: _Page, rows: Sequence[Tuple[str, Sequence[Mapping[str, Any]]]]) -> str:
+    header = [("node", False), ("phase", False), ("status", False), ("pulled", True), ("present", True),
+              ("failed", True), ("bytes", True), ("seconds", True), ("pinned", False), ("CRI", False)]
+    nodes = [node for _phase_name, members in rows for node in members]
+    body = [(node.get("host"), PHASE_TITLES[_phase(node)].lower(), _status(node).replace("_", " "),
+             _count(node, "pulled") + _count(node, "would_pull"), _count(node, "present"), _count(node, "failed"),
+             human_size(_count(node, "bytes")), "%.1f" % (_number(node.get("seconds")) or 0.0), _pin_text(node),
+             _cri_text(node)) for node in nodes]
+    return _table(page, header, body, [_status(node) for node in nodes])
+
+
+def _failures(page: _Page, nodes: Sequence[Mapping[str, Any]]) -> str:
+    out = []
+    for node in nodes:
+        if _status(node) not in ("failed", "not_run"):
+            continue
+        out.append(f'<div class="failure" data-host="{page.text(node.get("host"))}">'
+                   f'<h3 class="status-{_status(node)}">{page.text(node.get("host"))}: '
+                   f'{page.text(_status(node).replace("_", " "))}</h3>'
+                   f'<p class="msg">{page.text(node.get("error") or "no message")}</p>')
+        bad = [entry for entry in node.get("images") or [] if entry.get("status") in ("failed", "skipped")]
+        if bad:
+            out.append("<ul>")
+            out.extend(f'<li class="msg">{page.text(entry.get("image"))}: {page.text(entry.get("error"))}</li>'
+                       for entry in bad)
+            out.append("</ul>")
+        out.append("</div>")
+    return "".join(out) or "<p>None.</p>"
+
+
+def render_page(report: Mapping[str, Any], secrets: Iterable[str] = ()) -> str:
+    """The HTML page of ``report`` (see the module docstring)."""
+    page = _Page(secrets)
+    nodes = [node for node in report.get("nodes") or [] if isinstance(node, Mapping)]
+    run: Mapping[str, Any] = report.get("run") or {}
+    summary: Mapping[str, Any] = report.get("summary") or {}
+    rows = timeline_rows(nodes, run)
+    span = _span(nodes)
+    timeline = (_Timeline(page, span).render(rows, run) if span else "<p>No node started: nothing to draw.</p>")
+    counts = [sum(1 for n in nodes if _status(n) == status) for status in ("failed", "not_run")]
+    title = "pinned.images rollout: %d nodes, %d failed, %d not run" % (len(nodes), *counts)
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html xmlns="http://www.w3.org/1999/xhtml" lang="en">',
+        "<head>",
+        '<meta charset="utf-8"/>',
+        f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}"/>',
+        '<meta name="viewport" content="width=device-width, initial-scale=1"/>',
+        f"<title>{page.text(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{page.text(title)}</h1>",
+        "<h2>Totals</h2>", _totals(page, summary, run),
+        "<h2>Timeline</h2>",
+        "<p>One bar per node, from the start of its run to its end, in the order the phases ran; the darker parts"
+        " are its pulls (first start to last end) and its pin step.</p>",
+        _legend(), timeline,
+        "<h2>Nodes</h2>", _nodes_table(page, rows),
+        "<h2>Failures</h2>", _failures(page, [node for _phase_name, members in rows for node in members]),
+        "<h2>Run parameters</h2>", _parameters(page, run),
+        "</body>",
+        "</html>",
+        "",
+    ])
+
+
+def page_secrets(report: Mapping[str, Any], hostvars: Optional[HostVars] = None,
+                 k8s_auth: Optional[Mapping[str, Any]] = None, secrets: Iterable[str] = ()) -> Set[str]:
+    """``secrets`` plus those of the ``node_pull_secret`` of each node of ``report`` and of localhost (``hostvars``)
+    and of ``k8s_auth`` (see ``report_secrets``)."""
+    hosts = [str(node.get("host")) for node in report.get("nodes") or [] if isinstance(node, Mapping)]
+    pull = [host_var(hostvars, host, "node_pull_secret") for host in hosts + ["localhost"]] if hostvars else []
+    return report_secrets(pull, k8s_auth) | {str(secret) for secret in secrets or [] if secret}

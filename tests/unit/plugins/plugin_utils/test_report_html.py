@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The report page: well-formed, self-contained, a bar per node in run order, escaped and without secrets."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import xml.etree.ElementTree as ET
+
+from ansible_collections.pinned.images.plugins.filter.cluster import FilterModule
+from ansible_collections.pinned.images.plugins.plugin_utils import _report_html
+
+F = FilterModule().filters()
+SVG = "{http://www.w3.org/2000/svg}"
+XHTML = "{http://www.w3.org/1999/xhtml}"
+IMAGE = "registry.example.com/org/app@sha256:" + "a" * 64
+
+
+def node(host, control_plane, started, status="ok", **extra):
+    base = dict(host=host, node=host, control_plane=control_plane, status=status, error="", node_error="",
+                requested=3, pulled=2, present=1, failed=0, would_pull=0, bytes=2 * 1048576, seconds=3.0,
+                started=started, finished=started + 4.0, pull_started=started + 1.0, pull_finished=started + 3.0,
+                pin_started=started + 3.1, pin_finished=started + 3.2, pinned=3, pin_method="label", dropin=None,
+                runtime="containerd", runtime_version="1.7.24", sets=[{"name": "s", "images": [IMAGE]}], images=[])
+    return dict(base, **extra)
+
+
+def report(nodes, order=("control_plane", "workers")):
+    phases = F["cluster_phases"](list(order), 1, "100%", 100, 100)
+    return {"summary": F["cluster_summary"](nodes), "nodes": nodes,
+            "run": F["cluster_run"](nodes, phases, [{"host": n["host"], "pools": ["worker"]} for n in nodes],
+                                    forks=10)}
+
+
+def run_report():
+    """Two control-plane nodes one after the other (the second failed), two workers together, one not run."""
+    return report([
+        node("cp-1", True, 110.0, status="failed", error="1 of 3 images failed", pin_started=None,
+             pin_finished=None, pinned=None, images=[dict(image=IMAGE, status="failed", error="manifest unknown")]),
+        node("cp-0", True, 100.0),
+        node("worker-0", False, 120.0),
+        node("worker-1", False, 120.5),
+        dict(node("worker-2", False, 0.0, status="not_run", error="not attempted"), started=None, finished=None,
+             pull_started=None, pull_finished=None, pin_started=None, pin_finished=None, pulled=0, present=0,
+             bytes=0, seconds=0.0, pinned=None, runtime="", runtime_version=""),
+    ])
+
+
+def parse(page):
+    """The page as XML: a strict parser (any unclosed tag, bare & or unknown entity fails)."""
+    return ET.fromstring(page.split("\n", 1)[1])
+
+
+def bars(root):
+    return [g for g in root.iter(SVG + "g") if "node" in (g.get("class") or "").split()]
+
+
+def test_the_page_is_well_formed_self_contained_and_loads_nothing():
+    page = F["cluster_report_html"](run_report())
+    assert page.startswith("<!DOCTYPE html>\n")
+    root = parse(page)
+    assert root.tag == XHTML + "html"
+    assert not list(root.iter(XHTML + "script")) and "<script" not in page
+    # Nothing to fetch: no link, image or URL other than the two XML namespaces; the policy forbids loading.
+    assert not list(root.iter(XHTML + "link")) and not list(root.iter(XHTML + "img"))
+    namespaces = {"http://www.w3.org/1999/xhtml", "http://www.w3.org/2000/svg"}
+    assert set(re.findall(r"https?://[^\s\"']+", page)) == namespaces
+    policy = [m for m in root.iter(XHTML + "meta") if m.get("http-equiv") == "Content-Security-Policy"]
+    assert policy[0].get("content").startswith("default-src 'none'")
+
+
+def test_a_bar_per_node_in_phase_order_then_start_order():
+    root = parse(F["cluster_report_html"](run_report()))
+    rows = [(g.get("data-host"), g.get("data-phase"), g.get("data-status")) for g in bars(root)]
+    assert rows == [("cp-0", "control_plane", "ok"), ("cp-1", "control_plane", "failed"),
+                    ("worker-0", "workers", "ok"), ("worker-1", "workers", "ok"), ("worker-2", "workers", "not_run")]
+    phases = [g.get("data-phase") for g in root.iter(SVG + "g") if g.get("class") == "phase"]
+    assert phases == ["control_plane", "workers"]
+    # Workers first when the run put them first.
+    turned = parse(F["cluster_report_html"](report(run_report()["nodes"], order=("workers", "control_plane"))))
+    assert [g.get("data-host") for g in bars(turned)][:3] == ["worker-0", "worker-1", "worker-2"]
+
+
+def geometry(group):
+    """{kind: (x, x + width, y)} of a node's rects."""
+    return {r.get("class"): (float(r.get("x")), float(r.get("x")) + float(r.get("width")), float(r.get("y")))
+            for r in group.iter(SVG + "rect")}
+
+
+def test_bars_follow_the_times_with_the_pull_and_the_pin_inside():
+    groups = {g.get("data-host"): g for g in bars(parse(F["cluster_report_html"](run_report())))}
+    cp0, cp1 = geometry(groups["cp-0"]), geometry(groups["cp-1"])
+    # One control-plane node after the other: their bars do not overlap.
+    assert cp0["bar"][1] < cp1["bar"][0]
+    assert cp0["bar"][0] == _report_html.PLOT_LEFT and geometry(groups["worker-1"])["bar"][1] == _report_html.PLOT_RIGHT
+    for part in ("pull", "pin"):
+        assert cp0["bar"][0] <= cp0[part][0] < cp0[part][1] <= cp0["bar"][1]
+    assert cp0["pull"][1] <= cp0["pin"][0]
+    # The failed node pulled and did not pin; the node not run has no bar, only its note.
+    assert set(cp1) == {"bar", "pull"} and set(geometry(groups["worker-2"])) == set()
+    assert "not run" in "".join(groups["worker-2"].itertext())
+    assert groups["cp-1"].get("class") == "node failed"
+
+
+def test_per_node_counts_pin_runtime_totals_parameters_and_failures():
+    root = parse(F["cluster_report_html"](run_report()))
+    rows = [" ".join("".join(cell.itertext()) for cell in tr) for tr in root.iter(XHTML + "tr")]
+    assert "cp-0 control plane ok 2 1 0 2.0 MiB 3.0 3 by label containerd 1.7.24" in rows
+    assert "cp-1 control plane failed 2 1 0 2.0 MiB 3.0 - containerd 1.7.24" in rows
+    assert root.find(XHTML + "body/" + XHTML + "h1").text == "pinned.images rollout: 5 nodes, 1 failed, 1 not run"
+    assert "nodes 5: 3 ok, 1 failed, 1 not run" in rows and "images 8 pulled, 4 present, 0 failed" in rows
+    assert "seconds 12.0 on the nodes together; 24.5 s from the first node's start to the last's end" in rows
+    assert ("phases Control plane (batches of 1, stop above 100% failed), then Workers (batches of 100%, stop above "
+            "100% failed)") in rows
+    assert "forks 10" in rows and "sets s (1 images, 5 nodes)" in rows and "pools worker (5 nodes)" in rows
+    failures = {div.get("data-host"): " ".join(" ".join(div.itertext()).split()) for div in root.iter(XHTML + "div")}
+    assert failures == {"cp-1": f"cp-1: failed 1 of 3 images failed {IMAGE}: manifest unknown",
+                        "worker-2": "worker-2: not run not attempted"}
+
+
+def test_everything_is_escaped_and_characters_xml_forbids_are_replaced():
+    hostile = 'cp-<b>&"\'\x00\x1b[31m'
+    nodes = [node(hostile, True, 1.0, status="failed", error="<script>alert(1)</script> & \x07")]
+    page = F["cluster_report_html"](report(nodes))
+    root = parse(page)
+    assert "<b>" not in page and "<script>" not in page and "\x00" not in page and "\x07" not in page
+    assert bars(root)[0].get("data-host") == 'cp-<b>&"\'\ufffd\ufffd[31m'
+    assert "<script>alert(1)</script> & \ufffd" in "".join(root.itertext())
+
+
+def test_no_secret_of_the_run_appears():
+    user, password, token = "robot", "s3cr3t-pass-word", "sha256~api-token-value"
+    blob = base64.b64encode(f"{user}:{password}".encode()).decode()
+    pull_secret = json.dumps({"auths": {"registry.example.com": {"auth": blob}}})
+    leaky = f"pull of {IMAGE} failed: {user}:{password} / {blob} / Bearer {token}"
+    nodes = [node("cp-0", True, 1.0, status="failed", error=leaky,
+                  images=[dict(image=IMAGE, status="failed", error=leaky)])]
+    hostvars = {"cp-0": {"node_pull_secret": pull_secret}, "localhost": {}}
+    page = F["cluster_report_html"](report(nodes), hostvars=hostvars, k8s_auth={"api_key": token})
+    for secret in (password, blob, f"{user}:{password}", token):
+        assert secret not in page
+    assert page.count("********") >= 6
+    # A pull secret given as a dict (a variable), or text that is not a docker config, counts too.
+    assert _report_html.report_secrets([json.loads(pull_secret)]) >= {password, blob}
+    assert _report_html.report_secrets(["not-json-but-secret"]) == {"not-json-but-secret"}
+    assert password not in F["cluster_report_html"](report(nodes), secrets=[password])
+
+
+def test_five_hundred_nodes_stay_one_row_each_on_the_page_width():
+    nodes = [node(f"worker-{i:03d}-of-a-very-long-node-name.example.com", False, 100.0 + i % 7) for i in range(500)]
+    root = parse(F["cluster_report_html"](report(nodes)))
+    svg = [s for s in root.iter(SVG + "svg") if s.get("class") == "timeline"][0]
+    assert svg.get("width") == str(_report_html.PAGE_WIDTH)
+    groups = bars(root)
+    assert len(groups) == 500
+    tops = [geometry(g)["bar"][2] for g in groups]
+    assert all(after - before == _report_html.ROW_HEIGHT for before, after in zip(tops, tops[1:]))
+    assert tops[-1] + _report_html.BAR_HEIGHT <= float(svg.get("height"))
+    labels = [next(g.iter(SVG + "text")).text for g in groups]
+    assert all(len(label) <= _report_html.LABEL_CHARS for label in labels) and labels[0].endswith("\u2026")
+    # The whole name is in the bar's title and the table.
+    assert nodes[0]["host"] in next(groups[0].iter(SVG + "title")).text
+
+
+def test_the_published_report_draws_the_same_timeline_and_a_report_without_nodes_draws_none():
+    full = run_report()
+    published = dict(full, nodes=F["cluster_report_nodes"](full["nodes"]))
+    timeline = re.compile(r'<svg [^>]*class="timeline".*?</svg>', re.S)
+    assert timeline.search(F["cluster_report_html"](published)).group(0) == \
+        timeline.search(F["cluster_report_html"](full)).group(0)
+    empty = F["cluster_report_html"]({"summary": {}, "nodes": []})
+    assert "nothing to draw" in empty and parse(empty) is not None
+
+
+def test_the_page_lies_beside_the_report_file():
+    assert F["cluster_report_html_path"]("/tmp/run/report.json") == "/tmp/run/report.html"
+    assert F["cluster_report_html_path"]("report") == "report.html"
