@@ -234,10 +234,21 @@ def await_no_reboot(client: Any, path: str = DEFAULT_PATH, timeout: float = 0.0,
     while True:
         obj = client.get(API_VERSION, KIND, NAME)
         reason = reboot_reason(obj, path)
-        if reason is None or clock() >= deadline or obj is None or "nodeDisruptionPolicyStatus" not in (
-                obj.get("status") or {}):
+        # Only a status behind its spec changes by waiting.
+        if reason is None or clock() >= deadline or _reconciled(obj):
             return obj, reason
         sleep(min(POLL_INTERVAL, max(deadline - clock(), 0.0)))
+
+
+def _reconciled(obj: Optional[Mapping[str, Any]]) -> bool:
+    """The status shows the spec (or never will: no object, no node disruption policy status)."""
+    if obj is None:
+        return True
+    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
+    if not isinstance(status.get("nodeDisruptionPolicyStatus"), Mapping):
+        return True
+    generation = (obj.get("metadata") or {}).get("generation")
+    return generation is None or status.get("observedGeneration") == generation
 
 
 def check_no_reboot(client: Any, pools: Sequence[str], pending: bool, check_mode: bool, timeout: float,
