@@ -128,20 +128,25 @@ def _merged(files: Sequence[Mapping[str, Any]], pending: Mapping[str, Any]) -> L
     return merged if any(f is pending for f in merged) else merged + [pending]
 
 
+def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = obj.get("status")
+    return status if isinstance(status, Mapping) else {}
+
+
 def reboot_reason(obj: Optional[Mapping[str, Any]], path: str = DEFAULT_PATH,
                   pending: Optional[Mapping[str, Any]] = None) -> Optional[str]:
     """Why the MCO would still reboot a node for a change of ``path``; None when it would not."""
     if obj is None:
         return (f"the cluster has no {KIND} {NAME!r} ({API_VERSION}): its machine-config-operator predates node "
                 "disruption policies (OpenShift 4.17)")
-    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
+    status = _status(obj)
     policy_status = status.get("nodeDisruptionPolicyStatus")
     if not isinstance(policy_status, Mapping):
         return (f"{KIND} {NAME!r} has no status.nodeDisruptionPolicyStatus: the machine-config-operator does not "
                 "apply node disruption policies (OpenShift before 4.17, or the feature is off)")
-    files = _files(policy_status, "clusterPolicies", "files")
+    files: List[Mapping[str, Any]] = list(_files(policy_status, "clusterPolicies", "files"))
     if pending is not None:
-        files = list(_merged(files, pending))
+        files = _merged(files, pending)
     else:
         generation = (obj.get("metadata") or {}).get("generation")
         observed = status.get("observedGeneration")
@@ -244,7 +249,7 @@ def _reconciled(obj: Optional[Mapping[str, Any]]) -> bool:
     """The status shows the spec (or never will: no object, no node disruption policy status)."""
     if obj is None:
         return True
-    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
+    status = _status(obj)
     if not isinstance(status.get("nodeDisruptionPolicyStatus"), Mapping):
         return True
     generation = (obj.get("metadata") or {}).get("generation")
