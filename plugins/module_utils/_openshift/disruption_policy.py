@@ -161,6 +161,16 @@ def reboot_reason(obj: Optional[Mapping[str, Any]], path: str = DEFAULT_PATH,
     return None
 
 
+def _actions_text(entry: Optional[Mapping[str, Any]]) -> str:
+    """``Reload crio.service, Drain`` for an entry's actions."""
+    words = []
+    for action in (entry or {}).get("actions") or []:
+        if isinstance(action, Mapping):
+            target = next((v.get("serviceName") for v in action.values() if isinstance(v, Mapping)), None)
+            words.append(f"{action.get('type')} {target}" if target else str(action.get("type")))
+    return ", ".join(words) or "no actions"
+
+
 def _conflict_owners(error: K8sError) -> str:
     return "; ".join(str(c.get("message") or c.get("field") or "") for c in error.causes) or error.message
 
@@ -186,7 +196,8 @@ def sync_policy(client: Any, path: str = DEFAULT_PATH, check_mode: bool = False,
         if exc.status == 409:
             raise DisruptionPolicyError(
                 f"the node disruption policy for {path} in {KIND} {NAME!r} was changed by another field manager "
-                f"({_conflict_owners(exc)}); restore it, or set disruption_policy to false to leave the entry to them",
+                f"({_conflict_owners(exc)}): it is {_actions_text(current)}, not {_actions_text(desired)}; "
+                "restore it, or set disruption_policy to false to leave the entry to them",
                 details={"status": exc.status, "reason": exc.reason},
             ) from exc
         raise

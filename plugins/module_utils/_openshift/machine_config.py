@@ -388,6 +388,8 @@ def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
                        tmpdir: Optional[str] = None) -> Dict[str, Any]:
     """The machine_config module's run: render, then write into ``dest`` and/or apply (see the module's docs)."""
     entries = plan(params)
+    if not params["disruption_policy_timeout"] >= 0:
+        raise MachineConfigError(f"disruption_policy_timeout must be 0 or more seconds, got {params['disruption_policy_timeout']}")
     if params["apply"] and not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
     result: Dict[str, Any] = dict(changed=False, files=[], applied=[], deleted=[],

@@ -103,6 +103,7 @@ def test_an_edited_entry_is_drift_and_is_not_fought_over(cluster, capsys):
     drift = run(args, capsys, check_mode=True, diff=True)
     assert drift["rc"] == 1 and "was changed by another field manager" in drift["msg"]
     assert "kubectl-edit" in drift["msg"] and "disruption_policy to false" in drift["msg"]
+    assert "it is Restart crio.service, not Reload crio.service" in drift["msg"]
     real = run(args, capsys)
     assert real["rc"] == 1 and "kubectl-edit" in real["msg"]
     assert files_of(cluster) == [edited]
@@ -153,6 +154,12 @@ def test_refused_when_the_mco_does_not_show_the_policy_in_time(cluster, capsys):
     # The entry itself was applied; the MachineConfig was not.
     assert refused["disruption_policy"]["applied"] and files_of(cluster) == [OUR_ENTRY]
     assert cluster.get("MachineConfig", "99-worker-pinned-images") is None
+
+
+def test_a_negative_timeout_is_refused_before_anything(cluster, capsys):
+    failed = run(dict(cluster.auth, pools=["worker"], images=[A], apply=True, disruption_policy_timeout=-1), capsys)
+    assert failed["rc"] == 1 and "disruption_policy_timeout must be 0 or more seconds, got -1" in failed["msg"]
+    assert cluster.requests == []
 
 
 def test_a_cluster_without_the_object_is_an_error_naming_the_option(cluster, capsys):
