@@ -93,12 +93,12 @@ options:
   disruption_policy:
     description:
       - Also deliver the node disruption policy that makes the machine-config-operator reload CRI-O (C(Reload
-        crio.service)) instead of draining and rebooting the nodes when the drop-in changes: the entry for
+        crio.service)) instead of draining and rebooting the nodes when the drop-in changes, the entry for
         C(/etc/crio/crio.conf.d/50-pinned-images) in C(spec.nodeDisruptionPolicy.files) of the
         C(operator.openshift.io/v1) MachineConfiguration named C(cluster) (OpenShift 4.17 and later).
       - With O(dest), written as C(machineconfiguration-cluster-pinned-images.yaml) beside the MachineConfigs
         (byte-stable; apply it with server-side apply so that only this entry is set). With O(apply=true),
-        server-side applied (field manager C(pinned-images)) before the MachineConfigs, owning only that entry:
+        server-side applied (field manager C(pinned-images)) before the MachineConfigs, owning only that entry;
         the other entries stay as they are. An entry for the path changed by another field manager fails the task.
       - V(false) for clusters whose admins manage the policy themselves; the check of O(allow_reboot) still runs.
       - Ignored with O(state=absent), which leaves the file and the entry.

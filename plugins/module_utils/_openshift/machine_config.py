@@ -387,9 +387,10 @@ def pool_summary(entry: Dict[str, Any], previous: Optional[List[str]], with_imag
 def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
                        tmpdir: Optional[str] = None) -> Dict[str, Any]:
     """The machine_config module's run: render, then write into ``dest`` and/or apply (see the module's docs)."""
-    entries = plan(params)
     if not params["disruption_policy_timeout"] >= 0:
-        raise MachineConfigError(f"disruption_policy_timeout must be 0 or more seconds, got {params['disruption_policy_timeout']}")
+        raise MachineConfigError(
+            f"disruption_policy_timeout must be 0 or more seconds, got {params['disruption_policy_timeout']}")
+    entries = plan(params)
     if params["apply"] and not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
     result: Dict[str, Any] = dict(changed=False, files=[], applied=[], deleted=[],
@@ -424,13 +425,13 @@ def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
                     result["changed"] |= policy["changed"]
                     if policy["changed"]:
                         diffs.append(policy["diff"])
-                guard = None
-                if not params["allow_reboot"]:
-                    def guard(pools: List[str]) -> None:
-                        disruption_policy.check_no_reboot(client, pools, with_policy, check_mode,
-                                                          params["disruption_policy_timeout"])
+
+                def no_reboot(pools: List[str]) -> None:
+                    disruption_policy.check_no_reboot(client, pools, with_policy, check_mode,
+                                                      params["disruption_policy_timeout"])
+
                 outcome = sync_cluster(entries, client, state=params["state"], check_mode=check_mode,
-                                       before_change=guard)
+                                       before_change=None if params["allow_reboot"] else no_reboot)
         except CollectionError as exc:
             # The files in dest are written by then: the failure says which.
             raise MachineConfigError(exc.problems, message=exc.message, details=dict(result, **exc.details)) from exc

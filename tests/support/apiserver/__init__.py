@@ -58,6 +58,6 @@ content type, parsed body, authenticated user).
 
 Modules: ``schema`` (kinds from the CRDs, schema conversion, pruning, apply merges, patches, selectors),
 ``api`` (``FakeApiServer``: the objects, authorisation, validation, the request handling), ``httpd`` (the HTTP
-server around it), ``mco`` (the machine-config-operator's MachineConfiguration) and ``fixtures`` (the pytest fixtures ``fake_apiserver``, ``fake_apiserver_tls``,
-``crd_schemas``, ``silent_listener``).
+server around it), ``mco`` (the machine-config-operator's MachineConfiguration) and ``fixtures`` (the pytest
+fixtures ``fake_apiserver``, ``fake_apiserver_tls``, ``crd_schemas``, ``silent_listener``).
 """
