@@ -23,7 +23,9 @@ description:
     C(pinned-images)), or only returned.
   - B(Warning:) unless the machine-config-operator of the cluster has a reload rule for this path, a new or changed
     MachineConfig makes it drain and reboot every node of the pool, one after the other (as many at once as the
-    pool's C(maxUnavailable) allows).
+    pool's C(maxUnavailable) allows). With O(disruption_policy=true) (the default) the module delivers that rule
+    too (OpenShift 4.17 and later) and, with O(apply=true), refuses to change a MachineConfig while the cluster's
+    effective policy would still reboot the nodes (O(allow_reboot)).
   - B(Warning:) the images must already be present on every node of the pool (prefetched, for example with
     M(pinned.images.prefetch)). The drop-in only pins; a node that lacks an image does not pull it because of it, and
     a pinned image that is absent is protected from nothing.
@@ -88,6 +90,39 @@ options:
         O(state=absent). Objects whose managed parts already match are not touched.
     type: bool
     default: false
+  disruption_policy:
+    description:
+      - Also deliver the node disruption policy that makes the machine-config-operator reload CRI-O (C(Reload
+        crio.service)) instead of draining and rebooting the nodes when the drop-in changes, the entry for
+        C(/etc/crio/crio.conf.d/50-pinned-images) in C(spec.nodeDisruptionPolicy.files) of the
+        C(operator.openshift.io/v1) MachineConfiguration named C(cluster) (OpenShift 4.17 and later).
+      - With O(dest), written as C(machineconfiguration-cluster-pinned-images.yaml) beside the MachineConfigs
+        (byte-stable; apply it with server-side apply so that only this entry is set). With O(apply=true),
+        server-side applied (field manager C(pinned-images)) before the MachineConfigs, owning only that entry;
+        the other entries stay as they are. An entry for the path changed by another field manager fails the task.
+      - V(false) for clusters whose admins manage the policy themselves; the check of O(allow_reboot) still runs.
+      - Ignored with O(state=absent), which leaves the file and the entry.
+    type: bool
+    default: true
+    version_added: 0.1.0
+  allow_reboot:
+    description:
+      - With O(apply=true), change MachineConfigs even when the machine-config-operator would drain and reboot the
+        nodes of their pools for it.
+      - With V(false) (the default) the module first reads C(status.nodeDisruptionPolicyStatus.clusterPolicies) of
+        the MachineConfiguration C(cluster) and, when the policy for the drop-in is missing, is a reboot or is not
+        reconciled yet (or the cluster predates node disruption policies), fails before any MachineConfig is
+        changed, saying how many nodes of which pools would reboot (RV(reboot)).
+    type: bool
+    default: false
+    version_added: 0.1.0
+  disruption_policy_timeout:
+    description:
+      - How long (seconds) to wait for the machine-config-operator to show the policy in its status after it was
+        applied (or while the status is not reconciled), before O(allow_reboot=false) refuses.
+    type: float
+    default: 120
+    version_added: 0.1.0
   return_images:
     description:
       - Also return every image of each pool (RV(pools[].images)).
@@ -150,6 +185,15 @@ EXAMPLES = r"""
       - quay.io/openshift-release-dev/ocp-release@sha256:0000000000000000000000000000000000000000000000000000000000000000
     apply: true
     kubeconfig: ~/.kube/config
+  delegate_to: localhost
+
+- name: Apply them where the admins manage the node disruption policy, accepting reboots
+  pinned.images.machine_config:
+    pools: [worker]
+    sets: [pinned-image-sets/worker.yaml]
+    apply: true
+    disruption_policy: false
+    allow_reboot: true
   delegate_to: localhost
 
 - name: Only render, to inspect the objects and every image of each pool
@@ -239,7 +283,8 @@ pools:
       added: [quay.io/org/app@sha256:1111111111111111111111111111111111111111111111111111111111111111]
       removed: []
 files:
-  description: With O(dest), the files written or already up to date; with O(state=absent) or for pools without
+  description: With O(dest), the files written or already up to date (the policy file of O(disruption_policy)
+    included); with O(state=absent) or for pools without
     images, the files removed.
   returned: always
   type: list
@@ -278,6 +323,43 @@ deleted:
   returned: always
   type: list
   elements: str
+disruption_policy:
+  description: What happened to the node disruption policy (O(disruption_policy)).
+  returned: always
+  type: dict
+  contains:
+    file:
+      description: The policy file in O(dest), written or up to date; null without O(dest) or O(disruption_policy).
+      type: str
+    applied:
+      description: The entry was server-side applied to the MachineConfiguration C(cluster) (would be, in check
+        mode); false when it was already there.
+      type: bool
+  sample:
+    file: gitops/cluster-config/machineconfigs/machineconfiguration-cluster-pinned-images.yaml
+    applied: false
+reboot:
+  description: Only in a failure of O(allow_reboot=false) - why the nodes would reboot, how many, and per pool.
+  returned: when the module refuses a change that would reboot nodes
+  type: dict
+  contains:
+    reason:
+      description: Why the machine-config-operator would reboot (no policy for the path, a Reboot policy, a status
+        not reconciled, a cluster without node disruption policies).
+      type: str
+    nodes:
+      description: How many nodes would reboot in all.
+      type: int
+    pools:
+      description: Per pool whose MachineConfig would change, C(pool) and C(nodes) (its MachineConfigPool's
+        C(status.machineCount), else the nodes its node selector selects).
+      type: list
+      elements: dict
+  sample:
+    reason: status.nodeDisruptionPolicyStatus.clusterPolicies of MachineConfiguration 'cluster' has no policy for
+      /etc/crio/crio.conf.d/50-pinned-images
+    nodes: 3
+    pools: [{pool: worker, nodes: 3}]
 """
 
 import copy
@@ -305,6 +387,9 @@ def _argument_spec():
         dest=dict(type="path"),
         apply=dict(type="bool", default=False),
         state=dict(type="str", default="present", choices=["present", "absent"]),
+        disruption_policy=dict(type="bool", default=True),
+        allow_reboot=dict(type="bool", default=False),
+        disruption_policy_timeout=dict(type="float", default=120),
         return_images=dict(type="bool", default=False),
         return_objects=dict(type="bool", default=False),
     )

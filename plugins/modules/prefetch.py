@@ -151,10 +151,22 @@ options:
       - V(auto) picks by the runtime the CRI C(Version) call names, the drop-in on CRI-O, the label on containerd
         1.7.3 and later, and no pin on anything else (older containerd stores the label but does not honour it).
       - V(none) leaves pinning to the other modules.
+      - On a node managed by OpenShift's machine-config-operator (O(mco_dir)), V(auto) prefetches but writes no
+        drop-in (the machine-config-operator writes it from PinnedImageSets, or a MachineConfig delivers it;
+        RV(pin.mco_managed) says so), and V(dropin) writes it with a warning.
       - RV(pin) reports the method and what changed; a failed pin fails the task, whatever O(fail_on_error) says.
     type: str
     choices: [none, auto, dropin, label]
     default: none
+    version_added: 0.1.0
+  mco_dir:
+    description:
+      - The machine-config-daemon's directory on the node. The node is managed by the machine-config-operator when
+        its C(currentconfig) holds a MachineConfig (the daemon stores the config it applied there) or its
+        C(node-annotations.json) or C(node-annotation.json.bak) holds the C(machineconfiguration.openshift.io/currentConfig)
+        annotation (the Machine Config Server writes it at the node's first boot).
+    type: path
+    default: /etc/machine-config-daemon
     version_added: 0.1.0
   dropin_path:
     description:
@@ -407,6 +419,11 @@ pin:
     records:
       description: The containerd image records labelled (C(pinned)) and unlabelled (C(unpinned)) (V(label)), else null.
       type: dict
+    mco_managed:
+      description:
+        - With a drop-in pin, what shows that the machine-config-operator manages the node (O(mco_dir)), else null.
+        - With O(pin=auto) the drop-in is then left to it (RV(pin.method) V(none)).
+      type: str
     error:
       description: Why the pin failed (then the task fails).
       type: str
@@ -426,6 +443,7 @@ pin:
     path: /etc/crio/crio.conf.d/50-pinned-images
     reloaded: true
     records: null
+    mco_managed: null
 error_kind:
   description:
     - When the module fails before pulling because of the runtime (socket missing, permission, deadline), the kind of
@@ -450,6 +468,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CRI_CLIENT_ARGUMENT_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, fail_json_from
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
+from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node import DEFAULT_DIRECTORY as MCO_DIRECTORY
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH, module_run_command
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import PIN_CHOICES, PIN_NONE, PrefetchRequest, run_prefetch
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import REGISTRY_ARGUMENT_SPEC
@@ -475,6 +494,7 @@ def _argument_spec() -> dict:
         lock_file=dict(type="path"),
         run_id=dict(type="str"),
         pin=dict(type="str", choices=list(PIN_CHOICES), default=PIN_NONE),
+        mco_dir=dict(type="path", default=MCO_DIRECTORY),
         dropin_path=dict(type="path", default=DEFAULT_PATH),
         crio_reload=dict(type="str", choices=["none", "systemd", "signal"], default="systemd"),
         crio_pid_file=dict(type="path"),

@@ -252,6 +252,8 @@ def report_lines(results: Sequence[Mapping[str, Any]], totals: Mapping[str, Any]
     lines = [_ROW % ("node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned")]
     for r in results:
         pinned = "-" if r.get("pinned") is None else f"{r.get('pin_method')} {r['pinned']}"
+        if r.get("pinned") is None and r.get("mco_managed"):
+            pinned = "mco"
         lines.append(_ROW % (r["host"], r["status"], int(r["pulled"]) + int(r.get("would_pull") or 0), r["present"],
                              r["failed"], human_size(int(r["bytes"])), "%.1f" % float(r["seconds"]), pinned))
     lines.append(_ROW % ("total (%d nodes)" % totals["nodes"], "%d ok" % totals["ok"],

@@ -135,6 +135,8 @@ def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mo
         "pinned": len(pin.get("images") or []) if ran else None,
         "pin_method": pin.get("method") or "none",
         "dropin": pin.get("path") if ran else None,
+        # The MCO manages the node: node_pin auto left the drop-in to it (or an explicit dropin warned).
+        "mco_managed": pin.get("mco_managed"),
         "sets": list(sets),
         "images": entries,
     }
@@ -148,6 +150,8 @@ def result_line(result: Mapping[str, Any]) -> str:
     if result["pinned"] is not None:
         where = f"in {result['dropin']}" if result["dropin"] else "by the containerd image label"
         line += f"; {result['pinned']} pinned {where}"
+    elif result.get("mco_managed"):
+        line += "; pins left to the machine-config-operator (PinnedImageSets or MachineConfigs)"
     if result["error"]:
         line += f"; {result['error']}"
     return line

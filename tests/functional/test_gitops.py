@@ -23,6 +23,7 @@ OUT = "cluster-config/pinned"
 WORKER_MC = f"{OUT}/machineconfigs/99-worker-pinned-images.yaml"
 MASTER_MC = f"{OUT}/machineconfigs/99-master-pinned-images.yaml"
 WORKER_SET = f"{OUT}/pinnedimagesets/worker-images.yaml"
+POLICY = f"{OUT}/machineconfigs/machineconfiguration-cluster-pinned-images.yaml"
 A = "quay.io/org/app@sha256:" + "a" * 64
 B = "quay.io/org/db@sha256:" + "b" * 64
 C = "quay.io/org/cache@sha256:" + "c" * 64
@@ -124,6 +125,14 @@ def test_the_documented_step_passes_without_drift_and_lists_exactly_what_differs
     assert "# edited by hand" in output  # --diff shows it
     restore(repo)
 
+    # The node disruption policy is part of the check: a hand edit of it (a reboot after all) is drift.
+    policy = (repo / POLICY).read_text()
+    assert "serviceName: crio.service" in policy and "type: Reload" in policy
+    (repo / POLICY).write_text(policy.replace("Reload", "Reboot"))
+    rc, report, output = check(repo)
+    assert rc == 2 and report["status"] == "drift" and exactly(report, changed=[POLICY]), output
+    restore(repo)
+
     (repo / MASTER_MC).unlink()
     rc, report, output = check(repo)
     assert rc == 2 and report["status"] == "drift" and exactly(report, created=[MASTER_MC]), output
@@ -170,6 +179,7 @@ def test_relative_paths_give_the_same_files_from_the_playbook_its_check_and_the_
     assert rendered.returncode == 0, rendered.stdout + rendered.stderr
     assert json.loads((tmp_path / "r.json").read_text())["created"] == [
         "out/machineconfigs/99-master-pinned-images.yaml", "out/machineconfigs/99-worker-pinned-images.yaml",
+        "out/machineconfigs/machineconfiguration-cluster-pinned-images.yaml",
         "out/pinnedimagesets/master-images.yaml", "out/pinnedimagesets/worker-images.yaml"]
     checked = playbook("pinned.images.render", extra_vars=extra, check=True, cwd=tmp_path, timeout=300)
     assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -179,9 +189,9 @@ def test_relative_paths_give_the_same_files_from_the_playbook_its_check_and_the_
     rc, result, output = adhoc("pinned.images.machine_config",
                                {"sets": ["sets/"], "pools": ["master", "worker"], "dest": "adhoc"})
     assert rc == 0, output
-    assert sorted(result["file_changes"]["created"]) == [str(tmp_path / "adhoc" / "99-master-pinned-images.yaml"),
-                                                         str(tmp_path / "adhoc" / "99-worker-pinned-images.yaml")]
-    for name in ("99-master-pinned-images.yaml", "99-worker-pinned-images.yaml"):
+    names = ("99-master-pinned-images.yaml", "99-worker-pinned-images.yaml", "machineconfiguration-cluster-pinned-images.yaml")
+    assert sorted(result["file_changes"]["created"]) == [str(tmp_path / "adhoc" / name) for name in names]
+    for name in names:
         assert (tmp_path / "adhoc" / name).read_bytes() == (tmp_path / "out" / "machineconfigs" / name).read_bytes()
 
     missing = playbook("pinned.images.render", extra_vars={"cluster_sets": ["nope/"], "cluster_render_dest": "out"},

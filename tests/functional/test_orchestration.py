@@ -329,6 +329,7 @@ def test_render_is_byte_stable_and_its_check_mode_fails_on_drift(work):
         "machineconfigs/99-infra-pinned-images.yaml",
         "machineconfigs/99-master-pinned-images.yaml",
         "machineconfigs/99-worker-pinned-images.yaml",
+        "machineconfigs/machineconfiguration-cluster-pinned-images.yaml",
         "pinnedimagesets/infra-images.yaml",
         "pinnedimagesets/master-images.yaml",
         "pinnedimagesets/worker-images.yaml",

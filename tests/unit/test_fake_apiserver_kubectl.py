@@ -125,3 +125,29 @@ def test_validation_errors_read_as_the_real_server_s(kubectl, crd_schemas):
     assert rc == 1
     assert 'The PinnedImageSet "many" is invalid: spec.pinnedImages: Too many: 501: must have at most 500 items' in out
     assert len(out) < 2000
+
+
+def test_list_map_entries_of_the_machine_configuration_have_one_owner_each(kubectl, crd_schemas):
+    from support.apiserver.mco import add_machine_configuration
+
+    add_machine_configuration(kubectl.server)
+
+    def policy(path, service, manager):
+        body = {"apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration", "metadata": {"name": "cluster"},
+                "spec": {"nodeDisruptionPolicy": {"files": [
+                    {"path": path, "actions": [{"type": "Reload", "reload": {"serviceName": service}}]}]}}}
+        return kubectl("apply", "--server-side", "--validate=false", "--field-manager", manager, "-f", "-",
+                       stdin=yaml.safe_dump(body))
+
+    assert policy("/etc/a", "a.service", "team-a")[0] == 0
+    assert policy("/etc/b", "b.service", "team-b")[0] == 0
+    files = kubectl.server.get("MachineConfiguration", "cluster")["spec"]["nodeDisruptionPolicy"]["files"]
+    assert [f["path"] for f in files] == ["/etc/a", "/etc/b"]
+    rc, out = policy("/etc/a", "other.service", "team-b")
+    assert rc == 1 and 'conflict with "team-a" using operator.openshift.io/v1' in out
+    assert '.spec.nodeDisruptionPolicy.files[path="/etc/a"].actions' in out
+    rc, out = kubectl("get", "machineconfiguration", "cluster", "-o", "json")
+    assert rc == 0 and "b.service" in out and json.loads(out)["status"]["observedGeneration"] == 3
+    rc, out = policy("/etc/c", "not a service", "team-c")
+    assert rc == 1 and 'The MachineConfiguration "cluster" is invalid' in out
+    assert "spec.nodeDisruptionPolicy.files[2].actions[0].reload.serviceName" in out

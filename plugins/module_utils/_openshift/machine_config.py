@@ -62,7 +62,7 @@ import binascii
 import json
 import os
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 from ansible.module_utils.basic import missing_required_lib
 
@@ -79,6 +79,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
 )
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import MAX_NAME_LENGTH
+from ansible_collections.pinned.images.plugins.module_utils._openshift import disruption_policy
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     DEFAULT_FIELD_MANAGER,
     HAS_KUBERNETES,
@@ -123,6 +124,9 @@ def machine_config_name(pool_name: str, template: str = DEFAULT_NAME_TEMPLATE) -
     if not isinstance(template, str) or not template:
         raise MachineConfigError("the name template must be a non-empty string")
     name = template.replace("{pool}", pool_name)
+    if file_path("", name) == disruption_policy.POLICY_FILE_NAME:
+        raise MachineConfigError(f"MachineConfig name {name!r} would be the file of the node disruption policy; "
+                                 "choose another name template")
     if check_dns_subdomain(name, "MachineConfig name") is not None:
         raise MachineConfigError(
             f"MachineConfig name {name!r} (from template {template!r}) is not a valid RFC 1123 subdomain "
@@ -302,23 +306,33 @@ def _managed_view(obj: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def sync_cluster(entries: List[Dict[str, Any]], client: Any, state: str = "present", check_mode: bool = False,
-                 field_manager: str = DEFAULT_FIELD_MANAGER) -> Dict[str, Any]:
+                 field_manager: str = DEFAULT_FIELD_MANAGER,
+                 before_change: Optional[Callable[[List[str]], None]] = None) -> Dict[str, Any]:
     """Server-side apply the entries' MachineConfigs (only when they differ); delete those of empty pools or
     all of them when absent. ``client`` has ``get``, ``apply`` and ``delete`` as ``_k8s.client.K8sClient``.
+    ``before_change(pools)`` is called with the pools whose MachineConfig would change before any is touched
+    (it raises to stop the run).
 
     Returns ``{changed, applied, deleted, diffs, previous_images}`` (names; ``previous_images`` as in
     ``sync_files``, from the cluster's MachineConfigs); in check mode the server is asked for a dry run.
     """
     changed, applied, deleted, diffs = False, [], [], []
     previous_images: Dict[str, List[str]] = {}
+    changes = []
     for entry in entries:
         name = entry["name"]
         desired = entry["machine_config"] if state == "present" else None
         existing = client.get(API_VERSION, MACHINE_CONFIG_KIND, name)
         previous_images[name] = images_in_machine_config(existing) if existing is not None else []
+        if desired is not None and existing is not None and _managed_view(existing) == desired:
+            continue
+        if desired is not None or existing is not None:
+            changes.append((entry, desired, existing))
+    if changes and before_change is not None:
+        before_change([entry["pool"] for entry, _desired, _existing in changes])
+    for entry, desired, existing in changes:
+        name = entry["name"]
         if desired is not None:
-            if existing is not None and _managed_view(existing) == desired:
-                continue
             client.apply(desired, field_manager=field_manager, dry_run=check_mode)
             applied.append(name)
             before = dump_yaml(_managed_view(existing)) if existing is not None else ""
@@ -326,13 +340,12 @@ def sync_cluster(entries: List[Dict[str, Any]], client: Any, state: str = "prese
                           "before_header": f"MachineConfig/{name}" + ("" if existing else " (absent)"),
                           "after_header": f"MachineConfig/{name}"})
             changed = True
-        elif existing is not None:
-            if client.delete(API_VERSION, MACHINE_CONFIG_KIND, name, dry_run=check_mode):
-                deleted.append(name)
-                diffs.append({"before": dump_yaml(_managed_view(existing)), "after": "",
-                              "before_header": f"MachineConfig/{name}",
-                              "after_header": f"MachineConfig/{name} (absent)"})
-                changed = True
+        elif client.delete(API_VERSION, MACHINE_CONFIG_KIND, name, dry_run=check_mode):
+            deleted.append(name)
+            diffs.append({"before": dump_yaml(_managed_view(existing)), "after": "",
+                          "before_header": f"MachineConfig/{name}",
+                          "after_header": f"MachineConfig/{name} (absent)"})
+            changed = True
     return {"changed": changed, "applied": applied, "deleted": deleted, "diffs": diffs,
             "previous_images": previous_images}
 
@@ -374,6 +387,9 @@ def pool_summary(entry: Dict[str, Any], previous: Optional[List[str]], with_imag
 def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
                        tmpdir: Optional[str] = None) -> Dict[str, Any]:
     """The machine_config module's run: render, then write into ``dest`` and/or apply (see the module's docs)."""
+    if not params["disruption_policy_timeout"] >= 0:
+        raise MachineConfigError(
+            f"disruption_policy_timeout must be 0 or more seconds, got {params['disruption_policy_timeout']}")
     entries = plan(params)
     if params["apply"] and not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
@@ -382,16 +398,40 @@ def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
     diffs: List[Dict[str, Any]] = []
     # added/removed: against the files in dest, else against the cluster; unknown with neither.
     previous: Optional[Dict[str, List[str]]] = None
+    # The policy goes with the MachineConfigs it makes reboot-free; state=absent leaves it (a removal is a change).
+    with_policy = params["disruption_policy"] and params["state"] == "present"
+    result["disruption_policy"] = dict(file=None, applied=False)
     if params["dest"]:
         outcome = sync_files(entries, params["dest"], state=params["state"], check_mode=check_mode)
         result.update(files=outcome["files"], file_changes=outcome["file_changes"])
         result["changed"] |= outcome["changed"]
         diffs.extend(outcome["diffs"])
         previous = outcome["previous_images"]
+        if with_policy:
+            written = disruption_policy.sync_policy_file(params["dest"], check_mode=check_mode)
+            result["files"].append(written["path"])
+            result["disruption_policy"]["file"] = written["path"]
+            if written["content_changed"]:
+                result["file_changes"]["created" if written["created"] else "changed"].append(written["path"])
+            if written["changed"]:
+                result["changed"] = True
+                diffs.append(written["diff"])
     if params["apply"]:
         try:
             with K8sClient.from_params(params, tmpdir=tmpdir) as client:
-                outcome = sync_cluster(entries, client, state=params["state"], check_mode=check_mode)
+                if with_policy:
+                    policy = disruption_policy.sync_policy(client, check_mode=check_mode)
+                    result["disruption_policy"]["applied"] = policy["changed"]
+                    result["changed"] |= policy["changed"]
+                    if policy["changed"]:
+                        diffs.append(policy["diff"])
+
+                def no_reboot(pools: List[str]) -> None:
+                    disruption_policy.check_no_reboot(client, pools, with_policy, check_mode,
+                                                      params["disruption_policy_timeout"])
+
+                outcome = sync_cluster(entries, client, state=params["state"], check_mode=check_mode,
+                                       before_change=None if params["allow_reboot"] else no_reboot)
         except CollectionError as exc:
             # The files in dest are written by then: the failure says which.
             raise MachineConfigError(exc.problems, message=exc.message, details=dict(result, **exc.details)) from exc

@@ -36,6 +36,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef, ImageReferenceError, parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock
+from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node import dropin_decision
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import (
     PRESENT,
     PULLED,
@@ -225,6 +226,15 @@ def pin_method(wanted: str, runtime: Mapping[str, Any]) -> str:
     return PIN_NONE
 
 
+def mco_pin_method(wanted: str, method: str, mco_dir: str) -> Tuple[str, Optional[str], List[str]]:
+    """(method, the MCO sign or None, warnings): on a node the machine-config-operator manages, ``auto`` leaves the
+    drop-in to it (no pin) and an explicit ``dropin`` warns (``_openshift.mco_node``)."""
+    if method != PIN_DROPIN:
+        return method, None, []
+    write, sign, warnings = dropin_decision(wanted == PIN_AUTO, mco_dir)
+    return (method if write else PIN_NONE), sign, warnings
+
+
 def pin_images(client: Any, request: PrefetchRequest, params: Mapping[str, Any], method: str,
                images: List[ImageResult], run_command: Optional[RunCommand],
                present: Optional[Mapping[str, CriImage]] = None,
@@ -293,17 +303,21 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
             guard, unreadable = guard_disk(request, params, image_fs, missing)
             report = prefetch(client, list(request.refs), request.auth_for,
                               _options(params, request.check_mode, image_fs), present, unreadable)
-            method = pin_method(params["pin"], runtime)
+            method, mco_sign, mco_warnings = mco_pin_method(params["pin"], pin_method(params["pin"], runtime),
+                                                            params["mco_dir"])
             pin_started = time.time()
             try:
                 pin, pin_diff, pin_warnings = pin_images(client, request, params, method, report["images"],
                                                          run_command, present)
+                pin["mco_managed"] = mco_sign
+                pin_warnings = mco_warnings + pin_warnings
             except CollectionError as err:
                 # A drop-in written before a failed reload, or labels CRI did not report in time, changed the node.
                 written = err.details
                 pin = dict(method=method, ran=True, changed=bool(written.get("changed")),
                            images=written.get("images", []), path=written.get("path"), reloaded=False,
-                           records=written.get("records"), error=err.message)
+                           records=written.get("records"), mco_managed=mco_sign, error=err.message)
+                pin_warnings = mco_warnings
                 pin_failure = f"pinning with the {method} method failed: {err.message}"
             # Wall-clock times, as the images' started and finished: the report draws the pin on the same axis.
             pin.update(started=pin_started, finished=time.time())

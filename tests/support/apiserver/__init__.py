@@ -12,7 +12,9 @@ What it implements (enough of the API for the collection's modules):
 * discovery: ``/version``, ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>``, ``/apis/<group>/<version>`` (the
   client's ``DynamicClient`` reads ``/version``, ``/apis`` and the group-version lists; no OpenAPI document is needed);
 * kinds: ``machineconfiguration.openshift.io/v1`` PinnedImageSet, MachineConfig, MachineConfigPool (status
-  subresource), MachineConfigNode (status subresource) and core ``v1`` Node, all cluster-scoped;
+  subresource), MachineConfigNode (status subresource), ``operator.openshift.io/v1`` MachineConfiguration (status
+  subresource; the MCO's part of it, the object and its controller, is ``support.apiserver.mco``) and core ``v1``
+  Node, all cluster-scoped;
 * GET (one object, 404 when absent), LIST with ``labelSelector`` (``a=b``, ``a!=b``, ``a``, ``!a``, ``in``, ``notin``)
   and ``fieldSelector`` on ``metadata.name``/``metadata.namespace`` (other fields: 400 ``field label not supported``,
   as for the kinds here on a real server);
@@ -30,7 +32,8 @@ What it implements (enough of the API for the collection's modules):
 * DELETE (200 with a ``Status``, 404 when absent, ``dryRun=All`` in the query or in the ``DeleteOptions`` body,
   ``preconditions`` on ``resourceVersion``/``uid`` answering 409);
 * validation of PinnedImageSet and MachineConfig (and the other CRDs) against the CRD ``openAPIV3Schema`` with
-  jsonschema, plus the two CEL rules of ``pinnedImages[].name`` written out by hand, list-map key uniqueness,
+  jsonschema, plus the two CEL rules of ``pinnedImages[].name`` and those of MachineConfiguration's node disruption
+  policy actions written out by hand, list-map key uniqueness,
   ``metadata.name`` and label syntax; failures answer 422 ``Invalid`` with ``details.causes`` like the real server
   (``Too many: 501: must have at most 500 items`` with reason ``FieldValueTooMany``, ``Too long``, ``Required value``,
   ...), never writing the rejected value out whole;
@@ -55,6 +58,6 @@ content type, parsed body, authenticated user).
 
 Modules: ``schema`` (kinds from the CRDs, schema conversion, pruning, apply merges, patches, selectors),
 ``api`` (``FakeApiServer``: the objects, authorisation, validation, the request handling), ``httpd`` (the HTTP
-server around it) and ``fixtures`` (the pytest fixtures ``fake_apiserver``, ``fake_apiserver_tls``,
-``crd_schemas``, ``silent_listener``).
+server around it), ``mco`` (the machine-config-operator's MachineConfiguration) and ``fixtures`` (the pytest
+fixtures ``fake_apiserver``, ``fake_apiserver_tls``, ``crd_schemas``, ``silent_listener``).
 """

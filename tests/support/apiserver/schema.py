@@ -49,6 +49,55 @@ _PIS_DIGEST_RE = re.compile(r"^sha256:[a-f0-9]{64}$")
 _PIS_NAME_RE = re.compile(r"^([a-zA-Z0-9-]+\.)+[a-zA-Z0-9-]+(:[0-9]{2,5})?/([a-zA-Z0-9-_]{0,61}/)?[a-zA-Z0-9-_.]*?$")
 
 
+# The CEL rules of MachineConfiguration's node disruption policy actions, written out by hand (messages as in the CRD).
+_SERVICE_TYPE_RE = re.compile(r"\.(service|socket|device|mount|automount|swap|target|path|timer|snapshot|slice|scope)$")
+_SERVICE_NAME_RE = re.compile(r"^[a-zA-Z0-9:._\\-]+\..")
+_SERVICE_TYPE_MESSAGE = ('Invalid ${SERVICETYPE} in service name. Expected format is ${NAME}${SERVICETYPE}, where '
+                         '${SERVICETYPE} must be one of ".service", ".socket", ".device", ".mount", ".automount", '
+                         '".swap", ".target", ".path", ".timer",".snapshot", ".slice" or ".scope".')
+_SERVICE_NAME_MESSAGE = ('Invalid ${NAME} in service name. Expected format is ${NAME}${SERVICETYPE}, where {NAME} '
+                         'must be atleast 1 character long and can only consist of alphabets, digits, ":", "-", "_", '
+                         '".", and "\\"')
+
+
+def node_disruption_causes(spec):
+    """(field, message) of the CEL rules on ``spec.nodeDisruptionPolicy``'s action lists (files, units, sshkey)."""
+    policy = spec.get("nodeDisruptionPolicy") if isinstance(spec, dict) else None
+    if not isinstance(policy, dict):
+        return []
+    lists = []
+    for key in ("files", "units"):
+        for index, item in enumerate(policy.get(key) or []):
+            if isinstance(item, dict):
+                lists.append((f"spec.nodeDisruptionPolicy.{key}[{index}].actions", item.get("actions")))
+    if isinstance(policy.get("sshkey"), dict):
+        lists.append(("spec.nodeDisruptionPolicy.sshkey.actions", policy["sshkey"].get("actions")))
+    causes = []
+    for where, actions in lists:
+        if not isinstance(actions, list):
+            continue
+        types = [a.get("type") for a in actions if isinstance(a, dict)]
+        for alone in ("Reboot", "None"):
+            if alone in types and len(actions) != 1:
+                causes.append((where, f'Invalid value: "array": {alone} action can only be specified standalone, '
+                                      "as it will override any other actions"))
+        for index, action in enumerate(actions):
+            if not isinstance(action, dict):
+                continue
+            for word, field_name in (("Reload", "reload"), ("Restart", "restart")):
+                if (action.get("type") == word) != (field_name in action):
+                    causes.append((f"{where}[{index}]", f'Invalid value: "object": {field_name} is required when '
+                                                        f"type is {word}, and forbidden otherwise"))
+                service = (action.get(field_name) or {}).get("serviceName") if isinstance(action.get(field_name), dict) else None
+                if isinstance(service, str):
+                    at = f"{where}[{index}].{field_name}.serviceName"
+                    if not _SERVICE_TYPE_RE.search(service):
+                        causes.append((at, f'Invalid value: "string": {_SERVICE_TYPE_MESSAGE}'))
+                    if not _SERVICE_NAME_RE.search(service):
+                        causes.append((at, f'Invalid value: "string": {_SERVICE_NAME_MESSAGE}'))
+    return causes
+
+
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -120,6 +169,7 @@ _KINDS_WITHOUT_SCHEMA = (
     Kind("MachineConfigPool", "machineconfigpools", GROUP, VERSION, status_subresource=True, short_names=["mcp"]),
     Kind("MachineConfig", "machineconfigs", GROUP, VERSION, short_names=["mc"]),
     Kind("PinnedImageSet", "pinnedimagesets", GROUP, VERSION),
+    Kind("MachineConfiguration", "machineconfigurations", "operator.openshift.io", "v1", status_subresource=True),
 )
 
 

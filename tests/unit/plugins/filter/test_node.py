@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.pinned.images.plugins.filter.cluster import FilterModule as ClusterFilters
 from ansible_collections.pinned.images.plugins.filter.node import FilterModule
 
 F = FilterModule().filters()
@@ -15,8 +16,8 @@ TOTALS = dict(requested=2, present=1, pulled=1, failed=0, skipped=0, would_pull=
 RUNTIME = dict(runtime_name="containerd", runtime_version="1.7.24")
 KEYS = {"node", "control_plane", "runtime", "status", "error", "node_error", "requested", "present", "pulled",
         "failed", "would_pull", "bytes", "seconds", "started", "finished", "changed", "pinned", "pin_method",
-        "dropin", "sets", "images", "runtime_version", "pull_started", "pull_finished", "pin_started",
-        "pin_finished"}
+        "dropin", "mco_managed", "sets", "images", "runtime_version", "pull_started", "pull_finished",
+        "pin_started", "pin_finished"}
 
 
 def result(results, error="", check_mode=False, images=(A, B)):
@@ -93,6 +94,20 @@ def test_a_node_with_nothing_to_do_and_the_drop_in():
     out = result([prefetch(totals=dict(pulled=0, present=2), pin=pin), {}, {}])
     assert (out["status"], out["changed"], out["pinned"], out["dropin"]) == ("ok", False, 2, pin["path"])
     assert F["node_result_line"](out).endswith("; 2 pinned in /etc/crio/crio.conf.d/50-pinned-images")
+
+
+def test_a_node_the_mco_manages_says_the_pins_are_left_to_it():
+    sign = "/etc/machine-config-daemon/currentconfig holds MachineConfig rendered-worker-1"
+    pin = dict(method="none", ran=False, changed=False, images=[], path=None, mco_managed=sign)
+    out = result([prefetch(pin=pin)])
+    assert (out["pinned"], out["mco_managed"]) == (None, sign)
+    assert F["node_result_line"](out).endswith("; pins left to the machine-config-operator (PinnedImageSets or "
+                                               "MachineConfigs)")
+    row = dict(out, host="w1")
+    report_lines = ClusterFilters().filters()["cluster_report_lines"]
+    lines = report_lines([row], {"nodes": 1, "ok": 1, "pulled": 1, "would_pull": 0, "present": 1, "failed_images": 0,
+                                 "bytes": 0, "node_seconds": 0.0})
+    assert lines[1].split()[-1] == "mco"
 
 
 def test_failed_images_are_listed_with_the_first_error():

@@ -36,7 +36,7 @@ def params(tmp_path, **overrides):
         auth_file=str(tmp_path / "auth.json"), registries_conf=str(tmp_path / "registries.conf"), registry_mirrors=[],
         registry_certs_dirs=[], registry_timeout=5.0, cri_socket=None, cri_connect_timeout=1.0, cri_timeout=1.0,
         pin="none", dropin_path=str(tmp_path / "50-pinned-images"), crio_reload="none", crio_pid_file=None,
-        old_runtime="fail", settle_timeout=1.0,
+        old_runtime="fail", settle_timeout=1.0, mco_dir=str(tmp_path / "machine-config-daemon"),
     )
     base.update(overrides)
     return base
@@ -177,7 +177,8 @@ def test_no_pin_while_an_image_is_missing(tmp_path):
     assert outcome.failure and outcome.pin_failure is None
     pin = outcome.result["pin"]
     assert {key: pin[key] for key in pin if key not in ("started", "finished")} == dict(
-        method="dropin", ran=False, changed=False, images=[], path=None, reloaded=False, records=None)
+        method="dropin", ran=False, changed=False, images=[], path=None, reloaded=False, records=None,
+        mco_managed=None)
     assert not (tmp_path / "50-pinned-images").exists()
     # In check mode an image that would be pulled is not on the node either.
     planned = run(tmp_path, Runtime(str(tmp_path), "cri-o", "1.31.0"), check_mode=True, pin="dropin")
@@ -227,3 +228,32 @@ def test_labels_cri_never_reports_fail_the_pin_and_are_reported_written(tmp_path
 def test_a_signal_reload_needs_its_pid_file(tmp_path):
     with pytest.raises(CollectionError, match="crio_reload=signal needs crio_pid_file"):
         PrefetchRequest.from_params(params(tmp_path, pin="auto", crio_reload="signal"), False)
+
+
+def mco_node(tmp_path):
+    """The machine-config-daemon's record of an applied config, as on an MCO-managed node."""
+    directory = tmp_path / "machine-config-daemon"
+    directory.mkdir()
+    (directory / "currentconfig").write_text('{"metadata": {"name": "rendered-worker-1"}, "spec": {"config": {}}}')
+    return directory
+
+
+def test_auto_on_an_mco_node_prefetches_and_leaves_the_drop_in_to_the_mco(tmp_path):
+    mco_node(tmp_path)
+    runtime, reloads = Runtime(str(tmp_path), "cri-o", "1.31.0"), []
+    outcome = run(tmp_path, runtime, pin="auto", crio_reload="systemd", run_command=reloads.append)
+    pin = outcome.result["pin"]
+    assert runtime.pulled == [MISSING] and outcome.result["changed"]
+    assert (pin["method"], pin["ran"], pin["changed"], pin["path"]) == ("none", False, False, None)
+    assert "rendered-worker-1" in pin["mco_managed"] and outcome.warnings == []
+    assert not (tmp_path / "50-pinned-images").exists() and reloads == []
+
+
+def test_an_explicit_drop_in_on_an_mco_node_warns_and_writes(tmp_path):
+    mco_node(tmp_path)
+    runtime = Runtime(str(tmp_path), "cri-o", "1.31.0")
+    outcome = run(tmp_path, runtime, pin="dropin", crio_reload="none")
+    assert outcome.result["pin"]["method"] == "dropin" and outcome.result["pin"]["changed"]
+    assert (tmp_path / "50-pinned-images").exists()
+    assert [w for w in outcome.warnings if "managed by the machine-config-operator" in w]
+    assert run(tmp_path, Runtime(str(tmp_path), "cri-o", "1.31.0"), pin="auto").result["pin"]["mco_managed"]

@@ -11,6 +11,7 @@ import pytest
 
 from fixtures.module_runner import run_module
 from fixtures.openshift_objects import pinned_image_set
+from support.apiserver.mco import add_machine_configuration
 
 from ansible_collections.pinned.images.plugins.modules import machine_config
 from ansible_collections.pinned.images.plugins.modules import pinned_image_set as pinned_image_set_module
@@ -57,6 +58,8 @@ def test_a_server_that_hangs_after_discovery_fails_the_module_within_the_timeout
     module, args, (method, prefix) = CASES[name]
     fake_apiserver.add(pinned_image_set("s", [IMAGE]))
     fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    # machine_config applies its node disruption policy first (not held), then the MachineConfig (held).
+    add_machine_configuration(fake_apiserver)
     fake_apiserver.hold(method, prefix)
     # The timeout from the environment, as an AWX credential would set it.
     monkeypatch.setenv("K8S_AUTH_REQUEST_TIMEOUT", str(TIMEOUT))

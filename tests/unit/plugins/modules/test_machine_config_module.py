@@ -14,7 +14,9 @@ import yaml
 
 from fixtures.module_runner import run_module
 from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set
+from support.apiserver.mco import add_machine_configuration
 
+from ansible_collections.pinned.images.plugins.module_utils._openshift.disruption_policy import POLICY_FILE_NAME
 from ansible_collections.pinned.images.plugins.modules import machine_config as module
 
 A = "quay.io/org/a@sha256:" + "a" * 64
@@ -66,10 +68,13 @@ def test_dest_files_are_written_once_and_stable(tmp_path, capsys):
     args = {"pools": ["worker", "master"], "images": [A, B], "dest": str(dest), "ignition_version": "3.4.0",
             "name": "50-{pool}-pins"}
     check = run(args, capsys, check_mode=True, diff=True)
-    assert check["changed"] and not dest.exists() and len(check["diff"]) == 2
+    # Two MachineConfigs and the node disruption policy.
+    assert check["changed"] and not dest.exists() and len(check["diff"]) == 3
     first = run(dict(args, return_objects=True), capsys)
     assert first["changed"]
-    assert first["files"] == [str(dest / "50-worker-pins.yaml"), str(dest / "50-master-pins.yaml")]
+    assert first["files"] == [str(dest / "50-worker-pins.yaml"), str(dest / "50-master-pins.yaml"),
+                              str(dest / POLICY_FILE_NAME)]
+    assert first["disruption_policy"] == {"file": str(dest / POLICY_FILE_NAME), "applied": False}
     content = (dest / "50-worker-pins.yaml").read_bytes()
     loaded = yaml.safe_load(content)
     assert loaded == first["machine_configs"][0]
@@ -78,7 +83,8 @@ def test_dest_files_are_written_once_and_stable(tmp_path, capsys):
     again = run(dict(args, images=[B, A, A]), capsys)
     assert not again["changed"] and (dest / "50-worker-pins.yaml").read_bytes() == content
     gone = run({"pools": ["worker", "master"], "dest": str(dest), "state": "absent", "name": "50-{pool}-pins"}, capsys)
-    assert gone["changed"] and sorted(p.name for p in dest.iterdir()) == []
+    # state=absent leaves the policy: removing the file from the nodes is a change it covers too.
+    assert gone["changed"] and sorted(p.name for p in dest.iterdir()) == [POLICY_FILE_NAME]
 
 
 def test_sets_pick_images_per_pool(tmp_path, capsys):
@@ -118,13 +124,17 @@ def test_option_errors(capsys):
 
 
 def test_apply_and_delete_against_the_api_server(capsys, fake_apiserver):
+    add_machine_configuration(fake_apiserver)
     auth = {"host": fake_apiserver.url, "api_key": fake_apiserver.token}
     args = dict(auth, pools=["worker"], images=[A, B], apply=True)
 
     check = run(args, capsys, check_mode=True, diff=True)
     assert check["rc"] == 0 and check["changed"] and check["applied"] == ["99-worker-pinned-images"]
-    assert fake_apiserver.objects == {}
-    assert "99-worker-pinned-images" in check["diff"][0]["after"]
+    assert check["disruption_policy"] == {"file": None, "applied": True}
+    assert list(fake_apiserver.objects) == [("MachineConfiguration", "cluster")]
+    assert "nodeDisruptionPolicy" not in fake_apiserver.get("MachineConfiguration", "cluster")["spec"]
+    assert "crio.service" in check["diff"][0]["after"]
+    assert "99-worker-pinned-images" in check["diff"][1]["after"]
 
     first = run(args, capsys)
     assert first["rc"] == 0, first
@@ -145,7 +155,7 @@ def test_apply_and_delete_against_the_api_server(capsys, fake_apiserver):
     # Without dest, added and removed compare with the MachineConfig the cluster had.
     assert (changed["pools"][0]["added"], changed["pools"][0]["removed"]) == ([], [B])
     assert drop_in(fake_apiserver.get("MachineConfig", "99-worker-pinned-images")).count("sha256:") == 1
-    assert changed["diff"][0]["before"] != changed["diff"][0]["after"]
+    assert len(changed["diff"]) == 1 and changed["diff"][0]["before"] != changed["diff"][0]["after"]
 
     check_delete = run(dict(auth, pools=["worker"], apply=True, state="absent"), capsys, check_mode=True)
     assert check_delete["deleted"] == ["99-worker-pinned-images"]
@@ -157,6 +167,7 @@ def test_apply_and_delete_against_the_api_server(capsys, fake_apiserver):
 
 
 def test_empty_pool_deletes_its_machine_config(capsys, fake_apiserver):
+    add_machine_configuration(fake_apiserver)
     auth = {"host": fake_apiserver.url, "api_key": fake_apiserver.token}
     assert run(dict(auth, pools=["worker"], images=[A], apply=True), capsys)["changed"]
     emptied = run(dict(auth, pools=["worker"], images=[], apply=True, return_objects=True), capsys)
@@ -166,13 +177,15 @@ def test_empty_pool_deletes_its_machine_config(capsys, fake_apiserver):
 
 
 def test_api_errors_are_reported_without_the_token(tmp_path, capsys, fake_apiserver):
+    add_machine_configuration(fake_apiserver)
     fake_apiserver.forbid("patch", "machineconfigs")
     result = run({"host": fake_apiserver.url, "api_key": fake_apiserver.token, "pools": ["worker"], "images": [A],
                   "apply": True, "dest": str(tmp_path)}, capsys)
     assert result["rc"] == 1 and ("403" in result["msg"] or "forbidden" in result["msg"].lower())
     assert result["status"] == 403 and result["changed"]
     # The file was written before the cluster refused: the failure says so.
-    assert result["file_changes"]["created"] == [str(tmp_path / "99-worker-pinned-images.yaml")]
+    assert result["file_changes"]["created"] == [str(tmp_path / "99-worker-pinned-images.yaml"),
+                                                 str(tmp_path / POLICY_FILE_NAME)]
     assert fake_apiserver.token not in json.dumps(result)
     wrong = run({"host": fake_apiserver.url, "api_key": "wrong-token-value", "pools": ["worker"], "images": [A],
                  "apply": True}, capsys)
@@ -192,6 +205,7 @@ def test_dest_under_a_regular_file_fails_cleanly(tmp_path, capsys, below):
 
 
 def test_a_dict_kubeconfig_never_shows_its_token(capsys, fake_apiserver):
+    add_machine_configuration(fake_apiserver)
     config = yaml.safe_load(fake_apiserver.kubeconfig_path.read_text())
     args = {"kubeconfig": config, "pools": ["worker"], "images": [A], "apply": True}
     applied = run(args, capsys)
@@ -218,7 +232,7 @@ def test_dest_reports_each_file_and_the_images_added_and_removed_per_pool(tmp_pa
     dest = tmp_path / "machineconfigs"
     worker = str(dest / "99-worker-pinned-images.yaml")
     first = run({"pools": ["worker"], "images": [A], "dest": str(dest)}, capsys)
-    assert first["file_changes"] == {"created": [worker], "changed": [], "removed": []}
+    assert first["file_changes"] == {"created": [worker, str(dest / POLICY_FILE_NAME)], "changed": [], "removed": []}
     assert first["pools"][0]["added"] == [A] and first["pools"][0]["removed"] == []
     check = run({"pools": ["worker"], "images": [B], "dest": str(dest)}, capsys, check_mode=True)
     assert check["file_changes"] == {"created": [], "changed": [worker], "removed": []}
