@@ -37,8 +37,8 @@ DEFAULT_CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 DEFAULT_CONFIG_PATH_2_2 = "/etc/containerd/certs.d:/etc/docker/certs.d"
 ALL_CAPABILITIES = frozenset(("pull", "resolve", "push", "referrers"))
 MAX_HOSTS_FILE = 1024 * 1024
-_CRI_V2 = "io.containerd.grpc.v1.cri"
-_CRI_V3 = "io.containerd.cri.v1.images"
+# The CRI plugin's table by config version: its registry settings are in "<table>".registry.
+_CRI_TABLES = {1: "cri", 2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.images"}
 _DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]*)?(?:ns|us|µs|ms|s|m|h))+$")
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?)(ns|us|µs|ms|s|m|h)")
 _SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -356,17 +356,17 @@ def _table(data: Mapping[str, Any], keys: Sequence[str]) -> Mapping[str, Any]:
 
 def from_config_file(path: str, runtime_version: str = "", must_exist: bool = False) -> RegistryHostsConfig:
     """containerd 2.x: ``config_path`` from its config file, version 3 (``plugins."io.containerd.cri.v1.images"
-    .registry``) or version 2 (``plugins."io.containerd.grpc.v1.cri".registry``). A missing file is containerd's
+    .registry``), 2 (``plugins."io.containerd.grpc.v1.cri".registry``) or 1 (``plugins.cri.registry``). A missing file is containerd's
     defaults (an error when ``must_exist``): no hosts before 2.2, ``DEFAULT_CONFIG_PATH_2_2`` from 2.2 on."""
     data: Mapping[str, Any] = {}
     if os.path.exists(path) or must_exist:
         text = read_config_text(path, "containerd config file", MAX_HOSTS_FILE, ContainerdHostsError)
         data = load_toml(text, f"containerd config file {path}", ContainerdHostsError)
-    version = data.get("version", 1)
-    keys = ("plugins", _CRI_V3, "registry") if version == 3 else ("plugins", _CRI_V2, "registry")
-    if version not in (2, 3):
-        raise ContainerdHostsError(f"containerd config file {path}: version {short_value(version)} is not 2 or 3 "
-                                   "(containerd 2.x reads only those)")
+    # A file without ``version`` is version 1, which containerd 2.x migrates; no file at all is the defaults.
+    version = data.get("version", 1) if data else 3
+    if version not in _CRI_TABLES:
+        raise ContainerdHostsError(f"containerd config file {path}: version {short_value(version)} is not 1, 2 or 3")
+    keys = ("plugins", _CRI_TABLES[version], "registry")
     registry = _table(data, keys)
     where = f"{path} [{'.'.join(json.dumps(k) if '.' in k else k for k in keys)}]"
     value = registry.get("config_path", "")
