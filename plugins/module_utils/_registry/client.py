@@ -318,7 +318,8 @@ class HostEndpoint:
     ``hosts.toml`` host (``_registry.containerd_hosts``). Requests go to ``<scheme>://<netloc><path>/<repo>/...``,
     with ``?ns=<namespace>`` when set, the ``headers`` (also to its token server), and TLS from ``ca_files`` (None:
     the system roots), ``client_pairs`` ((cert, key); an empty key is in the cert file) and ``skip_verify``.
-    ``http_fallback``: HTTPS first, plain HTTP after a TLS failure, as containerd's ``NewHTTPFallback``."""
+    ``http_fallback`` (an ``http`` host): HTTPS first, plain HTTP after a TLS failure, as containerd's
+    ``NewHTTPFallback``."""
 
     scheme: str
     netloc: str

@@ -285,7 +285,7 @@ def endpoints(host: str, roots: Sequence[str], digest: bool) -> List[HostEndpoin
         fallback = uses_http_fallback(config)
         proxy = config.host != host and not (host == "docker.io" and config.host == "registry-1.docker.io")
         found.append(HostEndpoint(
-            scheme="https" if fallback else config.scheme,
+            scheme=config.scheme,
             netloc=config.host,
             path=config.path,
             namespace=host if proxy else "",

@@ -244,7 +244,7 @@ def test_tls_without_the_ca_names_hosts_toml(registry_lab, tmp_path):
 def test_http_fallback_of_a_loopback_registry(registry_lab):
     ref = parse_image_ref(f"{registry_lab.plain.name}/test/single:v1", require_digest=False)
     endpoint = endpoints(ref.registry, [], digest=False)[0]
-    assert (endpoint.scheme, endpoint.http_fallback, endpoint.skip_verify) == ("https", True, True)
+    assert (endpoint.scheme, endpoint.http_fallback, endpoint.skip_verify) == ("http", True, True)
     with RegistryClient(certs_dirs=[], timeout=5) as client:
         info = client.manifest_info(ref, endpoint=endpoint)
     assert list(info.layers) == registry_lab.images["plain/single"].layers
