@@ -19,13 +19,14 @@ options:
       - A containers-registries.conf v2 file with mirrors, insecure and blocked registries.
       - When omitted, V(/etc/containers/registries.conf) (and V(/etc/containers/registries.conf.d/)) is read if it exists.
       - Registries are read where the runtime would pull from; the runtime applies its own configuration to pulls.
-      - CRI-O reads this file. containerd never does (it reads C(hosts.toml), see the prefetch module's C(containerd_config_path)):
-        on a containerd node only a file named here is applied, as an override of the registries it names.
+      - CRI-O reads this file. containerd never does (it reads C(hosts.toml), see the C(containerd_config_path) option
+        of M(pinned.images.prefetch)); on a containerd node only a file named here is applied, as an override of the
+        registries it names.
     type: path
   registry_mirrors:
     description:
       - Registry entries applied on top of O(registries_conf), in the same shape as its C([[registry]]) tables.
-      - An explicit override on every runtime: on containerd the registries it names are read from these entries
+      - An explicit override on every runtime; on containerd the registries it names are read from these entries
         instead of C(hosts.toml).
     type: list
     elements: dict

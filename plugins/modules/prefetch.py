@@ -96,7 +96,7 @@ options:
         O(min_free) covers it.
       - V(free_only) only requires O(min_free) to be free. V(off) checks nothing.
       - Images whose manifest cannot be read are reported as V(failed) and not pulled.
-      - Where manifests are read follows the runtime's own configuration: CRI-O's O(registries_conf), containerd's
+      - Where manifests are read follows the runtime's own configuration, CRI-O's O(registries_conf) or containerd's
         C(hosts.toml) files (O(containerd_config_path)); O(registry_mirrors) overrides both for the registries it
         names.
     type: str
@@ -121,7 +121,7 @@ options:
         where those files send containerd's pulls (see C(docs/registries.md)).
       - By default it is found on the node without being told, from CRI C(Status) on containerd 1.6 and 1.7, from
         O(containerd_config) on containerd 2.x. CRI-O nodes read O(registries_conf) instead and ignore this option.
-      - An empty string means no hosts directory: every image is read from its own registry.
+      - An empty string means no hosts directory, so every image is read from its own registry.
     type: str
   containerd_config:
     description:

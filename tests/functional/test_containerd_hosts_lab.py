@@ -26,8 +26,9 @@ from support.ports import free_port
 from support.push import PushClient
 from support.registry import start_registry, write_htpasswd
 
-# containerd 2.1 joins as one more entry when the lab has such a node.
-RUNTIMES = [pytest.param("system", id="containerd-1.6"), pytest.param("trixie", id="containerd-1.7")]
+# (the lab's containerd choice, whether the guard must read config_path from the node's config file, as on 2.x,
+# whose CRI Status leaves the registry out). containerd 2.1 joins as one more entry when the lab has such a node.
+RUNTIMES = [pytest.param(("system", False), id="containerd-1.6"), pytest.param(("trixie", False), id="containerd-1.7")]
 USER, PASSWORD = "hosts-user", "hosts-pa:ss"
 _ACCESS = re.compile(r'"(?:GET|HEAD) (\S+) HTTP/[0-9.]+" \d+ \S+ "[^"]*" "([^"]*)"')
 
@@ -117,22 +118,29 @@ def hosts_site(tmp_path_factory):
 def hosts_node(request, lab, hosts_site):
     """One node per runtime whose CRI config_path is the site's hosts directory."""
     config, _auth_file, _cases = hosts_site
-    return lab.add_node(f"hosts-{request.param}", containerd=request.param, config_path=str(config))
+    choice, reads_config_file = request.param
+    entry = lab.add_node(f"hosts-{choice}", containerd=choice, config_path=str(config))
+    # The node's config file is not at containerd's default path; CRI Status names config_path on 1.6 and 1.7.
+    return entry, dict(containerd_config=entry["config"]) if reads_config_file else {}
+
+
+def prefetch(node, images, auth_file, **args):
+    entry, node_args = node
+    return adhoc("pinned.images.prefetch", dict(images=images, cri_socket=entry["endpoint"], auth_file=str(auth_file),
+                                                min_free="1Mi", **node_args, **args))
 
 
 def test_default_guard_reads_where_containerd_pulls(hosts_site, hosts_node):
     _config, auth_file, cases = hosts_site
     before = {id(case.log): len(case.log()) for case in cases}
-    rc, result, output = adhoc("pinned.images.prefetch", dict(
-        images=[case.image for case in cases], cri_socket=hosts_node["endpoint"], auth_file=str(auth_file),
-        min_free="1Mi", expansion_factor=1.0))
+    rc, result, output = prefetch(hosts_node, [case.image for case in cases], auth_file, expansion_factor=1.0)
     assert rc == 0, output
     assert {entry["image"]: entry["status"] for entry in result["images"]} == {c.image: "pulled" for c in cases}
     guard = result["disk_guard"]
     assert guard["required_bytes"] == sum(case.size for case in cases)
     assert guard["images"] == len(cases)
     assert "containerd hosts.toml under config_path" in guard["sources_from"]
-    assert "CRI Status" in guard["sources_from"]
+    assert ("CRI Status" if not hosts_node[1] else hosts_node[0]["config"]) in guard["sources_from"]
     for case in cases:
         assert guard["sources"][case.image].startswith(case.served_at + " ("), (case.name, guard["sources"])
         seen = [(path, agent) for path, agent in case.log()[before[id(case.log)]:] if path.startswith(case.path)]
@@ -141,3 +149,17 @@ def test_default_guard_reads_where_containerd_pulls(hosts_site, hosts_node):
         if case.name not in ("server-omitted",):
             # A mirror's requests name the image's registry (?ns=), both the guard's and containerd's.
             assert all("ns=" in path for path, _agent in seen), (case.name, seen)
+
+
+def test_a_hosts_toml_naming_a_missing_ca_fails_the_image_and_nothing_is_pulled(hosts_site, hosts_node):
+    config, auth_file, cases = hosts_site
+    directory = config / "missing-ca.example.invalid"
+    directory.mkdir(exist_ok=True)
+    (directory / "hosts.toml").write_text('[host."https://127.0.0.1:1"]\n  ca = "absent-ca.crt"\n')
+    image = cases[0].image.replace("mirror-only.example.invalid", "missing-ca.example.invalid")
+    rc, result, output = prefetch(hosts_node, [image], auth_file)
+    assert rc != 0
+    entry = result["images"][0]
+    # No pull attempt: containerd would fail this pull too, and the guard could not read the manifest.
+    assert (entry["status"], entry["error_kind"], entry["attempts"]) == ("failed", "invalid", 0)
+    assert f"{directory / 'hosts.toml'}: ca {directory / 'absent-ca.crt'}" in entry["error"]

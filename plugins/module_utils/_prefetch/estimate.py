@@ -14,7 +14,6 @@ reached is skipped, as the runtime would skip it; the last one's transient error
 
 from __future__ import annotations
 
-import ipaddress
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,7 +21,8 @@ from typing import Callable, Dict, List, Optional, Protocol, Tuple, TypeVar, Uni
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import AUTH, INVALID, NOT_FOUND, UNAVAILABLE, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
-from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import containerd_credentials
+# is_loopback: containerd and Docker allow plain HTTP to loopback registries without configuration; so does the estimate.
+from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import containerd_credentials, is_loopback
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
     PullSource,
     RegistriesConfError,
@@ -46,20 +46,6 @@ MAX_PARALLEL_READS = 8
 _T = TypeVar("_T")
 # (error message, error kind) of an image whose manifest could not be read.
 Failure = Tuple[str, str]
-
-
-def is_loopback(registry: str) -> bool:
-    """containerd and Docker allow plain HTTP to loopback registries without configuration; so does the estimate."""
-    if registry.startswith("["):
-        host = registry[1:registry.find("]")]
-    else:
-        host = registry.rsplit(":", 1)[0]
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def error_kind(err: Exception) -> str:

@@ -561,8 +561,10 @@ class RegistryClient:
                                   endpoint=endpoint)
         if stream and response.status in (301, 302, 303, 307, 308):
             response = self._follow_redirect(registry, insecure, path, response)
+        # A mirror is named beside the image's registry.
+        elsewhere = endpoint is not None and endpoint.netloc != _API_HOSTS.get(ref.registry, ref.registry)
         self._raise_for_status(response, ref, wanted, credentials, secrets,
-                               f"{ref.registry} at {endpoint}" if endpoint else ref.registry)
+                               f"{ref.registry} at {endpoint}" if elsewhere else ref.registry)
         return response
 
     def _follow_redirect(self, registry: str, insecure: bool, path: str, response: _Response) -> _Response:

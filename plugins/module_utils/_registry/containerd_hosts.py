@@ -89,7 +89,7 @@ def find_host_dir(roots: Sequence[str], host: str) -> Optional[str]:
     return None
 
 
-def is_localhost(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     """containerd's ``IsLocalhost``: ``localhost`` or a loopback IP, with or without a port."""
     name = host
     if host.startswith("["):
@@ -257,7 +257,7 @@ def configure_hosts(host: str, roots: Sequence[str]) -> List[HostConfig]:
         scheme, name, skip_verify = "https", host, last.skip_verify
         if host == "docker.io":
             name = "registry-1.docker.io"
-        elif is_localhost(host):
+        elif is_loopback(host):
             port = _port(host)
             scheme = "https" if port in ("", "443") else "http"
             if port != "80":

@@ -198,30 +198,25 @@ def _info(client, image, config_dir, registry_name, path, credentials=None):
     return client.manifest_info(ref, credentials, endpoint=found[0]), found[0]
 
 
-def test_tls_mirror_with_the_ca_named_in_hosts_toml_and_basic_credentials(registry_lab, tmp_path):
+@pytest.mark.parametrize("registry, hosts_toml, path, key", [
+    # A TLS mirror whose CA only hosts.toml names, with basic credentials.
+    ("secure", '[host."https://{name}"]\nca = "{ca}"\n', "secure/app:v1", "secure/app"),
+    # server only; the token server is on another host: its TLS is the host's (the CA of hosts.toml), as in
+    # containerd.
+    ("token", 'server = "https://{name}"\nca = "{ca}"\n', "tok/app:v1", "token/app"),
+])
+def test_tls_host_with_the_ca_named_in_hosts_toml_and_credentials(registry_lab, tmp_path, registry, hosts_toml,
+                                                                  path, key):
     write(tmp_path / "mirrored.example.invalid" / "hosts.toml",
-          f'[host."https://{registry_lab.secure.name}"]\nca = "{registry_lab.pki["ca.crt"]}"\n')
+          hosts_toml.format(name=getattr(registry_lab, registry).name, ca=registry_lab.pki["ca.crt"]))
     config = parse_docker_config(json.dumps({"auths": {"mirrored.example.invalid": {
         "username": USER, "password": PASSWORD}}}))
-    ref = parse_image_ref("mirrored.example.invalid/secure/app:v1", require_digest=False)
+    ref = parse_image_ref(f"mirrored.example.invalid/{path}", require_digest=False)
     with RegistryClient(certs_dirs=[], timeout=5) as client:
         endpoint = endpoints(ref.registry, [str(tmp_path)], digest=False)[0]
         info = client.manifest_info(ref, containerd_credentials(config, ref), endpoint=endpoint)
-    assert list(info.layers) == registry_lab.images["secure/app"].layers
+    assert list(info.layers) == registry_lab.images[key].layers
     assert endpoint.namespace == "mirrored.example.invalid"
-
-
-def test_token_registry_through_hosts_toml(registry_lab, tmp_path):
-    # The token server is on another host: its TLS is the mirror's (the CA of hosts.toml), as in containerd.
-    write(tmp_path / "tok.example.invalid" / "hosts.toml",
-          f'server = "https://{registry_lab.token.name}"\nca = "{registry_lab.pki["ca.crt"]}"\n')
-    config = parse_docker_config(json.dumps({"auths": {"tok.example.invalid": {
-        "username": USER, "password": PASSWORD}}}))
-    ref = parse_image_ref("tok.example.invalid/tok/app:v1", require_digest=False)
-    with RegistryClient(certs_dirs=[], timeout=5) as client:
-        endpoint = endpoints(ref.registry, [str(tmp_path)], digest=False)[0]
-        info = client.manifest_info(ref, containerd_credentials(config, ref), endpoint=endpoint)
-    assert list(info.layers) == registry_lab.images["token/app"].layers
 
 
 def test_client_pair_and_override_path(registry_lab, tmp_path):
