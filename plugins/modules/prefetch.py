@@ -127,8 +127,10 @@ options:
     description:
       - containerd's config file, read for the CRI plugin's C(registry.config_path) (version 2 and version 3 files)
         when CRI C(Status) does not report it (containerd 2.x). Naming it makes it read on 1.6 and 1.7 too.
-      - Default V(/etc/containerd/config.toml); k3s uses V(/var/lib/rancher/k3s/agent/etc/containerd/config.toml),
-        RKE2 V(/var/lib/rancher/rke2/agent/etc/containerd/config.toml).
+      - Default the first that exists of V(/etc/containerd/config.toml), k3s's
+        V(/var/lib/rancher/k3s/agent/etc/containerd/config.toml) and RKE2's
+        V(/var/lib/rancher/rke2/agent/etc/containerd/config.toml); with none, containerd's defaults (no hosts
+        directory before 2.2, V(/etc/containerd/certs.d:/etc/docker/certs.d) from 2.2).
     type: path
   image_store_path:
     description:

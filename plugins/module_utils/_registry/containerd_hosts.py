@@ -33,6 +33,9 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.registries
 )
 
 DEFAULT_CONTAINERD_CONFIG = "/etc/containerd/config.toml"
+# Where k3s and RKE2 write the config of the containerd they run; tried, in order, when the default is absent.
+DISTRIBUTION_CONFIGS = ("/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
+                        "/var/lib/rancher/rke2/agent/etc/containerd/config.toml")
 # containerd 2.2 and later use this list when neither config_path nor the deprecated mirrors is set.
 DEFAULT_CONFIG_PATH_2_2 = "/etc/containerd/certs.d:/etc/docker/certs.d"
 ALL_CAPABILITIES = frozenset(("pull", "resolve", "push", "referrers"))
@@ -391,17 +394,22 @@ def _version_at_least(version: str, wanted: Tuple[int, int]) -> bool:
 
 
 def locate(status_info: Optional[Mapping[str, str]], runtime_version: str, config_file: Optional[str] = None,
-           config_path: Optional[str] = None) -> RegistryHostsConfig:
+           config_path: Optional[str] = None,
+           candidates: Sequence[str] = (DEFAULT_CONTAINERD_CONFIG,) + DISTRIBUTION_CONFIGS) -> RegistryHostsConfig:
     """The node's registry hosts: ``config_path`` when given (the option), else CRI Status (1.6/1.7), else the
-    config file (``config_file``, default ``DEFAULT_CONTAINERD_CONFIG``; 2.x)."""
+    config file (2.x): ``config_file``, or the first of ``candidates`` that exists (containerd's default, k3s,
+    RKE2); none: containerd's defaults."""
     if config_path is not None:
         return RegistryHostsConfig(split_config_path(config_path), "the containerd_config_path option")
     if config_file is None and status_info is not None:
         found = from_cri_status(status_info)
         if found is not None:
             return found
-    return from_config_file(config_file or DEFAULT_CONTAINERD_CONFIG, runtime_version,
-                            must_exist=config_file is not None)
+    if config_file is None:
+        config_file = next((path for path in candidates if os.path.exists(path)), None)
+        if config_file is None:
+            return from_config_file(candidates[0] if candidates else DEFAULT_CONTAINERD_CONFIG, runtime_version)
+    return from_config_file(config_file, runtime_version, must_exist=True)
 
 
 def containerd_credentials(config: DockerConfig, ref: ImageRef) -> Optional[RegistryCredentials]:

@@ -110,6 +110,12 @@ def test_locate_order(tmp_path):
     assert locate({"config": "{}"}, "2.1.9", str(config)).roots == ("/from/file",)
     with pytest.raises(ContainerdHostsError, match="does not exist"):
         locate(None, "2.1.9", str(tmp_path / "absent.toml"))
+    # No config file named: containerd's default, else k3s's, else RKE2's, whichever exists first.
+    k3s = write(tmp_path / "k3s.toml", 'version = 3\n[plugins."io.containerd.cri.v1.images".registry]\n'
+                'config_path = "/var/lib/rancher/k3s/agent/etc/containerd/certs.d"\n')
+    found = locate({}, "2.0.5", candidates=(str(tmp_path / "absent.toml"), str(k3s), str(config)))
+    assert (found.roots, found.origin) == (("/var/lib/rancher/k3s/agent/etc/containerd/certs.d",), str(k3s))
+    assert locate({}, "2.1.9", candidates=(str(tmp_path / "absent.toml"),)).roots == ()
 
 
 # --- the directory lookup ------------------------------------------------------------------------------------
