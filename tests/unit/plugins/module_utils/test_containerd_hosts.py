@@ -146,8 +146,8 @@ def test_endpoints_filter_capabilities_and_set_ns(tmp_path):
     assert [(str(e), e.namespace) for e in by_digest] == [
         ("https://pull-only.local/us/v2", "docker.io"), ("https://both.local/x/v2", "docker.io"),
         ("https://registry-1.docker.io/v2", "")]
-    assert [e.netloc for e in endpoints("docker.io", [str(tmp_path)], digest=False)] == ["both.local",
-                                                                                       "registry-1.docker.io"]
+    by_tag = endpoints("docker.io", [str(tmp_path)], digest=False)
+    assert [e.netloc for e in by_tag] == ["both.local", "registry-1.docker.io"]
     assert by_digest[0].request_path("library/busybox", "manifests", DIGEST) == \
         f"/us/v2/library/busybox/manifests/{DIGEST}?ns=docker.io"
 
