@@ -327,9 +327,19 @@ def split_config_path(value: str) -> Tuple[str, ...]:
     return tuple(part for part in value.split(os.pathsep) if part)
 
 
-def _mirrors_warning(where: str) -> str:
-    return (f"{where} sets the deprecated registry.mirrors; the disk guard cannot follow it and reads manifests "
-            "from each image's own registry: move the mirrors to hosts.toml files under config_path")
+def _deprecated_warnings(where: str, registry: Mapping[str, Any], config_path: object) -> List[str]:
+    """The deprecated registry settings containerd uses, which the guard does not follow: ``mirrors`` (only
+    without config_path) and ``configs`` (TLS without config_path; credentials for pulls given none)."""
+    warnings = []
+    if registry.get("mirrors") and not config_path:
+        warnings.append(f"{where} sets the deprecated registry.mirrors; the disk guard cannot follow it and reads "
+                        "manifests from each image's own registry: move the mirrors to hosts.toml files under "
+                        "config_path")
+    if registry.get("configs"):
+        warnings.append(f"{where} sets the deprecated registry.configs (TLS, credentials per registry); the disk "
+                        "guard does not use them: move TLS settings to hosts.toml files under config_path and "
+                        "credentials to the pull secret")
+    return warnings
 
 
 def from_cri_status(info: Mapping[str, str]) -> Optional[RegistryHostsConfig]:
@@ -343,8 +353,7 @@ def from_cri_status(info: Mapping[str, str]) -> Optional[RegistryHostsConfig]:
     if not isinstance(registry, dict):
         return None
     path = registry.get("configPath") or ""
-    warnings = (_mirrors_warning("containerd's CRI config (Status)"),) if registry.get("mirrors") and not path \
-        else ()
+    warnings = tuple(_deprecated_warnings("containerd's CRI config (Status)", registry, path))
     return RegistryHostsConfig(split_config_path(path) if isinstance(path, str) else (), "CRI Status", warnings)
 
 
@@ -375,7 +384,7 @@ def from_config_file(path: str, runtime_version: str = "", must_exist: bool = Fa
     value = registry.get("config_path", "")
     if not isinstance(value, str):
         raise ContainerdHostsError(f"{where} config_path: must be a string, got {short_value(value)}")
-    warnings = [_mirrors_warning(where)] if registry.get("mirrors") and not value else []
+    warnings = _deprecated_warnings(where, registry, value)
     if not value and not registry.get("mirrors") and _version_at_least(runtime_version, (2, 2)):
         value = DEFAULT_CONFIG_PATH_2_2
     roots = split_config_path(value)

@@ -49,10 +49,16 @@ def test_status_of_containerd_1_7_names_config_path():
 
 
 def test_status_with_deprecated_mirrors_warns():
-    info = {"config": json.dumps({"registry": {"configPath": "", "mirrors": {"docker.io": {"endpoint": ["x"]}}}})}
+    info = {"config": json.dumps({"registry": {"configPath": "", "mirrors": {"docker.io": {"endpoint": ["x"]}},
+                                               "configs": {"reg.example": {"tls": {"ca_file": "/ca.crt"}}}}})}
     found = from_cri_status(info)
     assert found.roots == ()
     assert "deprecated registry.mirrors" in found.warnings[0] and "cannot follow" in found.warnings[0]
+    assert "deprecated registry.configs" in found.warnings[1]
+    # With config_path set, containerd ignores the mirrors too (but still takes credentials from configs).
+    info = {"config": json.dumps({"registry": {"configPath": "/etc/c", "mirrors": {"r": {}}, "configs": {"r": {}}}})}
+    assert [w.split(" sets ")[1][:35] for w in from_cri_status(info).warnings] == [
+        "the deprecated registry.configs (TL"]
 
 
 def test_status_of_containerd_2_has_no_registry():
