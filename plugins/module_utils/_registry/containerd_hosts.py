@@ -19,7 +19,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
@@ -276,7 +276,8 @@ def uses_http_fallback(config: HostConfig) -> bool:
     return config.scheme == "http" and explicit_tls and _port(config.host) != "80"
 
 
-def endpoints(host: str, roots: Sequence[str], digest: bool) -> List[HostEndpoint]:
+def endpoints(host: str, roots: Sequence[str], digest: bool,
+              headers: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()) -> List[HostEndpoint]:
     """The hosts a manifest of registry ``host`` is read from, in containerd's order: those with ``pull`` (and
     ``resolve`` for a tag), with ``?ns=<host>`` on mirrors, their TLS files checked."""
     wanted = {"pull"} if digest else {"pull", "resolve"}
@@ -292,7 +293,8 @@ def endpoints(host: str, roots: Sequence[str], digest: bool) -> List[HostEndpoin
             netloc=config.host,
             path=config.path,
             namespace=host if proxy else "",
-            headers=config.header,
+            # The CRI plugin's registry.headers go to every host, before the host's own (dockerBase.request).
+            headers=_merge_headers(headers, config.header),
             ca_files=config.ca,
             client_pairs=config.client or (),
             skip_verify=bool(config.skip_verify),
@@ -300,6 +302,23 @@ def endpoints(host: str, roots: Sequence[str], digest: bool) -> List[HostEndpoin
             source=config.source,
         ))
     return found
+
+
+def _merge_headers(*groups: Tuple[Tuple[str, Tuple[str, ...]], ...]) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    merged: Dict[str, Tuple[str, ...]] = {}
+    for group in groups:
+        for name, values in group:
+            merged[name] = merged.get(name, ()) + values
+    return tuple(merged.items())
+
+
+def registry_headers(registry: Mapping[str, Any], where: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    """The CRI plugin's ``registry.headers`` (name -> list of values)."""
+    headers = registry.get("headers") or {}
+    if not isinstance(headers, dict) or not all(
+            isinstance(values, list) and all(isinstance(v, str) for v in values) for values in headers.values()):
+        raise ContainerdHostsError(f"{where} headers: must map each header name to a list of strings")
+    return tuple((str(name), tuple(values)) for name, values in headers.items())
 
 
 def check_tls_files(config: HostConfig) -> None:
@@ -320,6 +339,8 @@ class RegistryHostsConfig:
     roots: Tuple[str, ...]
     origin: str
     warnings: Tuple[str, ...] = ()
+    # registry.headers of the CRI plugin, sent to every host.
+    headers: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
 
 
 def split_config_path(value: str) -> Tuple[str, ...]:
@@ -354,7 +375,8 @@ def from_cri_status(info: Mapping[str, str]) -> Optional[RegistryHostsConfig]:
         return None
     path = registry.get("configPath") or ""
     warnings = tuple(_deprecated_warnings("containerd's CRI config (Status)", registry, path))
-    return RegistryHostsConfig(split_config_path(path) if isinstance(path, str) else (), "CRI Status", warnings)
+    return RegistryHostsConfig(split_config_path(path) if isinstance(path, str) else (), "CRI Status", warnings,
+                               registry_headers(registry, "containerd's CRI config (Status) registry"))
 
 
 def _table(data: Mapping[str, Any], keys: Sequence[str]) -> Mapping[str, Any]:
@@ -394,7 +416,7 @@ def from_config_file(path: str, runtime_version: str = "", must_exist: bool = Fa
                         "one directory name, so containerd reads none of its hosts.toml files (containerd #12415); "
                         "the disk guard does the same: set one directory, or use_local_image_pull = true")
         roots = (value,)
-    return RegistryHostsConfig(roots, path, tuple(warnings))
+    return RegistryHostsConfig(roots, path, tuple(warnings), registry_headers(registry, where))
 
 
 def _version_at_least(version: str, wanted: Tuple[int, int]) -> bool:
@@ -457,7 +479,7 @@ class ContainerdHosts:
         """The hosts containerd tries for ``ref``, in order; all but the last are skipped on failure."""
         if self.overrides.find_registry(ref) is not None:
             return self.overrides.pull_sources(ref)
-        found = endpoints(ref.registry, self.config.roots, ref.digest is not None)
+        found = endpoints(ref.registry, self.config.roots, ref.digest is not None, self.config.headers)
         if not found:
             needed = "pull" if ref.digest else "pull and resolve"
             raise ContainerdHostsError(f"no host of {ref.registry} has the capabilities {needed} that a pull of "

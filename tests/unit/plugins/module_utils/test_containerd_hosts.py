@@ -48,6 +48,19 @@ def test_status_of_containerd_1_7_names_config_path():
     assert from_cri_status(info) == RegistryHostsConfig(("/etc/containerd/certs.d", "/opt/certs.d"), "CRI Status")
 
 
+def test_cri_registry_headers_go_to_every_host_before_its_own(tmp_path):
+    info = {"config": json.dumps({"registry": {"configPath": str(tmp_path), "headers": {"X-Site": ["a", "b"]}}})}
+    write(tmp_path / "reg.example" / "hosts.toml", '[host."https://m.local"]\n[host."https://m.local".header]\n'
+          'X-Site = "c"\nX-Mirror = "m"\n')
+    no_overrides = load_registries_conf(None, None, default_path="", default_conf_d="")
+    sources = ContainerdHosts(from_cri_status(info), no_overrides).pull_sources(
+        parse_image_ref(f"reg.example/a@{DIGEST}"))
+    mirror = (("X-Site", ("a", "b", "c")), ("X-Mirror", ("m",)))
+    assert [s.endpoint.headers for s in sources] == [mirror, (("X-Site", ("a", "b")),)]
+    with pytest.raises(ContainerdHostsError, match="headers: must map each header name to a list of strings"):
+        from_cri_status({"config": json.dumps({"registry": {"headers": {"X": "not a list"}}})})
+
+
 def test_status_with_deprecated_mirrors_warns():
     info = {"config": json.dumps({"registry": {"configPath": "", "mirrors": {"docker.io": {"endpoint": ["x"]}},
                                                "configs": {"reg.example": {"tls": {"ca_file": "/ca.crt"}}}}})}
