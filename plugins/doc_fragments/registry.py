@@ -19,10 +19,15 @@ options:
       - A containers-registries.conf v2 file with mirrors, insecure and blocked registries.
       - When omitted, V(/etc/containers/registries.conf) (and V(/etc/containers/registries.conf.d/)) is read if it exists.
       - Registries are read where the runtime would pull from; the runtime applies its own configuration to pulls.
+      - CRI-O reads this file. containerd never does (it reads C(hosts.toml), see the C(containerd_config_path) option
+        of M(pinned.images.prefetch)); on a containerd node only a file named here is applied, as an override of the
+        registries it names.
     type: path
   registry_mirrors:
     description:
       - Registry entries applied on top of O(registries_conf), in the same shape as its C([[registry]]) tables.
+      - An explicit override on every runtime; on containerd the registries it names are read from these entries
+        instead of C(hosts.toml).
     type: list
     elements: dict
     suboptions:
@@ -69,6 +74,8 @@ options:
   registry_certs_dirs:
     description:
       - Directories with per-registry CA certificates (C(<dir>/<host[:port]>/*.crt)) and client certificates.
+      - For registries read through C(registries.conf) (CRI-O); containerd's hosts use the C(ca) and C(client) of
+        their C(hosts.toml), or the certificate files of their host directory, as containerd does.
     type: list
     elements: path
     default: [/etc/containers/certs.d, /etc/docker/certs.d]

@@ -96,6 +96,9 @@ options:
         O(min_free) covers it.
       - V(free_only) only requires O(min_free) to be free. V(off) checks nothing.
       - Images whose manifest cannot be read are reported as V(failed) and not pulled.
+      - Where manifests are read follows the runtime's own configuration, CRI-O's O(registries_conf) or containerd's
+        C(hosts.toml) files (O(containerd_config_path)); O(registry_mirrors) overrides both for the registries it
+        names.
     type: str
     choices: [estimate, free_only, 'off']
     default: estimate
@@ -111,6 +114,24 @@ options:
       - Compressed layer bytes are multiplied by this to estimate their unpacked size.
     type: float
     default: 2.0
+  containerd_config_path:
+    description:
+      - On containerd, the directory (or V(:)-separated directories, in order) of its registry hosts, each holding
+        C(<registry>/hosts.toml), as the CRI plugin's C(config_path) names them. The disk guard reads manifests
+        where those files send containerd's pulls (see C(docs/registries.md)).
+      - By default it is found on the node without being told, from CRI C(Status) on containerd 1.6 and 1.7, from
+        O(containerd_config) on containerd 2.x. CRI-O nodes read O(registries_conf) instead and ignore this option.
+      - An empty string means no hosts directory, so every image is read from its own registry.
+    type: str
+  containerd_config:
+    description:
+      - containerd's config file, read for the CRI plugin's C(registry.config_path) (version 2 and version 3 files)
+        when CRI C(Status) does not report it (containerd 2.x). Naming it makes it read on 1.6 and 1.7 too.
+      - Default the first that exists of V(/etc/containerd/config.toml), k3s's
+        V(/var/lib/rancher/k3s/agent/etc/containerd/config.toml) and RKE2's
+        V(/var/lib/rancher/rke2/agent/etc/containerd/config.toml); with none, containerd's defaults (no hosts
+        directory before 2.2, V(/etc/containerd/certs.d:/etc/docker/certs.d) from 2.2).
+    type: path
   image_store_path:
     description:
       - A path on the filesystem that holds the images, for reading its free space.
@@ -368,6 +389,16 @@ disk_guard:
     estimate_seconds:
       description: Seconds spent reading manifests.
       type: float
+    sources:
+      description:
+        - Where each estimated image's manifest was read, by image. On containerd the host URL and the
+          C(hosts.toml) that named it (or V(default) for the registry itself); on CRI-O the reference rewritten
+          onto the mirror or registry.
+      type: dict
+    sources_from:
+      description: The files the pull sources come from (registries.conf files, or containerd's C(config_path)
+        and where it was found).
+      type: str
   sample:
     mode: estimate
     ok: false
@@ -387,6 +418,10 @@ disk_guard:
       30.0 GiB free of 120.0 GiB, reserve 16.0 GiB; largest: ...
     registry_requests: 14
     estimate_seconds: 0.8
+    sources:
+      quay.io/org/model@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9: >-
+        https://mirror.example.internal:5000/v2 (/etc/containerd/certs.d/quay.io/hosts.toml)
+    sources_from: containerd hosts.toml under config_path /etc/containerd/certs.d (from CRI Status)
 pin:
   description:
     - The pinning step (O(pin)).
@@ -500,6 +535,8 @@ def _argument_spec() -> dict:
         crio_pid_file=dict(type="path"),
         old_runtime=dict(type="str", choices=["fail", "warn"], default="fail"),
         settle_timeout=dict(type="float", default=10.0),
+        containerd_config_path=dict(type="str"),
+        containerd_config=dict(type="path"),
     )
     spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     spec.update(REGISTRY_ARGUMENT_SPEC)

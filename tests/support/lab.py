@@ -358,7 +358,8 @@ class Lab(Supervisor):
     # ---- nodes -------------------------------------------------------------------------------------------
 
     def _configure_node(
-        self, name: str, stream_port: int, tmpfs_size: str | None, containerd: str = "system"
+        self, name: str, stream_port: int, tmpfs_size: str | None, containerd: str = "system",
+        config_path: str | None = None,
     ) -> dict[str, Any]:
         if not NODE_NAME.match(name):
             raise LabError("bad node name %r: lower-case letters, digits and '-'" % name)
@@ -373,7 +374,7 @@ class Lab(Supervisor):
         self._write_hosts(base / "certs.d")
         (self.path / "cni" / "bin").mkdir(parents=True, exist_ok=True)
         (self.path / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
-        write_file(base / "config.toml", containerd_config(base, sock, stream_port, self.path / "cni"))
+        write_file(base / "config.toml", containerd_config(base, sock, stream_port, self.path / "cni", config_path))
         entry = {
             "name": name,
             "role": "control-plane" if name.startswith("cp-") else "worker",
@@ -382,7 +383,7 @@ class Lab(Supervisor):
             "config": str(base / "config.toml"),
             "root": str(base / "root"),
             "state": str(base / "state"),
-            "certs_d": str(base / "certs.d"),
+            "certs_d": config_path or str(base / "certs.d"),
             "stream_port": stream_port,
             "tmpfs": tmpfs_size,
             "containerd": containerd,
@@ -396,9 +397,11 @@ class Lab(Supervisor):
         for entry in self.state["registries"].values():
             write_file(certs_d / entry["host"] / "hosts.toml", hosts_toml(entry["url"], entry["ca"]))
 
-    def add_node(self, name: str, tmpfs_size: str | None = None, containerd: str = "system") -> dict[str, Any]:
+    def add_node(self, name: str, tmpfs_size: str | None = None, containerd: str = "system",
+                 config_path: str | None = None) -> dict[str, Any]:
         """Start one more node (running the `containerd` binary of CONTAINERD_BINARIES) on the running lab;
-        returns its state entry."""
+        returns its state entry. ``config_path``: the node's registry hosts directory (or ``:``-separated list)
+        instead of its own ``certs.d``."""
         if not self.running():
             raise LabError("the lab at %s is not running" % self.path)
         if name in self.state["nodes"]:
@@ -406,7 +409,7 @@ class Lab(Supervisor):
         if tmpfs_size:
             check_tmpfs_size(tmpfs_size)
         containerd_binary(containerd)
-        entry = self._configure_node(name, free_ports(1)[0], tmpfs_size, containerd)
+        entry = self._configure_node(name, free_ports(1)[0], tmpfs_size, containerd, config_path)
         self._launch(entry, "node-" + name)
         self._save()
         try:

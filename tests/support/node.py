@@ -76,9 +76,10 @@ def node_names(nodes: int, control_plane: int | None = None) -> list[str]:
     return ["cp-%d" % i for i in range(control_plane)] + ["worker-%d" % i for i in range(nodes - control_plane)]
 
 
-def containerd_config(base: Path, sock: Path, stream_port: int, cni: Path) -> str:
+def containerd_config(base: Path, sock: Path, stream_port: int, cni: Path, config_path: str | None = None) -> str:
     """The config.toml of a node whose files live under ``base``, serving CRI on ``sock``; ``cni`` holds the
-    shared ``bin`` and ``net.d`` directories."""
+    shared ``bin`` and ``net.d`` directories; ``config_path`` is the CRI registry's hosts directory (default
+    ``base/certs.d``, which the lab fills with its registries' hosts.toml)."""
     q = json.dumps  # TOML basic strings take JSON's escapes
     return f"""version = 2
 root = {q(str(base / "root"))}
@@ -117,7 +118,7 @@ disabled_plugins = {q(list(DISABLED_PLUGINS))}
   conf_dir = {q(str(cni / "net.d"))}
 
 [plugins."io.containerd.grpc.v1.cri".registry]
-  config_path = {q(str(base / "certs.d"))}
+  config_path = {q(config_path or str(base / "certs.d"))}
 """
 
 

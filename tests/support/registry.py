@@ -113,13 +113,15 @@ class RegistryProcess:
             self.process.wait()
 
 
-def start_registry(directory: str, *, tls: dict[str, str] | None = None,
-                   auth: dict[str, Any] | None = None) -> RegistryProcess:
+def start_registry(directory: str, *, tls: dict[str, str] | None = None, auth: dict[str, Any] | None = None,
+                   access_log: bool = False) -> RegistryProcess:
     """Start docker-registry on a free port with its storage, configuration and log under ``directory``; return
-    once it listens. ``tls`` and ``auth`` as in ``registry_config``."""
+    once it listens. ``tls`` and ``auth`` as in ``registry_config``; ``access_log`` writes one line per request
+    (method, path, status, user agent) to the log."""
     os.makedirs(directory, exist_ok=True)
     port = free_port()
-    config = registry_config(os.path.join(directory, "data"), "127.0.0.1:%d" % port, tls=tls, auth=auth)
+    log = {"level": "error", "accesslog": {"disabled": False}} if access_log else None
+    config = registry_config(os.path.join(directory, "data"), "127.0.0.1:%d" % port, tls=tls, auth=auth, log=log)
     argv = write_registry_config(Path(directory) / "config.yml", config)
     log_path = os.path.join(directory, "registry.log")
     with open(log_path, "wb") as log:

@@ -64,6 +64,7 @@ def test_every_rpc_exists_upstream_with_same_types(compiled):
     upstream_rpcs = services(upstream)
     assert set(services(ours)) == {
         "/runtime.v1.RuntimeService/Version",
+        "/runtime.v1.RuntimeService/Status",
         "/runtime.v1.ImageService/ListImages",
         "/runtime.v1.ImageService/ImageStatus",
         "/runtime.v1.ImageService/PullImage",

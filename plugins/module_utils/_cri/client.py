@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import socket as _socket
 import stat
-from typing import Any, Callable, List, Mapping, Optional, TypedDict, Union, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, Union, cast
 
 # First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import HAS_NODE_DEPS as HAS_GRPC
@@ -299,6 +299,11 @@ class CriClient:
             runtime_version=response.runtime_version,
             runtime_api_version=response.runtime_api_version,
         )
+
+    def status_info(self) -> Dict[str, str]:
+        """The runtime's verbose ``Status`` info: JSON documents by key (containerd: ``config``, its CRI config)."""
+        response = self._call("Status", self._runtime_stub().Status, pb.StatusRequest(verbose=True))
+        return dict(response.info)
 
     def list_images(self) -> List[CriImage]:
         """Every image the runtime has."""

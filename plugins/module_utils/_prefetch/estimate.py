@@ -4,15 +4,16 @@
 
 """Read, before any pull, the manifests of the images a node lacks, from where the runtime would pull them.
 
-Pull sources come from registries.conf (mirrors first, then the primary location) and credentials per source
-follow the reference rules (see _registries_conf.credentials_for_source). A mirror that lacks the image or cannot
-be reached is skipped, as the runtime would skip it; the primary location's transient errors are retried as its
+Pull sources come from the runtime's own configuration: on CRI-O registries.conf (mirrors first, then the primary
+location, credentials per source as the reference rules say: _registry.registries_conf.credentials_for_source), on
+containerd its hosts.toml files (hosts in file order, then ``server`` or the registry; credentials as containerd's
+CRI plugin uses them: _registry.containerd_hosts.containerd_credentials). A source that lacks the image or cannot be
+reached is skipped, as the runtime would skip it; the last one's transient errors are retried as its
 ``RetryPolicy`` says (the prefetch gives its own retry options).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,14 +21,16 @@ from typing import Callable, Dict, List, Optional, Protocol, Tuple, TypeVar, Uni
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import AUTH, INVALID, NOT_FOUND, UNAVAILABLE, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
+# is_loopback: containerd and Docker allow plain HTTP to loopback registries without configuration; so does the estimate.
+from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import containerd_credentials, is_loopback
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
     PullSource,
-    RegistriesConf,
     RegistriesConfError,
     credentials_for_source,
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, RegistryCredentials
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
+    HostEndpoint,
     ManifestInfo,
     ManifestUnknownError,
     Platform,
@@ -43,20 +46,6 @@ MAX_PARALLEL_READS = 8
 _T = TypeVar("_T")
 # (error message, error kind) of an image whose manifest could not be read.
 Failure = Tuple[str, str]
-
-
-def is_loopback(registry: str) -> bool:
-    """containerd and Docker allow plain HTTP to loopback registries without configuration; so does the estimate."""
-    if registry.startswith("["):
-        host = registry[1:registry.find("]")]
-    else:
-        host = registry.rsplit(":", 1)[0]
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def error_kind(err: Exception) -> str:
@@ -100,13 +89,28 @@ class ManifestReader(Protocol):
     request_count: int
 
     def manifest_info(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
-                      platform: Union[str, Platform, None] = None) -> ManifestInfo: ...
+                      platform: Union[str, Platform, None] = None,
+                      endpoint: Optional[HostEndpoint] = None) -> ManifestInfo: ...
+
+
+class PullSources(Protocol):
+    """Where the runtime pulls an image from, in order: ``RegistriesConf`` (CRI-O) or ``ContainerdHosts``."""
+
+    def pull_sources(self, ref: ImageRef) -> List[PullSource]: ...
+
+
+def source_credentials(docker_config: DockerConfig, source: PullSource, ref: ImageRef) -> Optional[RegistryCredentials]:
+    """The credentials the runtime uses for ``source``: containerd's rule for a hosts.toml host, else the
+    registries.conf rule."""
+    if source.endpoint is not None:
+        return containerd_credentials(docker_config, ref)
+    return credentials_for_source(docker_config, source, ref)
 
 
 class PullEstimator:
     """Reads manifests for a set of images; ``requests`` and ``seconds`` measure the overhead."""
 
-    def __init__(self, registry_client: ManifestReader, registries: RegistriesConf, docker_config: DockerConfig,
+    def __init__(self, registry_client: ManifestReader, registries: PullSources, docker_config: DockerConfig,
                  retry: RetrySchedule, platform: Optional[Platform] = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.client = registry_client
@@ -116,6 +120,8 @@ class PullEstimator:
         self.platform = platform
         self.sleep = sleep
         self.seconds = 0.0
+        # image -> where its manifest was read (PullSource.description), for the result.
+        self.sources: Dict[str, str] = {}
 
     @property
     def requests(self) -> int:
@@ -133,17 +139,18 @@ class PullEstimator:
         failures: Dict[str, Failure] = {}
         for ref, (info, failure) in zip(refs, outcomes):
             if info is not None:
-                manifests.append((str(ref), info))
+                manifests.append((str(ref), info[0]))
+                self.sources[str(ref)] = info[1].description
             elif failure is not None:
                 failures[str(ref)] = failure
         return manifests, failures
 
-    def _read_one(self, ref: ImageRef) -> Tuple[Optional[ManifestInfo], Optional[Failure]]:
+    def _read_one(self, ref: ImageRef) -> Tuple[Optional[Tuple[ManifestInfo, PullSource]], Optional[Failure]]:
         try:
-            info, _source = read_from_sources(
+            read = read_from_sources(
                 ref, self.registries, self.docker_config,
                 lambda source, credentials, insecure: self.client.manifest_info(
-                    source.reference, credentials, insecure, self.platform),
+                    source.reference, credentials, insecure, self.platform, source.endpoint),
                 self.retry, self.sleep)
         except RegistriesConfError as err:
             return None, (str(err), INVALID)
@@ -152,7 +159,7 @@ class PullEstimator:
             if err.attempts > 1:
                 message += f" (gave up after {err.attempts} attempts)"
             return None, (message, error_kind(err.last_error))
-        return info, None
+        return read, None
 
 
 class SourcesFailedError(CollectionError):
@@ -164,21 +171,21 @@ class SourcesFailedError(CollectionError):
         self.attempts = attempts
 
 
-def read_from_sources(ref: ImageRef, registries: RegistriesConf, docker_config: DockerConfig,
+def read_from_sources(ref: ImageRef, registries: PullSources, docker_config: DockerConfig,
                       read: Callable[[PullSource, Optional[RegistryCredentials], bool], _T],
                       retry: RetrySchedule = RetryPolicy(),
                       sleep: Callable[[float], None] = time.sleep) -> Tuple[_T, PullSource]:
     """``read(source, credentials, insecure)`` on the first pull source that answers; ``(value, source)``.
 
     Sources are tried as the runtime tries them (mirrors first): a mirror that fails with a RegistryError is
-    skipped; the primary location's transient errors are retried ``retry.retries`` times after
+    skipped; the last source's (the primary location's) transient errors are retried ``retry.retries`` times after
     ``retry.backoff(n)`` seconds (the default policy retries none).
     Raises RegistriesConfError (blocked, bad rewrite) or SourcesFailedError; other errors of ``read`` pass.
     """
     last_error: Optional[RegistryError] = None
     attempts = 0
     for source in registries.pull_sources(ref):
-        credentials = credentials_for_source(docker_config, source, ref)
+        credentials = source_credentials(docker_config, source, ref)
         attempts = 0
         while True:
             attempts += 1

@@ -312,6 +312,36 @@ class BlobStream:
         self.close()
 
 
+@dataclass(frozen=True)
+class HostEndpoint:
+    """A host that serves a registry's API other than the registry itself over HTTPS at ``/v2``: a containerd
+    ``hosts.toml`` host (``_registry.containerd_hosts``). Requests go to ``<scheme>://<netloc><path>/<repo>/...``,
+    with ``?ns=<namespace>`` when set, the ``headers`` (also to its token server), and TLS from ``ca_files`` (None:
+    the system roots), ``client_pairs`` ((cert, key); an empty key is in the cert file) and ``skip_verify``.
+    ``http_fallback`` (an ``http`` host): HTTPS first, plain HTTP after a TLS failure, as containerd's
+    ``NewHTTPFallback``."""
+
+    scheme: str
+    netloc: str
+    path: str = "/v2"
+    namespace: str = ""
+    headers: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    ca_files: Optional[Tuple[str, ...]] = None
+    client_pairs: Tuple[Tuple[str, str], ...] = ()
+    skip_verify: bool = False
+    http_fallback: bool = False
+    source: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.scheme}://{self.netloc}{self.path}"
+
+    def request_path(self, repository: str, kind: str, wanted: str) -> str:
+        """containerd's ``path.Join("/", path, repository, kind, wanted)``, plus the namespace query."""
+        parts = [part.strip("/") for part in (self.path, quote(repository), kind, quote(wanted, safe=":"))]
+        path = "/" + "/".join(part for part in parts if part)
+        return path + ("?" + urlencode({"ns": self.namespace}) if self.namespace else "")
+
+
 class RegistryClient:
     """Reads manifests. ``request_count`` counts every HTTP request attempted (token requests included).
 
@@ -329,7 +359,7 @@ class RegistryClient:
         self._local = threading.local()
         # Every thread's connection pool, so close() reaches the connections of worker threads too.
         self._pools: List[_Pool] = []
-        self._contexts: Dict[Tuple[str, bool], ssl.SSLContext] = {}
+        self._contexts: Dict[Tuple[Union[str, HostEndpoint], bool], ssl.SSLContext] = {}
         self._schemes: Dict[str, str] = {}
         self._challenges: Dict[str, Challenge] = {}
         self._tokens: Dict[_TokenKey, Tuple[str, float]] = {}
@@ -337,10 +367,12 @@ class RegistryClient:
     # --- public API -------------------------------------------------------------------------------------------
 
     def get_manifest(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
-                     reference: Optional[str] = None) -> Tuple[bytes, str, str]:
-        """GET one manifest of ``ref`` (an ImageRef): ``(body, media_type, digest)``, digest verified."""
+                     reference: Optional[str] = None,
+                     endpoint: Optional[HostEndpoint] = None) -> Tuple[bytes, str, str]:
+        """GET one manifest of ``ref`` (an ImageRef), from ``endpoint`` when given: ``(body, media_type, digest)``,
+        digest verified."""
         wanted = reference or ref.digest or ref.tag or "latest"
-        response = self._registry_request("GET", ref, wanted, credentials, insecure)
+        response = self._registry_request("GET", ref, wanted, credentials, insecure, endpoint=endpoint)
         body = response.body
         digest = "sha256:" + hashlib.sha256(body).hexdigest()
         if wanted.startswith("sha256:") and digest != wanted:
@@ -390,10 +422,12 @@ class RegistryClient:
             self.blob_bytes_read += count
 
     def manifest_info(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
-                      platform: Union[str, Platform, None] = None) -> ManifestInfo:
-        """Layers of ``ref`` for ``platform`` (default: this host); an index is resolved to that platform."""
+                      platform: Union[str, Platform, None] = None,
+                      endpoint: Optional[HostEndpoint] = None) -> ManifestInfo:
+        """Layers of ``ref`` for ``platform`` (default: this host), read from ``endpoint`` when given (else the
+        registry itself); an index is resolved to that platform."""
         wanted = parse_platform(platform)
-        body, media_type, digest = self.get_manifest(ref, credentials, insecure)
+        body, media_type, digest = self.get_manifest(ref, credentials, insecure, endpoint=endpoint)
         top_digest: str = digest
         top_type: Optional[str] = None
         chosen_platform = ""
@@ -406,7 +440,7 @@ class RegistryClient:
             if media_type in INDEX_TYPES:
                 entry = self._select(ref, digest, document, wanted)
                 chosen_platform = str(wanted)
-                body, media_type, digest = self.get_manifest(ref, credentials, insecure, entry)
+                body, media_type, digest = self.get_manifest(ref, credentials, insecure, entry, endpoint)
                 continue
             if media_type in MANIFEST_TYPES:
                 layers, config_size = self._layers(ref, digest, document)
@@ -498,28 +532,39 @@ class RegistryClient:
     # --- requests with authentication -------------------------------------------------------------------------
 
     def _registry_request(self, method: str, ref: ImageRef, wanted: str, credentials: Optional[RegistryCredentials],
-                          insecure: bool, kind: str = "manifests") -> _Response:
+                          insecure: bool, kind: str = "manifests",
+                          endpoint: Optional[HostEndpoint] = None) -> _Response:
         """A manifest (read whole) or, with ``kind="blobs"``, a blob (a streamed 200 answer)."""
         registry = ref.registry
         path = f"/v2/{quote(ref.repository)}/{kind}/{quote(wanted, safe=':')}"
+        if endpoint is not None:
+            # Challenges and tokens are kept per host, as containerd keeps one auth handler per host; credentials
+            # go to a plain-HTTP token realm only from a host configured as plain HTTP.
+            registry, insecure = endpoint.netloc, endpoint.scheme == "http"
+            path = endpoint.request_path(ref.repository, kind, wanted)
         headers: Dict[str, str] = {"Accept": ACCEPT} if kind == "manifests" else {}
         stream = kind == "blobs"
         scope = f"repository:{ref.repository}:pull"
         secrets = credentials.secrets() if credentials is not None else set()
-        authorization = self._known_authorization(registry, scope, credentials, insecure)
+        authorization = self._known_authorization(registry, scope, credentials, insecure, endpoint)
         if authorization:
             headers["Authorization"] = authorization
-        response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream)
+        response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream,
+                              endpoint=endpoint)
         # Basic credentials that were sent and refused stay refused; a bearer token may have expired.
         if response.status == 401 and not (authorization and authorization.startswith("Basic ")):
             challenge = self._remember_challenge(registry, response)
             if authorization:
                 self._drop_tokens(registry)
-            headers["Authorization"] = self._authorize(registry, challenge, scope, credentials, insecure)
-            response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream)
+            headers["Authorization"] = self._authorize(registry, challenge, scope, credentials, insecure, endpoint)
+            response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream,
+                                  endpoint=endpoint)
         if stream and response.status in (301, 302, 303, 307, 308):
             response = self._follow_redirect(registry, insecure, path, response)
-        self._raise_for_status(response, ref, wanted, credentials, secrets)
+        # A mirror is named beside the image's registry.
+        elsewhere = endpoint is not None and endpoint.netloc != _API_HOSTS.get(ref.registry, ref.registry)
+        self._raise_for_status(response, ref, wanted, credentials, secrets,
+                               f"{ref.registry} at {endpoint}" if elsewhere else ref.registry)
         return response
 
     def _follow_redirect(self, registry: str, insecure: bool, path: str, response: _Response) -> _Response:
@@ -539,12 +584,12 @@ class RegistryClient:
         raise RegistryError(f"registry {registry} redirected {path} more than {_MAX_REDIRECTS} times", registry)
 
     def _known_authorization(self, registry: str, scope: str, credentials: Optional[RegistryCredentials],
-                             insecure: bool) -> Optional[str]:
+                             insecure: bool, endpoint: Optional[HostEndpoint] = None) -> Optional[str]:
         """Authorization for a registry whose challenge is already known, saving the 401 round trip."""
         challenge = self._challenges.get(registry)
         if challenge is None:
             return None
-        return self._authorize(registry, challenge, scope, credentials, insecure)
+        return self._authorize(registry, challenge, scope, credentials, insecure, endpoint)
 
     def _remember_challenge(self, registry: str, response: _Response) -> Challenge:
         header = ", ".join(response.headers.get_all("WWW-Authenticate") or [])
@@ -561,7 +606,7 @@ class RegistryClient:
         )
 
     def _authorize(self, registry: str, challenge: Challenge, scope: str, credentials: Optional[RegistryCredentials],
-                   insecure: bool) -> str:
+                   insecure: bool, endpoint: Optional[HostEndpoint] = None) -> str:
         scheme, params = challenge
         if scheme == "basic":
             if credentials is None or not (credentials.username or credentials.password):
@@ -573,7 +618,7 @@ class RegistryClient:
             return "Basic " + base64.b64encode(raw).decode("ascii")
         if credentials is not None and credentials.registry_token:
             return "Bearer " + credentials.registry_token
-        return "Bearer " + self._token(registry, params, scope, credentials, insecure)
+        return "Bearer " + self._token(registry, params, scope, credentials, insecure, endpoint)
 
     def _drop_tokens(self, registry: str) -> None:
         with self._lock:
@@ -581,7 +626,7 @@ class RegistryClient:
                 del self._tokens[key]
 
     def _token(self, registry: str, params: Dict[str, str], scope: str, credentials: Optional[RegistryCredentials],
-               insecure: bool) -> str:
+               insecure: bool, endpoint: Optional[HostEndpoint] = None) -> str:
         realm = params.get("realm", "")
         service = params.get("service", "")
         # Our own scope, not the challenge's: a remembered challenge names the repository that triggered it.
@@ -629,7 +674,7 @@ class RegistryClient:
                 headers["Authorization"] = "Basic " + base64.b64encode(raw).decode("ascii")
             path += "?" + "&".join(q for q in (split.query, urlencode(query)) if q)
         response = self._send(split.netloc, insecure, method, path, headers, MAX_SMALL_BODY,
-                              scheme=split.scheme, body=body, registry=registry)
+                              scheme=split.scheme, body=body, registry=registry, endpoint=endpoint)
         if response.status in (401, 403):
             raise RegistryAuthRejected(
                 f"token server {split.netloc} of registry {registry} rejected {who} "
@@ -653,11 +698,10 @@ class RegistryClient:
         return token
 
     def _raise_for_status(self, response: _Response, ref: ImageRef, wanted: str,
-                          credentials: Optional[RegistryCredentials], secrets: Set[str]) -> None:
+                          credentials: Optional[RegistryCredentials], secrets: Set[str], registry: str) -> None:
         status = response.status
         if status == 200:
             return
-        registry = ref.registry
         detail = redact(_error_detail(response.body), secrets)
         suffix = f" ({detail})" if detail else ""
         target = f"{ref.name}@{wanted}" if wanted.startswith("sha256:") else f"{ref.name}:{wanted}"
@@ -681,11 +725,19 @@ class RegistryClient:
 
     # --- transport --------------------------------------------------------------------------------------------
 
-    def _context(self, host: str, insecure: bool) -> ssl.SSLContext:
+    def _context(self, host: Union[str, HostEndpoint], insecure: bool) -> ssl.SSLContext:
         key = (host, insecure)
         context = self._contexts.get(key)
         if context is not None:
             return context
+        context = self._endpoint_context(host) if isinstance(host, HostEndpoint) else self._certs_dirs_context(
+            host, insecure)
+        with self._lock:
+            self._contexts[key] = context
+        return context
+
+    def _certs_dirs_context(self, host: str, insecure: bool) -> ssl.SSLContext:
+        """TLS as containers/image and docker set it up: ``certs.d/<host>/`` CAs and client pairs."""
         if insecure:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             context.check_hostname = False
@@ -708,11 +760,27 @@ class RegistryClient:
                         context.load_cert_chain(path, key_path)
                 except (ssl.SSLError, OSError) as exc:
                     raise RegistryTLSError(f"cannot load {path} for registry {host}: {exc}", host) from None
-        with self._lock:
-            self._contexts[key] = context
         return context
 
-    def _connection(self, scheme: str, netloc: str, tls_host: str,
+    @staticmethod
+    def _endpoint_context(endpoint: HostEndpoint) -> ssl.SSLContext:
+        """containerd's TLS for a hosts.toml host: the system roots plus its ``ca``, its ``client`` pairs."""
+        context = ssl.create_default_context()
+        if endpoint.skip_verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        path = ""
+        try:
+            for path in endpoint.ca_files or ():
+                context.load_verify_locations(cafile=path)
+            for path, key in endpoint.client_pairs:
+                context.load_cert_chain(path, key or None)
+        except (ssl.SSLError, OSError) as exc:
+            raise RegistryTLSError(f"{endpoint.source}: cannot load {path} for host {endpoint.netloc}: {exc}",
+                                   endpoint.netloc) from None
+        return context
+
+    def _connection(self, scheme: str, netloc: str, tls_host: Union[str, HostEndpoint],
                     insecure: bool) -> Tuple[http.client.HTTPConnection, bool]:
         pool: Optional[_Pool] = getattr(self._local, "pool", None)
         if pool is None:
@@ -738,29 +806,38 @@ class RegistryClient:
 
     def _send(self, host: str, insecure: bool, method: str, path: str, headers: Dict[str, str], limit: int,
               scheme: Optional[str] = None, body: Optional[bytes] = None, registry: Optional[str] = None,
-              stream: bool = False) -> _Response:
-        """One request to ``host`` (a registry name, or a token realm's netloc when ``scheme`` is given)."""
+              stream: bool = False, endpoint: Optional[HostEndpoint] = None) -> _Response:
+        """One request to ``host`` (a registry name, or a token realm's netloc when ``scheme`` is given); with
+        ``endpoint``, to that host (or the realm) with its TLS settings and headers."""
         registry = registry or host
         netloc = host if scheme else _API_HOSTS.get(host, host)
+        tls: Union[str, HostEndpoint] = host
+        # An insecure registry may speak plain HTTP: fall back once, as containers/image does.
+        fallback, remembered = insecure and host == registry, host
+        headers = dict(headers, **{"User-Agent": self.user_agent})
+        if endpoint is not None:
+            tls, remembered = endpoint, str(endpoint)
+            headers.update((name, ", ".join(values)) for name, values in endpoint.headers)
+            if scheme is None:
+                netloc, fallback = endpoint.netloc, endpoint.http_fallback
+                scheme = self._schemes.get(remembered, "https") if fallback else endpoint.scheme
         if scheme is None:
             # Plain HTTP is remembered, and used, only for sources marked insecure.
             scheme = self._schemes.get(host, "https") if insecure else "https"
-        headers = dict(headers, **{"User-Agent": self.user_agent})
         while True:
             try:
-                return self._exchange(scheme, netloc, host, insecure, method, path, headers, body, limit, stream)
+                return self._exchange(scheme, netloc, tls, insecure, method, path, headers, body, limit, stream)
             except (ssl.SSLError, ConnectionResetError, http.client.BadStatusLine) as exc:
-                # An insecure registry may speak plain HTTP: fall back once, as containers/image does.
-                if insecure and scheme == "https" and host == registry:
+                if fallback and scheme == "https":
                     scheme = "http"
                     with self._lock:
-                        self._schemes[host] = "http"
+                        self._schemes[remembered] = "http"
                     continue
-                raise self._connection_error(exc, registry, scheme, netloc, host) from None
+                raise self._connection_error(exc, registry, scheme, netloc, tls) from None
             except (OSError, http.client.HTTPException) as exc:
-                raise self._connection_error(exc, registry, scheme, netloc, host) from None
+                raise self._connection_error(exc, registry, scheme, netloc, tls) from None
 
-    def _exchange(self, scheme: str, netloc: str, tls_host: str, insecure: bool, method: str, path: str,
+    def _exchange(self, scheme: str, netloc: str, tls_host: Union[str, HostEndpoint], insecure: bool, method: str, path: str,
                   headers: Dict[str, str], body: Optional[bytes], limit: int, stream: bool = False) -> _Response:
         for attempt in (1, 2):
             connection, reused = self._connection(scheme, netloc, tls_host, insecure)
@@ -786,21 +863,20 @@ class RegistryClient:
             if len(data) > limit:
                 self._discard(scheme, netloc, insecure)
                 raise RegistryError(f"registry {tls_host} sent a response larger than {limit} bytes for {path}",
-                                    tls_host)
+                                    str(tls_host))
             if response.will_close:
                 self._discard(scheme, netloc, insecure)
             return _Response(response.status, response.headers, data)
         raise AssertionError("unreachable")
 
     def _connection_error(self, exc: BaseException, registry: str, scheme: str, netloc: str,
-                          tls_host: str) -> RegistryError:
+                          tls_host: Union[str, HostEndpoint]) -> RegistryError:
         where = f"registry {registry} at {scheme}://{netloc}"
         if isinstance(exc, ssl.SSLCertVerificationError):
+            hint = f"add its CA as certs.d/{tls_host}/ca.crt or mark the registry insecure" if isinstance(
+                tls_host, str) else f"name its CA in {tls_host.source} (ca = \"...\")"
             return RegistryTLSError(
-                f"TLS verification failed for {where}: {exc.verify_message or exc.reason}; add its CA as "
-                f"certs.d/{tls_host}/ca.crt or mark the registry insecure",
-                registry,
-            )
+                f"TLS verification failed for {where}: {exc.verify_message or exc.reason}; {hint}", registry)
         if isinstance(exc, ssl.SSLError):
             hint = "; it may speak plain HTTP, which is used only for insecure registries" if (
                 exc.reason == "WRONG_VERSION_NUMBER") else ""

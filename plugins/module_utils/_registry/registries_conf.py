@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Optional, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple, Type, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import StrPath, read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
@@ -24,6 +24,7 @@ from ansible_collections.pinned.images.plugins.module_utils._common.image_ref im
     parse_image_ref,
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, RegistryCredentials
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import HostEndpoint
 
 _toml: Any
 try:
@@ -84,15 +85,24 @@ class Registry(Endpoint):
 
 @dataclass(frozen=True)
 class PullSource:
-    """One place the runtime would try: ``reference`` is the image rewritten onto it."""
+    """One place the runtime would try: ``reference`` is the image rewritten onto it; ``endpoint`` the containerd
+    hosts.toml host that serves it (None: the registry of ``reference`` itself)."""
 
     reference: ImageRef
     registry: str
     insecure: bool = False
     mirror: bool = False
+    endpoint: Optional[HostEndpoint] = None
 
     def __str__(self) -> str:
         return str(self.reference)
+
+    @property
+    def description(self) -> str:
+        """Where the manifest was read, for the result: the host and the file that named it, or the reference."""
+        if self.endpoint is None:
+            return str(self.reference)
+        return f"{self.endpoint} ({self.endpoint.source})"
 
 
 def _matching_prefix_length(ref: str, prefix: str) -> int:
@@ -216,6 +226,19 @@ def _unknown_keys(table: Dict[Any, Any], known: FrozenSet[str], where: str, warn
         warnings.append(f"{where}: unknown keys {shown} are ignored (a typo?); known are {', '.join(sorted(known))}")
 
 
+def load_toml(text: str, source: str, error_class: Type[CollectionError] = RegistriesConfError) -> Dict[str, Any]:
+    """A TOML document; ``error_class`` naming ``source`` when it does not parse or no TOML reader is there."""
+    if _toml is None:
+        raise error_class(f"{source}: reading TOML needs Python 3.11+ (tomllib) or the 'tomli' package on this host")
+    try:
+        document: Dict[str, Any] = _toml.loads(text)
+    except _toml.TOMLDecodeError as exc:
+        raise error_class(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # arrays or tables nested thousands deep
+        raise error_class(f"{source}: not valid TOML: nested too deeply") from None
+    return document
+
+
 def parse_registries_conf(text: str, source: str = "<registries.conf>",
                           warnings: Optional[List[str]] = None) -> List[Registry]:
     """The ``[[registry]]`` entries of a v2 registries.conf document.
@@ -224,16 +247,7 @@ def parse_registries_conf(text: str, source: str = "<registries.conf>",
     per table that has some.
     """
     warnings = [] if warnings is None else warnings
-    if _toml is None:
-        raise RegistriesConfError(
-            f"{source}: reading registries.conf needs Python 3.11+ (tomllib) or the 'tomli' package on this host"
-        )
-    try:
-        document = _toml.loads(text)
-    except _toml.TOMLDecodeError as exc:
-        raise RegistriesConfError(f"{source}: not valid TOML: {exc}") from None
-    except RecursionError:  # arrays or tables nested thousands deep
-        raise RegistriesConfError(f"{source}: not valid TOML: nested too deeply") from None
+    document = load_toml(text, source)
     if "registries" in document:
         raise RegistriesConfError(
             f"{source}: uses the v1 format ([registries.search], [registries.insecure], [registries.block]), "

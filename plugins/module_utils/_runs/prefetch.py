@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
@@ -48,7 +48,8 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls impo
     find_present,
     prefetch,
 )
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullEstimator, RetryPolicy
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullEstimator, PullSources, RetryPolicy
+from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import ContainerdHosts, locate
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf, load_registries_conf
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, load_docker_config
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
@@ -117,6 +118,8 @@ class PrefetchRequest:
     auth_config: DockerConfig
     registries: RegistriesConf
     check_mode: bool
+    # On containerd, which never reads registries.conf: only what the options give explicitly.
+    overrides: RegistriesConf = field(default_factory=RegistriesConf)
 
     @property
     def secrets(self) -> Set[str]:
@@ -146,7 +149,9 @@ class PrefetchRequest:
         parse_size(params["min_free"], total=0)
         platform = parse_platform(params["platform"]) if params["platform"] else None
         return cls(tuple(refs), platform, load_docker_config(params["auth_file"]),
-                   load_registries_conf(params["registries_conf"], params["registry_mirrors"]), check_mode)
+                   load_registries_conf(params["registries_conf"], params["registry_mirrors"]), check_mode,
+                   load_registries_conf(params["registries_conf"], params["registry_mirrors"], default_path="",
+                                        default_conf_d=""))
 
     def auth_for(self, ref: ImageRef) -> Tuple[Optional[Dict[str, str]], str]:
         """(CRI auth fields or None, where they came from, without a secret) for pulling ``ref``."""
@@ -172,10 +177,26 @@ def _options(params: Mapping[str, Any], check_mode: bool, image_fs: Optional[str
     )
 
 
+def pull_sources(request: PrefetchRequest, params: Mapping[str, Any], runtime: Mapping[str, Any],
+                 status_info: Callable[[], Dict[str, str]]) -> Tuple[PullSources, str, List[str]]:
+    """(the runtime's pull sources, which files they come from, their warnings): registries.conf on CRI-O and
+    any other runtime, hosts.toml on containerd (``status_info()``: its CRI Status info, asked only when needed)."""
+    if runtime.get("runtime_name") != "containerd":
+        files = ", ".join(request.registries.files) or "no registries.conf"
+        return request.registries, f"registries.conf: {files}", []
+    override = params.get("containerd_config_path")
+    info = status_info() if override is None and not params.get("containerd_config") else None
+    hosts = ContainerdHosts(locate(info, runtime.get("runtime_version", ""), params.get("containerd_config"),
+                                   override), request.overrides)
+    return hosts, hosts.describe(), list(hosts.config.warnings)
+
+
 def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Optional[str],
-               missing: List[ImageRef]) -> Tuple[Optional[Dict[str, Any]], Dict[str, KnownFailure]]:
+               missing: List[ImageRef], sources: Optional[PullSources] = None,
+               ) -> Tuple[Optional[Dict[str, Any]], Dict[str, KnownFailure]]:
     """(the guard's report or None when off, {image: (error, kind)} of unreadable manifests); raise
-    DiskGuardRefused before any pull when the missing images do not fit."""
+    DiskGuardRefused before any pull when the missing images do not fit. ``sources``: the runtime's pull sources
+    (default: registries.conf)."""
     mode = params["disk_guard"]
     if mode == "off":
         return None, {}
@@ -193,7 +214,7 @@ def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Op
     if mode == "estimate" and missing:
         with RegistryClient(params["registry_timeout"], params["registry_certs_dirs"]) as registry_client:
             retry = RetryPolicy(params["retries"], params["retry_delay"], max_delay=params["retry_max_delay"])
-            estimator = PullEstimator(registry_client, request.registries, request.auth_config, retry,
+            estimator = PullEstimator(registry_client, sources or request.registries, request.auth_config, retry,
                                       request.platform)
             manifests, unreadable = estimator.read(missing)
     guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode)
@@ -201,6 +222,7 @@ def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Op
         filesystem=path,
         registry_requests=estimator.requests if estimator else 0,
         estimate_seconds=estimator.seconds if estimator else 0.0,
+        sources=estimator.sources if estimator else {},
     )
     if not guard["ok"]:
         raise DiskGuardRefused(guard)
@@ -293,6 +315,7 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
     pin_diff: Optional[Dict[str, Any]] = None
     pin_warnings: List[str] = []
     pin_failure: Optional[str] = None
+    source_warnings: List[str] = []
     try:
         with open_client(params) as client:
             runtime = dict(client.version(), endpoint=client.endpoint)
@@ -300,7 +323,13 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
             image_fs = filesystems[0]["mountpoint"] if filesystems else None
             present = find_present(client, list(request.refs))
             missing = [ref for ref in request.refs if str(ref) not in present]
-            guard, unreadable = guard_disk(request, params, image_fs, missing)
+            guard_sources: Optional[PullSources] = None
+            if params["disk_guard"] == "estimate" and missing:
+                guard_sources, sources_from, source_warnings = pull_sources(request, params, runtime,
+                                                                            client.status_info)
+            guard, unreadable = guard_disk(request, params, image_fs, missing, guard_sources)
+            if guard is not None and guard_sources is not None:
+                guard["sources_from"] = sources_from
             report = prefetch(client, list(request.refs), request.auth_for,
                               _options(params, request.check_mode, image_fs), present, unreadable)
             method, mco_sign, mco_warnings = mco_pin_method(params["pin"], pin_method(params["pin"], runtime),
@@ -332,4 +361,5 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
         result["diff"] = image_diff(report["images"]) if pin_diff is None else [image_diff(report["images"]), pin_diff]
     if guard is not None:
         result["disk_guard"] = guard
-    return PrefetchOutcome(result, report["warnings"] + pin_warnings, failure_message(report["images"]), pin_failure)
+    return PrefetchOutcome(result, source_warnings + report["warnings"] + pin_warnings,
+                           failure_message(report["images"]), pin_failure)

@@ -7,7 +7,7 @@ import collections
 
 import vectors
 
-SOURCES = ("reference", "registries", "auth", "openshift", "dropin")
+SOURCES = ("reference", "registries", "auth", "openshift", "dropin", "containerd")
 
 
 def pytest_terminal_summary(terminalreporter):

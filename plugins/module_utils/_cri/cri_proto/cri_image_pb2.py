@@ -19,42 +19,46 @@ else:
     DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(
         b'\n\x0f\x63ri_image.proto\x12\nruntime.v1"!\n\x0eVersionRequest\x12\x0f\n\x07version\x18\x01 \x01(\t'
         b'"n\n\x0fVersionResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x14\n\x0cruntime_name\x18\x02 \x01'
-        b'(\t\x12\x17\n\x0fruntime_version\x18\x03 \x01(\t\x12\x1b\n\x13runtime_api_version\x18\x04 \x01(\t"'
-        b'\x1b\n\nInt64Value\x12\r\n\x05value\x18\x01 \x01(\x03"\x1c\n\x0bUInt64Value\x12\r\n\x05value\x18'
-        b'\x01 \x01(\x04"\xd5\x01\n\tImageSpec\x12\r\n\x05image\x18\x01 \x01(\t\x12;\n\x0b\x61nnotations\x18'
-        b"\x02 \x03(\x0b\x32&.runtime.v1.ImageSpec.AnnotationsEntry\x12\x1c\n\x14user_specified_image\x18\x12 "
-        b"\x01(\t\x12\x17\n\x0fruntime_handler\x18\x13 \x01(\t\x12\x11\n\timage_ref\x18\x14 \x01(\t\x1a\x32\n"
-        b"\x10\x41nnotationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38"
-        b'\x01"3\n\x0bImageFilter\x12$\n\x05image\x18\x01 \x01(\x0b\x32\x15.runtime.v1.ImageSpec"<\n\x11List'
-        b"ImagesRequest\x12'\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x17.runtime.v1.ImageFilter\"\xb6\x01\n\x05I"
-        b"mage\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\trepo_tags\x18\x02 \x03(\t\x12\x14\n\x0crepo_digests"
-        b"\x18\x03 \x03(\t\x12\x0c\n\x04size\x18\x04 \x01(\x04\x12#\n\x03uid\x18\x05 \x01(\x0b\x32\x16.runtime"
-        b".v1.Int64Value\x12\x10\n\x08username\x18\x06 \x01(\t\x12#\n\x04spec\x18\x07 \x01(\x0b\x32\x15.runtim"
-        b'e.v1.ImageSpec\x12\x0e\n\x06pinned\x18\x08 \x01(\x08"7\n\x12ListImagesResponse\x12!\n\x06images\x18'
-        b'\x01 \x03(\x0b\x32\x11.runtime.v1.Image"K\n\x12ImageStatusRequest\x12$\n\x05image\x18\x01 \x01(\x0b'
-        b'\x32\x15.runtime.v1.ImageSpec\x12\x0f\n\x07verbose\x18\x02 \x01(\x08"\x9d\x01\n\x13ImageStatusRespo'
-        b"nse\x12 \n\x05image\x18\x01 \x01(\x0b\x32\x11.runtime.v1.Image\x12\x37\n\x04info\x18\x02 \x03(\x0b"
-        b"\x32).runtime.v1.ImageStatusResponse.InfoEntry\x1a+\n\tInfoEntry\x12\x0b\n\x03key\x18\x01 \x01(\t"
-        b'\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01"\x9a\x01\n\nAuthConfig\x12\x10\n\x08username\x18\x01'
-        b" \x01(\t\x12\x15\n\x08password\x18\x02 \x01(\tB\x03\x80\x01\x01\x12\x11\n\x04\x61uth\x18\x03 \x01(\t"
-        b"B\x03\x80\x01\x01\x12\x16\n\x0eserver_address\x18\x04 \x01(\t\x12\x1b\n\x0eidentity_token\x18\x05 "
-        b'\x01(\tB\x03\x80\x01\x01\x12\x1b\n\x0eregistry_token\x18\x06 \x01(\tB\x03\x80\x01\x01"^\n\x10PullIm'
-        b"ageRequest\x12$\n\x05image\x18\x01 \x01(\x0b\x32\x15.runtime.v1.ImageSpec\x12$\n\x04\x61uth\x18\x02 "
-        b'\x01(\x0b\x32\x16.runtime.v1.AuthConfig"&\n\x11PullImageResponse\x12\x11\n\timage_ref\x18\x01 \x01('
-        b'\t":\n\x12RemoveImageRequest\x12$\n\x05image\x18\x01 \x01(\x0b\x32\x15.runtime.v1.ImageSpec"\x15\n'
-        b'\x13RemoveImageResponse"\x14\n\x12ImageFsInfoRequest"*\n\x14\x46ilesystemIdentifier\x12\x12\n\nmou'
-        b'ntpoint\x18\x01 \x01(\t"\xb0\x01\n\x0f\x46ilesystemUsage\x12\x11\n\ttimestamp\x18\x01 \x01(\x03\x12'
-        b"/\n\x05\x66s_id\x18\x02 \x01(\x0b\x32 .runtime.v1.FilesystemIdentifier\x12+\n\nused_bytes\x18\x03 "
-        b"\x01(\x0b\x32\x17.runtime.v1.UInt64Value\x12,\n\x0binodes_used\x18\x04 \x01(\x0b\x32\x17.runtime.v1."
-        b'UInt64Value"\x89\x01\n\x13ImageFsInfoResponse\x12\x36\n\x11image_filesystems\x18\x01 \x03(\x0b\x32'
-        b"\x1b.runtime.v1.FilesystemUsage\x12:\n\x15\x63ontainer_filesystems\x18\x02 \x03(\x0b\x32\x1b.runtime"
-        b".v1.FilesystemUsage2V\n\x0eRuntimeService\x12\x44\n\x07Version\x12\x1a.runtime.v1.VersionRequest\x1a"
-        b'\x1b.runtime.v1.VersionResponse"\x00\x32\x9f\x03\n\x0cImageService\x12M\n\nListImages\x12\x1d.runti'
-        b'me.v1.ListImagesRequest\x1a\x1e.runtime.v1.ListImagesResponse"\x00\x12P\n\x0bImageStatus\x12\x1e.ru'
-        b'ntime.v1.ImageStatusRequest\x1a\x1f.runtime.v1.ImageStatusResponse"\x00\x12J\n\tPullImage\x12\x1c.r'
-        b'untime.v1.PullImageRequest\x1a\x1d.runtime.v1.PullImageResponse"\x00\x12P\n\x0bRemoveImage\x12\x1e.'
-        b'runtime.v1.RemoveImageRequest\x1a\x1f.runtime.v1.RemoveImageResponse"\x00\x12P\n\x0bImageFsInfo\x12'
-        b'\x1e.runtime.v1.ImageFsInfoRequest\x1a\x1f.runtime.v1.ImageFsInfoResponse"\x00\x62\x06proto3'
+        b'(\t\x12\x17\n\x0fruntime_version\x18\x03 \x01(\t\x12\x1b\n\x13runtime_api_version\x18\x04 \x01(\t" '
+        b'\n\rStatusRequest\x12\x0f\n\x07verbose\x18\x01 \x01(\x08"q\n\x0eStatusResponse\x12\x32\n\x04info'
+        b"\x18\x02 \x03(\x0b\x32$.runtime.v1.StatusResponse.InfoEntry\x1a+\n\tInfoEntry\x12\x0b\n\x03key\x18"
+        b'\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01"\x1b\n\nInt64Value\x12\r\n\x05value\x18'
+        b'\x01 \x01(\x03"\x1c\n\x0bUInt64Value\x12\r\n\x05value\x18\x01 \x01(\x04"\xd5\x01\n\tImageSpec\x12'
+        b"\r\n\x05image\x18\x01 \x01(\t\x12;\n\x0b\x61nnotations\x18\x02 \x03(\x0b\x32&.runtime.v1.ImageSpec.A"
+        b"nnotationsEntry\x12\x1c\n\x14user_specified_image\x18\x12 \x01(\t\x12\x17\n\x0fruntime_handler\x18"
+        b"\x13 \x01(\t\x12\x11\n\timage_ref\x18\x14 \x01(\t\x1a\x32\n\x10\x41nnotationsEntry\x12\x0b\n\x03key"
+        b'\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01"3\n\x0bImageFilter\x12$\n\x05image'
+        b"\x18\x01 \x01(\x0b\x32\x15.runtime.v1.ImageSpec\"<\n\x11ListImagesRequest\x12'\n\x06\x66ilter\x18"
+        b'\x01 \x01(\x0b\x32\x17.runtime.v1.ImageFilter"\xb6\x01\n\x05Image\x12\n\n\x02id\x18\x01 \x01(\t\x12'
+        b"\x11\n\trepo_tags\x18\x02 \x03(\t\x12\x14\n\x0crepo_digests\x18\x03 \x03(\t\x12\x0c\n\x04size\x18"
+        b"\x04 \x01(\x04\x12#\n\x03uid\x18\x05 \x01(\x0b\x32\x16.runtime.v1.Int64Value\x12\x10\n\x08username"
+        b"\x18\x06 \x01(\t\x12#\n\x04spec\x18\x07 \x01(\x0b\x32\x15.runtime.v1.ImageSpec\x12\x0e\n\x06pinned"
+        b'\x18\x08 \x01(\x08"7\n\x12ListImagesResponse\x12!\n\x06images\x18\x01 \x03(\x0b\x32\x11.runtime.v1.'
+        b'Image"K\n\x12ImageStatusRequest\x12$\n\x05image\x18\x01 \x01(\x0b\x32\x15.runtime.v1.ImageSpec\x12'
+        b'\x0f\n\x07verbose\x18\x02 \x01(\x08"\x9d\x01\n\x13ImageStatusResponse\x12 \n\x05image\x18\x01 \x01('
+        b"\x0b\x32\x11.runtime.v1.Image\x12\x37\n\x04info\x18\x02 \x03(\x0b\x32).runtime.v1.ImageStatusRespons"
+        b"e.InfoEntry\x1a+\n\tInfoEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02"
+        b'\x38\x01"\x9a\x01\n\nAuthConfig\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x15\n\x08password\x18\x02'
+        b" \x01(\tB\x03\x80\x01\x01\x12\x11\n\x04\x61uth\x18\x03 \x01(\tB\x03\x80\x01\x01\x12\x16\n\x0eserver_"
+        b"address\x18\x04 \x01(\t\x12\x1b\n\x0eidentity_token\x18\x05 \x01(\tB\x03\x80\x01\x01\x12\x1b\n\x0ere"
+        b'gistry_token\x18\x06 \x01(\tB\x03\x80\x01\x01"^\n\x10PullImageRequest\x12$\n\x05image\x18\x01 \x01('
+        b"\x0b\x32\x15.runtime.v1.ImageSpec\x12$\n\x04\x61uth\x18\x02 \x01(\x0b\x32\x16.runtime.v1.AuthConfig"
+        b'"&\n\x11PullImageResponse\x12\x11\n\timage_ref\x18\x01 \x01(\t":\n\x12RemoveImageRequest\x12$\n'
+        b'\x05image\x18\x01 \x01(\x0b\x32\x15.runtime.v1.ImageSpec"\x15\n\x13RemoveImageResponse"\x14\n\x12I'
+        b'mageFsInfoRequest"*\n\x14\x46ilesystemIdentifier\x12\x12\n\nmountpoint\x18\x01 \x01(\t"\xb0\x01\n'
+        b"\x0f\x46ilesystemUsage\x12\x11\n\ttimestamp\x18\x01 \x01(\x03\x12/\n\x05\x66s_id\x18\x02 \x01(\x0b"
+        b"\x32 .runtime.v1.FilesystemIdentifier\x12+\n\nused_bytes\x18\x03 \x01(\x0b\x32\x17.runtime.v1.UInt64"
+        b'Value\x12,\n\x0binodes_used\x18\x04 \x01(\x0b\x32\x17.runtime.v1.UInt64Value"\x89\x01\n\x13ImageFsI'
+        b"nfoResponse\x12\x36\n\x11image_filesystems\x18\x01 \x03(\x0b\x32\x1b.runtime.v1.FilesystemUsage\x12:"
+        b"\n\x15\x63ontainer_filesystems\x18\x02 \x03(\x0b\x32\x1b.runtime.v1.FilesystemUsage2\x99\x01\n\x0eRu"
+        b"ntimeService\x12\x44\n\x07Version\x12\x1a.runtime.v1.VersionRequest\x1a\x1b.runtime.v1.VersionRespon"
+        b'se"\x00\x12\x41\n\x06Status\x12\x19.runtime.v1.StatusRequest\x1a\x1a.runtime.v1.StatusResponse"'
+        b"\x00\x32\x9f\x03\n\x0cImageService\x12M\n\nListImages\x12\x1d.runtime.v1.ListImagesRequest\x1a\x1e.r"
+        b'untime.v1.ListImagesResponse"\x00\x12P\n\x0bImageStatus\x12\x1e.runtime.v1.ImageStatusRequest\x1a'
+        b'\x1f.runtime.v1.ImageStatusResponse"\x00\x12J\n\tPullImage\x12\x1c.runtime.v1.PullImageRequest\x1a'
+        b'\x1d.runtime.v1.PullImageResponse"\x00\x12P\n\x0bRemoveImage\x12\x1e.runtime.v1.RemoveImageRequest'
+        b'\x1a\x1f.runtime.v1.RemoveImageResponse"\x00\x12P\n\x0bImageFsInfo\x12\x1e.runtime.v1.ImageFsInfoRe'
+        b'quest\x1a\x1f.runtime.v1.ImageFsInfoResponse"\x00\x62\x06proto3'
     )
 
     _globals = globals()
@@ -62,6 +66,8 @@ else:
     _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, "cri_image_pb2", _globals)
     if _descriptor._USE_C_DESCRIPTORS is False:
         DESCRIPTOR._options = None
+        _globals["_STATUSRESPONSE_INFOENTRY"]._options = None
+        _globals["_STATUSRESPONSE_INFOENTRY"]._serialized_options = b"8\001"
         _globals["_IMAGESPEC_ANNOTATIONSENTRY"]._options = None
         _globals["_IMAGESPEC_ANNOTATIONSENTRY"]._serialized_options = b"8\001"
         _globals["_IMAGESTATUSRESPONSE_INFOENTRY"]._options = None
@@ -78,48 +84,54 @@ else:
         _globals["_VERSIONREQUEST"]._serialized_end = 64
         _globals["_VERSIONRESPONSE"]._serialized_start = 66
         _globals["_VERSIONRESPONSE"]._serialized_end = 176
-        _globals["_INT64VALUE"]._serialized_start = 178
-        _globals["_INT64VALUE"]._serialized_end = 205
-        _globals["_UINT64VALUE"]._serialized_start = 207
-        _globals["_UINT64VALUE"]._serialized_end = 235
-        _globals["_IMAGESPEC"]._serialized_start = 238
-        _globals["_IMAGESPEC"]._serialized_end = 451
-        _globals["_IMAGESPEC_ANNOTATIONSENTRY"]._serialized_start = 401
-        _globals["_IMAGESPEC_ANNOTATIONSENTRY"]._serialized_end = 451
-        _globals["_IMAGEFILTER"]._serialized_start = 453
-        _globals["_IMAGEFILTER"]._serialized_end = 504
-        _globals["_LISTIMAGESREQUEST"]._serialized_start = 506
-        _globals["_LISTIMAGESREQUEST"]._serialized_end = 566
-        _globals["_IMAGE"]._serialized_start = 569
-        _globals["_IMAGE"]._serialized_end = 751
-        _globals["_LISTIMAGESRESPONSE"]._serialized_start = 753
-        _globals["_LISTIMAGESRESPONSE"]._serialized_end = 808
-        _globals["_IMAGESTATUSREQUEST"]._serialized_start = 810
-        _globals["_IMAGESTATUSREQUEST"]._serialized_end = 885
-        _globals["_IMAGESTATUSRESPONSE"]._serialized_start = 888
-        _globals["_IMAGESTATUSRESPONSE"]._serialized_end = 1045
-        _globals["_IMAGESTATUSRESPONSE_INFOENTRY"]._serialized_start = 1002
-        _globals["_IMAGESTATUSRESPONSE_INFOENTRY"]._serialized_end = 1045
-        _globals["_AUTHCONFIG"]._serialized_start = 1048
-        _globals["_AUTHCONFIG"]._serialized_end = 1202
-        _globals["_PULLIMAGEREQUEST"]._serialized_start = 1204
-        _globals["_PULLIMAGEREQUEST"]._serialized_end = 1298
-        _globals["_PULLIMAGERESPONSE"]._serialized_start = 1300
-        _globals["_PULLIMAGERESPONSE"]._serialized_end = 1338
-        _globals["_REMOVEIMAGEREQUEST"]._serialized_start = 1340
-        _globals["_REMOVEIMAGEREQUEST"]._serialized_end = 1398
-        _globals["_REMOVEIMAGERESPONSE"]._serialized_start = 1400
-        _globals["_REMOVEIMAGERESPONSE"]._serialized_end = 1421
-        _globals["_IMAGEFSINFOREQUEST"]._serialized_start = 1423
-        _globals["_IMAGEFSINFOREQUEST"]._serialized_end = 1443
-        _globals["_FILESYSTEMIDENTIFIER"]._serialized_start = 1445
-        _globals["_FILESYSTEMIDENTIFIER"]._serialized_end = 1487
-        _globals["_FILESYSTEMUSAGE"]._serialized_start = 1490
-        _globals["_FILESYSTEMUSAGE"]._serialized_end = 1666
-        _globals["_IMAGEFSINFORESPONSE"]._serialized_start = 1669
-        _globals["_IMAGEFSINFORESPONSE"]._serialized_end = 1806
-        _globals["_RUNTIMESERVICE"]._serialized_start = 1808
-        _globals["_RUNTIMESERVICE"]._serialized_end = 1894
-        _globals["_IMAGESERVICE"]._serialized_start = 1897
-        _globals["_IMAGESERVICE"]._serialized_end = 2312
+        _globals["_STATUSREQUEST"]._serialized_start = 178
+        _globals["_STATUSREQUEST"]._serialized_end = 210
+        _globals["_STATUSRESPONSE"]._serialized_start = 212
+        _globals["_STATUSRESPONSE"]._serialized_end = 325
+        _globals["_STATUSRESPONSE_INFOENTRY"]._serialized_start = 282
+        _globals["_STATUSRESPONSE_INFOENTRY"]._serialized_end = 325
+        _globals["_INT64VALUE"]._serialized_start = 327
+        _globals["_INT64VALUE"]._serialized_end = 354
+        _globals["_UINT64VALUE"]._serialized_start = 356
+        _globals["_UINT64VALUE"]._serialized_end = 384
+        _globals["_IMAGESPEC"]._serialized_start = 387
+        _globals["_IMAGESPEC"]._serialized_end = 600
+        _globals["_IMAGESPEC_ANNOTATIONSENTRY"]._serialized_start = 550
+        _globals["_IMAGESPEC_ANNOTATIONSENTRY"]._serialized_end = 600
+        _globals["_IMAGEFILTER"]._serialized_start = 602
+        _globals["_IMAGEFILTER"]._serialized_end = 653
+        _globals["_LISTIMAGESREQUEST"]._serialized_start = 655
+        _globals["_LISTIMAGESREQUEST"]._serialized_end = 715
+        _globals["_IMAGE"]._serialized_start = 718
+        _globals["_IMAGE"]._serialized_end = 900
+        _globals["_LISTIMAGESRESPONSE"]._serialized_start = 902
+        _globals["_LISTIMAGESRESPONSE"]._serialized_end = 957
+        _globals["_IMAGESTATUSREQUEST"]._serialized_start = 959
+        _globals["_IMAGESTATUSREQUEST"]._serialized_end = 1034
+        _globals["_IMAGESTATUSRESPONSE"]._serialized_start = 1037
+        _globals["_IMAGESTATUSRESPONSE"]._serialized_end = 1194
+        _globals["_IMAGESTATUSRESPONSE_INFOENTRY"]._serialized_start = 282
+        _globals["_IMAGESTATUSRESPONSE_INFOENTRY"]._serialized_end = 325
+        _globals["_AUTHCONFIG"]._serialized_start = 1197
+        _globals["_AUTHCONFIG"]._serialized_end = 1351
+        _globals["_PULLIMAGEREQUEST"]._serialized_start = 1353
+        _globals["_PULLIMAGEREQUEST"]._serialized_end = 1447
+        _globals["_PULLIMAGERESPONSE"]._serialized_start = 1449
+        _globals["_PULLIMAGERESPONSE"]._serialized_end = 1487
+        _globals["_REMOVEIMAGEREQUEST"]._serialized_start = 1489
+        _globals["_REMOVEIMAGEREQUEST"]._serialized_end = 1547
+        _globals["_REMOVEIMAGERESPONSE"]._serialized_start = 1549
+        _globals["_REMOVEIMAGERESPONSE"]._serialized_end = 1570
+        _globals["_IMAGEFSINFOREQUEST"]._serialized_start = 1572
+        _globals["_IMAGEFSINFOREQUEST"]._serialized_end = 1592
+        _globals["_FILESYSTEMIDENTIFIER"]._serialized_start = 1594
+        _globals["_FILESYSTEMIDENTIFIER"]._serialized_end = 1636
+        _globals["_FILESYSTEMUSAGE"]._serialized_start = 1639
+        _globals["_FILESYSTEMUSAGE"]._serialized_end = 1815
+        _globals["_IMAGEFSINFORESPONSE"]._serialized_start = 1818
+        _globals["_IMAGEFSINFORESPONSE"]._serialized_end = 1955
+        _globals["_RUNTIMESERVICE"]._serialized_start = 1958
+        _globals["_RUNTIMESERVICE"]._serialized_end = 2111
+        _globals["_IMAGESERVICE"]._serialized_start = 2114
+        _globals["_IMAGESERVICE"]._serialized_end = 2529
     # @@protoc_insertion_point(module_scope)

@@ -6,6 +6,8 @@ Pulls through real containerd, the estimate against a real registry and a full t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fixtures.scripted_runtime import ScriptedRuntime
@@ -17,6 +19,7 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch impor
     DiskGuardRefused,
     PrefetchRequest,
     pin_method,
+    pull_sources,
     run_prefetch,
 )
 
@@ -110,6 +113,34 @@ def test_the_disk_guard_refuses_before_any_pull(tmp_path):
     with pytest.raises(DiskGuardRefused) as info:
         run_prefetch(request, params(tmp_path, min_free="100%"), client_factory=lambda _params: runtime)
     assert runtime.pulled == [] and info.value.details["disk_guard"]["ok"] is False
+
+
+def test_each_runtime_reads_its_own_registry_files(tmp_path):
+    """CRI-O: registries.conf; containerd: its hosts, found from CRI Status (1.x), the config file (2.x) or the
+    option, and only the option's registries_conf / registry_mirrors as overrides."""
+    asked = []
+
+    def status(config):
+        return lambda: asked.append(1) or {"config": json.dumps(config)}
+
+    request = PrefetchRequest.from_params(params(tmp_path), False)
+    sources, files, _warnings = pull_sources(request, params(tmp_path), {"runtime_name": "cri-o"}, status({}))
+    assert sources is request.registries and files == f"registries.conf: {tmp_path / 'registries.conf'}"
+    containerd = {"runtime_name": "containerd", "runtime_version": "1.7.24"}
+    sources, files, _warnings = pull_sources(request, params(tmp_path, containerd_config_path="/opt/a:/opt/b"),
+                                             containerd, status({}))
+    assert (sources.config.roots, asked) == (("/opt/a", "/opt/b"), [])
+    assert sources.overrides.files == [str(tmp_path / "registries.conf")]
+    mirrors = {"registry": {"configPath": "", "mirrors": {"docker.io": {"endpoint": ["https://m"]}}}}
+    sources, files, warnings = pull_sources(request, params(tmp_path), containerd, status(mirrors))
+    assert (sources.config.roots, asked, files) == ((), [1], "containerd hosts.toml under config_path none (from "
+                                                    "CRI Status)")
+    assert "deprecated registry.mirrors" in warnings[0]
+    config = tmp_path / "config.toml"
+    config.write_text('version = 3\n[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/etc/c"\n')
+    sources, files, _warnings = pull_sources(request, params(tmp_path, containerd_config=str(config)),
+                                             dict(containerd, runtime_version="2.1.9"), status({}))
+    assert sources.config.roots == ("/etc/c",) and str(config) in files
 
 
 def test_a_held_lock_fails_with_the_locked_kind(tmp_path):

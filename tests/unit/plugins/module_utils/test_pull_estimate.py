@@ -33,7 +33,7 @@ class ScriptedRegistries:
         self.calls = []
         self.request_count = 0
 
-    def manifest_info(self, ref, credentials=None, insecure=False, platform=None):
+    def manifest_info(self, ref, credentials=None, insecure=False, platform=None, endpoint=None):
         self.calls.append((ref.registry, credentials.username if credentials else None, insecure))
         self.request_count += 1
         outcome = self.outcomes[ref.registry].pop(0)

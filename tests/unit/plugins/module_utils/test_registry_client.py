@@ -396,7 +396,8 @@ class FakeClient(RegistryClient):
         super().__init__(certs_dirs=[])
         self.responses = responses
 
-    def _send(self, host, insecure, method, path, headers, limit, scheme=None, body=None, registry=None, stream=False):
+    def _send(self, host, insecure, method, path, headers, limit, scheme=None, body=None, registry=None, stream=False,
+              endpoint=None):
         self.request_count += 1
         repository, _sep, reference = path[len("/v2/"):].rpartition("/manifests/")
         status, content_type, payload, *extra = self.responses[(repository, reference)]
