@@ -33,7 +33,7 @@ OLD, NEW = "cp-0", "worker-0"
 @pytest.fixture(scope="module")
 def mlab(tmp_path_factory):
     with started_lab(tmp_path_factory.mktemp("mixed-lab"), nodes=3, control_plane=1,
-                     containerd_nodes={"worker-0": "trixie", "worker-1": "trixie"}) as lab:
+                     runtimes={"worker-0": "containerd-1.7", "worker-1": "containerd-1.7"}) as lab:
         yield lab
 
 
