@@ -100,6 +100,9 @@ def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mo
             bad[0].get("error"))
     pin = prefetch.get("pin") or {}
     ran = bool(pin.get("ran")) and not pin.get("error")
+    # What CRI reports after the pin, where the node said; else the images the pin step wrote.
+    reported = pin.get("cri_pinned") or {}
+    pinned = sum(1 for value in reported.values() if value) if reported else len(pin.get("images") or [])
     failed = bool(message) or totals["failed"] + totals["skipped"] > 0
     return {
         "node": node,
@@ -118,8 +121,9 @@ def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mo
         "started": float(started),
         "finished": time.time() if finished is None else finished,
         "changed": totals["pulled"] > 0 or bool(pin.get("changed")),
-        "pinned": len(pin.get("images") or []) if ran else None,
+        "pinned": pinned if ran else None,
         "pin_method": pin.get("method") or "none",
+        "pin_reason": pin.get("reason"),
         "dropin": pin.get("path") if ran else None,
         "sets": list(sets),
         "images": entries,

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import os
 import reprlib
-from typing import Callable, Union
+from typing import Any, Callable, Union
+
+# The TOML reader of the node's Python (registries.conf, CRI-O drop-ins): tomllib from 3.11, else tomli, else None.
+TOML: Any
+try:
+    import tomllib as TOML
+except ImportError:  # Python < 3.11 on the node
+    try:
+        import tomli as TOML  # type: ignore[no-redef]
+    except ImportError:
+        TOML = None
 
 # A path as os.fspath and open() take it.
 StrPath = Union[str, "os.PathLike[str]"]

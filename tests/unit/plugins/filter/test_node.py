@@ -15,7 +15,7 @@ TOTALS = dict(requested=2, present=1, pulled=1, failed=0, skipped=0, would_pull=
 RUNTIME = dict(runtime_name="containerd", runtime_version="1.7.24")
 KEYS = {"node", "control_plane", "runtime", "status", "error", "node_error", "requested", "present", "pulled",
         "failed", "would_pull", "bytes", "seconds", "started", "finished", "changed", "pinned", "pin_method",
-        "dropin", "sets", "images"}
+        "pin_reason", "dropin", "sets", "images"}
 
 
 def result(results, error="", check_mode=False, images=(A, B)):
@@ -69,6 +69,14 @@ def test_the_last_call_that_ran_is_the_result():
     assert out["sets"] == [{"name": "s", "images": [A]}] and out["started"] == 10.0 and out["finished"] > 10.0
     assert F["node_result_line"](out) == (
         "ok: 1 pulled, 1 present, 0 failed of 2 images (3.0 MiB) in 1.2 s; 2 pinned by the containerd image label")
+
+
+def test_pinned_counts_what_cri_reports_and_auto_on_old_containerd_says_why():
+    pin = dict(method="dropin", ran=True, changed=True, images=[A, B], path="/d", cri_pinned={A: True, B: False})
+    assert result([prefetch(pin=pin)])["pinned"] == 1
+    reason = "containerd 1.6.20 will not honour the pin: ...; Upgrade containerd to 1.7.3 or later"
+    out = result([prefetch(pin=dict(method="none", ran=False, changed=False, images=[], path=None, reason=reason))])
+    assert (out["pinned"], out["pin_reason"]) == (None, reason)
 
 
 def test_a_node_with_nothing_to_do_and_the_drop_in():
