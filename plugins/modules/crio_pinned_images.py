@@ -24,7 +24,7 @@ description:
     whole list. Before writing, the other files of the directory are read in that order: when one read after
     O(path) sets C(pinned_images) without all of these images, the task fails and names it (in check mode too),
     since CRI-O would pin none of them.
-  - After a reload the pins are proven, not assumed: the module reads CRI C(ImageStatus) back and waits, up to
+  - After a reload the pins are proven, not assumed; the module reads CRI C(ImageStatus) back and waits, up to
     O(settle_timeout) seconds, until CRI reports every wanted image that is on the node as pinned and every image
     the file no longer lists as not pinned; otherwise the task fails and says which images CRI reports wrongly.
     On a rerun that changes nothing, CRI is read once and must agree too. With O(reload=none) CRI is only read
