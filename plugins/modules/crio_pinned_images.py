@@ -21,7 +21,7 @@ description:
     C(ImageStatus) call), unless O(force=true). Prefetch the images first, for example with M(pinned.images.prefetch).
   - The file is replaced atomically and rewritten only when its content changes; CRI-O is then told to reload.
   - CRI-O reads its drop-in directory in file-name order, and the last file that sets C(pinned_images) replaces the
-    whole list. Before writing, the other files of the directory are read in that order: when one read after
+    whole list. Before writing, the other files of the directory are read in that order, and when one read after
     O(path) sets C(pinned_images) without all of these images, the task fails and names it (in check mode too),
     since CRI-O would pin none of them.
   - After a reload the pins are proven, not assumed; the module reads CRI C(ImageStatus) back and waits, up to
@@ -165,7 +165,7 @@ reloaded:
 cri_pinned:
   description:
     - What CRI C(ImageStatus) reports after the run, per image (the wanted ones and those the file no longer
-      lists; patterns are not images): V(true) pinned, V(false) not pinned, V(null) not on the node.
+      lists; patterns are not images); V(true) pinned, V(false) not pinned, V(null) not on the node.
   returned: always
   type: dict
   sample:
