@@ -64,11 +64,23 @@ from support.node import (
 )
 from support.pki import make_pki
 from support.ports import free_ports
-from support.processes import Supervisor, signal_process, lab_processes, mounts_under, owns, run, unmount, write_file
+from support.processes import (
+    READY_TIMEOUT,
+    Supervisor,
+    lab_processes,
+    mounts_under,
+    owns,
+    run,
+    signal_process,
+    unmount,
+    write_file,
+)
 from support.push import PushClient
 from support.registry import registry_config, registry_status, write_htpasswd, write_registry_config
 
 DEFAULT_DIR = REPO / ".lab"
+# What CRI-O logs once a SIGHUP's reload is applied.
+CRIO_RELOADED = "Configuration reload completed"
 ENV_DIR = "PINNED_IMAGES_LAB_DIR"
 # Marks a directory as a lab's: `down` refuses to empty any other.
 MARKER = ".pinned-images-lab"
@@ -412,6 +424,38 @@ class Lab(Supervisor):
             entry["argv"] = [runtime_binary(runtime), "--config", entry["config"]]
         self.state["nodes"][name] = entry
         return entry
+
+    def add_http_registry(self, name: str, host: str) -> None:
+        """Let node ``name`` pull from the plain-HTTP registry at ``host`` (a test's proxy): a hosts.toml for
+        containerd (re-read on every pull), a registries.conf entry for CRI-O, which SIGHUP makes it read."""
+        entry = self._node(name)
+        if entry.get("registries_conf"):
+            conf = Path(entry["registries_conf"])
+            write_file(conf, conf.read_text() + '\n[[registry]]\nlocation = %s\ninsecure = true\n' % json.dumps(host))
+            self.reload_node(name)
+        else:
+            write_file(Path(entry["certs_d"]) / host / "hosts.toml", hosts_toml("http://" + host, None))
+
+    def reload_node(self, name: str) -> None:
+        """SIGHUP to a CRI-O node (as ``systemctl reload crio``), and wait until it has re-read its drop-ins and
+        registries.conf."""
+        entry = self._node(name)
+        if not entry.get("pid_file") or not owns(entry["pid"], entry["config"]):
+            raise LabError("%s is not a running CRI-O node" % name)
+        done = self.reloads(name, CRIO_RELOADED)
+        os.kill(entry["pid"], signal.SIGHUP)
+        deadline = time.monotonic() + READY_TIMEOUT
+        while self.reloads(name, CRIO_RELOADED) == done:
+            if time.monotonic() > deadline:
+                raise LabError("%s did not reload within %ds; log %s" % (name, READY_TIMEOUT, entry["log"]))
+            time.sleep(0.02)
+
+    def reloads(self, name: str, line: str = "Reloading configuration") -> int:
+        """How often a CRI-O node's log says ``line``: by default, how many SIGHUPs it took."""
+        try:
+            return Path(self._node(name)["log"]).read_text(errors="replace").count(line)
+        except OSError:
+            return 0
 
     def _write_hosts(self, certs_d: Path) -> None:
         # containerd re-reads these on every pull, so a test may edit a node's copy (e.g. to add a mirror).

@@ -307,6 +307,16 @@ def hosts_toml(url: str, ca: str | None) -> str:
 """
 
 
+def pin_args(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The pinned.images.prefetch arguments that pin on the node ``entry`` as a real node of its runtime does
+    (``pin: auto``): for CRI-O its drop-in, reloaded by SIGHUP to its pid file, and its registries.conf."""
+    args: dict[str, Any] = {"cri_socket": entry["endpoint"], "pin": "auto"}
+    if entry.get("pid_file"):
+        args.update(dropin_path=str(Path(entry["dropin_dir"]) / "50-pinned-images"), crio_reload="signal",
+                    crio_pid_file=entry["pid_file"], registries_conf=entry["registries_conf"])
+    return args
+
+
 def cri_ready(entry: Mapping[str, Any]) -> bool:
     """True when the node's socket answers and (containerd) its CRI plugin loaded: containerd serves even when it
     did not. CRI-O opens its socket only once its CRI server runs."""
