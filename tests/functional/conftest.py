@@ -51,11 +51,9 @@ def empty_node(lab):
 def runtime_node(request, lab):
     """The session lab's node of one runtime (``rt-<runtime>``), added on first use: its state entry. CRI-O comes
     from the reference directory: without it these cases skip with the one line naming PINNED_IMAGES_REFERENCE_DIR."""
-    runtime = request.param
-    if RUNTIMES[runtime].kind == "cri-o":
+    if RUNTIMES[request.param].kind == "cri-o":
         reference_path("cri-o")
-    name = "rt-" + runtime.replace(".", "")
-    return lab.state["nodes"].get(name) or lab.add_node(name, runtime=runtime)
+    return lab.runtime_node(request.param)
 
 
 @pytest.fixture

@@ -410,7 +410,9 @@ class Lab(Supervisor):
             binaries = crio_binaries()
             entry.update(config=str(base / "crio.conf"), dropin_dir=str(base / "crio.conf.d"),
                          registries_conf=str(base / "registries.conf"), policy=str(base / "policy.json"),
-                         pid_file=str(base / "crio.pid"))
+                         pid_file=str(base / "crio.pid"), global_auth_file=str(base / "kubelet-config.json"))
+            auth = self.state["registries"]["auth"]["docker_config"]
+            write_file(Path(entry["global_auth_file"]), Path(auth).read_text(), 0o600)
             Path(entry["dropin_dir"]).mkdir(exist_ok=True)
             write_file(Path(entry["config"]), crio_config(base, sock, stream_port, self.path / "cni", binaries["pinns"]))
             write_file(Path(entry["registries_conf"]), crio_registries_conf(list(self.state["registries"].values())))
@@ -424,6 +426,12 @@ class Lab(Supervisor):
             entry["argv"] = [runtime_binary(runtime), "--config", entry["config"]]
         self.state["nodes"][name] = entry
         return entry
+
+    def runtime_node(self, runtime: str) -> dict[str, Any]:
+        """The node ``rt-<runtime>`` (dots dropped) of a key of RUNTIMES, added to the running lab on first use:
+        tests of one runtime share it."""
+        name = "rt-" + runtime.replace(".", "")
+        return self.state["nodes"].get(name) or self.add_node(name, runtime=runtime)
 
     def add_http_registry(self, name: str, host: str) -> None:
         """Let node ``name`` pull from the plain-HTTP registry at ``host`` (a test's proxy): a hosts.toml for
@@ -443,12 +451,16 @@ class Lab(Supervisor):
         if not entry.get("pid_file") or not owns(entry["pid"], entry["config"]):
             raise LabError("%s is not a running CRI-O node" % name)
         done = self.reloads(name, CRIO_RELOADED)
-        os.kill(entry["pid"], signal.SIGHUP)
         deadline = time.monotonic() + READY_TIMEOUT
         while self.reloads(name, CRIO_RELOADED) == done:
             if time.monotonic() > deadline:
                 raise LabError("%s did not reload within %ds; log %s" % (name, READY_TIMEOUT, entry["log"]))
-            time.sleep(0.02)
+            # Again every second: a SIGHUP that comes while a reload runs is merged into it.
+            os.kill(entry["pid"], signal.SIGHUP)
+            for _ in range(50):
+                if self.reloads(name, CRIO_RELOADED) != done:
+                    break
+                time.sleep(0.02)
 
     def reloads(self, name: str, line: str = "Reloading configuration") -> int:
         """How often a CRI-O node's log says ``line``: by default, how many SIGHUPs it took."""

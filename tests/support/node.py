@@ -229,7 +229,9 @@ def crio_config(base: Path, sock: Path, stream_port: int, cni: Path, pinns: str)
     """The crio.conf of a CRI-O node whose files live under ``base``: every path CRI-O writes is its own (several
     run side by side, nothing under /etc, /var or /run), the vfs storage driver, runc and conmon from PATH, no
     NRI, no host-port mapping (no iptables here). registries.conf, the signature policy and the drop-in
-    directory are flags (crio_argv)."""
+    directory are flags (crio_argv). ``global_auth_file`` is the node pull secret, as on OpenShift
+    (/var/lib/kubelet/config.json): containers/image drops the CRI request's credentials for a mirror on another
+    host, so CRI-O authenticates to mirrors with this file only."""
     q = json.dumps
     run = base / "run"
     return f"""[crio]
@@ -268,6 +270,7 @@ monitor_path = {q(binary("conmon"))}
 
 [crio.image]
 signature_policy_dir = {q(str(base / "policies"))}
+global_auth_file = {q(str(base / "kubelet-config.json"))}
 
 [crio.network]
 network_dir = {q(str(cni / "net.d"))}
