@@ -256,9 +256,13 @@ def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, 
     assert [(nodes[name]["changed"], nodes[name]["pulled"]) for name in sorted(nodes)] == [(True, 0), (True, 0), (False, 0)]
     assert dropin.exists() and cri_pinned(mlab, NEW) == {image: True for image in images}
 
-    # node_pin auto everywhere: the 1.6 node prefetches only.
-    _proc, nodes = run_prefetch_playbook(mlab, tmp_path, images, node_pin="auto")
+    # node_pin auto everywhere: the 1.6 node prefetches only, warns with the reason and the fix, and its report row
+    # says "not pinned".
+    proc, nodes = run_prefetch_playbook(mlab, tmp_path, images, node_pin="auto")
     assert (nodes[OLD]["pin_method"], nodes[OLD]["pinned"]) == ("none", None)
+    assert "Upgrade containerd to 1.7.3 or later" in nodes[OLD]["pin_reason"]
+    assert re.search(r'"cp-0 .*not pinned",?$', proc.stdout, re.MULTILINE), proc.stdout
+    assert "[WARNING]: containerd 1.6" in proc.stdout + proc.stderr
     assert cri_pinned(mlab, OLD) == {image: False for image in images}
 
 

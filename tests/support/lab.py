@@ -165,11 +165,13 @@ class Lab(Supervisor):
         Every node is a host with the local connection (the nodes are processes on this machine), its own CRI
         socket, and its own CRI-O drop-in path and prefetch progress file under the lab directory, so the
         ``pinned.images.node`` role can run on all of them at once. Groups: ``control_plane`` and ``workers``.
-        Every node pins as a real one of its runtime does (``node_pin: auto``): CRI-O nodes through the drop-in in
-        their ``--config-dir``, reloaded by SIGHUP to the pid in their pid file (there is no systemd here), their
-        pulls read with their own registries.conf; containerd 1.7.3+ with the image label; containerd 1.6 not at
-        all (it does not report the label). Pulls authenticate with the lab's docker config; the lab runs as root
-        already, so nothing becomes root (``ansible_become``).
+        CRI-O nodes pin as a real one does (``node_pin: auto``): through the drop-in in their ``--config-dir``,
+        reloaded by SIGHUP to the pid in their pid file (there is no systemd here), their pulls guarded with their
+        own registries.conf; containerd 1.7 and 2.1 nodes with the image label (``node_pin: auto`` too). On
+        containerd 1.6, which cannot pin, the drop-in is forced on (``node_pin: true``) and nothing is reloaded, so
+        the tests see the text CRI-O would read; a run with ``node_pin: auto`` gets the reason instead. Pulls
+        authenticate with the lab's docker config; the lab runs as root already, so nothing becomes root
+        (``ansible_become``).
         """
         if not self.state.get("nodes"):
             raise LabError("no lab at %s" % self.path)
@@ -188,6 +190,8 @@ class Lab(Supervisor):
             if node.get("pid_file"):
                 host.update(node_crio_reload="signal", node_crio_pid_file=node["pid_file"],
                             node_prefetch_options={"registries_conf": node["registries_conf"]})
+            if RUNTIMES[node["runtime"]].pins:
+                host["node_pin"] = "auto"
         return {
             "all": {
                 "vars": {
@@ -195,7 +199,7 @@ class Lab(Supervisor):
                     "ansible_python_interpreter": python or sys.executable,
                     "ansible_become": False,
                     "node_auth_file": self.state["registries"]["auth"]["docker_config"],
-                    "node_pin": "auto",
+                    "node_pin": "true",
                     "node_crio_reload": "none",
                 },
                 "children": {group: {"hosts": hosts} for group, hosts in groups.items()},
