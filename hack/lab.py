@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support.errors import LabError  # noqa: E402
 from support.images import KIB, parse_size  # noqa: E402
 from support.lab import ENV_DIR, Lab  # noqa: E402
-from support.node import RUNTIMES, TMPFS_SIZE  # noqa: E402
+from support.node import DEFAULT_RUNTIME, RUNTIMES, TMPFS_SIZE  # noqa: E402
 
 __all__ = ["Lab", "LabError", "main"]
 
@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="NAME:RUNTIME",
-        help="run that node with RUNTIME (default containerd-1.6); repeatable. " + _runtimes_help(),
+        help="run that node with RUNTIME (default %s); repeatable. " % DEFAULT_RUNTIME + _runtimes_help(),
     )
     up.add_argument("--bulk", type=int, default=0, metavar="N", help="also push N small distinct images")
     up.add_argument("--bulk-size", type=_size_arg, default=64 * KIB, metavar="SIZE", help="bulk layer size (64K)")
@@ -119,8 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     status.add_argument("--json", action="store_true", help="print the state as JSON")
     add = commands.add_parser("add-node", parents=[common], help="start one more node on the running lab")
     add.add_argument("name", help="node name: cp-N is a control-plane node, anything else a worker")
-    add.add_argument("--runtime", choices=list(RUNTIMES), default="containerd-1.6",
-                     help="its runtime (default containerd-1.6). " + _runtimes_help())
+    add.add_argument("--runtime", choices=list(RUNTIMES), default=DEFAULT_RUNTIME,
+                     help="its runtime (default %s). " % DEFAULT_RUNTIME + _runtimes_help())
     add.add_argument("--tmpfs", metavar="SIZE", help="put its root on a tmpfs of SIZE (e.g. 64M)")
     for verb, what in (("stop-node", "stop a node's runtime (SIGTERM; --kill: SIGKILL, as a crash)"),
                        ("start-node", "start a stopped node's runtime on the same root"),
