@@ -461,9 +461,8 @@ class Lab(Supervisor):
                 raise LabError("%s did not reload within %ds; log %s" % (name, READY_TIMEOUT, entry["log"]))
             # Again every second: a SIGHUP that comes while a reload runs is merged into it.
             os.kill(entry["pid"], signal.SIGHUP)
-            for _ in range(50):
-                if self.reloads(name, CRIO_RELOADED) != done:
-                    break
+            resend = time.monotonic() + 1
+            while self.reloads(name, CRIO_RELOADED) == done and time.monotonic() < resend:
                 time.sleep(0.02)
 
     def reloads(self, name: str, line: str = "Reloading configuration") -> int:
