@@ -8,7 +8,7 @@ missing=()
 while read -r program package; do
   case "$program" in ''|'#'*) continue ;; esac
   case "$package" in
-    trixie:*) [ -x "$program" ] || missing+=("$program (Debian trixie package ${package#trixie:}, hack/trixie_debs.sh)") ;;
+    *:*) [ -x "$program" ] || missing+=("$program (Debian ${package%%:*} package ${package#*:}, hack/debian_debs.sh)") ;;
     *) command -v "$program" >/dev/null || missing+=("$program (Debian package $package)") ;;
   esac
 done < hack/programs.txt

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's first command. Prepares the machine (hack/setup.sh), starts the local lab with 3 control-plane and
-# 3 worker containerd nodes, writes an inventory and PinnedImageSets for it, and runs the pinned.images.prefetch
-# playbook: control-plane nodes one at a time, workers in parallel, then the per-node table.
+# The README's first command. Prepares the machine (hack/setup.sh), starts the local lab with 3 control-plane nodes
+# on CRI-O 1.33 (as on OpenShift; from $PINNED_IMAGES_REFERENCE_DIR/cri-o) and 3 workers on containerd 1.7 and 2.1,
+# writes an inventory and PinnedImageSets for it, and runs the pinned.images.prefetch playbook: control-plane nodes
+# one at a time, workers in parallel, then the per-node table, whose "pinned" column is what each node's CRI reports.
 #
 #   bash hack/demo.sh          # start (or reuse) the lab and run the playbook; run it twice: nothing changes
 #   bash hack/demo.sh down     # stop the lab and remove its directory
@@ -29,8 +30,19 @@ export PATH="$top/.venv/bin:$PATH"
 export ANSIBLE_COLLECTIONS_PATH="$top/.build/collections"
 export ANSIBLE_CALLBACK_RESULT_FORMAT=yaml ANSIBLE_LOCALHOST_WARNING=False ANSIBLE_HOST_PATTERN_MISMATCH=ignore
 
-echo "== lab: 2 registries, 3 control-plane + 3 worker containerd nodes"
-"$python" hack/lab.py up --nodes 6 --control-plane 3 --bulk 30 --bulk-size 256K >/dev/null
+reference=${PINNED_IMAGES_REFERENCE_DIR:-$top/../shared/reference}
+if [ -f "$reference/cri-o/SHA256SUMS" ]; then
+  export PINNED_IMAGES_REFERENCE_DIR=$reference
+  control_plane=cri-o
+else
+  echo "demo: no CRI-O build in $reference/cri-o (set PINNED_IMAGES_REFERENCE_DIR); control-plane nodes run containerd 1.7"
+  control_plane=containerd-1.7
+fi
+echo "== lab: 2 registries, 3 control-plane ($control_plane) + 3 worker (containerd 1.7, 2.1) nodes"
+"$python" hack/lab.py up --nodes 6 --control-plane 3 --bulk 30 --bulk-size 256K \
+  --runtime-node cp-0:$control_plane --runtime-node cp-1:$control_plane --runtime-node cp-2:$control_plane \
+  --runtime-node worker-0:containerd-1.7 --runtime-node worker-1:containerd-2.1 \
+  --runtime-node worker-2:containerd-2.1 >/dev/null
 lab_dir=$("$python" -c 'import sys; sys.path.insert(0, "tests"); from support.lab import Lab; print(Lab().path)')
 inventory=$("$python" hack/lab.py inventory)
 nodes=$("$python" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["nodes"]))' "$lab_dir/state.json")
@@ -82,17 +94,28 @@ set -e
 import json
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, "tests")
+from support.node import RUNTIMES  # noqa: E402
 
 report = json.load(open(sys.argv[1]))
+lab = json.loads((Path(sys.argv[1]).parent / "state.json").read_text())
 wall = time.time() - float(sys.argv[2])
-print("\n== per node")
-print(f"{'node':<10} {'status':<8} {'pulled':>6} {'present':>7} {'failed':>6} {'MiB':>8} {'seconds':>8}")
+print("\n== per node (pinned: how many images the node's CRI reports pinned after the run)")
+print(f"{'node':<10} {'runtime':<17} {'status':<8} {'pulled':>6} {'present':>7} {'failed':>6} {'MiB':>8} "
+      f"{'seconds':>8}  pinned")
 for node in report["nodes"]:
-    print(f"{node['host']:<10} {node['status']:<8} {node['pulled']:>6} {node['present']:>7} {node['failed']:>6} "
-          f"{node['bytes'] / 1048576:>8.1f} {node['seconds']:>8.1f}")
+    runtime = RUNTIMES[lab["nodes"][node["host"]]["runtime"]]
+    if node.get("pin_reason"):
+        pinned = "not pinned (%s cannot pin)" % runtime.kind
+    else:
+        pinned = "-" if node["pinned"] is None else "%s (%s)" % (node["pinned"], node["pin_method"])
+    print(f"{node['host']:<10} {runtime.kind + ' ' + runtime.version:<17} {node['status']:<8} {node['pulled']:>6} "
+          f"{node['present']:>7} {node['failed']:>6} {node['bytes'] / 1048576:>8.1f} {node['seconds']:>8.1f}  {pinned}")
 node_sum = sum(node["finished"] - node["started"] for node in report["nodes"])
 print(f"\nwall time {wall:.1f} s for {len(report['nodes'])} nodes; the nodes' own times add up to {node_sum:.1f} s")
-print("drop-ins (what CRI-O would read): " + sys.argv[1].rsplit("/", 1)[0] + "/nodes/*/crio.conf.d/50-pinned-images")
+print("CRI-O drop-ins: " + sys.argv[1].rsplit("/", 1)[0] + "/nodes/cp-*/crio.conf.d/50-pinned-images")
 print("report page (timeline, per node, failures; open it in a browser): " + sys.argv[1][:-len(".json")] + ".html")
 print("run 'bash hack/demo.sh' again: nothing changes; 'bash hack/demo.sh down' stops the lab")
 EOF

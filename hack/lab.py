@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A throw-away lab on this machine: a plain registry, a login+TLS registry and containerd "nodes".
+"""A throw-away lab on this machine: a plain registry, a login+TLS registry and containerd or CRI-O "nodes".
 
 Everything lives under one directory (default ``<repo>/.lab``, ``--dir`` or ``$PINNED_IMAGES_LAB_DIR``);
 nothing is written to system paths. See hack/README.md. This is the command line; the lab itself is
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support.errors import LabError  # noqa: E402
 from support.images import KIB, parse_size  # noqa: E402
 from support.lab import ENV_DIR, Lab  # noqa: E402
-from support.node import CONTAINERD_BINARIES, TMPFS_SIZE  # noqa: E402
+from support.node import DEFAULT_RUNTIME, RUNTIMES, TMPFS_SIZE  # noqa: E402
 
 __all__ = ["Lab", "LabError", "main"]
 
@@ -49,7 +49,8 @@ def _print_human(status: Mapping[str, Any], out=sys.stdout) -> None:
     print("nodes:", file=out)
     for name, node in status["nodes"].items():
         extra = "  tmpfs %s" % node["tmpfs"] if node["tmpfs"] else ""
-        extra += "  containerd %s" % node["containerd"] if node.get("containerd", "system") != "system" else ""
+        runtime = RUNTIMES[node["runtime"]]
+        extra += "  %s %s" % (runtime.kind, runtime.version)
         print("  %-10s %-13s %s  %s%s" % (name, node["role"], node["endpoint"], alive(node), extra), file=out)
     print("images:", file=out)
     for name, image in status["images"].items():
@@ -66,11 +67,15 @@ def _tmpfs_arg(text: str) -> tuple[str, str]:
     return name, size
 
 
-def _containerd_arg(text: str) -> tuple[str, str]:
+def _runtime_arg(text: str) -> tuple[str, str]:
     name, sep, choice = text.partition(":")
-    if not sep or not name or choice not in CONTAINERD_BINARIES:
-        raise argparse.ArgumentTypeError("expected NAME:%s, e.g. worker-0:trixie" % "|".join(CONTAINERD_BINARIES))
+    if not sep or not name or choice not in RUNTIMES:
+        raise argparse.ArgumentTypeError("expected NAME:%s, e.g. cp-0:cri-o" % "|".join(RUNTIMES))
     return name, choice
+
+
+def _runtimes_help() -> str:
+    return "; ".join("%s: %s %s (%s)" % (key, r.kind, r.version, r.source) for key, r in RUNTIMES.items())
 
 
 def _size_arg(text: str) -> int:
@@ -97,12 +102,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="put that node's containerd root on a tmpfs of SIZE (e.g. worker-0:64M); repeatable",
     )
     up.add_argument(
-        "--containerd-node",
-        type=_containerd_arg,
+        "--runtime-node",
+        type=_runtime_arg,
         action="append",
         default=[],
-        metavar="NAME:BINARY",
-        help="run that node with containerd BINARY: system (Debian 12's 1.6) or trixie (1.7); repeatable",
+        metavar="NAME:RUNTIME",
+        help="run that node with RUNTIME (default %s); repeatable. " % DEFAULT_RUNTIME + _runtimes_help(),
     )
     up.add_argument("--bulk", type=int, default=0, metavar="N", help="also push N small distinct images")
     up.add_argument("--bulk-size", type=_size_arg, default=64 * KIB, metavar="SIZE", help="bulk layer size (64K)")
@@ -112,6 +117,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     down.add_argument("--keep", action="store_true", help="keep the directory (logs, registry data)")
     status = commands.add_parser("status", parents=[common], help="print the lab; exit 1 unless it runs")
     status.add_argument("--json", action="store_true", help="print the state as JSON")
+    add = commands.add_parser("add-node", parents=[common], help="start one more node on the running lab")
+    add.add_argument("name", help="node name: cp-N is a control-plane node, anything else a worker")
+    add.add_argument("--runtime", choices=list(RUNTIMES), default=DEFAULT_RUNTIME,
+                     help="its runtime (default %s). " % DEFAULT_RUNTIME + _runtimes_help())
+    add.add_argument("--tmpfs", metavar="SIZE", help="put its root on a tmpfs of SIZE (e.g. 64M)")
+    for verb, what in (("stop-node", "stop a node's runtime (SIGTERM; --kill: SIGKILL, as a crash)"),
+                       ("start-node", "start a stopped node's runtime on the same root"),
+                       ("restart-node", "stop a node's runtime and start it again (images, pins kept)")):
+        node_command = commands.add_parser(verb, parents=[common], help=what)
+        node_command.add_argument("name", help="node name")
+        if verb == "stop-node":
+            node_command.add_argument("--kill", action="store_true", help="SIGKILL at once")
     commands.add_parser("env", parents=[common], help='print shell exports: eval "$(hack/lab.py env)"')
     inventory = commands.add_parser("inventory", parents=[common], help="write an Ansible inventory of the nodes")
     inventory.add_argument("-o", "--output", help="file to write (default <lab>/inventory.yml; - for stdout)")
@@ -125,8 +142,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("lab.py: already running at %s; nothing started" % lab.path, file=sys.stderr)
             result = lab.up(
                 args.nodes, args.control_plane, dict(args.tmpfs_node), args.bulk, args.bulk_size,
-                containerd_nodes=dict(args.containerd_node),
+                runtimes=dict(args.runtime_node),
             )
+        elif args.command in ("add-node", "stop-node", "start-node", "restart-node"):
+            if args.command == "add-node":
+                lab.add_node(args.name, args.tmpfs, args.runtime)
+            elif args.command == "stop-node":
+                lab.stop_node(args.name, kill=args.kill)
+            elif args.command == "start-node":
+                lab.start_node(args.name)
+            else:
+                lab.restart_node(args.name)
+            result = lab.status()
+            args.json = False
         elif args.command == "down":
             lab.down(keep=args.keep)
             return 0

@@ -6,7 +6,7 @@ cd "$top"
 OLDEST_CORE=2.17.14  # the floor of meta/runtime.yml's requires_ansible, newest patch
 mkdir -p .build
 
-mapfile -t debs < <(awk '!/^#/ && NF && $2 !~ /^trixie:/ { print $2 }' hack/programs.txt | sort -u)
+mapfile -t debs < <(awk '!/^#/ && NF && $2 !~ /:/ { print $2 }' hack/programs.txt | sort -u)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -18,10 +18,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# containerd 1.7 (pins through the image label) for the lab, and kubectl to check the fake API server:
-# Debian trixie's packages, unpacked into .build/trixie, nothing installed system-wide.
-mapfile -t trixie < <(awk '!/^#/ && $2 ~ /^trixie:/ { sub(/^trixie:/, "", $2); print $2 }' hack/programs.txt | sort -u)
-bash hack/trixie_debs.sh "${trixie[@]}"
+# containerd 1.7 (trixie) and 2.1 (sid), and kubectl to check the fake API server: other Debian suites' packages,
+# unpacked into .build/<suite>, nothing installed system-wide (hack/debian_debs.sh, one apt configuration per suite).
+mapfile -t suites < <(awk '!/^#/ && $2 ~ /:/ { split($2, s, ":"); print s[1] }' hack/programs.txt | sort -u)
+for suite in "${suites[@]}"; do
+  mapfile -t pkgs < <(awk -v s="$suite" '!/^#/ && index($2, s ":") == 1 { print substr($2, length(s) + 2) }' \
+    hack/programs.txt | sort -u)
+  bash hack/debian_debs.sh "$suite" "${pkgs[@]}"
+done
 
 python=${PYTHON:-python3}
 # venv DIR REQUIREMENTS...: creates DIR once, then installs the requirement files whenever they change.

@@ -20,6 +20,15 @@ description:
   - Before the file changes, every image must be present in the container runtime (checked with the CRI
     C(ImageStatus) call), unless O(force=true). Prefetch the images first, for example with M(pinned.images.prefetch).
   - The file is replaced atomically and rewritten only when its content changes; CRI-O is then told to reload.
+  - CRI-O reads its drop-in directory in file-name order, and the last file that sets C(pinned_images) replaces the
+    whole list. Before writing, the other files of the directory are read in that order, and when one read after
+    O(path) sets C(pinned_images) without all of these images, the task fails and names it (in check mode too),
+    since CRI-O would pin none of them.
+  - After a reload the pins are proven, not assumed; the module reads CRI C(ImageStatus) back and waits, up to
+    O(settle_timeout) seconds, until CRI reports every wanted image that is on the node as pinned and every image
+    the file no longer lists as not pinned; otherwise the task fails and says which images CRI reports wrongly.
+    On a rerun that changes nothing, CRI is read once and must agree too. With O(reload=none) CRI is only read
+    and reported (RV(cri_pinned)).
   - An empty list of images (O(images=[]), or sets that select nothing for this node), or O(state=absent),
     removes the file. With O(state=present), one of O(images) and O(sets) is required.
   - This is for CRI-O only. containerd pins an image through the image label C(io.cri-containerd.pinned=pinned),
@@ -65,10 +74,15 @@ options:
     description:
       - File holding the CRI-O process id, for O(reload=signal).
     type: path
+  settle_timeout:
+    description:
+      - Seconds to wait after a reload until CRI reports the pins as the drop-ins say.
+    type: float
+    default: 10.0
 attributes:
   check_mode:
     support: full
-    description: Nothing is written and CRI-O is not reloaded; presence is still checked.
+    description: Nothing is written and CRI-O is not reloaded; presence and the other drop-ins are still checked.
   diff_mode:
     support: full
     description: Shows the drop-in before and after.
@@ -148,6 +162,19 @@ reloaded:
   returned: always
   type: bool
   sample: true
+cri_pinned:
+  description:
+    - What CRI C(ImageStatus) reports after the run, per image (the wanted ones and those the file no longer
+      lists; patterns are not images); V(true) pinned, V(false) not pinned, V(null) not on the node.
+  returned: always
+  type: dict
+  sample:
+    quay.io/openshift-release-dev/ocp-release@sha256:0000000000000000000000000000000000000000000000000000000000000000: true
+overridden_by:
+  description: The later drop-ins whose C(pinned_images) would void the wanted pins, when the module refused.
+  returned: failure
+  type: list
+  elements: str
 missing:
   description: Images not present in the runtime, when the module refused to pin them.
   returned: failure
@@ -160,7 +187,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CRI_CLIENT_ARGUMENT_SPEC, CriClient
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     DEFAULT_PATH,
-    missing_images,
+    LazyStatusClient,
     module_run_command,
     run_crio_pinned_images,
 )
@@ -182,6 +209,7 @@ def main():
         force=dict(type="bool", default=False),
         reload=dict(type="str", default="systemd", choices=["none", "systemd", "signal"]),
         pid_file=dict(type="path"),
+        settle_timeout=dict(type="float", default=10.0),
         **CRI_CLIENT_ARGUMENT_SPEC,
     )
     module = AnsibleModule(
@@ -194,16 +222,20 @@ def main():
     params = module.params
     failed = dict(changed=False, path=params["path"], images=[], set_names=[], reloaded=False)
 
-    def check_presence(wanted):
-        # grpcio is needed only when the file changes: an unchanged drop-in is checked without it.
+    def connect():
+        # grpcio is needed only for a CRI call: removing a drop-in that is already gone makes none.
         require_node_deps(module, **failed)
-        with CriClient.from_params(params) as client:
-            return missing_images(client, wanted)
+        return CriClient.from_params(params)
 
+    client = LazyStatusClient(connect)
     try:
-        result = run_crio_pinned_images(params, module.check_mode, check_presence, module_run_command(module))
+        result = run_crio_pinned_images(params, module.check_mode, client, module_run_command(module))
     except CollectionError as exc:
         fail_json_from(module, exc, **failed)
+    finally:
+        client.close()
+    for warning in result.pop("warnings"):
+        module.warn(warning)
     if not module._diff:
         del result["diff"]
     module.exit_json(**result)

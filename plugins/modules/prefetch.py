@@ -166,11 +166,14 @@ options:
       - Pin the images once every one of them is on the node (present, or pulled by this run), in the same run.
         While any image is missing, failed or would be pulled (check mode), the pins are left as they are.
       - V(dropin) writes the CRI-O drop-in O(dropin_path) as M(pinned.images.crio_pinned_images) does, and makes
-        CRI-O reload it (O(crio_reload)) when it changed. V(label) sets the image label
+        CRI-O reload it (O(crio_reload)) when it changed; as that module does, it first fails when a drop-in CRI-O
+        reads later sets C(pinned_images) without these images (naming it, in check mode too), and after the reload
+        waits up to O(settle_timeout) until CRI reports the images pinned. V(label) sets the image label
         C(io.cri-containerd.pinned=pinned) as M(pinned.images.containerd_pinned_images) does (O(old_runtime),
         O(settle_timeout)). The pins hold exactly the requested images.
       - V(auto) picks by the runtime the CRI C(Version) call names, the drop-in on CRI-O, the label on containerd
-        1.7.3 and later, and no pin on anything else (older containerd stores the label but does not honour it).
+        1.7.3 and later, and no pin on anything else (older containerd stores the label but does not honour it);
+        on containerd older than 1.7.3 it warns with the reason and the fix, and RV(pin.reason) says why.
       - V(none) leaves pinning to the other modules.
       - On a node managed by OpenShift's machine-config-operator (O(mco_dir)), V(auto) prefetches but writes no
         drop-in (the machine-config-operator writes it from PinnedImageSets, or a MachineConfig delivers it;
@@ -220,7 +223,8 @@ options:
     version_added: 0.1.0
   settle_timeout:
     description:
-      - Seconds to wait, after the label changed, until CRI reports the images as pinned.
+      - Seconds to wait, after the label changed or CRI-O reloaded the drop-in, until CRI reports the images as
+        pinned.
     type: float
     default: 10.0
     version_added: 0.1.0
@@ -459,6 +463,15 @@ pin:
         - With a drop-in pin, what shows that the machine-config-operator manages the node (O(mco_dir)), else null.
         - With O(pin=auto) the drop-in is then left to it (RV(pin.method) V(none)).
       type: str
+    cri_pinned:
+      description:
+        - What CRI C(ImageStatus) reports after the pin step, per image (V(true) pinned, V(false) not, V(null) not on
+          the node); for V(dropin) also the images the drop-in no longer lists. Empty when the step did not run.
+      type: dict
+    reason:
+      description: Why O(pin=auto) pins nothing on this runtime (containerd older than 1.7.3), and the fix.
+      type: str
+      returned: when O(pin=auto) found a runtime that cannot pin
     error:
       description: Why the pin failed (then the task fails).
       type: str
@@ -479,6 +492,8 @@ pin:
     reloaded: true
     records: null
     mco_managed: null
+    cri_pinned:
+      quay.io/org/app@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9: true
 error_kind:
   description:
     - When the module fails before pulling because of the runtime (socket missing, permission, deadline), the kind of

@@ -247,13 +247,16 @@ def summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
 
 def report_lines(results: Sequence[Mapping[str, Any]], totals: Mapping[str, Any],
                  check_mode: bool = False) -> List[str]:
-    """The report table: a row per node (``pinned`` is how and how many images it pins, ``-`` when it did not),
-    the totals, then each node's error."""
+    """The report table: a row per node (``pinned`` is how and how many images CRI reports pinned, ``not pinned``
+    where the runtime cannot pin, ``-`` when the pin did not run), the totals, then each node's error."""
     lines = [_ROW % ("node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned")]
     for r in results:
-        pinned = "-" if r.get("pinned") is None else f"{r.get('pin_method')} {r['pinned']}"
-        if r.get("pinned") is None and r.get("mco_managed"):
+        if r.get("pin_reason"):
+            pinned = "not pinned"
+        elif r.get("pinned") is None and r.get("mco_managed"):
             pinned = "mco"
+        else:
+            pinned = "-" if r.get("pinned") is None else f"{r.get('pin_method')} {r['pinned']}"
         lines.append(_ROW % (r["host"], r["status"], int(r["pulled"]) + int(r.get("would_pull") or 0), r["present"],
                              r["failed"], human_size(int(r["bytes"])), "%.1f" % float(r["seconds"]), pinned))
     lines.append(_ROW % ("total (%d nodes)" % totals["nodes"], "%d ok" % totals["ok"],

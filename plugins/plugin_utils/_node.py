@@ -108,6 +108,9 @@ def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mo
     pin = prefetch.get("pin") or {}
     ran = bool(pin.get("ran")) and not pin.get("error")
     pin_ran = bool(pin.get("ran"))
+    # What CRI reports after the pin, where the node said; else the images the pin step wrote.
+    reported = pin.get("cri_pinned") or {}
+    pinned = sum(1 for value in reported.values() if value) if reported else len(pin.get("images") or [])
     failed = bool(message) or totals["failed"] + totals["skipped"] > 0
     return {
         "node": node,
@@ -132,8 +135,9 @@ def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mo
         "pin_started": _span([pin.get("started")], min) if pin_ran else None,
         "pin_finished": _span([pin.get("finished")], max) if pin_ran else None,
         "changed": totals["pulled"] > 0 or bool(pin.get("changed")),
-        "pinned": len(pin.get("images") or []) if ran else None,
+        "pinned": pinned if ran else None,
         "pin_method": pin.get("method") or "none",
+        "pin_reason": pin.get("reason"),
         "dropin": pin.get("path") if ran else None,
         # The MCO manages the node: node_pin auto left the drop-in to it (or an explicit dropin warned).
         "mco_managed": pin.get("mco_managed"),

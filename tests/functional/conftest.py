@@ -10,8 +10,19 @@ from __future__ import annotations
 
 import pytest
 from support.lab import started_lab
+from support.node import RUNTIMES
 
 from fixtures.ansible_runs import node_socket, remove_all_images
+from fixtures.reference import reference_path
+
+# The runtimes the runtime-dependent tests run on, one lab node each, shared by the session. Another runtime of
+# support.node.RUNTIMES is one more line here.
+LAB_RUNTIMES = (
+    "containerd-1.6",
+    "containerd-1.7",
+    "containerd-2.1",
+    "cri-o",
+)
 
 
 def pytest_collection_modifyitems(items):
@@ -34,3 +45,19 @@ def empty_node(lab):
     socket = node_socket(lab, "worker-0")
     remove_all_images(socket)
     return socket
+
+
+@pytest.fixture(scope="session", params=LAB_RUNTIMES)
+def runtime_node(request, lab):
+    """The session lab's node of one runtime (``rt-<runtime>``), added on first use: its state entry. CRI-O comes
+    from the reference directory: without it these cases skip with the one line naming PINNED_IMAGES_REFERENCE_DIR."""
+    if RUNTIMES[request.param].kind == "cri-o":
+        reference_path("cri-o")
+    return lab.runtime_node(request.param)
+
+
+@pytest.fixture
+def runtime_empty_node(runtime_node):
+    """``runtime_node`` emptied through CRI RemoveImage."""
+    remove_all_images(runtime_node["endpoint"])
+    return runtime_node

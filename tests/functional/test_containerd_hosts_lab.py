@@ -26,9 +26,11 @@ from support.ports import free_port
 from support.push import PushClient
 from support.registry import start_registry, write_htpasswd
 
-# (the lab's containerd choice, whether the guard must read config_path from the node's config file, as on 2.x,
-# whose CRI Status leaves the registry out). containerd 2.1 joins as one more entry when the lab has such a node.
-RUNTIMES = [pytest.param(("system", False), id="containerd-1.6"), pytest.param(("trixie", False), id="containerd-1.7")]
+# (the lab's runtime, whether the guard must read config_path from the node's config file, as on 2.x, whose CRI
+# Status leaves the registry out).
+RUNTIMES = [pytest.param(("containerd-1.6", False), id="containerd-1.6"),
+            pytest.param(("containerd-1.7", False), id="containerd-1.7"),
+            pytest.param(("containerd-2.1", True), id="containerd-2.1")]
 USER, PASSWORD = "hosts-user", "hosts-pa:ss"
 _ACCESS = re.compile(r'"(?:GET|HEAD) (\S+) HTTP/[0-9.]+" \d+ \S+ "[^"]*" "([^"]*)"')
 
@@ -119,7 +121,7 @@ def hosts_node(request, lab, hosts_site):
     """One node per runtime whose CRI config_path is the site's hosts directory."""
     config, _auth_file, _cases = hosts_site
     choice, reads_config_file = request.param
-    entry = lab.add_node(f"hosts-{choice}", containerd=choice, config_path=str(config))
+    entry = lab.add_node("hosts-" + choice.replace(".", "-"), runtime=choice, config_path=str(config))
     # The node's config file is not at containerd's default path; CRI Status names config_path on 1.6 and 1.7.
     return entry, dict(containerd_config=entry["config"]) if reads_config_file else {}
 

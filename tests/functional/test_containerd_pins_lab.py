@@ -33,7 +33,7 @@ OLD, NEW = "cp-0", "worker-0"
 @pytest.fixture(scope="module")
 def mlab(tmp_path_factory):
     with started_lab(tmp_path_factory.mktemp("mixed-lab"), nodes=3, control_plane=1,
-                     containerd_nodes={"worker-0": "trixie", "worker-1": "trixie"}) as lab:
+                     runtimes={"worker-0": "containerd-1.7", "worker-1": "containerd-1.7"}) as lab:
         yield lab
 
 
@@ -219,7 +219,8 @@ def run_prefetch_playbook(lab: Lab, tmp_path, images, **extra_vars) -> tuple:
 
 
 def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, tmp_path):
-    """The lab inventory: node_pin auto on the 1.7 nodes, the drop-in forced on the 1.6 node (what CRI-O would read)."""
+    """The lab inventory: node_pin auto on the 1.7 nodes, the drop-in forced on the 1.6 node (what CRI-O would read;
+    the report's count is what the node's CRI reports)."""
     for node in mlab.status()["nodes"]:
         remove_all_images(socket(mlab, node))
     images = refs(mlab, "plain-small", "plain-shared-a", "auth-small")
@@ -228,11 +229,12 @@ def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, 
     for node in ("worker-0", "worker-1"):
         assert cri_pinned(mlab, node) == {image: True for image in images}, node
         assert (nodes[node]["pin_method"], int(nodes[node]["pinned"])) == ("label", 3)
+    # The forced drop-in is written on the 1.6 node, and the report counts what its CRI reports: nothing pinned.
     assert cri_pinned(mlab, OLD) == {image: False for image in images}
-    assert (nodes[OLD]["pin_method"], int(nodes[OLD]["pinned"])) == ("dropin", 3)
+    assert (nodes[OLD]["pin_method"], int(nodes[OLD]["pinned"])) == ("dropin", 0)
     # The report table's "pinned" column, one row per node.
-    table = dict(re.findall(r'"((?:cp|worker)-\d+) [^"]*?(dropin 3|label 3|-)",?$', proc.stdout, re.MULTILINE))
-    assert table == {"cp-0": "dropin 3", "worker-0": "label 3", "worker-1": "label 3"}
+    table = dict(re.findall(r'"((?:cp|worker)-\d+) [^"]*?(dropin 0|label 3|-)",?$', proc.stdout, re.MULTILINE))
+    assert table == {"cp-0": "dropin 0", "worker-0": "label 3", "worker-1": "label 3"}
 
     proc, nodes = run_prefetch_playbook(mlab, tmp_path, images)
     assert all(not row["changed"] for row in nodes.values()), yaml.safe_dump(nodes)
@@ -256,9 +258,13 @@ def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, 
     assert [(nodes[name]["changed"], nodes[name]["pulled"]) for name in sorted(nodes)] == [(True, 0), (True, 0), (False, 0)]
     assert dropin.exists() and cri_pinned(mlab, NEW) == {image: True for image in images}
 
-    # node_pin auto everywhere: the 1.6 node prefetches only.
-    _proc, nodes = run_prefetch_playbook(mlab, tmp_path, images, node_pin="auto")
+    # node_pin auto everywhere: the 1.6 node prefetches only, warns with the reason and the fix, and its report row
+    # says "not pinned".
+    proc, nodes = run_prefetch_playbook(mlab, tmp_path, images, node_pin="auto")
     assert (nodes[OLD]["pin_method"], nodes[OLD]["pinned"]) == ("none", None)
+    assert "Upgrade containerd to 1.7.3 or later" in nodes[OLD]["pin_reason"]
+    assert re.search(r'"cp-0 .*not pinned",?$', proc.stdout, re.MULTILINE), proc.stdout
+    assert "[WARNING]: containerd 1.6" in proc.stdout + proc.stderr
     assert cri_pinned(mlab, OLD) == {image: False for image in images}
 
 

@@ -10,6 +10,7 @@ import http.client
 import importlib
 import json
 import os
+import re
 import signal
 import ssl
 import subprocess
@@ -257,6 +258,27 @@ def test_up_twice_is_harmless(lab):
     assert cli("status", "--dir", lab.path).returncode == 0
     exports = cli("env", "--dir", lab.path).stdout
     assert "PINNED_IMAGES_LAB_NODE_WORKER_0=unix://%s" % lab.state["nodes"]["worker-0"]["socket"] in exports
+
+
+def test_the_command_line_adds_kills_and_starts_a_node_of_another_runtime(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli-lab")
+    try:
+        assert cli("up", "--dir", path, "--nodes", "0").returncode == 0
+        added = cli("add-node", "worker-0", "--runtime", "containerd-2.1", "--dir", path)
+        assert added.returncode == 0, added.stderr
+        first = re.search(r"worker-0 .* up \(pid (\d+)\)\s+containerd 2\.1\.9", added.stdout)
+        assert first, added.stdout
+        killed = cli("stop-node", "worker-0", "--kill", "--dir", path)
+        assert killed.returncode == 1 and re.search(r"worker-0 .* DOWN", killed.stdout), killed.stdout
+        started = cli("start-node", "worker-0", "--dir", path)
+        assert started.returncode == 0, started.stderr
+        again = re.search(r"worker-0 .* up \(pid (\d+)\)", started.stdout)
+        assert again and again.group(1) != first.group(1)
+        wrong = cli("add-node", "worker-1", "--runtime", "podman", "--dir", path)
+        assert wrong.returncode == 2 and "invalid choice: 'podman'" in wrong.stderr
+    finally:
+        cli("down", "--dir", path)
+    assert processes_under(path) == []
 
 
 def test_up_recovers_from_a_killed_run_and_down_leaves_nothing(tmp_path_factory):

@@ -21,21 +21,20 @@ NODE = "worker-0"
 
 
 @pytest.fixture
-def held_image(lab):
-    """An image of worker-0 whose pull the proxy holds until the test releases it."""
+def held_image(lab, runtime_empty_node):
+    """An image whose pull on the runtime node the proxy holds until the test releases it."""
     prefix = "overlap-%d" % time.time_ns()  # images no node has yet
     proxy = GateProxy(lab.state["registries"]["plain"]["host"], prefix, quorum=1000, timeout=120)
-    hosts = Path(lab.state["nodes"][NODE]["certs_d"]) / proxy.host / "hosts.toml"
-    hosts.parent.mkdir(parents=True, exist_ok=True)
-    hosts.write_text('server = "http://%s"\n\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n'
-                     % (proxy.host, proxy.host))
+    lab.add_http_registry(runtime_empty_node["name"], proxy.host)
     (record,) = lab.push_bulk(1, prefix=prefix)
     yield proxy, record.reference.replace(lab.state["registries"]["plain"]["host"], proxy.host, 1)
     proxy.stop()
 
 
 @pytest.mark.lab
-def test_a_second_prefetch_on_the_node_is_refused_and_the_first_goes_on(lab, empty_node, held_image, tmp_path):
+def test_a_second_prefetch_on_the_node_is_refused_and_the_first_goes_on(runtime_empty_node, held_image, tmp_path):
+    """On every runtime: a second writer is refused while the first one's pull is held."""
+    empty_node = runtime_empty_node["endpoint"]
     proxy, image = held_image
     progress = tmp_path / "progress.json"
     args = dict(GUARD, images=[image], cri_socket=empty_node, progress_file=str(progress), concurrency=1)

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from fixtures.ansible_runs import adhoc, node_socket, remove_all_images
+from support.node import RUNTIMES
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 
@@ -32,7 +33,9 @@ def repo_digests(socket):
         return sorted(d for image in client.list_images() for d in image["repo_digests"])
 
 
-def test_pull_into_empty_node_then_rerun_is_unchanged(lab, empty_node):
+def test_pull_into_empty_node_then_rerun_is_unchanged(lab, runtime_empty_node):
+    """On every runtime: pulls, the present check, and the disk guard on the image filesystem CRI names."""
+    empty_node = runtime_empty_node["endpoint"]
     refs = plain_images(lab)
     rc, result, output = adhoc("pinned.images.prefetch", prefetch_args(images=refs + refs[:1], cri_socket=empty_node))
     assert rc == 0, output
@@ -40,7 +43,11 @@ def test_pull_into_empty_node_then_rerun_is_unchanged(lab, empty_node):
     assert [r["status"] for r in result["images"]] == ["pulled"] * 4
     assert result["totals"]["requested"] == 4
     assert result["totals"]["bytes_pulled"] == sum(r["size"] for r in result["images"]) > 0
-    assert result["runtime"]["runtime_name"] == "containerd"
+    runtime = RUNTIMES[runtime_empty_node["runtime"]]
+    assert result["runtime"]["runtime_name"] == runtime.kind
+    assert result["runtime"]["runtime_version"].startswith(runtime.version)
+    # CRI's ImageFsInfo names a directory under the node's own root: the guard measured that filesystem.
+    assert result["disk_guard"]["filesystem"].startswith(runtime_empty_node["root"])
     for ref in refs:
         assert ref in repo_digests(empty_node)
 
@@ -72,11 +79,12 @@ def test_multiarch_index_resolves_to_node_platform(lab, empty_node):
     assert result["images"][0]["image_id"] == record.image_id
 
 
-def test_login_registry_with_good_credentials(lab, empty_node):
+def test_login_registry_with_good_credentials(lab, runtime_empty_node):
     auth = lab.status()["registries"]["auth"]
     ref = lab.images()["auth-small"].reference
     rc, result, output = adhoc(
-        "pinned.images.prefetch", prefetch_args(images=[ref], cri_socket=empty_node, auth_file=auth["docker_config"])
+        "pinned.images.prefetch",
+        prefetch_args(images=[ref], cri_socket=runtime_empty_node["endpoint"], auth_file=auth["docker_config"]),
     )
     assert rc == 0, output
     assert result["images"][0]["status"] == "pulled"

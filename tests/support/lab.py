@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The lab of ``hack/lab.py``: a plain registry, a login+TLS registry and containerd "nodes" on this machine.
+"""The lab of ``hack/lab.py``: a plain registry, a login+TLS registry and containerd or CRI-O "nodes" on this machine.
 
 Everything lives under one directory (default ``<repo>/.lab``, ``$PINNED_IMAGES_LAB_DIR`` or the ``path`` given);
 nothing is written to system paths. See hack/README.md. Tests use the ``Lab`` class directly.
@@ -14,6 +14,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -47,20 +48,39 @@ from support.node import (
     NODE_NAME,
     REPO,
     check_tmpfs_size,
-    containerd_binary,
-    containerd_choices,
+    RUNTIMES,
+    CRIO_POLICY,
+    DEFAULT_RUNTIME,
     containerd_config,
+    crio_argv,
+    crio_binaries,
+    crio_config,
+    crio_registries_conf,
     cri_ready,
     hosts_toml,
     node_names,
+    runtime_binary,
+    runtime_choices,
 )
 from support.pki import make_pki
 from support.ports import free_ports
-from support.processes import Supervisor, lab_processes, mounts_under, owns, run, unmount, write_file
+from support.processes import (
+    READY_TIMEOUT,
+    Supervisor,
+    lab_processes,
+    mounts_under,
+    owns,
+    run,
+    signal_process,
+    unmount,
+    write_file,
+)
 from support.push import PushClient
 from support.registry import registry_config, registry_status, write_htpasswd, write_registry_config
 
 DEFAULT_DIR = REPO / ".lab"
+# What CRI-O logs once a SIGHUP's reload is applied.
+CRIO_RELOADED = "Configuration reload completed"
 ENV_DIR = "PINNED_IMAGES_LAB_DIR"
 # Marks a directory as a lab's: `down` refuses to empty any other.
 MARKER = ".pinned-images-lab"
@@ -145,27 +165,33 @@ class Lab(Supervisor):
         Every node is a host with the local connection (the nodes are processes on this machine), its own CRI
         socket, and its own CRI-O drop-in path and prefetch progress file under the lab directory, so the
         ``pinned.images.node`` role can run on all of them at once. Groups: ``control_plane`` and ``workers``.
-        The containerd nodes have no CRI-O: pinning is forced on (``node_pin``) and nothing is reloaded, so the
-        drop-in shows what CRI-O would read; nodes running containerd 1.7 (``trixie``) pin with the image label
-        instead, as a real containerd node does (``node_pin: auto``). Pulls authenticate with the lab's docker
-        config; the lab runs as root already, so nothing becomes root (``ansible_become``).
+        CRI-O nodes pin as a real one does (``node_pin: auto``): through the drop-in in their ``--config-dir``,
+        reloaded by SIGHUP to the pid in their pid file (there is no systemd here), their pulls guarded with their
+        own registries.conf; containerd 1.7 and 2.1 nodes with the image label (``node_pin: auto`` too). On
+        containerd 1.6, which cannot pin, the drop-in is forced on (``node_pin: true``) and nothing is reloaded, so
+        the tests see the text CRI-O would read; a run with ``node_pin: auto`` gets the reason instead. Pulls
+        authenticate with the lab's docker config; the lab runs as root already, so nothing becomes root
+        (``ansible_become``).
         """
         if not self.state.get("nodes"):
             raise LabError("no lab at %s" % self.path)
         groups: dict[str, dict[str, Any]] = {"control_plane": {}, "workers": {}}
         for name, node in self.state["nodes"].items():
             base = Path(node["root"]).parent
-            dropin_dir = base / "crio.conf.d"
+            dropin_dir = Path(node.get("dropin_dir") or base / "crio.conf.d")
             dropin_dir.mkdir(parents=True, exist_ok=True)
             group = "control_plane" if node["role"] == "control-plane" else "workers"
-            groups[group][name] = {
+            host = groups[group][name] = {
                 "node_cri_socket": node["endpoint"],
                 "node_dropin_path": str(dropin_dir / "50-pinned-images"),
                 "node_progress_file": str(base / "prefetch-progress.json"),
                 "node_pull_secret_path": str(base / "pull-secret.json"),
             }
-            if node.get("containerd", "system") != "system":
-                groups[group][name]["node_pin"] = "auto"
+            if node.get("pid_file"):
+                host.update(node_crio_reload="signal", node_crio_pid_file=node["pid_file"],
+                            node_prefetch_options={"registries_conf": node["registries_conf"]})
+            if RUNTIMES[node["runtime"]].pins:
+                host["node_pin"] = "auto"
         return {
             "all": {
                 "vars": {
@@ -200,12 +226,12 @@ class Lab(Supervisor):
         tmpfs_nodes: Mapping[str, str] | None = None,
         bulk: int = 0,
         bulk_size: int = 64 * KIB,
-        containerd_nodes: Mapping[str, str] | None = None,
+        runtimes: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Start registries, nodes and the default images; a running lab is left alone and returned.
 
-        `tmpfs_nodes` maps node names to a tmpfs size ("64M") for their containerd root; `containerd_nodes` maps
-        node names to a key of CONTAINERD_BINARIES (default "system").
+        `tmpfs_nodes` maps node names to a tmpfs size ("64M") for their runtime's root; `runtimes` maps node names
+        to a key of RUNTIMES (default "containerd-1.6").
         """
         if self.running():
             return self.status()
@@ -216,7 +242,7 @@ class Lab(Supervisor):
             raise LabError("--tmpfs-node names no node: %s (nodes: %s)" % (", ".join(unknown), ", ".join(names)))
         for size in tmpfs.values():
             check_tmpfs_size(size)
-        binaries = containerd_choices(containerd_nodes, names)
+        binaries = runtime_choices(runtimes, names)
         started = time.monotonic()
         self._reset()
         try:
@@ -358,58 +384,114 @@ class Lab(Supervisor):
     # ---- nodes -------------------------------------------------------------------------------------------
 
     def _configure_node(
-        self, name: str, stream_port: int, tmpfs_size: str | None, containerd: str = "system",
+        self, name: str, stream_port: int, tmpfs_size: str | None, runtime: str = DEFAULT_RUNTIME,
         config_path: str | None = None,
     ) -> dict[str, Any]:
         if not NODE_NAME.match(name):
             raise LabError("bad node name %r: lower-case letters, digits and '-'" % name)
+        kind = RUNTIMES[runtime].kind
         base = self.path / "nodes" / name
-        sock = base / "containerd.sock"
+        sock = base / ("crio.sock" if kind == "cri-o" else "containerd.sock")
         if len(str(sock) + ".ttrpc") > MAX_SOCKET_PATH:
             raise LabError("socket path %s is too long for a unix socket; use a shorter --dir" % sock)
         for sub in ("root", "state", "tmp", "opt", "certs.d"):
             (base / sub).mkdir(parents=True, exist_ok=True)
         if tmpfs_size:
             run(["mount", "-t", "tmpfs", "-o", "size=%s,mode=0700" % tmpfs_size, "lab-" + name, base / "root"])
-        self._write_hosts(base / "certs.d")
         (self.path / "cni" / "bin").mkdir(parents=True, exist_ok=True)
         (self.path / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
-        write_file(base / "config.toml", containerd_config(base, sock, stream_port, self.path / "cni", config_path))
-        entry = {
+        entry: dict[str, Any] = {
             "name": name,
             "role": "control-plane" if name.startswith("cp-") else "worker",
+            "runtime": runtime,
             "socket": str(sock),
             "endpoint": "unix://%s" % sock,
-            "config": str(base / "config.toml"),
             "root": str(base / "root"),
             "state": str(base / "state"),
-            "certs_d": config_path or str(base / "certs.d"),
             "stream_port": stream_port,
             "tmpfs": tmpfs_size,
-            "containerd": containerd,
-            "argv": [containerd_binary(containerd), "--config", str(base / "config.toml")],
         }
+        if kind == "cri-o":
+            binaries = crio_binaries()
+            entry.update(config=str(base / "crio.conf"), dropin_dir=str(base / "crio.conf.d"),
+                         registries_conf=str(base / "registries.conf"), policy=str(base / "policy.json"),
+                         pid_file=str(base / "crio.pid"), global_auth_file=str(base / "kubelet-config.json"))
+            auth = self.state["registries"]["auth"]["docker_config"]
+            write_file(Path(entry["global_auth_file"]), Path(auth).read_text(), 0o600)
+            Path(entry["dropin_dir"]).mkdir(exist_ok=True)
+            write_file(Path(entry["config"]), crio_config(base, sock, stream_port, self.path / "cni", binaries["pinns"]))
+            write_file(Path(entry["registries_conf"]), crio_registries_conf(list(self.state["registries"].values())))
+            write_file(Path(entry["policy"]), CRIO_POLICY)
+            entry["argv"] = crio_argv(binaries["crio"], entry)
+        else:
+            self._write_hosts(base / "certs.d")
+            version = 3 if RUNTIMES[runtime].version.startswith("2.") else 2
+            entry.update(config=str(base / "config.toml"), certs_d=config_path or str(base / "certs.d"))
+            write_file(base / "config.toml",
+                       containerd_config(base, sock, stream_port, self.path / "cni", version, config_path))
+            entry["argv"] = [runtime_binary(runtime), "--config", entry["config"]]
         self.state["nodes"][name] = entry
         return entry
+
+    def runtime_node(self, runtime: str) -> dict[str, Any]:
+        """The node ``rt-<runtime>`` (dots dropped) of a key of RUNTIMES, added to the running lab on first use:
+        tests of one runtime share it."""
+        name = "rt-" + runtime.replace(".", "")
+        return self.state["nodes"].get(name) or self.add_node(name, runtime=runtime)
+
+    def add_http_registry(self, name: str, host: str) -> None:
+        """Let node ``name`` pull from the plain-HTTP registry at ``host`` (a test's proxy): a hosts.toml for
+        containerd (re-read on every pull), a registries.conf entry for CRI-O, which SIGHUP makes it read."""
+        entry = self._node(name)
+        if entry.get("registries_conf"):
+            conf = Path(entry["registries_conf"])
+            write_file(conf, conf.read_text() + '\n[[registry]]\nlocation = %s\ninsecure = true\n' % json.dumps(host))
+            self.reload_node(name)
+        else:
+            write_file(Path(entry["certs_d"]) / host / "hosts.toml", hosts_toml("http://" + host, None))
+
+    def reload_node(self, name: str) -> None:
+        """SIGHUP to a CRI-O node (as ``systemctl reload crio``), and wait until it has re-read its drop-ins and
+        registries.conf."""
+        entry = self._node(name)
+        if not entry.get("pid_file") or not owns(entry["pid"], entry["config"]):
+            raise LabError("%s is not a running CRI-O node" % name)
+        done = self.reloads(name, CRIO_RELOADED)
+        deadline = time.monotonic() + READY_TIMEOUT
+        while self.reloads(name, CRIO_RELOADED) == done:
+            if time.monotonic() > deadline:
+                raise LabError("%s did not reload within %ds; log %s" % (name, READY_TIMEOUT, entry["log"]))
+            # Again every second: a SIGHUP that comes while a reload runs is merged into it.
+            os.kill(entry["pid"], signal.SIGHUP)
+            resend = time.monotonic() + 1
+            while self.reloads(name, CRIO_RELOADED) == done and time.monotonic() < resend:
+                time.sleep(0.02)
+
+    def reloads(self, name: str, line: str = "Reloading configuration") -> int:
+        """How often a CRI-O node's log says ``line``: by default, how many SIGHUPs it took."""
+        try:
+            return Path(self._node(name)["log"]).read_text(errors="replace").count(line)
+        except OSError:
+            return 0
 
     def _write_hosts(self, certs_d: Path) -> None:
         # containerd re-reads these on every pull, so a test may edit a node's copy (e.g. to add a mirror).
         for entry in self.state["registries"].values():
             write_file(certs_d / entry["host"] / "hosts.toml", hosts_toml(entry["url"], entry["ca"]))
 
-    def add_node(self, name: str, tmpfs_size: str | None = None, containerd: str = "system",
+    def add_node(self, name: str, tmpfs_size: str | None = None, runtime: str = DEFAULT_RUNTIME,
                  config_path: str | None = None) -> dict[str, Any]:
-        """Start one more node (running the `containerd` binary of CONTAINERD_BINARIES) on the running lab;
-        returns its state entry. ``config_path``: the node's registry hosts directory (or ``:``-separated list)
-        instead of its own ``certs.d``."""
+        """Start one more node (running `runtime`, a key of RUNTIMES) on the running lab; returns its state
+        entry. ``config_path`` (containerd): the node's registry hosts directory (or ``:``-separated list) instead
+        of its own ``certs.d``."""
         if not self.running():
             raise LabError("the lab at %s is not running" % self.path)
         if name in self.state["nodes"]:
             raise LabError("node %s exists" % name)
         if tmpfs_size:
             check_tmpfs_size(tmpfs_size)
-        containerd_binary(containerd)
-        entry = self._configure_node(name, free_ports(1)[0], tmpfs_size, containerd, config_path)
+        runtime_binary(runtime)
+        entry = self._configure_node(name, free_ports(1)[0], tmpfs_size, runtime, config_path)
         self._launch(entry, "node-" + name)
         self._save()
         try:
@@ -425,13 +507,33 @@ class Lab(Supervisor):
         return entry
 
     def restart_node(self, name: str) -> dict[str, Any]:
-        """Stop a node's containerd and start it again on the same root (its images and labels stay)."""
-        entry = self.state["nodes"][name]
-        self._kill([entry["pid"]] if owns(entry["pid"], entry["config"]) else [])
-        self._launch(entry, "node-" + name)
+        """Stop a node's runtime and start it again on the same root (its images, labels and drop-ins stay)."""
+        self.stop_node(name)
+        return self.start_node(name)
+
+    def stop_node(self, name: str, kill: bool = False) -> None:
+        """Stop a node's runtime (SIGTERM, then SIGKILL); ``kill`` sends SIGKILL at once, as a crash would."""
+        entry = self._node(name)
+        if owns(entry["pid"], entry["config"]):
+            if kill:
+                signal_process(entry["pid"], signal.SIGKILL)
+            self._kill([entry["pid"]])
+        entry["pid"] = None
         self._save()
-        self._wait_ready([entry])
+
+    def start_node(self, name: str) -> dict[str, Any]:
+        """Start a stopped node's runtime again on the same root; a running one is left alone."""
+        entry = self._node(name)
+        if not owns(entry["pid"], entry["config"]):
+            self._launch(entry, "node-" + name)
+            self._save()
+            self._wait_ready([entry])
         return entry
+
+    def _node(self, name: str) -> dict[str, Any]:
+        if name not in self.state.get("nodes", {}):
+            raise LabError("no node %s (nodes: %s)" % (name, ", ".join(self.state.get("nodes", {})) or "none"))
+        return self.state["nodes"][name]
 
     # ---- images ------------------------------------------------------------------------------------------
 

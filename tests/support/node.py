@@ -1,18 +1,27 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""containerd nodes of the lab: which binary, the node's config.toml and hosts.toml, and the CRI readiness probe."""
+"""Lab nodes of four runtimes: which binary, the node's configuration (containerd config.toml and hosts.toml, CRI-O
+crio.conf, registries.conf and signature policy), and the readiness probes.
+
+A runtime is a key of RUNTIMES. containerd 1.6 (Debian 12) and 1.7 (trixie) read a version 2 config, 2.1 (sid) a
+version 3 config; CRI-O 1.33 is unpacked from the reference directory ($PINNED_IMAGES_REFERENCE_DIR/cri-o) into
+.build/cri-o, checked against its SHA256SUMS, and is reloaded by SIGHUP to the pid the lab writes to its pid file.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import lzma
 import os
 import re
 import socket
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from support.errors import LabError
-from support.processes import binary, tail
+from support.processes import binary, tail, write_file
 
 REPO = Path(__file__).resolve().parents[2]
 # Plugins the lab never uses (CRI uses the "native" snapshotter). Not io.containerd.runtime.v1.linux: in 1.6
@@ -26,45 +35,107 @@ DISABLED_PLUGINS = (
     "io.containerd.tracing.processor.v1.otlp",
     "io.containerd.internal.v1.tracing",
 )
+# containerd 2.x enables NRI by default, whose socket is a system path (/var/run/nri).
+DISABLED_PLUGINS_V3 = DISABLED_PLUGINS + ("io.containerd.nri.v1.nri",)
 NODE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 TMPFS_SIZE = re.compile(r"^[1-9][0-9]*[kKmMgG]?$")
 # sun_path is 108 bytes including the NUL.
 MAX_SOCKET_PATH = 107
-# containerd binaries a node may run: Debian 12's 1.6 from PATH, or Debian trixie's 1.7 that hack/setup.sh unpacks
-# (hack/trixie_debs.sh). CRI reports the image label io.cri-containerd.pinned only from 1.7.3 on.
-CONTAINERD_BINARIES = {
-    "system": None,
-    "trixie": REPO / ".build" / "trixie" / "containerd" / "usr" / "bin" / "containerd",
+REFERENCE_ENV = "PINNED_IMAGES_REFERENCE_DIR"
+CRIO_BUILD = REPO / ".build" / "cri-o"
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A runtime a lab node may run. ``kind`` is containerd or cri-o; ``path`` the binary (None: from PATH, or for
+    CRI-O unpacked from the reference directory); ``pins`` says whether CRI reports its pins."""
+
+    key: str
+    kind: str
+    version: str
+    path: Path | None
+    source: str
+    pins: bool
+
+
+RUNTIMES = {
+    runtime.key: runtime
+    for runtime in (
+        Runtime("containerd-1.6", "containerd", "1.6.20", None, "Debian 12's package", False),
+        Runtime("containerd-1.7", "containerd", "1.7.24", REPO / ".build/trixie/containerd/usr/bin/containerd",
+                "Debian trixie's package, hack/debian_debs.sh", True),
+        Runtime("containerd-2.1", "containerd", "2.1.9", REPO / ".build/sid/containerd/usr/bin/containerd",
+                "Debian sid's package, hack/debian_debs.sh", True),
+        Runtime("cri-o", "cri-o", "1.33.13", None, "$%s/cri-o, unpacked into .build/cri-o" % REFERENCE_ENV, True),
+    )
 }
+DEFAULT_RUNTIME = "containerd-1.6"
+
+
+def reference_dir() -> Path:
+    """The upstream reference directory, as tests/fixtures/reference.py finds it."""
+    return Path(os.environ.get(REFERENCE_ENV) or REPO.parent / "shared" / "reference")
+
+
+def crio_available() -> bool:
+    return (reference_dir() / "cri-o" / "SHA256SUMS").is_file()
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def crio_binaries() -> dict[str, str]:
+    """{"crio": path, "pinns": path}: unpacked from the reference directory into .build/cri-o when missing or
+    different, each checked against the directory's SHA256SUMS (never copied into the repository)."""
+    source = reference_dir() / "cri-o"
+    sums_file = source / "SHA256SUMS"
+    if not sums_file.is_file():
+        raise LabError("no CRI-O build at %s: set %s to the reference directory" % (source, REFERENCE_ENV))
+    sums = dict(reversed(line.split()) for line in sums_file.read_text().splitlines() if line.strip())
+    paths = {}
+    for name in ("crio", "pinns"):
+        target = CRIO_BUILD / name
+        if not target.is_file() or _sha256(target) != sums[name]:
+            with lzma.open(source / (name + ".xz")) as packed:
+                write_file(target, packed.read(), 0o755)
+            if _sha256(target) != sums[name]:
+                target.unlink()
+                raise LabError("%s.xz in %s does not unpack to the sha256 of its SHA256SUMS" % (name, source))
+        paths[name] = str(target)
+    return paths
+
+
+def runtime_binary(key: str) -> str:
+    """The binary of runtime ``key`` (a key of RUNTIMES); CRI-O's is unpacked on first use."""
+    if key not in RUNTIMES:
+        raise LabError("unknown runtime %r: use one of %s" % (key, ", ".join(RUNTIMES)))
+    runtime = RUNTIMES[key]
+    if runtime.kind == "cri-o":
+        return crio_binaries()["crio"]
+    if runtime.path is None:
+        return binary("containerd")
+    if not os.access(runtime.path, os.X_OK):
+        raise LabError("%s not found; run hack/setup.sh (hack/debian_debs.sh unpacks it)" % runtime.path)
+    return str(runtime.path)
+
+
+def runtime_choices(choices: Mapping[str, str] | None, names: Sequence[str]) -> dict[str, str]:
+    """Node name -> runtime key for every node; unknown names and runtimes are errors."""
+    choices = dict(choices or {})
+    unknown = sorted(set(choices) - set(names))
+    if unknown:
+        raise LabError("--runtime-node names no node: %s (nodes: %s)" % (", ".join(unknown), ", ".join(names)))
+    for choice in set(choices.values()):
+        runtime_binary(choice)
+    return {name: choices.get(name, DEFAULT_RUNTIME) for name in names}
 
 
 def check_tmpfs_size(size: str) -> None:
     """Refuse a tmpfs size mount(8) would not take."""
     if not TMPFS_SIZE.match(size):
         raise LabError("bad tmpfs size %r: use a number with an optional k/m/g suffix, e.g. 64M" % size)
-
-
-def containerd_binary(choice: str) -> str:
-    """The containerd binary named by `choice`, a key of CONTAINERD_BINARIES."""
-    if choice not in CONTAINERD_BINARIES:
-        raise LabError("unknown containerd %r: use one of %s" % (choice, ", ".join(CONTAINERD_BINARIES)))
-    path = CONTAINERD_BINARIES[choice]
-    if path is None:
-        return binary("containerd")
-    if not os.access(path, os.X_OK):
-        raise LabError("%s not found; run hack/setup.sh (hack/trixie_debs.sh containerd unpacks it)" % path)
-    return str(path)
-
-
-def containerd_choices(choices: Mapping[str, str] | None, names: Sequence[str]) -> dict[str, str]:
-    """Node name -> containerd choice for every node; unknown names and choices are errors."""
-    choices = dict(choices or {})
-    unknown = sorted(set(choices) - set(names))
-    if unknown:
-        raise LabError("--containerd-node names no node: %s (nodes: %s)" % (", ".join(unknown), ", ".join(names)))
-    for choice in set(choices.values()):
-        containerd_binary(choice)
-    return {name: choices.get(name, "system") for name in names}
 
 
 def node_names(nodes: int, control_plane: int | None = None) -> list[str]:
@@ -76,16 +147,18 @@ def node_names(nodes: int, control_plane: int | None = None) -> list[str]:
     return ["cp-%d" % i for i in range(control_plane)] + ["worker-%d" % i for i in range(nodes - control_plane)]
 
 
-def containerd_config(base: Path, sock: Path, stream_port: int, cni: Path, config_path: str | None = None) -> str:
+def containerd_config(base: Path, sock: Path, stream_port: int, cni: Path, version: int = 2,
+                      config_path: str | None = None) -> str:
     """The config.toml of a node whose files live under ``base``, serving CRI on ``sock``; ``cni`` holds the
-    shared ``bin`` and ``net.d`` directories; ``config_path`` is the CRI registry's hosts directory (default
-    ``base/certs.d``, which the lab fills with its registries' hosts.toml)."""
+    shared ``bin`` and ``net.d`` directories. ``version`` 3 is containerd 2.x's layout (CRI split into the
+    cri.v1.images and cri.v1.runtime plugins; pulls unpack through the transfer service). ``config_path`` is the
+    CRI registry's hosts directory (default ``base/certs.d``, which the lab fills with its registries' hosts.toml)."""
     q = json.dumps  # TOML basic strings take JSON's escapes
-    return f"""version = 2
+    head = f"""version = {version}
 root = {q(str(base / "root"))}
 state = {q(str(base / "state"))}
 temp = {q(str(base / "tmp"))}
-disabled_plugins = {q(list(DISABLED_PLUGINS))}
+disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLUGINS))}
 
 [grpc]
   address = {q(str(sock))}
@@ -102,7 +175,36 @@ disabled_plugins = {q(list(DISABLED_PLUGINS))}
 
 [plugins."io.containerd.internal.v1.opt"]
   path = {q(str(base / "opt"))}
+"""
+    if version == 3:
+        from support.images import HOST_PLATFORM
 
+        return head + f"""
+[plugins."io.containerd.grpc.v1.cri"]
+  disable_tcp_service = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "{stream_port}"
+
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "native"
+
+[plugins."io.containerd.cri.v1.images".registry]
+  config_path = {q(config_path or str(base / "certs.d"))}
+
+[plugins."io.containerd.cri.v1.runtime"]
+  disable_apparmor = true
+  netns_mounts_under_state_dir = true
+
+[plugins."io.containerd.cri.v1.runtime".cni]
+  bin_dirs = {q([str(cni / "bin")])}
+  conf_dir = {q(str(cni / "net.d"))}
+
+# CRI pulls unpack only for the snapshotters named here (default overlayfs, disabled in the lab).
+[[plugins."io.containerd.transfer.v1.local".unpack_config]]
+  platform = {q(HOST_PLATFORM)}
+  snapshotter = "native"
+"""
+    return head + f"""
 [plugins."io.containerd.grpc.v1.cri"]
   disable_apparmor = true
   disable_tcp_service = true
@@ -122,6 +224,81 @@ disabled_plugins = {q(list(DISABLED_PLUGINS))}
 """
 
 
+def crio_config(base: Path, sock: Path, stream_port: int, cni: Path, pinns: str) -> str:
+    """The crio.conf of a CRI-O node whose files live under ``base``: every path CRI-O writes is its own (several
+    run side by side, nothing under /etc, /var or /run), the vfs storage driver, runc and conmon from PATH, no
+    NRI, no host-port mapping (no iptables here). registries.conf, the signature policy and the drop-in
+    directory are flags (crio_argv). ``global_auth_file`` is the node pull secret, as on OpenShift
+    (/var/lib/kubelet/config.json): containers/image drops the CRI request's credentials for a mirror on another
+    host, so CRI-O authenticates to mirrors with this file only."""
+    q = json.dumps
+    run = base / "run"
+    return f"""[crio]
+root = {q(str(base / "root"))}
+runroot = {q(str(run))}
+storage_driver = "vfs"
+log_dir = {q(str(base / "pods"))}
+version_file = {q(str(run / "version"))}
+version_file_persist = {q(str(base / "root" / "version"))}
+clean_shutdown_file = {q(str(base / "root" / "clean.shutdown"))}
+
+[crio.api]
+listen = {q(str(sock))}
+stream_address = "127.0.0.1"
+stream_port = "{stream_port}"
+
+[crio.runtime]
+cgroup_manager = "cgroupfs"
+conmon_cgroup = "pod"
+decryption_keys_path = {q(str(base / "keys"))}
+irqbalance_config_file = {q(str(base / "irqbalance"))}
+irqbalance_config_restore_file = "disable"
+cdi_spec_dirs = {q([str(base / "cdi")])}
+hooks_dir = {q([str(base / "hooks.d")])}
+container_exits_dir = {q(str(run / "exits"))}
+container_attach_socket_dir = {q(str(run))}
+namespaces_dir = {q(str(run / "ns"))}
+pinns_path = {q(pinns)}
+default_runtime = "runc"
+disable_hostport_mapping = true
+
+[crio.runtime.runtimes.runc]
+runtime_path = {q(binary("runc"))}
+runtime_root = {q(str(run / "runc"))}
+monitor_path = {q(binary("conmon"))}
+
+[crio.image]
+signature_policy_dir = {q(str(base / "policies"))}
+global_auth_file = {q(str(base / "kubelet-config.json"))}
+
+[crio.network]
+network_dir = {q(str(cni / "net.d"))}
+plugin_dirs = {q([str(cni / "bin")])}
+
+[crio.nri]
+enable_nri = false
+"""
+
+
+def crio_argv(crio: str, entry: Mapping[str, Any]) -> list[str]:
+    return [crio, "--config", entry["config"], "--config-dir", entry["dropin_dir"],
+            "--registries-conf", entry["registries_conf"], "--signature-policy", entry["policy"]]
+
+
+def crio_registries_conf(registries: Sequence[Mapping[str, Any]]) -> str:
+    """The lab's registries.conf for a CRI-O node. Both registries are ``insecure``: http for the plain one, and
+    for the login one a certificate of the lab's CA, which containers/image would look for under
+    /etc/containers/certs.d (a system path). A test may add mirrors and SIGHUP the node."""
+    lines = ["unqualified-search-registries = []", ""]
+    for entry in registries:
+        lines += ["[[registry]]", "location = %s" % json.dumps(entry["host"]), "insecure = true", ""]
+    return "\n".join(lines)
+
+
+# The lab's signature policy: accept anything (the lab's images are unsigned).
+CRIO_POLICY = json.dumps({"default": [{"type": "insecureAcceptAnything"}]}) + "\n"
+
+
 def hosts_toml(url: str, ca: str | None) -> str:
     """The hosts.toml that sends a node's pulls from the registry at ``url`` (trusting ``ca``)."""
     ca_line = "\n  ca = %s" % json.dumps(ca) if ca else ""
@@ -132,13 +309,26 @@ def hosts_toml(url: str, ca: str | None) -> str:
 """
 
 
+def pin_args(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The pinned.images.prefetch arguments that pin on the node ``entry`` as a real node of its runtime does
+    (``pin: auto``): for CRI-O its drop-in, reloaded by SIGHUP to its pid file, and its registries.conf."""
+    args: dict[str, Any] = {"cri_socket": entry["endpoint"], "pin": "auto"}
+    if entry.get("pid_file"):
+        args.update(dropin_path=str(Path(entry["dropin_dir"]) / "50-pinned-images"), crio_reload="signal",
+                    crio_pid_file=entry["pid_file"], registries_conf=entry["registries_conf"])
+    return args
+
+
 def cri_ready(entry: Mapping[str, Any]) -> bool:
-    """True when the node's socket answers and its CRI plugin loaded (containerd serves even when it did not)."""
+    """True when the node's socket answers and (containerd) its CRI plugin loaded: containerd serves even when it
+    did not. CRI-O opens its socket only once its CRI server runs."""
     try:
         with socket.socket(socket.AF_UNIX) as sock:
             sock.connect(entry["socket"])
     except OSError:
         return False
+    if RUNTIMES[entry.get("runtime", DEFAULT_RUNTIME)].kind == "cri-o":
+        return True
     try:
         listing = subprocess.run(
             [binary("ctr"), "--address", entry["socket"], "plugins", "ls", "id==cri"],

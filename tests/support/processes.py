@@ -19,7 +19,7 @@ from support.errors import LabError
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 # Processes are recognised by binary name plus an argument under the lab dir, which survives a lost state file.
-LAB_BINARIES = ("containerd", "docker-registry")
+LAB_BINARIES = ("containerd", "crio", "docker-registry")
 
 
 def write_file(path: Path, data: str | bytes, mode: int = 0o644) -> None:
@@ -87,7 +87,7 @@ def run(argv: list[Any]) -> None:
         raise LabError("%s failed (%d): %s" % (" ".join(map(str, argv[:3])), result.returncode, result.stderr.strip()))
 
 
-def _signal(pid: int, sig: int) -> None:
+def signal_process(pid: int, sig: int) -> None:
     try:
         # Lab processes lead their own group; anything else is signalled alone, never our own group.
         if os.getpgid(pid) == pid:
@@ -143,12 +143,15 @@ class Supervisor:
         self._children[child.pid] = child
         entry["pid"] = child.pid
         entry["log"] = log.name
+        if entry.get("pid_file"):
+            # What a reload by signal reads (CRI-O: there is no systemd here).
+            write_file(Path(entry["pid_file"]), "%d\n" % child.pid)
 
     def _kill(self, pids: list[int]) -> None:
         pids = sorted(set(pids))
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for pid in pids:
-                _signal(pid, sig)
+                signal_process(pid, sig)
             deadline = time.monotonic() + STOP_TIMEOUT
             while pids and time.monotonic() < deadline:
                 pids = [pid for pid in pids if self._alive(pid)]

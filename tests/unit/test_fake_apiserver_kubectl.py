@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The fake API server checked with a second real client: Debian's kubectl 1.32 (hack/trixie_debs.sh unpacks it),
+"""The fake API server checked with a second real client: Debian's kubectl 1.32 (hack/debian_debs.sh unpacks it),
 over HTTPS (kubectl sends no bearer token over plain HTTP) with a kubeconfig in the test's tmp dir.
 
 Each case is what kubectl shows against a real kube-apiserver. kubectl runs with ``--validate=false``: the fake

@@ -7,9 +7,24 @@ them, and values shown short in those errors."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import reprlib
-from typing import Callable, Union
+from typing import Any, Callable, Union
+
+
+def _toml_module() -> Any:
+    """The TOML reader of the node's Python (registries.conf, CRI-O drop-ins): tomllib from 3.11, else tomli, else
+    None."""
+    for name in ("tomllib", "tomli"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
+TOML: Any = _toml_module()
 
 # A path as os.fspath and open() take it.
 StrPath = Union[str, "os.PathLike[str]"]

@@ -14,6 +14,7 @@ Public API
 ``PIN_LABEL``, ``PIN_VALUE``, ``OWNER_LABEL``, ``OWNER_VALUE``, ``MIN_VERSION`` (1, 7, 3).
 ``parse_version(text) -> tuple | None``: ``"1.7.24~ds1"`` / ``"v1.7.3"`` -> ``(1, 7, 24)``.
 ``runtime_problem(version) -> str | None``: why the runtime (CRI ``Version`` dict) will not honour the label.
+``auto_pin_problem(pin, version) -> str | None``: why ``pin=auto`` pins nothing on that containerd, and the fix.
 ``validate_images(images, require_digest=True) -> list[str]``: as the CRI-O drop-in's, without patterns.
 ``OldRuntimeError``: the runtime is not containerd >= 1.7.3 (``.version``).
 ``sync_containerd_pins(client, images, state, check_mode, force, old_runtime) -> dict``
@@ -26,7 +27,6 @@ Public API
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple
 
@@ -34,10 +34,12 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.client import C
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     MissingImagesError,
+    NotReportedError,
     PinnedImagesError,
     is_pattern,
     selected_images,
     validate_pinned_images,
+    wait_reported,
 )
 
 PIN_LABEL = "io.cri-containerd.pinned"
@@ -62,11 +64,6 @@ class PinClient(Protocol):
 
     def update_labels(self, record: Mapping[str, Any], labels: Mapping[str, str],
                       keys: Iterable[str]) -> Dict[str, Any]: ...
-
-
-class NotReportedError(CollectionError):
-    """The labels are written but CRI did not report the images as wanted in time; raised by
-    ``sync_containerd_pins`` with ``changed``, ``images`` and ``records`` in the details."""
 
 
 class OldRuntimeError(CollectionError):
@@ -102,6 +99,17 @@ def runtime_problem(version: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
+def auto_pin_problem(wanted: str, version: Mapping[str, Any]) -> Optional[str]:
+    """Why ``pin=auto`` pins nothing on this containerd (older than 1.7.3), with the fix; None elsewhere."""
+    if wanted != "auto" or version.get("runtime_name") != "containerd":
+        return None
+    problem = runtime_problem(version)
+    if problem is None:
+        return None
+    return (f"{problem}; pin=auto pins nothing on this node, so the kubelet may remove these images. Upgrade "
+            f"containerd to {'.'.join(map(str, MIN_VERSION))} or later")
+
+
 def validate_images(images: object, require_digest: bool = True) -> List[str]:
     """The checked, de-duplicated, sorted list; patterns name no image record, so they are refused."""
     names = validate_pinned_images(images, require_digest=require_digest)
@@ -130,32 +138,6 @@ def _render(records: Iterable[str]) -> str:
     return "".join(f"{name}\n" for name in sorted(records))
 
 
-def _reported_pinned(client: PinClient, name: str) -> bool:
-    status = client.image_status(name)
-    return status.get("pinned", False) if status else False
-
-
-def wait_reported(client: PinClient, expected: Mapping[str, bool], timeout: float, interval: float = 0.1) -> None:
-    """Poll CRI ImageStatus until every image name in ``expected`` reports that ``pinned`` value.
-
-    The CRI plugin learns of label changes from containerd's event stream, after Update has returned.
-    Raises NotReportedError naming the images still off after ``timeout`` seconds.
-    """
-    deadline = time.monotonic() + timeout
-    pending = dict(expected)
-    while True:
-        pending = {name: want for name, want in pending.items()
-                   if _reported_pinned(client, name) != want}
-        if not pending or time.monotonic() >= deadline:
-            break
-        time.sleep(interval)
-    if pending:
-        raise NotReportedError(
-            f"the labels are written, but after {timeout:g}s CRI still reports "
-            + ", ".join(f"{name} as {'not ' if want else ''}pinned" for name, want in sorted(pending.items()))
-        )
-
-
 def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], state: str = "present",
                          check_mode: bool = False, force: bool = False, old_runtime: str = "fail",
                          settle_timeout: float = 10.0, known: Optional[Mapping[str, CriImage]] = None,
@@ -170,7 +152,8 @@ def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], sta
     others are asked through ImageStatus.
     After a change on a runtime that honours the label, waits up to ``settle_timeout`` seconds until CRI reports
     the wanted images pinned and the unpinned ones not (NotReportedError otherwise).
-    Returns ``{changed, images, pinned, unpinned, unchanged, missing, records, runtime, warnings, diff}``:
+    Returns ``{changed, images, pinned, unpinned, unchanged, missing, records, cri_pinned, runtime, warnings,
+    diff}`` (``cri_pinned``: what CRI reports per wanted image, None when absent):
     ``pinned`` are the wanted images CRI did not report pinned before, ``unchanged`` the other wanted ones,
     ``unpinned`` one name per image CRI no longer reports pinned, ``records`` the record names labelled or
     unlabelled.
@@ -214,6 +197,9 @@ def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], sta
     was = {image_ids[n] for n in before}
     still = {image_ids[n] for n in after}
     lost = [n for n in to_unpin if image_ids[n] not in still]
+    # What CRI reports per wanted image: read before any change, then what the wait after the change saw.
+    reported: Dict[str, Optional[bool]] = {name: bool(status.get("pinned")) if status else None
+                                           for name, status in statuses.items()}
     if not check_mode:
         for name in to_pin:
             client.update_labels(records[name], {PIN_LABEL: PIN_VALUE, OWNER_LABEL: OWNER_VALUE}, PIN_KEYS)
@@ -223,7 +209,7 @@ def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], sta
             expected = {name: True for name in present}
             expected.update({n: False for n in lost})
             try:
-                wait_reported(client, expected, settle_timeout)
+                reported.update(wait_reported(client, expected, settle_timeout, "the labels are written"))
             except NotReportedError as exc:
                 # The labels are written: the failure result says what changed.
                 raise NotReportedError(exc.message, details={
@@ -242,6 +228,7 @@ def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], sta
         "unpinned": sorted(_display_name(names) for names in unpinned_groups.values()),
         "missing": missing,
         "records": {"pinned": to_pin, "unpinned": to_unpin},
+        "cri_pinned": reported,
         "runtime": version,
         "warnings": warnings,
         "diff": {"before": _render(before), "after": _render(after),

@@ -31,17 +31,27 @@ Public API
 ``reload_crio(method, run_command=None, pid_file=None, service="crio")``: ``none`` | ``systemd``
     (``systemctl reload crio``; the unit's reload sends SIGHUP) | ``signal`` (SIGHUP to the pid in ``pid_file``);
     raises ``ReloadError``.
-``sync_pinned_images(path, images, state, check_mode, force, check_presence, reload, run_command, pid_file)``
-    The whole node-side step; returns ``{changed, path, images, reloaded, diff}``. A ReloadError raised after
-    the write carries ``.result`` (None before).
+``dropin_pinned_images(text) -> list[str] | None``: the ``pinned_images`` a drop-in sets (None: it sets none).
+``effective_pins(path, images) -> (list, file)``: the list CRI-O keeps once ``path`` holds ``images``, and the
+    file it comes from: CRI-O reads its drop-in directory in name order, and the last file that sets
+    ``pinned_images`` replaces the whole list. ``covers(patterns, name)``: CRI-O's match (exact, glob, keyword).
+``OverriddenError``: a later drop-in voids pins (``.files``). ``wait_reported(client, expected, timeout, what)``
+    polls CRI ImageStatus until each image reports the wanted ``pinned``; ``NotReportedError`` otherwise.
+``sync_pinned_images(path, images, state, check_mode, force, check_presence, reload, run_command, pid_file,
+    client, settle_timeout)``
+    The whole node-side step; returns ``{changed, path, images, reloaded, diff, cri_pinned, warnings}``. A
+    ReloadError or NotReportedError raised after the write carries the result's fields in its details.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, Union
 
+from ansible_collections.pinned.images.plugins.module_utils._common.config_file import TOML
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageReferenceError, parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import go_trim_space, unique_sorted_images
@@ -202,6 +212,155 @@ def missing_images(client: ImageStatusClient, images: Iterable[str]) -> List[str
     return [name for name in images if not is_pattern(name) and client.image_status(name) is None]
 
 
+class NotReportedError(CollectionError):
+    """The pins are written but CRI did not report the images as wanted in time; its details say what changed."""
+
+
+def _reported_pinned(client: ImageStatusClient, name: str) -> Optional[bool]:
+    status = client.image_status(name)
+    return bool(status.get("pinned", False)) if status else None
+
+
+def wait_reported(client: ImageStatusClient, expected: Mapping[str, bool], timeout: float,
+                  what: str = "the pins are written", interval: float = 0.1,
+                  first: Optional[Mapping[str, Optional[bool]]] = None) -> Dict[str, Optional[bool]]:
+    """Poll CRI ImageStatus until every image name in ``expected`` reports that ``pinned`` value; return what CRI
+    reports per image (None: the image is absent). ``first`` is a first reading the caller made already.
+
+    The runtime applies a change after the call that made it returns (containerd from its event stream, CRI-O
+    after SIGHUP). Raises NotReportedError naming the images still off after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    first = first or {}
+    reported = {name: first[name] if name in first else _reported_pinned(client, name) for name in expected}
+    while True:
+        pending = {name: want for name, want in expected.items() if bool(reported[name]) != want}
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(interval)
+        reported.update((name, _reported_pinned(client, name)) for name in pending)
+    if pending:
+        raise NotReportedError(
+            f"{what}, but after {timeout:g}s CRI still reports "
+            + ", ".join(f"{name} as {'not ' if want else ''}pinned" for name, want in sorted(pending.items())),
+            details={"cri_pinned": reported},
+        )
+    return reported
+
+
+# A drop-in larger than this is not a CRI-O drop-in; read no more of it.
+MAX_DROPIN_SIZE = 1024 * 1024
+# Without a TOML reader (Python < 3.11 without tomli): the key and the strings of its array.
+_KEY_RE = re.compile(r"^[ \t]*pinned_images[ \t]*=[ \t]*\[(.*?)\]", re.MULTILINE | re.DOTALL)
+_STRING_RE = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
+
+
+class OverriddenError(CollectionError):
+    """A drop-in CRI-O reads after ours sets ``pinned_images``, which replaces ours; ``files`` names them."""
+
+    def __init__(self, message: str, files: List[str]) -> None:
+        super().__init__(message, details={"overridden_by": files})
+        self.files = files
+
+
+def dropin_pinned_images(text: str) -> Optional[List[str]]:
+    """The ``[crio.image] pinned_images`` a drop-in sets, None when it sets none (or is not TOML CRI-O could read:
+    CRI-O then refuses to reload, which the CRI read-back shows)."""
+    if TOML is not None:
+        try:
+            images = TOML.loads(text).get("crio", {}).get("image", {}).get("pinned_images")
+        except (TOML.TOMLDecodeError, AttributeError, RecursionError):
+            return None
+        return [str(name) for name in images] if isinstance(images, list) else None
+    match = _KEY_RE.search(text)
+    if match is None:
+        return None
+    return [double if double or not single else single for double, single in _STRING_RE.findall(match.group(1))]
+
+
+def _read_dropin(path: str) -> Optional[List[str]]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_DROPIN_SIZE)
+    except OSError:
+        return None
+    return dropin_pinned_images(data.decode("utf-8", "replace"))
+
+
+def effective_pins(path: str, images: List[str]) -> Tuple[List[str], Optional[str]]:
+    """(the pinned_images CRI-O keeps once ``path`` holds ``images`` (empty: ``path`` absent), the file it comes
+    from, None when no drop-in sets it). CRI-O reads every file of the directory in name order; the last that sets
+    ``pinned_images`` wins."""
+    directory, own = os.path.split(path)
+    try:
+        names = sorted(os.listdir(directory or "."))
+    except OSError:
+        names = []
+    found: Tuple[List[str], Optional[str]] = ([], None)
+    for name in sorted(set(names) | {own}):
+        full = os.path.join(directory, name)
+        if name == own:
+            listed: Optional[List[str]] = images or None
+        elif name.startswith(".") or not os.path.isfile(full):
+            continue  # our own atomic writes' temporary files start with a dot
+        else:
+            listed = _read_dropin(full)
+        if listed is not None:
+            found = (listed, full)
+    return found
+
+
+def covers(patterns: Iterable[str], name: str) -> bool:
+    """True when CRI-O's ``pinned_images`` ``patterns`` pin the image ``name``: exact, glob (``quay.io/a/*``, a
+    prefix) or keyword (``*bar*``, a substring)."""
+    for pattern in patterns:
+        if pattern.startswith("*") and pattern.endswith("*") and len(pattern) > 1:
+            if pattern.strip("*") in name:
+                return True
+        elif pattern.endswith("*"):
+            if name.startswith(pattern[:-1]):
+                return True
+        elif pattern == name:
+            return True
+    return False
+
+
+def check_overrides(path: str, images: List[str]) -> Tuple[List[str], List[str]]:
+    """(the list CRI-O will keep, warnings) for ``path`` holding ``images``; OverriddenError when a later drop-in
+    sets ``pinned_images`` without some of ``images``: CRI-O would pin none of those."""
+    kept, source = effective_pins(path, images)
+    if not images or source == path or source is None:
+        return kept, []
+    lost = [name for name in images if not is_pattern(name) and not covers(kept, name)]
+    what = (f"CRI-O reads {source} after {path}, and its pinned_images ({len(kept)} entries) replaces the whole "
+            "list")
+    if lost:
+        raise OverriddenError(
+            f"{what}: {len(lost)} of the {len(images)} images would not be pinned ({', '.join(lost)}); remove "
+            f"pinned_images from {source}, or put these images in it", [source])
+    return kept, [f"{what}; it pins every image of {path} too, so they stay pinned while it does"]
+
+
+class LazyStatusClient:
+    """An ImageStatusClient that opens the runtime (``open_client()``, a context manager such as a CriClient) on its
+    first call only, so that a run that needs no CRI call never connects; ``close()`` closes it."""
+
+    def __init__(self, open_client: Callable[[], Any]) -> None:
+        self._open = open_client
+        self._client: Any = None
+
+    def image_status(self, image: str) -> Optional[Mapping[str, object]]:
+        if self._client is None:
+            self._client = self._open().__enter__()
+        status: Optional[Mapping[str, object]] = self._client.image_status(image)
+        return status
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.__exit__(None, None, None)
+            self._client = None
+
+
 def module_run_command(module: Any) -> RunCommand:
     """``run_command`` for ``reload_crio`` through an AnsibleModule. A program not on the PATH is a failed command
     (rc 127, as a shell says, naming it) rather than ``fail_json``, so that the ReloadError's failure result still
@@ -254,14 +413,22 @@ def reload_crio(method: str, run_command: Optional[RunCommand] = None, pid_file:
 
 def sync_pinned_images(path: str, images: Optional[Iterable[str]], state: str = "present", check_mode: bool = False,
                        force: bool = False, check_presence: Optional[CheckPresence] = None, reload: str = "none",
-                       run_command: Optional[RunCommand] = None, pid_file: Optional[str] = None) -> Dict[str, Any]:
-    """Bring the drop-in at ``path`` to ``images`` (already validated and sorted), as the MCO does.
+                       run_command: Optional[RunCommand] = None, pid_file: Optional[str] = None,
+                       client: Optional[ImageStatusClient] = None, settle_timeout: float = 10.0,
+                       known: Optional[Mapping[str, Mapping[str, Any]]] = None) -> Dict[str, Any]:
+    """Bring the drop-in at ``path`` to ``images`` (already validated and sorted), as the MCO does, and prove it.
 
-    Present with images: render; when the file would change and ``force`` is false, ``check_presence(images)``
-    must return no missing image (MissingImagesError otherwise, nothing written); write atomically, rewriting
-    only when the text differs beyond surrounding whitespace. Absent, or no images: remove the file.
-    Reload only when the content changed (not in check mode). Returns
-    ``{changed, path, images, reloaded, diff}``.
+    Present with images: first the other drop-ins of the directory, in CRI-O's order: one read after ``path`` that
+    sets ``pinned_images`` without these images fails the step (OverriddenError, in check mode too, nothing
+    written). Render; when the file would change and ``force`` is false, ``check_presence(images)`` must return
+    no missing image (MissingImagesError otherwise, nothing written); write atomically, rewriting only when the
+    text differs beyond surrounding whitespace. Absent, or no images: remove the file.
+    Reload only when the content changed (not in check mode). Then, with a ``client`` and a reload method, CRI
+    must report every present wanted image pinned and every image the file no longer lists (and no other
+    drop-in pins) not pinned: waited for up to ``settle_timeout`` seconds after a reload, read once on a rerun
+    (NotReportedError otherwise). Returns ``{changed, path, images, reloaded, diff, cri_pinned, warnings}``;
+    ``cri_pinned`` maps each image to what CRI reports (None: not on the node), empty without a client; ``known``
+    holds CRI images a caller read already (the prefetch's present check), not asked again unless waited for.
     """
     from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import (
         atomic_write,
@@ -271,11 +438,15 @@ def sync_pinned_images(path: str, images: Optional[Iterable[str]], state: str = 
     )
 
     names = list(images or [])
+    previous = _read_dropin(path) or []
+    warnings: List[str] = []
     if state == "absent" or not names:
         outcome = remove_file(path, check_mode=check_mode)
         content_changed = outcome["changed"]
         names = []
+        kept, _source = effective_pins(path, [])
     else:
+        kept, warnings = check_overrides(path, names)
         content = render_pinned_images(names)
         before = read_bytes(path, compare_limit(content))
         content_changed = not same_content(before, content)
@@ -290,6 +461,8 @@ def sync_pinned_images(path: str, images: Optional[Iterable[str]], state: str = 
         "images": names,
         "reloaded": False,
         "diff": outcome["diff"],
+        "cri_pinned": {},
+        "warnings": warnings,
     }
     if content_changed and not check_mode and reload != "none":
         try:
@@ -297,7 +470,38 @@ def sync_pinned_images(path: str, images: Optional[Iterable[str]], state: str = 
         except ReloadError as exc:
             raise ReloadError(f"{path} was written, but CRI-O was not reloaded: {exc.message}", result=result) from exc
         result["reloaded"] = True
+    if client is not None:
+        result["cri_pinned"] = _read_back(client, path, names, previous, kept, result, settle_timeout,
+                                          reload != "none" and not check_mode, known or {})
     return result
+
+
+def _read_back(client: ImageStatusClient, path: str, names: List[str], previous: List[str], kept: List[str],
+               result: Mapping[str, Any], settle_timeout: float, verify: bool,
+               known: Mapping[str, Mapping[str, Any]]) -> Dict[str, Optional[bool]]:
+    """What CRI reports for the wanted and the removed images; with ``verify``, NotReportedError when that is not
+    what the drop-ins say (waited for after a reload)."""
+    wanted = [name for name in names if not is_pattern(name)]
+    removed = [name for name in previous if not is_pattern(name) and name not in names]
+    statuses = {name: bool(known[name].get("pinned")) if name in known and not result["reloaded"]
+                else _reported_pinned(client, name) for name in wanted + removed}
+    present = {name: status for name, status in statuses.items() if status is not None}
+    expected = {name: covers(kept, name) for name in present}
+    if not verify:
+        return statuses
+    if result["reloaded"]:
+        what = f"{path} is written and CRI-O reloaded"
+    else:
+        what = f"{path} is as wanted (CRI-O not reloaded: nothing changed)"
+    try:
+        statuses.update(wait_reported(client, expected, settle_timeout if result["reloaded"] else 0, what,
+                                      first=statuses))
+    except NotReportedError as exc:
+        fields = {key: result[key] for key in ("changed", "path", "images", "reloaded")}
+        raise NotReportedError(
+            exc.message + "; CRI-O did not apply the drop-in (see its log, and the other files of "
+            f"{os.path.dirname(path) or '.'})", details=dict(exc.details, **fields)) from exc
+    return statuses
 
 
 # --------------------------------------------------------------------------- the pinning step of the modules
@@ -311,22 +515,25 @@ class DropinSettings:
     reload: str = "none"
     pid_file: Optional[str] = None
     force: bool = False
+    settle_timeout: float = 10.0
 
 
 def pin_dropin(images: List[str], settings: DropinSettings, check_mode: bool,
                check_presence: Optional[CheckPresence], run_command: Optional[RunCommand],
-               state: str = "present") -> Dict[str, Any]:
-    """``sync_pinned_images`` for ``crio_pinned_images`` and the prefetch's pin: the same result; a CRI error of
-    the presence check is raised as a CollectionError that says so (its details kept)."""
+               state: str = "present", client: Optional[ImageStatusClient] = None,
+               known: Optional[Mapping[str, Mapping[str, Any]]] = None) -> Dict[str, Any]:
+    """``sync_pinned_images`` for ``crio_pinned_images`` and the prefetch's pin, its CRI read-back through
+    ``client``: the same result; a CRI error is raised as a CollectionError that says so (its details kept)."""
     # Here, not at the top: the drop-in's rendering (machine_config, on the controller) must not import grpc.
     from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 
     try:
         return sync_pinned_images(settings.path, images, state=state, check_mode=check_mode, force=settings.force,
                                   check_presence=check_presence, reload=settings.reload, run_command=run_command,
-                                  pid_file=settings.pid_file)
+                                  pid_file=settings.pid_file, client=client, settle_timeout=settings.settle_timeout,
+                                  known=known)
     except CriError as exc:
-        raise CollectionError(exc.problems, message="cannot check that the images are present: " + exc.message,
+        raise CollectionError(exc.problems, message="cannot read the images' state through CRI: " + exc.message,
                               details=exc.details) from exc
 
 
@@ -342,13 +549,17 @@ def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]
                          lambda names: validate(names, require_digest=params["require_digest"]))
 
 
-def run_crio_pinned_images(params: Mapping[str, Any], check_mode: bool,
-                           check_presence: CheckPresence, run_command: RunCommand) -> Dict[str, Any]:
-    """The whole ``crio_pinned_images`` run: the wanted images (from ``images`` or set files), then ``pin_dropin``.
+def run_crio_pinned_images(params: Mapping[str, Any], check_mode: bool, client: ImageStatusClient,
+                           run_command: RunCommand) -> Dict[str, Any]:
+    """The whole ``crio_pinned_images`` run: the wanted images (from ``images`` or set files), then ``pin_dropin``
+    with its presence check and CRI read-back through ``client``.
 
-    Returns the module's result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``, ``diff``).
+    Returns the module's result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``, ``cri_pinned``,
+    ``warnings``, ``diff``).
     """
     images, set_names = selected_images(params, validate_pinned_images)
-    settings = DropinSettings(params["path"], params["reload"], params["pid_file"], params["force"])
-    outcome = pin_dropin(images, settings, check_mode, check_presence, run_command, params["state"])
+    settings = DropinSettings(params["path"], params["reload"], params["pid_file"], params["force"],
+                              params["settle_timeout"])
+    outcome = pin_dropin(images, settings, check_mode, lambda wanted: missing_images(client, wanted), run_command,
+                         params["state"], client)
     return dict(outcome, set_names=set_names)

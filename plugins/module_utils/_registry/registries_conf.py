@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple, Type, Union
 
+from ansible_collections.pinned.images.plugins.module_utils._common.config_file import TOML as _toml
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import StrPath, read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
@@ -25,15 +26,6 @@ from ansible_collections.pinned.images.plugins.module_utils._common.image_ref im
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, RegistryCredentials
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import HostEndpoint
-
-_toml: Any
-try:
-    import tomllib as _toml
-except ImportError:  # Python < 3.11 on the node
-    try:
-        import tomli as _toml  # type: ignore[no-redef]
-    except ImportError:
-        _toml = None
 
 DEFAULT_REGISTRIES_CONF = "/etc/containers/registries.conf"
 DEFAULT_REGISTRIES_CONF_D = "/etc/containers/registries.conf.d"

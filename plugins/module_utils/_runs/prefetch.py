@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import (
     LabelSettings,
+    auto_pin_problem,
     pin_labels,
     runtime_problem,
     validate_images,
@@ -259,31 +260,39 @@ def mco_pin_method(wanted: str, method: str, mco_dir: str) -> Tuple[str, Optiona
 
 def pin_images(client: Any, request: PrefetchRequest, params: Mapping[str, Any], method: str,
                images: List[ImageResult], run_command: Optional[RunCommand],
-               present: Optional[Mapping[str, CriImage]] = None,
+               present: Optional[Mapping[str, CriImage]] = None, runtime: Optional[Mapping[str, Any]] = None,
                ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]], List[str]]:
     """Pin the requested images with ``method`` once every one is on the node (the same step as
     ``crio_pinned_images`` / ``containerd_pinned_images``), else leave the pins as they are. ``present`` (the run's
     present check) spares the label pin an ImageStatus call for each image that was already there.
 
     Returns (the result's ``pin``: ``method``, ``ran``, ``changed``, ``images``, ``path``, ``reloaded``,
-    ``records``; the pin's diff or None; warnings). Raises the pin step's CollectionError.
+    ``records``, ``cri_pinned`` (what CRI reports per image after the pin), and ``reason`` when ``auto`` found a
+    runtime that cannot pin; the pin's diff or None; warnings). Raises the pin step's CollectionError.
     """
     pin: Dict[str, Any] = dict(method=method, ran=False, changed=False, images=[], path=None, reloaded=False,
-                               records=None)
-    if method == PIN_NONE or any(entry["status"] not in _ON_NODE for entry in images):
+                               records=None, cri_pinned={})
+    if method == PIN_NONE:
+        reason = auto_pin_problem(params["pin"], runtime or {})
+        if reason:
+            pin["reason"] = reason
+        return pin, None, [reason] if reason else []
+    if any(entry["status"] not in _ON_NODE for entry in images):
         return pin, None, []
     names = [str(ref) for ref in request.refs]
     if method == PIN_DROPIN:
-        dropin = DropinSettings(params["dropin_path"], params["crio_reload"], params["crio_pid_file"])
+        dropin = DropinSettings(params["dropin_path"], params["crio_reload"], params["crio_pid_file"],
+                                settle_timeout=params["settle_timeout"])
         done = pin_dropin(validate_images(names, params["require_digest"]), dropin, request.check_mode,
-                          lambda wanted: missing_images(client, wanted), run_command)
+                          lambda wanted: missing_images(client, wanted), run_command, client=client, known=present)
         pin.update(ran=True, changed=done["changed"], images=done["images"], path=done["path"],
-                   reloaded=done["reloaded"])
-        return pin, done["diff"], []
+                   reloaded=done["reloaded"], cri_pinned=done["cri_pinned"])
+        return pin, done["diff"], done["warnings"]
     label = LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"])
     done = pin_labels(client, validate_images(names, params["require_digest"]), label, request.check_mode,
                       known=present)
-    pin.update(ran=True, changed=done["changed"], images=done["images"], records=done["records"])
+    pin.update(ran=True, changed=done["changed"], images=done["images"], records=done["records"],
+               cri_pinned=done["cri_pinned"])
     return pin, done["diff"], done["warnings"]
 
 
@@ -337,15 +346,16 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
             pin_started = time.time()
             try:
                 pin, pin_diff, pin_warnings = pin_images(client, request, params, method, report["images"],
-                                                         run_command, present)
+                                                         run_command, present, runtime)
                 pin["mco_managed"] = mco_sign
                 pin_warnings = mco_warnings + pin_warnings
             except CollectionError as err:
                 # A drop-in written before a failed reload, or labels CRI did not report in time, changed the node.
                 written = err.details
                 pin = dict(method=method, ran=True, changed=bool(written.get("changed")),
-                           images=written.get("images", []), path=written.get("path"), reloaded=False,
-                           records=written.get("records"), mco_managed=mco_sign, error=err.message)
+                           images=written.get("images", []), path=written.get("path"),
+                           reloaded=bool(written.get("reloaded")), records=written.get("records"),
+                           cri_pinned=written.get("cri_pinned", {}), mco_managed=mco_sign, error=err.message)
                 pin_warnings = mco_warnings
                 pin_failure = f"pinning with the {method} method failed: {err.message}"
             # Wall-clock times, as the images' started and finished: the report draws the pin on the same axis.

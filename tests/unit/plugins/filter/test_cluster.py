@@ -153,13 +153,16 @@ def test_results_mark_nodes_without_a_result_and_unresolved_nodes():
 def test_report_lines_show_rows_totals_check_note_and_errors():
     results = [dict(_result(), host="a", node_name="a"),
                dict(_result(status="failed", error="boom", pinned=None, pulled=0, would_pull=1, bytes=0,
-                            seconds=0.0), host="b", node_name="b")]
+                            seconds=0.0), host="b", node_name="b"),
+               dict(_result(pinned=None, pin_method="none", pin_reason="containerd 1.6.20 will not honour the pin"),
+                    host="c", node_name="c")]
     lines = F["cluster_report_lines"](results, F["cluster_summary"](results), check_mode=True)
     assert lines[0].split() == ["node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned"]
     assert lines[1].split() == ["a", "ok", "1", "1", "0", "3.0", "MiB", "1.2", "dropin", "2"]
     assert lines[2].split() == ["b", "failed", "1", "1", "0", "0", "B", "0.0", "-"]
-    assert lines[3].split() == ["total", "(2", "nodes)", "1", "ok", "2", "2", "0", "3.0", "MiB", "1.2"]
-    assert lines[4].startswith("check mode") and lines[5:] == ["b: boom"]
+    assert lines[3].split() == ["c", "ok", "1", "1", "0", "3.0", "MiB", "1.2", "not", "pinned"]
+    assert lines[4].split() == ["total", "(3", "nodes)", "2", "ok", "3", "3", "0", "6.0", "MiB", "2.5"]
+    assert lines[5].startswith("check mode") and lines[6:] == ["b: boom"]
     lines = F["cluster_report_lines"](results, F["cluster_summary"](results))
     assert not any(line.startswith("check mode") for line in lines)
 

@@ -16,7 +16,7 @@ TOTALS = dict(requested=2, present=1, pulled=1, failed=0, skipped=0, would_pull=
 RUNTIME = dict(runtime_name="containerd", runtime_version="1.7.24")
 KEYS = {"node", "control_plane", "runtime", "status", "error", "node_error", "requested", "present", "pulled",
         "failed", "would_pull", "bytes", "seconds", "started", "finished", "changed", "pinned", "pin_method",
-        "dropin", "mco_managed", "sets", "images", "runtime_version", "pull_started", "pull_finished",
+        "pin_reason", "dropin", "mco_managed", "sets", "images", "runtime_version", "pull_started", "pull_finished",
         "pin_started", "pin_finished"}
 
 
@@ -87,6 +87,14 @@ def test_the_timeline_spans_the_pulls_and_the_pin_step():
     quiet = result([prefetch(images=[dict(image=A, status="present")], pin=idle)])
     assert (quiet["pull_started"], quiet["pull_finished"], quiet["pin_started"]) == (None, None, None)
     assert result([prefetch(pin=dict(method="label", ran=True))])["pin_started"] is None
+
+
+def test_pinned_counts_what_cri_reports_and_auto_on_old_containerd_says_why():
+    pin = dict(method="dropin", ran=True, changed=True, images=[A, B], path="/d", cri_pinned={A: True, B: False})
+    assert result([prefetch(pin=pin)])["pinned"] == 1
+    reason = "containerd 1.6.20 will not honour the pin: ...; Upgrade containerd to 1.7.3 or later"
+    out = result([prefetch(pin=dict(method="none", ran=False, changed=False, images=[], path=None, reason=reason))])
+    assert (out["pinned"], out["pin_reason"]) == (None, reason)
 
 
 def test_a_node_with_nothing_to_do_and_the_drop_in():

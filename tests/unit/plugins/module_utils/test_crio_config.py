@@ -16,8 +16,13 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
     DEFAULT_PATH,
     DropinSettings,
     MissingImagesError,
+    NotReportedError,
+    OverriddenError,
     PinnedImagesError,
     ReloadError,
+    covers,
+    dropin_pinned_images,
+    effective_pins,
     missing_images,
     pin_dropin,
     reload_crio,
@@ -230,7 +235,7 @@ def test_a_cri_error_of_the_presence_check_names_the_check(tmp_path):
 
     with pytest.raises(CollectionError) as info:
         pin_dropin([A], DropinSettings(str(tmp_path / "50-pinned-images")), False, presence, None)
-    assert str(info.value) == "cannot check that the images are present: connection refused"
+    assert str(info.value) == "cannot read the images' state through CRI: connection refused"
     assert info.value.details == {"error_kind": UNAVAILABLE} and not (tmp_path / "50-pinned-images").exists()
 
 
@@ -288,3 +293,103 @@ def test_a_huge_old_drop_in_is_replaced_without_being_read_whole(tmp_path, monke
     assert result["diff"]["before"].startswith(f"({50 * 1024 * 1024} bytes")
     assert tomllib.loads(path.read_text())["crio"]["image"]["pinned_images"] == [A]
     assert reads and max(reads) <= _atomic_file.compare_limit(path.read_text()) + 1
+
+
+# ---- what CRI-O keeps from its drop-in directory, and the CRI read-back
+
+
+class CrioLike(FakeCri):
+    """Reports an image pinned when the drop-ins, read as CRI-O reads them, pin it and ``reloaded`` is set."""
+
+    def __init__(self, present, path, reloads_after=0):
+        super().__init__(present)
+        self.path = path
+        self.reloads_after = reloads_after  # calls before the "reload" takes effect
+        self.calls = 0
+
+    def image_status(self, image):
+        status = super().image_status(image)
+        self.calls += 1
+        if status is not None and self.calls > self.reloads_after:
+            own = dropin_pinned_images(open(self.path).read()) if os.path.exists(self.path) else []
+            status["pinned"] = covers(effective_pins(self.path, own or [])[0], image)
+        return status
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('[crio]\n  [crio.image]\n    pinned_images = ["a", "b"]\n', ["a", "b"]),
+    ("[crio.image]\npinned_images = [\n  'x/*',\n  \"y\",\n]\n", ["x/*", "y"]),
+    ("crio.image.pinned_images = []\n", []),
+    ('[crio.image]\npause_image = "p"\n', None),
+    ("[crio.image\npinned_images = [", None),
+])
+def test_dropin_pinned_images_reads_the_key_as_toml(text, expected, monkeypatch):
+    assert dropin_pinned_images(text) == expected
+
+
+def test_dropin_pinned_images_without_a_toml_reader(monkeypatch):
+    from ansible_collections.pinned.images.plugins.module_utils._pins import crio_dropin
+
+    monkeypatch.setattr(crio_dropin, "TOML", None)
+    assert dropin_pinned_images(EXPECTED_TWO.decode()) == [A, B]
+    assert dropin_pinned_images("[crio.image]\npinned_images = [\n  'x/*',\n]\n") == ["x/*"]
+    assert dropin_pinned_images('[crio.image]\npause_image = "p"\n') is None
+
+
+def test_covers_is_cri_os_match():
+    assert covers([A], A) and not covers([B], A)
+    assert covers(["quay.io/openshift-release-dev/*"], A) and not covers(["quay.io/other/*"], A)
+    assert covers(["*ocp-release*"], A) and not covers(["*nothing*"], A)
+
+
+def test_a_later_dropin_that_sets_the_list_fails_the_pin_naming_it_in_check_mode_too(tmp_path):
+    path = tmp_path / "50-pinned-images"
+    (tmp_path / "10-early").write_text('[crio.image]\npinned_images = ["%s"]\n' % C)
+    (tmp_path / "60-other").write_text('[crio.image]\npause_image = "p"\n')
+    later = tmp_path / "99-other"
+    later.write_text('[crio.image]\npinned_images = ["%s"]\n' % B)
+    for check_mode in (True, False):
+        with pytest.raises(OverriddenError) as info:
+            sync_pinned_images(str(path), [A, B], check_mode=check_mode)
+        assert str(later) in str(info.value) and A in str(info.value) and "replaces the whole list" in str(info.value)
+        assert info.value.details == {"overridden_by": [str(later)]}
+        assert not path.exists()
+    # A later list that pins every wanted image voids nothing: written, with a warning that names it.
+    later.write_text('[crio.image]\npinned_images = ["quay.io/openshift-release-dev/*"]\n')
+    result = sync_pinned_images(str(path), [A, B])
+    assert result["changed"] and str(later) in result["warnings"][0]
+    assert effective_pins(str(path), [A, B]) == (["quay.io/openshift-release-dev/*"], str(later))
+    later.unlink()
+    assert effective_pins(str(path), [A, B]) == ([A, B], str(path))
+    path.unlink()
+    assert effective_pins(str(path), []) == ([C], str(tmp_path / "10-early"))
+
+
+def test_after_the_reload_cri_must_report_the_pins(tmp_path):
+    path = tmp_path / "50-pinned-images"
+    client = CrioLike({A, B, C}, str(path), reloads_after=3)
+    signals = []
+    result = sync_pinned_images(str(path), [A, B], client=client, reload="systemd",
+                                run_command=lambda argv: signals.append(argv) or (0, "", ""), settle_timeout=5)
+    assert result["cri_pinned"] == {A: True, B: True} and result["reloaded"]
+    # B leaves the list: CRI must report it unpinned; a rerun reads CRI once and agrees.
+    result = sync_pinned_images(str(path), [A], client=client, reload="systemd",
+                                run_command=lambda argv: (0, "", ""), settle_timeout=5)
+    assert result["cri_pinned"] == {A: True, B: False}
+    client.asked.clear()
+    again = sync_pinned_images(str(path), [A], client=client, reload="systemd", run_command=pytest.fail)
+    assert not again["changed"] and again["cri_pinned"] == {A: True} and client.asked == [A]
+
+
+def test_cri_that_does_not_report_the_pins_fails_the_step_and_says_why(tmp_path):
+    path = tmp_path / "50-pinned-images"
+    client = FakeCri({A, B})  # never reports anything pinned: as a CRI-O that ignored the reload
+    with pytest.raises(NotReportedError) as info:
+        sync_pinned_images(str(path), [A, B], client=client, reload="systemd", run_command=lambda argv: (0, "", ""),
+                           settle_timeout=0.3)
+    message = str(info.value)
+    assert f"after 0.3s CRI still reports {A} as not pinned, {B} as not pinned" in message
+    assert "is written and CRI-O reloaded" in message and str(tmp_path) in message
+    assert info.value.details["changed"] and info.value.details["cri_pinned"] == {A: False, B: False}
+    # reload=none: CRI-O was not told, so CRI is only reported.
+    assert sync_pinned_images(str(path), [A, B], client=client)["cri_pinned"] == {A: False, B: False}

@@ -7,6 +7,7 @@ Pulls through real containerd, the estimate against a real registry and a full t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from fixtures.scripted_runtime import ScriptedRuntime
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import LOCKED, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock, NodeLockError
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import dropin_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
     DiskGuardRefused,
     PrefetchRequest,
@@ -69,7 +71,14 @@ class Runtime(ScriptedRuntime):
         self.status_calls.append(image)
         if image == MISSING and image not in self.pulled:
             return None
-        return dict(id=image, repo_tags=[], repo_digests=[image], size=7, pinned=bool(self.labels.get(image)))
+        return dict(id=image, repo_tags=[], repo_digests=[image], size=7, pinned=self._pinned(image))
+
+    def _pinned(self, image):
+        """The label (containerd); for CRI-O, the drop-in in ``image_fs`` (as if CRI-O had read it)."""
+        if self.runtime_name != "cri-o":
+            return bool(self.labels.get(image))
+        dropin = Path(self.image_fs) / "50-pinned-images"
+        return dropin.exists() and image in (dropin_pinned_images(dropin.read_text()) or [])
 
     def pull_image(self, image, auth=None, timeout=None):
         if self.fail_pulls:
@@ -209,7 +218,7 @@ def test_no_pin_while_an_image_is_missing(tmp_path):
     pin = outcome.result["pin"]
     assert {key: pin[key] for key in pin if key not in ("started", "finished")} == dict(
         method="dropin", ran=False, changed=False, images=[], path=None, reloaded=False, records=None,
-        mco_managed=None)
+        cri_pinned={}, mco_managed=None)
     assert not (tmp_path / "50-pinned-images").exists()
     # In check mode an image that would be pulled is not on the node either.
     planned = run(tmp_path, Runtime(str(tmp_path), "cri-o", "1.31.0"), check_mode=True, pin="dropin")

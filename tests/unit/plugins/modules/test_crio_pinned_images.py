@@ -16,6 +16,7 @@ from fixtures.module_runner import run_module
 from fixtures.openshift_objects import MCO_API_VERSION as API, ROLE_LABEL as ROLE, pinned_image_set
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import dropin_pinned_images
 from ansible_collections.pinned.images.plugins.modules import crio_pinned_images as module
 
 A = "quay.io/org/a@sha256:" + "a" * 64
@@ -28,7 +29,8 @@ EXPECTED_AB = (
 
 
 class FakeCriClient:
-    """Stands in for CriClient: the presence check only calls image_status."""
+    """Stands in for CriClient: the presence check and the read-back only call image_status; an image is pinned when
+    the drop-in lists it (as if CRI-O had read it). The real CRI-O is in tests/functional/test_crio_lab.py."""
 
     present = set()
     error_message = None
@@ -54,7 +56,16 @@ class FakeCriClient:
     def image_status(self, image):
         type(self).asked.append(image)
         if image in self.present:
-            return {"id": "sha256:1", "repo_tags": [], "repo_digests": [image], "size": 1, "pinned": False}
+            pinned = image in (_listed(self.params["path"]) or [])
+            return {"id": "sha256:1", "repo_tags": [], "repo_digests": [image], "size": 1, "pinned": pinned}
+        return None
+
+
+def _listed(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return dropin_pinned_images(handle.read())
+    except FileNotFoundError:
         return None
 
 
@@ -96,12 +107,15 @@ def test_pins_and_reloads_then_is_idempotent(tmp_path, capsys, cri, systemctl):
     assert path.read_text() == EXPECTED_AB
     assert result["diff"]["after"] == EXPECTED_AB and result["diff"]["before"] == ""
     assert systemctl == [["/usr/bin/systemctl", "reload", "crio"]]
-    assert cri.asked == [A, B]
+    # The presence check, then CRI read back after the reload.
+    assert cri.asked == [A, B, A, B] and result["cri_pinned"] == {A: True, B: True}
 
     cri.asked.clear()
     again = run({"images": [A, B], "path": str(path)}, capsys)
     assert again["rc"] == 0 and not again["changed"] and not again["reloaded"]
-    assert cri.opened == 1 and cri.asked == [] and len(systemctl) == 1
+    # A rerun reads CRI once: the pins must still be what the file says.
+    assert cri.opened == 2 and cri.asked == [A, B] and len(systemctl) == 1
+    assert again["cri_pinned"] == {A: True, B: True}
 
 
 def test_check_mode_writes_nothing_and_returns_a_diff(tmp_path, capsys, cri, systemctl):
@@ -128,7 +142,7 @@ def test_missing_images_are_all_listed_and_nothing_is_written(tmp_path, capsys, 
 def test_runtime_unreachable_is_a_clear_failure(tmp_path, capsys, cri):
     cri.error_message = "nothing is listening at /run/x.sock (no such file): is crio or containerd running?"
     result = run({"images": [A], "path": str(tmp_path / "f"), "reload": "none"}, capsys)
-    assert result["rc"] == 1 and "cannot check that the images are present" in result["msg"]
+    assert result["rc"] == 1 and "cannot read the images' state through CRI" in result["msg"]
     assert "/run/x.sock" in result["msg"]
     assert not (tmp_path / "f").exists()
 
@@ -147,7 +161,8 @@ def test_patterns_without_require_digest(tmp_path, capsys, cri):
     result = run({"images": ["quay.io/y/*", "*pause*", A], "require_digest": False, "path": str(path),
                   "reload": "none"}, capsys)
     assert result["rc"] == 0 and result["images"] == ["*pause*", A, "quay.io/y/*"]
-    assert cri.asked == [A]
+    # Patterns name no image: neither checked for presence nor read back.
+    assert cri.asked == [A, A] and result["cri_pinned"] == {A: True}
 
 
 def write_sets(tmp_path, *docs):

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Unpacks Debian trixie packages into .build/trixie/<package>/ with a private apt configuration:
-# nothing is installed system-wide and the machine's own apt sources are left alone.
-# Usage: hack/trixie_debs.sh PACKAGE...   (prints nothing when every package is already unpacked)
+# Unpacks packages of another Debian suite (trixie, sid) into .build/<suite>/<package>/ with a private apt
+# configuration per suite: nothing is installed system-wide and the machine's own apt sources are left alone.
+# Usage: hack/debian_debs.sh SUITE PACKAGE...   (prints nothing when every package is already unpacked)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-root="$top/.build/trixie"
+suite=${1:?usage: hack/debian_debs.sh SUITE PACKAGE...}
+shift
+case "$suite" in
+  *[!a-z0-9-]*|'') echo "debian_debs: bad suite name '$suite'" >&2; exit 2 ;;
+esac
+root="$top/.build/$suite"
 apt_dir="$root/apt"
 
 wanted=()
@@ -16,7 +21,7 @@ done
 mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$apt_dir/etc/preferences.d" "$apt_dir/etc/apt.conf.d"
 mirror=$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)
 cat > "$apt_dir/etc/sources.list" <<SOURCES
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror:-http://deb.debian.org/debian} trixie main
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror:-http://deb.debian.org/debian} $suite main
 SOURCES
 apt_opts=(
   -o "Dir::Etc::SourceList=$apt_dir/etc/sources.list"
@@ -38,5 +43,5 @@ for pkg in "${wanted[@]}"; do
   deb=${debs[-1]}
   dpkg-deb -x "$deb" "$root/$pkg"
   dpkg-deb -f "$deb" Version > "$root/$pkg/.unpacked"
-  echo "trixie: unpacked $pkg $(cat "$root/$pkg/.unpacked") into $root/$pkg"
+  echo "$suite: unpacked $pkg $(cat "$root/$pkg/.unpacked") into $root/$pkg"
 done
