@@ -46,12 +46,6 @@ CRI_API_VERSION = "v1"
 # Marks "use the client's per-call timeout", since None already means "no deadline".
 _CALL_TIMEOUT = object()
 
-CRI_CLIENT_ARGUMENT_SPEC = dict(
-    cri_socket=dict(type="str"),
-    cri_connect_timeout=dict(type="float", default=5.0),
-    cri_timeout=dict(type="float", default=60.0),
-)
-
 # Lower-case fragments of runtime error messages, most specific first. containerd and CRI-O both
 # pass registry errors through as UNKNOWN with the text of the underlying Go error.
 _MESSAGE_KINDS = (
@@ -196,11 +190,6 @@ class CriClient:
         self._channel: Any = None
         self._images: Any = None
         self._runtime: Any = None
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> CriClient:
-        """A client on the socket and timeouts of the module parameters."""
-        return cls(params.get("cri_socket"), params["cri_connect_timeout"], params["cri_timeout"])
 
     @property
     def endpoint(self) -> str:

@@ -12,7 +12,6 @@ Public API
 ----------
 ``CRI_NAMESPACE``: ``k8s.io``.
 ``ContainerdClient(socket=None, connect_timeout=5.0, timeout=60.0, namespace=CRI_NAMESPACE)``
-    ``from_params(params)`` reads the ``cri_*`` options and ``containerd_namespace``.
     ``list_records(filters=()) -> list[dict]``, ``get_record(name) -> dict | None`` and
     ``update_labels(record, labels, keys) -> dict``: image records as ``{name, labels, target}`` (``target``:
     ``{media_type, digest, size}``); ``update_labels`` sets each of ``keys`` on the record to its value in
@@ -53,12 +52,6 @@ class ContainerdClient(CriClient):
         super().__init__(socket, connect_timeout, timeout)
         self.namespace = namespace
         self._records: Any = None
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> ContainerdClient:
-        """A client on the socket and timeouts of the module parameters."""
-        return cls(params.get("cri_socket"), params["cri_connect_timeout"], params["cri_timeout"],
-                   params.get("containerd_namespace") or CRI_NAMESPACE)
 
     def _bind(self, channel: Any) -> None:
         super()._bind(channel)

@@ -32,10 +32,9 @@ import shutil
 import tempfile
 import time
 import weakref
+from dataclasses import dataclass
 from urllib.parse import unquote
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar, Union, cast
-
-from ansible.module_utils.basic import env_fallback
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.secrets import redact
@@ -89,34 +88,6 @@ _KUBECONFIG_SECRET_KEYS = frozenset((
     "token", "password", "client-key-data", "access-token", "refresh-token", "id-token", "client-secret", "secret",
 ))
 _USERINFO_RE = re.compile(r"(?<=://)[^/\s]*@")
-
-K8S_AUTH_ARG_SPEC = {
-    # A dict kubeconfig carries tokens and keys; Ansible then hides every string in it from results and logs.
-    # Not no_log: that would mask every value of a dict kubeconfig ("v1", "Config") in all output. Modules mask
-    # its credentials and a proxy password instead, with connection_secrets().
-    "kubeconfig": {"type": "raw", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_KUBECONFIG"])},
-    "context": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_CONTEXT"])},
-    "host": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_HOST"])},
-    "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
-    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"], "fallback": (env_fallback, ["K8S_AUTH_VERIFY_SSL"])},
-    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"], "fallback": (env_fallback, ["K8S_AUTH_SSL_CA_CERT"])},
-    "client_cert": {"type": "path", "aliases": ["cert_file"], "fallback": (env_fallback, ["K8S_AUTH_CERT_FILE"])},
-    # A path to the key, not the key itself: nothing to hide from the logs.
-    "client_key": {
-        "type": "path",
-        "aliases": ["key_file"],
-        "no_log": False,
-        "fallback": (env_fallback, ["K8S_AUTH_KEY_FILE"]),
-    },
-    # May carry user:password@ (SOCKS proxies use it); hidden from results and logs as a whole.
-    "proxy": {"type": "str", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_PROXY"])},
-    "request_timeout": {
-        "type": "float",
-        "default": DEFAULT_TIMEOUT,
-        "fallback": (env_fallback, ["K8S_AUTH_REQUEST_TIMEOUT"]),
-    },
-}
-
 
 class K8sError(CollectionError):
     """A Kubernetes API failure.
@@ -177,9 +148,25 @@ def _kubeconfig_secrets(data: object) -> Set[str]:
     return found
 
 
-def connection_secrets(params: Mapping[str, Any]) -> Set[str]:
-    """Credentials inside the connection options (a dict kubeconfig, a proxy URL's password), for no_log_values."""
-    return _kubeconfig_secrets(params.get("kubeconfig")) | _url_secrets(params.get("proxy"))
+@dataclass(frozen=True)
+class K8sConnection:
+    """How to reach the API server: kubernetes.core's connection options (``K8S_AUTH_ARG_SPEC`` of
+    ``_runs/options``), each None when not given."""
+
+    kubeconfig: Union[str, Dict[str, Any], None] = None
+    context: Optional[str] = None
+    host: Optional[str] = None
+    api_key: Optional[str] = None
+    validate_certs: Optional[bool] = None
+    ca_cert: Optional[str] = None
+    client_cert: Optional[str] = None
+    client_key: Optional[str] = None
+    proxy: Optional[str] = None
+    request_timeout: Optional[float] = None
+
+    def secrets(self) -> Set[str]:
+        """Credentials inside the options (a dict kubeconfig, a proxy URL's password), for no_log_values."""
+        return _kubeconfig_secrets(self.kubeconfig) | _url_secrets(self.proxy)
 
 
 def _scrub_text(text: object, secrets: Iterable[str]) -> str:
@@ -292,7 +279,7 @@ def check_timeout(value: Any) -> float:
 
 
 class K8sClient:
-    """Talks to one API server. Build it with :meth:`from_params`; call :meth:`close` when done.
+    """Talks to one API server. Build it with :meth:`connect`; call :meth:`close` when done.
 
     Each public call (``apply``, ``get``, ``list``, ...) ends within ``timeout`` seconds: discovery, the request
     and up to :data:`MAX_ATTEMPTS` attempts share that time; a server that does not answer gives K8sError status 0.
@@ -308,7 +295,7 @@ class K8sClient:
         self._deadline: Optional[float] = None
         self.warnings: List[str] = []
         self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
-        # A directory made here, or handed over by from_params, is removed on close().
+        # A directory made here, or handed over by connect, is removed on close().
         remove_tmpdir = remove_tmpdir or tmpdir is None
         self._tmpdir = tmpdir if tmpdir is not None else tempfile.mkdtemp(prefix="pinned-images-k8s-")
         self._finalizer = weakref.finalize(self, shutil.rmtree, self._tmpdir, True) if remove_tmpdir else None
@@ -319,25 +306,25 @@ class K8sClient:
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def from_params(cls, params: Optional[Mapping[str, Any]], tmpdir: Optional[str] = None,
-                    timeout: Optional[float] = None) -> K8sClient:
-        """Build a client from module parameters named as in :data:`K8S_AUTH_ARG_SPEC`.
+    def connect(cls, connection: Optional[K8sConnection], tmpdir: Optional[str] = None,
+                timeout: Optional[float] = None) -> K8sClient:
+        """Build a client for ``connection`` (None: every option unset).
 
         ``tmpdir`` receives the discovery cache and certificate files the kubeconfig loader writes; give the module's
         ``module.tmpdir``. Without it a private temporary directory is made and removed on :meth:`close`.
-        ``timeout`` defaults to the ``request_timeout`` parameter, else :data:`DEFAULT_TIMEOUT`.
+        ``timeout`` defaults to the ``request_timeout`` option, else :data:`DEFAULT_TIMEOUT`.
         """
         require_kubernetes()
-        params = params or {}
+        connection = connection or K8sConnection()
         if timeout is None:
-            timeout = params.get("request_timeout")
+            timeout = connection.request_timeout
         timeout = check_timeout(DEFAULT_TIMEOUT if timeout is None else timeout)
         own_tmp: Optional[str] = None
         if tmpdir is None:
             own_tmp = tempfile.mkdtemp(prefix="pinned-images-k8s-")
             tmpdir = own_tmp
         try:
-            configuration, secrets = _build_configuration(params, tmpdir)
+            configuration, secrets = _build_configuration(connection, tmpdir)
         except Exception:
             if own_tmp:
                 shutil.rmtree(own_tmp, ignore_errors=True)
@@ -530,11 +517,11 @@ class K8sClient:
 
     def _request(self, verb: str, what: str, method: str, resource: Any, name: Optional[str] = None,
                  namespace: Optional[str] = None, body: Any = None, rbac_verb: Optional[str] = None,
-                 **params: Any) -> KubeObject:
+                 **query: Any) -> KubeObject:
         dyn = self._dyn()
         path = resource.path(name=name, namespace=namespace)
         try:
-            response = dyn.request(method, path, body=body, serialize=False, **params)
+            response = dyn.request(method, path, body=body, serialize=False, **query)
         except (DynamicApiError, ApiException) as exc:
             raise self._api_error(exc, verb, what, resource, rbac_verb=rbac_verb or method)
         except urllib3.exceptions.HTTPError as exc:
@@ -589,9 +576,9 @@ class K8sClient:
         resource = self._resource(api_version, kind)
         namespace = self._namespace_for(resource, metadata.get("namespace"), kind)
         # A string: older clients would send Python's "True"/"False".
-        params = {"content_type": APPLY_PATCH, "field_manager": field_manager, "force_conflicts": "true" if force_conflicts else "false"}
+        query = {"content_type": APPLY_PATCH, "field_manager": field_manager, "force_conflicts": "true" if force_conflicts else "false"}
         if dry_run:
-            params["dry_run"] = "All"
+            query["dry_run"] = "All"
         return self._request(
             "server-side apply",
             self._what(kind, name, namespace),
@@ -602,7 +589,7 @@ class K8sClient:
             # Serialised here: older clients only send str/bytes bodies for non-JSON content types (JSON is YAML).
             body=json.dumps(obj),
             rbac_verb="patch",
-            **params,
+            **query,
         )
 
     @_within_timeout
@@ -624,12 +611,12 @@ class K8sClient:
         resource = self._resource(api_version, kind)
         if not resource.namespaced:
             namespace = None
-        params: Dict[str, str] = {}
+        query: Dict[str, str] = {}
         selector = selector_string(label_selector)
         if selector:
-            params["label_selector"] = selector
+            query["label_selector"] = selector
         what = self._what(kind + " objects", None, namespace)
-        answer = self._request("list", what, "get", resource, None, namespace, rbac_verb="list", **params)
+        answer = self._request("list", what, "get", resource, None, namespace, rbac_verb="list", **query)
         items: List[KubeObject] = []
         for item in answer.get("items") or []:
             item = dict(item)
@@ -645,9 +632,9 @@ class K8sClient:
         """Delete the object; False when it was already absent."""
         resource = self._resource(api_version, kind)
         namespace = self._namespace_for(resource, namespace, kind)
-        params = {"dry_run": "All"} if dry_run else {}
+        query = {"dry_run": "All"} if dry_run else {}
         try:
-            self._request("delete", self._what(kind, name, namespace), "delete", resource, name, namespace, **params)
+            self._request("delete", self._what(kind, name, namespace), "delete", resource, name, namespace, **query)
         except K8sError as exc:
             if exc.status == 404:
                 return False
@@ -662,10 +649,10 @@ class K8sClient:
             raise K8sError("patch_merge needs the patch as a dict", status=400)
         resource = self._resource(api_version, kind)
         namespace = self._namespace_for(resource, namespace, kind)
-        params = {"content_type": MERGE_PATCH, "field_manager": field_manager}
+        query = {"content_type": MERGE_PATCH, "field_manager": field_manager}
         if dry_run:
-            params["dry_run"] = "All"
-        return self._request("patch", self._what(kind, name, namespace), "patch", resource, name, namespace, body=patch, **params)
+            query["dry_run"] = "All"
+        return self._request("patch", self._what(kind, name, namespace), "patch", resource, name, namespace, body=patch, **query)
 
     def annotate(self, api_version: str, kind: str, name: str, annotations: Mapping[str, Optional[str]],
                  namespace: Optional[str] = None, dry_run: bool = False, field_manager: str = DEFAULT_FIELD_MANAGER,
@@ -701,16 +688,15 @@ def _temp_file_kwarg(loader: Callable[..., Any], tmpdir: str) -> Dict[str, str]:
     return {"temp_file_path": tmpdir} if "temp_file_path" in accepted else {}
 
 
-def _build_configuration(params: Mapping[str, Any], tmpdir: str) -> Tuple[Any, List[str]]:
-    """Return (Configuration, secrets) for the parameters; never touches the process-wide default configuration."""
+def _build_configuration(connection: K8sConnection, tmpdir: str) -> Tuple[Any, List[str]]:
+    """Return (Configuration, secrets) for the options; never touches the process-wide default configuration."""
     configuration: Any = k8s_client_mod.Configuration()
-    kubeconfig = params.get("kubeconfig")
-    context = params.get("context")
-    host = params.get("host")
-    api_key = params.get("api_key")
+    kubeconfig = connection.kubeconfig
+    context = connection.context
+    host = connection.host
+    api_key = connection.api_key
     secrets = [api_key] if api_key else []
-    secrets.extend(_kubeconfig_secrets(kubeconfig))
-    secrets.extend(_url_secrets(params.get("proxy")))
+    secrets.extend(connection.secrets())
 
     def load_kubeconfig(source: Union[str, Dict[str, Any], None]) -> None:
         try:
@@ -765,16 +751,16 @@ def _build_configuration(params: Mapping[str, Any], tmpdir: str) -> Tuple[Any, L
     overrides: Dict[str, Any] = {}
     if host:
         overrides["host"] = host.rstrip("/")
-    if params.get("validate_certs") is not None:
-        overrides["verify_ssl"] = bool(params["validate_certs"])
+    if connection.validate_certs is not None:
+        overrides["verify_ssl"] = bool(connection.validate_certs)
     for option, attribute in (("ca_cert", "ssl_ca_cert"), ("client_cert", "cert_file"), ("client_key", "key_file")):
-        value = params.get(option)
+        value = getattr(connection, option)
         if value:
             if not os.path.isfile(value):
                 raise K8sError(f"{option} file {value} does not exist")
             overrides[attribute] = value
-    if params.get("proxy"):
-        overrides["proxy"] = params["proxy"]
+    if connection.proxy:
+        overrides["proxy"] = connection.proxy
 
     def apply_overrides(cfg: Any) -> None:
         for attribute, value in overrides.items():

@@ -49,8 +49,8 @@ Public API
 ``sync_cluster(entries, client, state, check_mode) -> {changed, applied, deleted, diffs, previous_images}``:
     server-side apply (field manager ``pinned-images``) only when the managed parts differ; deletes MachineConfigs
     of empty pools and, with ``state=absent``, of every pool.
-``plan(params) -> entries``, ``pool_summary(entry, previous, with_images) -> dict`` and
-``run_machine_config(params, check_mode, diff, tmpdir) -> dict``: the machine_config module's run (its result). Its
+``MachineConfigRequest``: the module's options. ``plan(request) -> entries``, ``pool_summary(entry, previous, with_images) -> dict`` and
+``run_machine_config(request, check_mode, diff, tmpdir) -> dict``: the machine_config module's run (its result). Its
     ``pools`` result is a summary per pool (counts, set names, images added and removed); every image and the
     MachineConfig objects only on request (``return_images``, ``return_objects``).
 """
@@ -62,7 +62,8 @@ import binascii
 import json
 import os
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Optional
 
 from ansible.module_utils.basic import missing_required_lib
 
@@ -84,6 +85,7 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     HAS_KUBERNETES,
     KUBERNETES_IMPORT_ERROR,
     K8sClient,
+    K8sConnection,
 )
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import check_dns_subdomain
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
@@ -340,23 +342,41 @@ def sync_cluster(entries: List[Dict[str, Any]], client: Any, state: str = "prese
 # --------------------------------------------------------------------------- the module's run
 
 
-def plan(params: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    """The entries of ``render_for_pools`` for the module's parameters; raises a CollectionError (bad sets, pools,
+@dataclass(frozen=True)
+class MachineConfigRequest:
+    """The machine_config module's options (``_runs/machine_config`` reads them)."""
+
+    pools: Optional[List[Any]]
+    sets: Optional[List[Any]]
+    images: Optional[List[str]]
+    require_digest: bool
+    name: str
+    ignition_version: str
+    dest: Optional[str]
+    apply: bool
+    state: str
+    return_images: bool
+    return_objects: bool
+    connection: K8sConnection
+
+
+def plan(request: MachineConfigRequest) -> List[Dict[str, Any]]:
+    """The entries of ``render_for_pools`` for the module's request; raises a CollectionError (bad sets, pools,
     images or names) before anything is written or applied."""
     sets: List[PinnedImageSet] = []
     file_pools: List[MachineConfigPool] = []
-    if params["sets"] is not None:
-        sets, file_pools = load_sets(params["sets"])
-    pools = resolve_pools(params["pools"], file_pools) if params["pools"] is not None else file_pools
+    if request.sets is not None:
+        sets, file_pools = load_sets(request.sets)
+    pools = resolve_pools(request.pools, file_pools) if request.pools is not None else file_pools
     if not pools:
         raise MachineConfigError("no pools: give pools, or MachineConfigPool objects in sets")
     images: Optional[List[str]] = None
-    if params["state"] == "absent":
+    if request.state == "absent":
         images = []
-    elif params["sets"] is None:
-        images = validate_pinned_images(params["images"] or [], require_digest=params["require_digest"])
-    return render_for_pools(pools, sets=sets, images=images, name_template=params["name"],
-                            ignition_version=params["ignition_version"])
+    elif request.sets is None:
+        images = validate_pinned_images(request.images or [], require_digest=request.require_digest)
+    return render_for_pools(pools, sets=sets, images=images, name_template=request.name,
+                            ignition_version=request.ignition_version)
 
 
 def pool_summary(entry: Dict[str, Any], previous: Optional[List[str]], with_images: bool) -> Dict[str, Any]:
@@ -371,27 +391,27 @@ def pool_summary(entry: Dict[str, Any], previous: Optional[List[str]], with_imag
     return row
 
 
-def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
+def run_machine_config(request: MachineConfigRequest, check_mode: bool, diff: bool,
                        tmpdir: Optional[str] = None) -> Dict[str, Any]:
     """The machine_config module's run: render, then write into ``dest`` and/or apply (see the module's docs)."""
-    entries = plan(params)
-    if params["apply"] and not HAS_KUBERNETES:
+    entries = plan(request)
+    if request.apply and not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
     result: Dict[str, Any] = dict(changed=False, files=[], applied=[], deleted=[],
                                   file_changes=dict(created=[], changed=[], removed=[]))
     diffs: List[Dict[str, Any]] = []
     # added/removed: against the files in dest, else against the cluster; unknown with neither.
     previous: Optional[Dict[str, List[str]]] = None
-    if params["dest"]:
-        outcome = sync_files(entries, params["dest"], state=params["state"], check_mode=check_mode)
+    if request.dest:
+        outcome = sync_files(entries, request.dest, state=request.state, check_mode=check_mode)
         result.update(files=outcome["files"], file_changes=outcome["file_changes"])
         result["changed"] |= outcome["changed"]
         diffs.extend(outcome["diffs"])
         previous = outcome["previous_images"]
-    if params["apply"]:
+    if request.apply:
         try:
-            with K8sClient.from_params(params, tmpdir=tmpdir) as client:
-                outcome = sync_cluster(entries, client, state=params["state"], check_mode=check_mode)
+            with K8sClient.connect(request.connection, tmpdir=tmpdir) as client:
+                outcome = sync_cluster(entries, client, state=request.state, check_mode=check_mode)
         except CollectionError as exc:
             # The files in dest are written by then: the failure says which.
             raise MachineConfigError(exc.problems, message=exc.message, details=dict(result, **exc.details)) from exc
@@ -400,9 +420,9 @@ def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
         diffs.extend(outcome["diffs"])
         if previous is None:
             previous = outcome["previous_images"]
-    result["pools"] = [pool_summary(e, None if previous is None else previous[e["name"]], params["return_images"])
+    result["pools"] = [pool_summary(e, None if previous is None else previous[e["name"]], request.return_images)
                        for e in entries]
-    if params["return_objects"]:
+    if request.return_objects:
         result["machine_configs"] = [e["machine_config"] for e in entries if e["machine_config"] is not None]
     if diff and diffs:
         result["diff"] = diffs

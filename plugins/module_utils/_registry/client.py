@@ -53,33 +53,6 @@ DEFAULT_CERTS_DIRS = ("/etc/containers/certs.d", "/etc/docker/certs.d")
 DEFAULT_TIMEOUT = 30.0
 
 # Options of every module that reads a registry: pull secret, mirrors, TLS (docs: the pinned.images.registry fragment).
-REGISTRY_ARGUMENT_SPEC = dict(
-    auth_file=dict(type="path"),
-    registries_conf=dict(type="path"),
-    registry_mirrors=dict(
-        type="list",
-        elements="dict",
-        options=dict(
-            prefix=dict(type="str", required=True),
-            location=dict(type="str"),
-            insecure=dict(type="bool", default=False),
-            blocked=dict(type="bool", default=False),
-            mirror_by_digest_only=dict(type="bool", default=False),
-            mirrors=dict(
-                type="list",
-                elements="dict",
-                options=dict(
-                    location=dict(type="str", required=True),
-                    insecure=dict(type="bool", default=False),
-                    pull_from_mirror=dict(type="str", choices=["all", "digest-only", "tag-only"]),
-                ),
-            ),
-        ),
-    ),
-    registry_certs_dirs=dict(type="list", elements="path", default=list(DEFAULT_CERTS_DIRS)),
-    registry_timeout=dict(type="float", default=30.0),
-)
-
 # distribution refuses manifests above 4 MiB; so do we.
 MAX_MANIFEST_SIZE = 4 * 1024 * 1024
 MAX_SMALL_BODY = 1024 * 1024
@@ -224,7 +197,7 @@ def parse_challenges(header: str) -> List[Challenge]:
         if not match:
             break
         scheme, pos = match.group(1).lower(), match.end()
-        params: Dict[str, str] = {}
+        fields: Dict[str, str] = {}
         while True:
             param = _PARAM_RE.match(header, pos)
             if not param:
@@ -232,9 +205,9 @@ def parse_challenges(header: str) -> List[Challenge]:
             value = param.group(2)
             if len(value) >= 2 and value[0] == value[-1] == '"':
                 value = re.sub(r"\\(.)", r"\1", value[1:-1])
-            params[param.group(1).lower()] = value
+            fields[param.group(1).lower()] = value
             pos = param.end()
-        challenges.append((scheme, params))
+        challenges.append((scheme, fields))
     return challenges
 
 
@@ -562,7 +535,7 @@ class RegistryClient:
 
     def _authorize(self, registry: str, challenge: Challenge, scope: str, credentials: Optional[RegistryCredentials],
                    insecure: bool) -> str:
-        scheme, params = challenge
+        scheme, fields = challenge
         if scheme == "basic":
             if credentials is None or not (credentials.username or credentials.password):
                 raise RegistryAuthRejected(
@@ -573,17 +546,17 @@ class RegistryClient:
             return "Basic " + base64.b64encode(raw).decode("ascii")
         if credentials is not None and credentials.registry_token:
             return "Bearer " + credentials.registry_token
-        return "Bearer " + self._token(registry, params, scope, credentials, insecure)
+        return "Bearer " + self._token(registry, fields, scope, credentials, insecure)
 
     def _drop_tokens(self, registry: str) -> None:
         with self._lock:
             for key in [k for k in self._tokens if k[0] == registry]:
                 del self._tokens[key]
 
-    def _token(self, registry: str, params: Dict[str, str], scope: str, credentials: Optional[RegistryCredentials],
+    def _token(self, registry: str, fields: Dict[str, str], scope: str, credentials: Optional[RegistryCredentials],
                insecure: bool) -> str:
-        realm = params.get("realm", "")
-        service = params.get("service", "")
+        realm = fields.get("realm", "")
+        service = fields.get("service", "")
         # Our own scope, not the challenge's: a remembered challenge names the repository that triggered it.
         scopes = [scope]
         identity = None if credentials is None else (credentials.username, credentials.password,

@@ -5,7 +5,7 @@
 """The pinned_image_set module's run (controller side): build one PinnedImageSet from parameters or a definition,
 validate it, apply it to (or delete it from) the cluster and/or write (or remove) ``<dest>/<name>.yaml``.
 
-``publish_set(params, check_mode, diff, tmpdir) -> SetOutcome``; every failure is a CollectionError (K8sError
+``publish_set(params, check_mode, diff, tmpdir) -> Outcome``; every failure is a CollectionError (K8sError
 carries ``status`` and ``reason``), raised before anything is applied or written when the input is bad.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible.module_utils.basic import missing_required_lib
@@ -27,6 +26,8 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     KubeObject,
     clean_object,
 )
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, hiding
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import check_dns_subdomain
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
@@ -39,20 +40,6 @@ from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io impo
 
 _USED_METADATA = ("name", "labels", "annotations")
 _USED_SPEC = ("pinnedImages", "machineConfigPoolSelector")
-
-
-@dataclass(frozen=True)
-class SetOutcome:
-    """The module's result and the warnings to give."""
-
-    result: Dict[str, Any]
-    warnings: List[str]
-
-    def warned(self, module: Any) -> Dict[str, Any]:
-        """The result, once each warning is given with ``module.warn`` (the end of a module: ``exit_json_from``)."""
-        for warning in self.warnings:
-            module.warn(warning)
-        return self.result
 
 
 def build_object(params: Mapping[str, Any]) -> Tuple[KubeObject, str]:
@@ -125,7 +112,7 @@ def _validated(obj: KubeObject, source: str) -> Tuple[str, KubeObject]:
 def _apply(params: Mapping[str, Any], name: str, rendered: Optional[KubeObject], check_mode: bool,
            tmpdir: Optional[str], result: Dict[str, Any], warnings: List[str]) -> Dict[str, Any]:
     """Apply or delete the set in the cluster; the diff entry."""
-    with K8sClient.from_params(params, tmpdir=tmpdir) as client:
+    with K8sClient.connect(k8s_connection(params), tmpdir=tmpdir) as client:
         before = client.get(API_VERSION, PINNED_IMAGE_SET_KIND, name)
         after = None
         if rendered is not None:
@@ -171,7 +158,7 @@ def _write(dest: str, path: str, rendered: Optional[KubeObject], check_mode: boo
 
 
 def publish_set(params: Mapping[str, Any], check_mode: bool = False, diff: bool = False,
-                tmpdir: Optional[str] = None) -> SetOutcome:
+                tmpdir: Optional[str] = None) -> Outcome:
     """Validate the set the parameters describe, then apply it and/or write it (or remove it for ``absent``)."""
     dest = params["dest"]
     do_apply = params["apply"] if params["apply"] is not None else dest is None
@@ -207,4 +194,11 @@ def publish_set(params: Mapping[str, Any], check_mode: bool = False, diff: bool 
         diffs.append(_write(dest, os.path.join(dest, name + ".yaml"), rendered, check_mode, result))
     if diff:
         result["diff"] = diffs[0] if len(diffs) == 1 else diffs
-    return SetOutcome(result, warnings)
+    return Outcome(result, warnings)
+
+
+def run(invocation: Invocation) -> Outcome:
+    """The module's run; the connection's secrets are hidden from its result and its failure."""
+    params = invocation.params
+    return hiding(k8s_connection(params).secrets(),
+                  lambda: publish_set(params, invocation.check_mode, invocation.diff, invocation.tmpdir))

@@ -7,7 +7,7 @@
 Sets and pools come from the cluster (optional), then from set objects and files (``_sets.loading.load_sets``),
 then the ``pools`` option; a later source replaces an earlier item of the same name, with a warning when they
 differ (unlike ``load_sets``, which refuses two different definitions within one source).
-``describe_sets(params, tmpdir) -> SetOutcome``; failures are CollectionErrors.
+``describe_sets(params, tmpdir) -> Outcome``; failures are CollectionErrors.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.pools import (
     set_matches_pool,
 )
 from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets, pool_fields, set_fields
-from ansible_collections.pinned.images.plugins.module_utils._runs.pinned_image_set import SetOutcome
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, hiding
 
 
 class _Named(Protocol):
@@ -65,7 +66,7 @@ def _read_cluster(params: Mapping[str, Any], tmpdir: Optional[str], want_nodes: 
     """(set objects, pool objects, nodes or None) from the cluster."""
     if not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
-    with K8sClient.from_params(params, tmpdir=tmpdir) as client:
+    with K8sClient.connect(k8s_connection(params), tmpdir=tmpdir) as client:
         sets = client.list(API_VERSION, PINNED_IMAGE_SET_KIND)
         pools = client.list(API_VERSION, MACHINE_CONFIG_POOL_KIND)
         nodes = None
@@ -142,7 +143,7 @@ def _node_row(node: NodeLabels, pools: List[MachineConfigPool], sets: List[Pinne
     return entry
 
 
-def describe_sets(params: Mapping[str, Any], tmpdir: Optional[str] = None) -> SetOutcome:
+def describe_sets(params: Mapping[str, Any], tmpdir: Optional[str] = None) -> Outcome:
     """The module's ``sets``, ``pools`` and ``nodes``; bad files or pools raise PinnedImageSetError."""
     warnings: List[str] = []
     cluster_sets: List[PinnedImageSet] = []
@@ -170,4 +171,10 @@ def describe_sets(params: Mapping[str, Any], tmpdir: Optional[str] = None) -> Se
         pools=[_pool_row(p, sets) for p in pools],
         nodes=[_node_row(n, pools, sets) for n in nodes],
     )
-    return SetOutcome(result, warnings)
+    return Outcome(result, warnings)
+
+
+def run(invocation: Invocation) -> Outcome:
+    """The module's run; the connection's secrets are hidden from its result and its failure."""
+    params = invocation.params
+    return hiding(k8s_connection(params).secrets(), lambda: describe_sets(params, invocation.tmpdir))

@@ -18,14 +18,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import (
     LabelSettings,
     pin_labels,
     runtime_problem,
     validate_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, CriImage
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriImage
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     DropinSettings,
     RunCommand,
@@ -50,6 +49,9 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls impo
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullEstimator, RetryPolicy
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf, load_registries_conf
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, load_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import containerd_client, cri_client
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
     ManifestInfo,
     Platform,
@@ -276,7 +278,7 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
     """
     if client_factory is None:
         labels = params["pin"] in (PIN_AUTO, PIN_LABEL)
-        client_factory = ContainerdClient.from_params if labels else CriClient.from_params
+        client_factory = containerd_client if labels else cri_client
     open_client: Callable[[Any], Any] = client_factory
     lock = _locked(request, params)
     started = time.monotonic()
@@ -316,3 +318,19 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
     if guard is not None:
         result["disk_guard"] = guard
     return PrefetchOutcome(result, report["warnings"] + pin_warnings, failure_message(report["images"]), pin_failure)
+
+
+def run(invocation: Invocation) -> Outcome:
+    """The module's run: the auth file's secrets and registries.conf's warnings join the outcome; a failed pin
+    fails the task, failed pulls do with ``fail_on_error``."""
+    require_node_deps()
+    params = invocation.params
+    request = PrefetchRequest.from_params(params, invocation.check_mode)
+    secrets = frozenset(request.secrets)
+    try:
+        outcome = run_prefetch(request, params, diff=invocation.diff, run_command=invocation.run_command)
+    except CollectionError as error:
+        return Outcome(warnings=request.warnings, secrets=secrets, failure=error)
+    failure = outcome.pin_failure or (outcome.failure if params["fail_on_error"] else None)
+    return Outcome(outcome.result, request.warnings + outcome.warnings, secrets,
+                   None if failure is None else CollectionError(failure))

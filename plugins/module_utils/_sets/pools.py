@@ -134,16 +134,6 @@ def images_for_node(node_labels: Optional[Mapping[str, str]], pools: Iterable[An
 
 
 # The options of the pinning modules that select the images (wanted_images), and their rules.
-SELECTION_ARGUMENT_SPEC = dict(
-    images=dict(type="list", elements="str"),
-    sets=dict(type="list", elements="raw"),
-    pools=dict(type="list", elements="raw", aliases=["pool"]),
-    node_labels=dict(type="dict"),
-)
-SELECTION_MUTUALLY_EXCLUSIVE = [("images", "sets")]
-SELECTION_REQUIRED_BY = {"pools": "sets", "node_labels": "sets"}
-
-
 def resolve_pools(values: Iterable[Any], known: Iterable[MachineConfigPool]) -> List[MachineConfigPool]:
     """Pools given by name or object; a name among ``known`` (the pools of the set files) means that pool, any
     other name a pool shaped like OpenShift's built-in ones (``default_pool``). Raises PinnedImageSetError."""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_errors: one root for every domain error, and the one way a module reports it."""
+"""_common/errors: one root for every domain error."""
 
 from __future__ import annotations
 
@@ -11,24 +11,11 @@ import pytest
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import MissingImagesError, ReloadError
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import (
     CollectionError,
-    exit_json_from,
-    fail_json_from,
     join_problems,
 )
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8sError
 from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLockError
 
 MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
-
-
-class FakeModule:
-    def fail_json(self, **fields):
-        self.failed = fields
-        raise SystemExit(1)
-
-    def exit_json(self, **fields):
-        self.exited = fields
-        raise SystemExit(0)
 
 
 def test_one_problem_is_the_message_several_are_counted():
@@ -36,27 +23,6 @@ def test_one_problem_is_the_message_several_are_counted():
     error = CollectionError(["a", "b"])
     assert error.problems == ["a", "b"]
     assert str(error) == join_problems(["a", "b"]) == "2 problems found:\n- a\n- b"
-
-
-def test_fail_json_from_gives_message_problems_and_details():
-    module = FakeModule()
-    with pytest.raises(SystemExit):
-        fail_json_from(module, K8sError("denied", status=403, reason="Forbidden"), prefix="apply: ", changed=False)
-    assert module.failed == dict(msg="apply: denied", problems=["denied"], status=403, reason="Forbidden", changed=False)
-
-
-def test_exit_json_from_exits_with_the_result_or_fails_with_the_error():
-    module = FakeModule()
-    with pytest.raises(SystemExit):
-        exit_json_from(module, lambda: {"changed": True, "path": "/x"})
-    assert module.exited == {"changed": True, "path": "/x"}
-
-    def failing():
-        raise CollectionError(["a", "b"], details={"path": "/x"})
-
-    with pytest.raises(SystemExit):
-        exit_json_from(module, failing)
-    assert module.failed == dict(msg="2 problems found:\n- a\n- b", problems=["a", "b"], path="/x")
 
 
 def test_details_are_set_at_construction():

@@ -16,13 +16,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pinned.images.plugins.module_utils._k8s import client as _k8s_client
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
-    connection_secrets,
-    K8S_AUTH_ARG_SPEC,
     K8sClient,
     K8sError,
     clean_object,
     selector_string,
 )
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC, k8s_connection
 from support.ports import free_port
 from fixtures.module_runner import patch_module_args
 from fixtures.openshift_objects import MCO_API_VERSION as MCO, pinned_image_set
@@ -51,9 +50,14 @@ def pis(name="set-a", images=(IMG_A,), labels=None, **spec):
 
 @pytest.fixture
 def client(fake_apiserver, tmp_path):
-    c = K8sClient.from_params({"host": fake_apiserver.url, "api_key": fake_apiserver.token}, tmpdir=str(tmp_path))
+    c = connect({"host": fake_apiserver.url, "api_key": fake_apiserver.token}, tmpdir=str(tmp_path))
     yield c
     c.close()
+
+
+def connect(params, **kwargs):
+    """A client for module parameters, read as the runs read them."""
+    return K8sClient.connect(k8s_connection(params), **kwargs)
 
 
 def module_params(args):
@@ -84,7 +88,7 @@ def test_connection_secrets_are_the_credentials_only():
     proxy = "http://proxy-user:pr0xy-pa55word@proxy.example.test:3128"
     with patch_module_args({"kubeconfig": config, "proxy": proxy}):
         module = AnsibleModule(argument_spec=copy.deepcopy(K8S_AUTH_ARG_SPEC))
-    secrets = connection_secrets(module.params)
+    secrets = k8s_connection(module.params).secrets()
     assert {"kubeconfig-t0ken", "pr0xy-pa55word"} <= secrets
     assert not {"v1", "Config", "u"} & secrets
 
@@ -135,7 +139,7 @@ def test_env_host_and_token_connect(monkeypatch, fake_apiserver, tmp_path):
     monkeypatch.setenv("K8S_AUTH_HOST", fake_apiserver.url)
     monkeypatch.setenv("K8S_AUTH_API_KEY", fake_apiserver.token)
     fake_apiserver.add(pis())
-    with K8sClient.from_params(module_params({}), tmpdir=str(tmp_path)) as c:
+    with connect(module_params({}), tmpdir=str(tmp_path)) as c:
         assert c.get(MCO, PIS, "set-a")["spec"]["pinnedImages"] == [{"name": IMG_A}]
     assert {r.user for r in fake_apiserver.requests} == {"token-user"}
 
@@ -143,7 +147,7 @@ def test_env_host_and_token_connect(monkeypatch, fake_apiserver, tmp_path):
 def test_configuration_maps_every_option(tmp_path):
     for name in ("ca.crt", "client.crt", "client.key"):
         (tmp_path / name).write_text("x")
-    c = K8sClient.from_params(
+    c = connect(
         {
             "host": "https://api.example.test:6443/",
             "api_key": "abc",
@@ -167,18 +171,18 @@ def test_configuration_maps_every_option(tmp_path):
 
 def test_missing_certificate_file_is_named(tmp_path):
     with pytest.raises(K8sError, match=r"ca_cert file .*nope\.crt does not exist"):
-        K8sClient.from_params({"host": "https://x.test", "ca_cert": str(tmp_path / "nope.crt")}, tmpdir=str(tmp_path))
+        connect({"host": "https://x.test", "ca_cert": str(tmp_path / "nope.crt")}, tmpdir=str(tmp_path))
 
 
 def test_kubeconfig_current_context(fake_apiserver, tmp_path):
     fake_apiserver.add(pis())
-    with K8sClient.from_params({"kubeconfig": str(fake_apiserver.kubeconfig_path)}, tmpdir=str(tmp_path)) as c:
+    with connect({"kubeconfig": str(fake_apiserver.kubeconfig_path)}, tmpdir=str(tmp_path)) as c:
         assert c.get(MCO, PIS, "set-a")["metadata"]["name"] == "set-a"
 
 
 def test_kubeconfig_context_is_honoured(fake_apiserver, tmp_path):
     params = {"kubeconfig": str(fake_apiserver.kubeconfig_path), "context": "wrong-token"}
-    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+    with connect(params, tmpdir=str(tmp_path)) as c:
         with pytest.raises(K8sError) as info:
             c.list(MCO, PIS)
     assert info.value.status == 401
@@ -189,14 +193,14 @@ def test_kubeconfig_as_dict_and_host_override(fake_apiserver, tmp_path):
     config = yaml.safe_load(fake_apiserver.kubeconfig_path.read_text())
     config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{free_port()}"
     # The dict's server is dead; host overrides it while the token still comes from the kubeconfig.
-    with K8sClient.from_params({"kubeconfig": config, "host": fake_apiserver.url}, tmpdir=str(tmp_path)) as c:
+    with connect({"kubeconfig": config, "host": fake_apiserver.url}, tmpdir=str(tmp_path)) as c:
         assert c.list(MCO, PIS) == []
     assert fake_apiserver.requests[-1].user == "token-user"
 
 
 def test_default_kubeconfig_from_environment(monkeypatch, fake_apiserver, tmp_path):
     monkeypatch.setenv("KUBECONFIG", str(fake_apiserver.kubeconfig_path))
-    with K8sClient.from_params({}, tmpdir=str(tmp_path)) as c:
+    with connect({}, tmpdir=str(tmp_path)) as c:
         assert c.host == fake_apiserver.url
         assert c.list("v1", "Node") == []
 
@@ -204,23 +208,23 @@ def test_default_kubeconfig_from_environment(monkeypatch, fake_apiserver, tmp_pa
 def test_no_configuration_at_all_is_explained(monkeypatch, tmp_path):
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing-kubeconfig"))
     with pytest.raises(K8sError, match="no Kubernetes connection configured"):
-        K8sClient.from_params({}, tmpdir=str(tmp_path))
+        connect({}, tmpdir=str(tmp_path))
 
 
 def test_missing_kubeconfig_file_is_named(tmp_path):
     with pytest.raises(K8sError, match="missing.yaml does not exist"):
-        K8sClient.from_params({"kubeconfig": str(tmp_path / "missing.yaml")}, tmpdir=str(tmp_path))
+        connect({"kubeconfig": str(tmp_path / "missing.yaml")}, tmpdir=str(tmp_path))
 
 
 def test_unknown_context_is_named(fake_apiserver, tmp_path):
     with pytest.raises(K8sError, match="no-such-context"):
-        K8sClient.from_params(
+        connect(
             {"kubeconfig": str(fake_apiserver.kubeconfig_path), "context": "no-such-context"}, tmpdir=str(tmp_path)
         )
 
 
 def test_private_tmpdir_is_removed_on_close(fake_apiserver):
-    c = K8sClient.from_params({"host": fake_apiserver.url, "api_key": fake_apiserver.token})
+    c = connect({"host": fake_apiserver.url, "api_key": fake_apiserver.token})
     c.list(MCO, PIS)
     tmpdir = c._tmpdir
     import os
@@ -235,12 +239,12 @@ def test_private_tmpdir_is_removed_on_close(fake_apiserver):
 
 def test_tls_with_ca_cert(fake_apiserver_tls, tmp_path):
     params = {"host": fake_apiserver_tls.url, "api_key": fake_apiserver_tls.token, "ca_cert": str(fake_apiserver_tls.ca_cert_path)}
-    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+    with connect(params, tmpdir=str(tmp_path)) as c:
         assert c.list(MCO, PIS) == []
 
 
 def test_tls_without_ca_fails_with_a_tls_message(fake_apiserver_tls, tmp_path):
-    with K8sClient.from_params({"host": fake_apiserver_tls.url, "api_key": fake_apiserver_tls.token}, tmpdir=str(tmp_path)) as c:
+    with connect({"host": fake_apiserver_tls.url, "api_key": fake_apiserver_tls.token}, tmpdir=str(tmp_path)) as c:
         with pytest.raises(K8sError) as info:
             c.list(MCO, PIS)
     assert info.value.status == 0
@@ -251,7 +255,7 @@ def test_tls_without_ca_fails_with_a_tls_message(fake_apiserver_tls, tmp_path):
 @pytest.mark.filterwarnings("ignore:Unverified HTTPS request")
 def test_tls_validate_certs_false(fake_apiserver_tls, tmp_path):
     params = {"host": fake_apiserver_tls.url, "api_key": fake_apiserver_tls.token, "validate_certs": False}
-    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+    with connect(params, tmpdir=str(tmp_path)) as c:
         assert c.list(MCO, PIS) == []
 
 
@@ -262,13 +266,13 @@ def test_tls_client_certificate(fake_apiserver_tls, tmp_path):
         "client_cert": str(fake_apiserver_tls.client_cert_path),
         "client_key": str(fake_apiserver_tls.client_key_path),
     }
-    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+    with connect(params, tmpdir=str(tmp_path)) as c:
         assert c.list(MCO, PIS) == []
     assert {r.user for r in fake_apiserver_tls.requests} == {"cert-user"}
 
 
 def test_tls_kubeconfig_with_certificate_authority(fake_apiserver_tls, tmp_path):
-    with K8sClient.from_params({"kubeconfig": str(fake_apiserver_tls.kubeconfig_path)}, tmpdir=str(tmp_path)) as c:
+    with connect({"kubeconfig": str(fake_apiserver_tls.kubeconfig_path)}, tmpdir=str(tmp_path)) as c:
         assert c.list(MCO, PIS) == []
 
 
@@ -477,7 +481,7 @@ def test_unknown_kind_says_crd_is_missing(client, fake_apiserver):
 
 def test_bad_token_is_401_and_never_shown(fake_apiserver, tmp_path):
     secret = "s3cr3t-wrong-token-value"
-    with K8sClient.from_params({"host": fake_apiserver.url, "api_key": secret}, tmpdir=str(tmp_path)) as c:
+    with connect({"host": fake_apiserver.url, "api_key": secret}, tmpdir=str(tmp_path)) as c:
         with pytest.raises(K8sError) as info:
             c.list(MCO, PIS)
     error = info.value
@@ -489,14 +493,14 @@ def test_bad_token_is_401_and_never_shown(fake_apiserver, tmp_path):
 
 
 def test_secrets_are_scrubbed_from_messages(tmp_path):
-    c = K8sClient.from_params({"host": "http://127.0.0.1:1", "api_key": "tok-123456"}, tmpdir=str(tmp_path))
+    c = connect({"host": "http://127.0.0.1:1", "api_key": "tok-123456"}, tmpdir=str(tmp_path))
     assert c._scrub("token tok-123456 and header Bearer tok-123456") == "token ******** and header ********"
     c.close()
 
 
 def test_url_user_info_and_proxy_password_are_scrubbed(tmp_path):
     proxy = "http://proxy-user:pr0xy%2Fpa55@127.0.0.1:1"
-    with K8sClient.from_params({"host": "http://127.0.0.1:1", "api_key": "tok-123456", "proxy": proxy},
+    with connect({"host": "http://127.0.0.1:1", "api_key": "tok-123456", "proxy": proxy},
                                tmpdir=str(tmp_path)) as c:
         text = c._scrub(f"via {proxy} (pr0xy/pa55, pr0xy%2Fpa55) to https://u:p@host.test/x, mail a@b.test")
     assert text == "via http://127.0.0.1:1 (********, ********) to https://host.test/x, mail a@b.test"
@@ -505,7 +509,7 @@ def test_url_user_info_and_proxy_password_are_scrubbed(tmp_path):
 def test_proxy_password_never_reaches_a_connection_error(fake_apiserver, tmp_path):
     proxy = f"http://proxy-user:pr0xy-pa55word@127.0.0.1:{free_port()}"
     params = {"host": fake_apiserver.url, "api_key": fake_apiserver.token, "proxy": proxy}
-    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+    with connect(params, tmpdir=str(tmp_path)) as c:
         with pytest.raises(K8sError) as info:
             c.list(MCO, PIS)
     assert info.value.status == 0 and "cannot reach" in str(info.value)
@@ -524,7 +528,7 @@ def test_dict_kubeconfig_secrets_are_scrubbed_from_load_errors(fake_apiserver, t
     _k8s_client.require_kubernetes()
     monkeypatch.setattr(_k8s_client.k8s_config, "load_kube_config_from_dict", quoting_loader)
     with pytest.raises(K8sError, match="cannot load the kubeconfig given as a dict") as info:
-        K8sClient.from_params({"kubeconfig": config}, tmpdir=str(tmp_path))
+        connect({"kubeconfig": config}, tmpdir=str(tmp_path))
     for secret in (fake_apiserver.token, "not-the-token", "a2V5LWRhdGEtc2VjcmV0"):
         assert secret not in str(info.value)
     assert "fake-admin" in str(info.value)
@@ -533,7 +537,7 @@ def test_dict_kubeconfig_secrets_are_scrubbed_from_load_errors(fake_apiserver, t
 def test_connection_refused_names_the_host(tmp_path):
     port = free_port()
     host = f"http://admin:hunter2@127.0.0.1:{port}"
-    with K8sClient.from_params({"host": host, "api_key": "tok"}, tmpdir=str(tmp_path)) as c:
+    with connect({"host": host, "api_key": "tok"}, tmpdir=str(tmp_path)) as c:
         with pytest.raises(K8sError) as info:
             c.get(MCO, PIS, "x")
     assert info.value.status == 0
@@ -560,7 +564,7 @@ def timed_failure(call):
 
 @pytest.mark.parametrize("timeout", [1, 2.5])
 def test_a_server_that_never_answers_ends_within_the_timeout(silent_listener, tmp_path, timeout):
-    with K8sClient.from_params({"host": silent_listener, "api_key": "tok", "request_timeout": timeout},
+    with connect({"host": silent_listener, "api_key": "tok", "request_timeout": timeout},
                                tmpdir=str(tmp_path)) as c:
         error, elapsed = timed_failure(lambda: c.list("v1", "Node"))
     assert str(error) == f"the Kubernetes API server at {silent_listener} did not answer within {timeout:g} s (request_timeout)"
@@ -581,7 +585,7 @@ def test_a_server_that_hangs_after_discovery_ends_within_the_timeout(fake_apiser
         "annotate": lambda c: c.annotate("v1", "Node", "n1", {"a": "b"}),
         "delete": lambda c: c.delete("v1", "Node", "n1"),
     }
-    with K8sClient.from_params(params, tmpdir=str(tmp_path)) as c:
+    with connect(params, tmpdir=str(tmp_path)) as c:
         error, elapsed = timed_failure(lambda: calls[verb](c))
     assert "did not answer within 1.5 s" in str(error)
     assert elapsed < 1.5 + MARGIN
@@ -594,7 +598,7 @@ def test_refused_connections_are_retried_within_the_same_deadline(tmp_path, monk
     port = free_port()
     sleeps = []
     monkeypatch.setattr(_k8s_client.time, "sleep", sleeps.append)
-    with K8sClient.from_params({"host": f"http://127.0.0.1:{port}", "api_key": "tok"}, tmpdir=str(tmp_path)) as c:
+    with connect({"host": f"http://127.0.0.1:{port}", "api_key": "tok"}, tmpdir=str(tmp_path)) as c:
         with pytest.raises(K8sError, match="connection refused"):
             c.list("v1", "Node")
     assert sleeps == [_k8s_client.RETRY_DELAY, 2 * _k8s_client.RETRY_DELAY]
@@ -616,7 +620,7 @@ def test_a_server_that_comes_back_is_reached_by_a_retry(fake_apiserver, tmp_path
 
     monkeypatch.setattr(rest.RESTClientObject, "request", refuse_once)
     monkeypatch.setattr(_k8s_client.time, "sleep", lambda _: None)
-    with K8sClient.from_params({"host": fake_apiserver.url, "api_key": fake_apiserver.token}, tmpdir=str(tmp_path)) as c:
+    with connect({"host": fake_apiserver.url, "api_key": fake_apiserver.token}, tmpdir=str(tmp_path)) as c:
         assert [n["metadata"]["name"] for n in c.list("v1", "Node")] == ["n1"]
     assert len(refused) == 1
 
@@ -624,7 +628,7 @@ def test_a_server_that_comes_back_is_reached_by_a_retry(fake_apiserver, tmp_path
 @pytest.mark.parametrize("value", [0, -1, "soon", float("inf")])
 def test_bad_timeouts_are_named(tmp_path, value):
     with pytest.raises(K8sError, match=r"request_timeout must be a positive number of seconds, got"):
-        K8sClient.from_params({"host": "http://127.0.0.1:1", "request_timeout": value}, tmpdir=str(tmp_path))
+        connect({"host": "http://127.0.0.1:1", "request_timeout": value}, tmpdir=str(tmp_path))
 
 
 # ---------------------------------------------------------------- 409 for a stale resourceVersion

@@ -18,6 +18,7 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._node_python import deps
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import file_sha256
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, RunStopped
 from ansible_collections.pinned.images.plugins.module_utils._node_python.wheelhouse import TAG_PATTERN
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -141,54 +142,34 @@ def test_an_intact_directory_goes_first_on_sys_path_and_a_group_writable_one_doe
     assert site is None and "was changed" in problem
 
 
-class Ended(Exception):
-    pass
-
-
-class FakeModule:
-    def __init__(self):
-        self.ended = None
-
-    def exit_json(self, **result):
-        self.ended = ("exit", result)
-        raise Ended
-
-    def fail_json(self, **result):
-        self.ended = ("fail", result)
-        raise Ended
-
-
 @pytest.fixture
 def missing(monkeypatch):
     monkeypatch.setattr(deps, "HAS_NODE_DEPS", False)
     monkeypatch.setitem(deps.NODE_DEPS, "error", "cannot import grpc")
 
 
-def test_in_the_role_a_missing_library_is_a_structured_result(missing, monkeypatch):
+def test_in_the_role_a_missing_library_stops_the_run_with_a_structured_result(missing, monkeypatch):
     monkeypatch.setenv(deps.ENV_DIR, "/nonexistent")
-    module = FakeModule()
-    with pytest.raises(Ended):
-        deps.require_node_deps(module, path="/etc/x")
-    kind, result = module.ended
-    assert kind == "exit" and result["node_deps_missing"] and not result["changed"] and result["path"] == "/etc/x"
+    with pytest.raises(RunStopped) as stopped:
+        deps.require_node_deps()
+    result = stopped.value.details
+    assert result["node_deps_missing"] and not result["changed"]
     assert result["node_deps"]["tag"] == deps.interpreter()["tag"]
     assert result["node_deps"]["problem"] == "cannot import grpc"
 
 
 def test_ad_hoc_a_missing_library_fails_and_names_the_fix(missing, monkeypatch):
     monkeypatch.delenv(deps.ENV_DIR, raising=False)
-    module = FakeModule()
-    with pytest.raises(Ended):
-        deps.require_node_deps(module)
-    kind, result = module.ended
-    assert kind == "fail"
-    assert "grpcio and protobuf" in result["msg"] and "node_python_deps" in result["msg"]
-    assert "pinned.images.node_deps" in result["msg"]
+    with pytest.raises(CollectionError) as failed:
+        deps.require_node_deps()
+    assert not isinstance(failed.value, RunStopped)
+    assert "grpcio and protobuf" in failed.value.message and "node_python_deps" in failed.value.message
+    assert "pinned.images.node_deps" in failed.value.message
 
 
 def test_with_the_libraries_the_module_goes_on():
     assert deps.HAS_NODE_DEPS, deps.NODE_DEPS
-    deps.require_node_deps(FakeModule())
+    deps.require_node_deps()
 
 
 @pytest.fixture(scope="module")

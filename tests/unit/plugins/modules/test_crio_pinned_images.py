@@ -16,6 +16,7 @@ from fixtures.module_runner import run_module
 from fixtures.openshift_objects import MCO_API_VERSION as API, ROLE_LABEL as ROLE, pinned_image_set
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._runs import crio_pinned_images as crio_run
 from ansible_collections.pinned.images.plugins.modules import crio_pinned_images as module
 
 A = "quay.io/org/a@sha256:" + "a" * 64
@@ -64,7 +65,7 @@ def cri(monkeypatch):
     FakeCriClient.error_message = None
     FakeCriClient.opened = 0
     FakeCriClient.asked = []
-    monkeypatch.setattr(module, "CriClient", FakeCriClient)
+    monkeypatch.setattr(crio_run, "cri_client", FakeCriClient.from_params)
     return FakeCriClient
 
 
