@@ -85,8 +85,8 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     HAS_KUBERNETES,
     KUBERNETES_IMPORT_ERROR,
     K8sClient,
-    K8sConnection,
 )
+from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import check_dns_subdomain
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,

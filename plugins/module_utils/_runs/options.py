@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Tuple,
 from ansible.module_utils.basic import env_fallback
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import DEFAULT_TIMEOUT, K8sConnection
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import DEFAULT_TIMEOUT
+from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, load_docker_config
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import DEFAULT_CERTS_DIRS
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (

@@ -19,13 +19,8 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import AtomicFileError, atomic_write, remove_file
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, join_problems
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
-    HAS_KUBERNETES,
-    KUBERNETES_IMPORT_ERROR,
-    K8sClient,
-    KubeObject,
-    clean_object,
-)
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, K8sClient
+from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import KubeObject, clean_object
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, hiding
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import check_dns_subdomain

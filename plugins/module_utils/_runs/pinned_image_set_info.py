@@ -19,7 +19,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Seque
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, K8sClient, KubeObject
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, K8sClient
+from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import KubeObject
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
     MACHINE_CONFIG_POOL_KIND,

@@ -15,12 +15,9 @@ import yaml
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pinned.images.plugins.module_utils._k8s import client as _k8s_client
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
-    K8sClient,
-    K8sError,
-    clean_object,
-    selector_string,
-)
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8sClient
+from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
+from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import clean_object, selector_string
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC, k8s_connection
 from support.ports import free_port
 from fixtures.module_runner import patch_module_args
@@ -523,10 +520,13 @@ def test_dict_kubeconfig_secrets_are_scrubbed_from_load_errors(fake_apiserver, t
 
     def quoting_loader(config_dict, **kwargs):
         # A loader that quotes the document in its error, as a YAML/JSON parser might.
-        raise _k8s_client.ConfigException(f"cannot use {config_dict}")
+        raise ConfigException(f"cannot use {config_dict}")
 
     _k8s_client.require_kubernetes()
-    monkeypatch.setattr(_k8s_client.k8s_config, "load_kube_config_from_dict", quoting_loader)
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+
+    monkeypatch.setattr(k8s_config, "load_kube_config_from_dict", quoting_loader)
     with pytest.raises(K8sError, match="cannot load the kubeconfig given as a dict") as info:
         connect({"kubeconfig": config}, tmpdir=str(tmp_path))
     for secret in (fake_apiserver.token, "not-the-token", "a2V5LWRhdGEtc2VjcmV0"):
