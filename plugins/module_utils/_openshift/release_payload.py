@@ -46,11 +46,9 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.auth impor
     DockerConfig,
     RegistryCredentials,
 )
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
-    ManifestInfo,
-    Platform,
-    RegistryClient,
-)
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
+from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
+from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform
 from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import YAMLError, load_yaml
 
 RELEASE_LABEL = "io.openshift.release"

@@ -27,15 +27,15 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.registries
     credentials_for_source,
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, RegistryCredentials
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
-    ManifestInfo,
+from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
     ManifestUnknownError,
-    Platform,
     RegistryAuthRejected,
     RegistryConnectionError,
     RegistryError,
     RegistryTLSError,
 )
+from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
+from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform
 
 # Manifest reads are small; more parallel requests than this only queue up at the registry.
 MAX_PARALLEL_READS = 8

@@ -52,12 +52,9 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.auth impor
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import containerd_client, cri_client
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
-    ManifestInfo,
-    Platform,
-    RegistryClient,
-    parse_platform,
-)
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
+from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
+from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform, parse_platform
 
 # Options with a lower bound (inclusive), and options that must be above 0.
 _AT_LEAST = (("concurrency", 1), ("retries", 0), ("throttle", 0), ("retry_delay", 0), ("retry_max_delay", 0),

@@ -29,7 +29,8 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.release_p
     select_components,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import SourcesFailedError
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import Platform, RegistryClient, parse_platform
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
+from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform, parse_platform
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import Problems, RegistryOptions
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, hiding
 

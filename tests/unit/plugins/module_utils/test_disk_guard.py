@@ -15,7 +15,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard
     human_size,
     parse_size,
 )
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import ManifestInfo
+from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
 
 GI = 2 ** 30
 MI = 2 ** 20

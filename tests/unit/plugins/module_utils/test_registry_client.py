@@ -15,31 +15,37 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._registry import client as _registry_client
+from ansible_collections.pinned.images.plugins.module_utils._registry import challenges as _challenges
+from ansible_collections.pinned.images.plugins.module_utils._registry import platforms as _platforms
+from ansible_collections.pinned.images.plugins.module_utils._registry import transport as _transport
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import estimate
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
     RegistryCredentials,
     parse_docker_config,
 )
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
+from ansible_collections.pinned.images.plugins.module_utils._registry.challenges import parse_challenges
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
+from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
+    DigestMismatchError,
+    ManifestFormatError,
+    ManifestUnknownError,
+    PlatformError,
+    PlatformNotFoundError,
+    RegistryAuthRejected,
+    RegistryConnectionError,
+    RegistryError,
+    RegistryTLSError,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import (
     DOCKER_LIST,
     DOCKER_MANIFEST,
     OCI_INDEX,
     OCI_MANIFEST,
-    DigestMismatchError,
-    ManifestFormatError,
-    ManifestUnknownError,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import (
     Platform,
-    PlatformError,
-    PlatformNotFoundError,
-    RegistryAuthRejected,
-    RegistryClient,
-    RegistryConnectionError,
-    RegistryError,
-    RegistryTLSError,
     host_platform,
-    parse_challenges,
     parse_platform,
 )
 # registry_lab is a session fixture; importing it registers it for this module.
@@ -307,7 +313,7 @@ def test_token_flow_rejected(registry_lab, client, credentials, message):
 def test_credentials_never_go_to_a_plain_http_realm(credentials, refused, monkeypatch):
     client = RegistryClient(certs_dirs=[])
     sent = []
-    monkeypatch.setattr(client, "_send", lambda *args, **kwargs: sent.append(args) or _registry_client._Response(
+    monkeypatch.setattr(client, "_send", lambda *args, **kwargs: sent.append(args) or _transport.Response(
         200, _Headers(), b'{"token": "t"}'))
     params = {"realm": "http://auth.example.com/token", "service": "svc"}
     if refused:
@@ -401,7 +407,7 @@ class FakeClient(RegistryClient):
         repository, _sep, reference = path[len("/v2/"):].rpartition("/manifests/")
         status, content_type, payload, *extra = self.responses[(repository, reference)]
         headers = _Headers({"Content-Type": content_type}, **(extra[0] if extra else {}))
-        return _registry_client._Response(status, headers, payload)
+        return _transport.Response(status, headers, payload)
 
 
 DIGEST_A = "sha256:" + "a" * 64
@@ -549,10 +555,10 @@ class _CountingPattern:
 
 @pytest.mark.parametrize("count", [1000, 20000])
 def test_parse_challenges_hostile_length(monkeypatch, count):
-    scheme = _CountingPattern(_registry_client._SCHEME_RE)
-    param = _CountingPattern(_registry_client._PARAM_RE)
-    monkeypatch.setattr(_registry_client, "_SCHEME_RE", scheme)
-    monkeypatch.setattr(_registry_client, "_PARAM_RE", param)
+    scheme = _CountingPattern(_challenges._SCHEME_RE)
+    param = _CountingPattern(_challenges._PARAM_RE)
+    monkeypatch.setattr(_challenges, "_SCHEME_RE", scheme)
+    monkeypatch.setattr(_challenges, "_PARAM_RE", param)
     header = "Bearer " + 'a="b",' * count
     # A repeated parameter keeps its last value: the result stays one challenge with one parameter.
     assert parse_challenges(header) == [("bearer", {"a": "b"})]
@@ -571,8 +577,8 @@ def test_parse_challenges_hostile_length(monkeypatch, count):
     ("i686", "linux/386"), ("riscv64", "linux/riscv64"), ("weird", "linux/weird"),
 ])
 def test_host_platform(monkeypatch, machine, expected):
-    monkeypatch.setattr(_registry_client._platform, "machine", lambda: machine)
-    monkeypatch.setattr(_registry_client.sys, "platform", "linux")
+    monkeypatch.setattr(_platforms._platform, "machine", lambda: machine)
+    monkeypatch.setattr(_platforms.sys, "platform", "linux")
     assert str(host_platform()) == expected
 
 
