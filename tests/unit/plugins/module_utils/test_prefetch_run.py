@@ -93,10 +93,21 @@ def test_every_option_is_checked_before_the_runtime(tmp_path):
         PrefetchRequest.from_params(params(tmp_path, platform="amd64"), False)
 
 
+def test_every_bad_option_is_named_in_one_error(tmp_path):
+    with pytest.raises(CollectionError) as info:
+        PrefetchRequest.from_params(params(tmp_path, concurrency=0, min_free="lots", platform="amd64",
+                                           registry_timeout=0, images=["x y"]), False)
+    problems = info.value.problems
+    assert len(problems) == 5, problems
+    assert problems[0] == "concurrency must be at least 1, got 0"
+    assert any(p.startswith("images[0]") for p in problems) and any("'lots'" in p for p in problems)
+    assert any("'amd64'" in p for p in problems) and "registry_timeout must be above 0, got 0" in problems
+
+
 def test_a_run_reads_the_image_filesystem_once_and_pulls_the_missing_image(tmp_path):
     runtime = Runtime(str(tmp_path))
     request = PrefetchRequest.from_params(params(tmp_path), False)
-    outcome = run_prefetch(request, params(tmp_path), diff=True, client_factory=lambda _params: runtime)
+    outcome = run_prefetch(request, diff=True, client_factory=lambda _params: runtime)
     assert runtime.pulled == [MISSING]
     assert [i["status"] for i in outcome.result["images"]] == ["present", "pulled"]
     assert outcome.result["changed"] and outcome.failure is None
@@ -108,7 +119,7 @@ def test_the_disk_guard_refuses_before_any_pull(tmp_path):
     runtime = Runtime(str(tmp_path))
     request = PrefetchRequest.from_params(params(tmp_path, min_free="100%"), False)
     with pytest.raises(DiskGuardRefused) as info:
-        run_prefetch(request, params(tmp_path, min_free="100%"), client_factory=lambda _params: runtime)
+        run_prefetch(request, client_factory=lambda _params: runtime)
     assert runtime.pulled == [] and info.value.details["disk_guard"]["ok"] is False
 
 
@@ -118,7 +129,7 @@ def test_a_held_lock_fails_with_the_locked_kind(tmp_path):
     try:
         request = PrefetchRequest.from_params(params(tmp_path, lock_file=lock_file), False)
         with pytest.raises(NodeLockError) as info:
-            run_prefetch(request, params(tmp_path, lock_file=lock_file), client_factory=lambda _p: Runtime("/"))
+            run_prefetch(request, client_factory=lambda _p: Runtime("/"))
         assert info.value.details == {"error_kind": LOCKED}
     finally:
         held.release()
@@ -141,7 +152,7 @@ def test_the_pin_method_follows_the_runtime(wanted, runtime, method):
 def run(tmp_path, runtime, check_mode=False, run_command=None, **overrides):
     options = params(tmp_path, **overrides)
     request = PrefetchRequest.from_params(options, check_mode)
-    return run_prefetch(request, options, diff=True, client_factory=lambda _params: runtime, run_command=run_command)
+    return run_prefetch(request, diff=True, client_factory=lambda _params: runtime, run_command=run_command)
 
 
 def test_auto_pins_crio_in_the_drop_in_after_the_pulls_and_reloads_once(tmp_path):
