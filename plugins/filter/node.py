@@ -40,6 +40,11 @@ def node_result_line(result: Mapping[str, Any]) -> str:
     return _node.result_line(result)
 
 
+def node_python_dir_env(path: str) -> Dict[str, str]:
+    """The environment that names the private Python directory, {} for the default one."""
+    return _node.python_dir_env(path)
+
+
 class FilterModule:
     def filters(self) -> Dict[str, Callable[..., Any]]:
         return {
@@ -48,4 +53,5 @@ class FilterModule:
             "node_next_step": node_next_step,
             "node_result": node_result,
             "node_result_line": node_result_line,
+            "node_python_dir_env": node_python_dir_env,
         }

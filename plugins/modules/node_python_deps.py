@@ -155,7 +155,7 @@ files:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import DEFAULT_DIR
+from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR
 from ansible_collections.pinned.images.plugins.module_utils._runs.node_python_deps import run
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 

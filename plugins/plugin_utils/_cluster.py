@@ -191,6 +191,17 @@ def node_results(hosts: Sequence[str], hostvars: HostVars, unresolved_hosts: Seq
     return out
 
 
+def batch_stopped(batch: Sequence[str], hostvars: HostVars, max_fail_percentage: Any) -> bool:
+    """Whether a phase stops after ``batch``: more than ``max_fail_percentage`` of its hosts failed (a host without
+    a ``node_result`` failed too). 100 never stops; Ansible's own rule would stop a one-node batch at once."""
+    limit = int(max_fail_percentage)
+    if limit >= 100 or not batch:
+        return False
+    failed = sum(1 for host in batch
+                 if (_var(hostvars, host, "node_result", {"status": "failed"}) or {}).get("status") == "failed")
+    return failed * 100 > limit * len(batch)
+
+
 def summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """Counts and sums of ``results``; ``failed_nodes`` are the hosts that failed or did not run."""
     def total(key: str, kind: Callable[[Any], float] = int) -> float:

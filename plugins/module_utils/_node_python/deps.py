@@ -34,10 +34,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypedDic
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import atomic_write, file_sha256
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, RunStopped
+from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
 
-ENV_DIR = "PINNED_IMAGES_PYTHON_DIR"
-# Used without the variable too, so that ad hoc runs on a node the role provisioned need nothing more.
-DEFAULT_DIR = "/var/lib/pinned-images/python"
 # The oldest versions the committed stubs run on; requirements-node.txt states the same floors (a unit test compares).
 MIN_PYTHON = (3, 8)
 FLOORS = {"grpcio": (1, 62, 0), "protobuf": (4, 25, 0)}
