@@ -16,7 +16,7 @@ import yaml
 
 from fixtures.openshift_objects import pinned_image_set
 
-KUBECTL = Path(__file__).resolve().parents[2] / ".build" / "trixie" / "kubectl" / "usr" / "bin" / "kubectl"
+KUBECTL = Path(__file__).resolve().parents[3] / ".build" / "trixie" / "kubectl" / "usr" / "bin" / "kubectl"
 IMAGE = "quay.io/openshift/app-a@sha256:" + "a" * 64
 PIS = "pinnedimagesets.machineconfiguration.openshift.io"
 

@@ -15,7 +15,7 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
 )
 from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLockError
 
-MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
+MODULE_UTILS = Path(__file__).resolve().parents[5] / "plugins" / "module_utils"
 
 
 def test_one_problem_is_the_message_several_are_counted():

@@ -14,7 +14,7 @@ from grpc_tools import protoc
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_proto import containerd_images_pb2
 
-PROTO = Path(__file__).resolve().parents[2] / "protos" / "containerd_images.proto"
+PROTO = Path(__file__).resolve().parents[5] / "protos" / "containerd_images.proto"
 T = descriptor_pb2.FieldDescriptorProto
 # containerd's numbers and types: (message, field) -> (number, type, repeated).
 UPSTREAM_FIELDS = {

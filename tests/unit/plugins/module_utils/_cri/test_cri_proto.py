@@ -15,7 +15,7 @@ from google.protobuf import descriptor_pb2
 from fixtures.reference import CRI_PROTO_PARTS, reference_path
 from grpc_tools import protoc
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[5]
 PROJECT_PROTO = ROOT / "protos" / "cri_image.proto"
 
 

@@ -11,29 +11,18 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import zipfile
 from pathlib import Path
 
 import pytest
+
+from fixtures.wheels import make_wheel
 
 from ansible_collections.pinned.images.plugins.module_utils._node_python import deps
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import file_sha256
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, RunStopped
 from ansible_collections.pinned.images.plugins.module_utils._node_python.wheelhouse import TAG_PATTERN
 
-ROOT = Path(__file__).resolve().parents[4]
-
-
-def make_wheel(directory: Path, name: str = "fakepkg", version: str = "1.0", extra: dict | None = None) -> dict:
-    path = directory / f"{name}-{version}-py3-none-any.whl"
-    members = {f"{name}/__init__.py": "VALUE = 1\n", f"{name}-{version}.dist-info/METADATA": "Name: x\n",
-               f"{name}-{version}.data/purelib/{name}_extra.py": "EXTRA = 2\n",
-               f"{name}-{version}.data/scripts/tool": "#!/bin/sh\n"}
-    members.update(extra or {})
-    with zipfile.ZipFile(path, "w") as archive:
-        for member, text in members.items():
-            archive.writestr(member, text)
-    return {"path": str(path), "sha256": file_sha256(str(path))}
+ROOT = Path(__file__).resolve().parents[5]
 
 
 @pytest.fixture

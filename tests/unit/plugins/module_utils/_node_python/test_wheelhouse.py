@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.wheels import make_wheel
+
 from fixtures.module_runner import run_module
 
 from ansible_collections.pinned.images.plugins.module_utils._node_python import wheelhouse as wh
 from ansible_collections.pinned.images.plugins.modules import node_python_deps, node_wheelhouse
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 LINES = (ROOT / "requirements-node.txt").read_text().splitlines()
 
 
@@ -125,7 +127,6 @@ def test_node_wheelhouse_module_check_mode_downloads_nothing(tmp_path, fake_pip,
 
 
 def test_node_python_deps_module_reports_unpacks_and_removes(tmp_path, capsys):
-    from test_node_deps import make_wheel  # pylint: disable=import-outside-toplevel
 
     base = tmp_path / "python"
     info = run_module(node_python_deps, dict(path=str(base)), capsys)

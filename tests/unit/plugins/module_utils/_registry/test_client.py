@@ -15,8 +15,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._registry import challenges as _challenges
-from ansible_collections.pinned.images.plugins.module_utils._registry import platforms as _platforms
 from ansible_collections.pinned.images.plugins.module_utils._registry import transport as _transport
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import estimate
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
@@ -24,13 +22,11 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.auth impor
     RegistryCredentials,
     parse_docker_config,
 )
-from ansible_collections.pinned.images.plugins.module_utils._registry.challenges import parse_challenges
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
 from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
     DigestMismatchError,
     ManifestFormatError,
     ManifestUnknownError,
-    PlatformError,
     PlatformNotFoundError,
     RegistryAuthRejected,
     RegistryConnectionError,
@@ -45,7 +41,6 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.manifests 
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import (
     Platform,
-    host_platform,
     parse_platform,
 )
 # registry_lab is a session fixture; importing it registers it for this module.
@@ -515,90 +510,6 @@ def test_repository_unknown():
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
-
-CHALLENGES = [
-    ('Bearer realm="https://auth.example.com/token",service="registry.example.com",scope="repository:a/b:pull"',
-     [("bearer", {"realm": "https://auth.example.com/token", "service": "registry.example.com",
-                  "scope": "repository:a/b:pull"})]),
-    ('Basic realm="Registry Realm"', [("basic", {"realm": "Registry Realm"})]),
-    ('basic realm=plain', [("basic", {"realm": "plain"})]),
-    ('Bearer realm="x", service="a,b", Basic realm="y"',
-     [("bearer", {"realm": "x", "service": "a,b"}), ("basic", {"realm": "y"})]),
-    ('Bearer realm="say \\"hi\\""', [("bearer", {"realm": 'say "hi"'})]),
-    ('Bearer', [("bearer", {})]),
-    ('', []),
-    ('!!!', []),
-    ('Bearer realm="unterminated', [("bearer", {"realm": '"unterminated'})]),
-]
-
-
-@pytest.mark.parametrize("header, expected", CHALLENGES)
-def test_parse_challenges(header, expected):
-    assert parse_challenges(header) == expected
-
-
-class _CountingPattern:
-    """Wraps a compiled pattern and counts ``match`` calls and the characters each call consumed."""
-
-    def __init__(self, pattern):
-        self.pattern = pattern
-        self.calls = 0
-        self.consumed = 0
-
-    def match(self, text, pos=0):
-        self.calls += 1
-        found = self.pattern.match(text, pos)
-        if found:
-            self.consumed += found.end() - pos
-        return found
-
-
-@pytest.mark.parametrize("count", [1000, 20000])
-def test_parse_challenges_hostile_length(monkeypatch, count):
-    scheme = _CountingPattern(_challenges._SCHEME_RE)
-    param = _CountingPattern(_challenges._PARAM_RE)
-    monkeypatch.setattr(_challenges, "_SCHEME_RE", scheme)
-    monkeypatch.setattr(_challenges, "_PARAM_RE", param)
-    header = "Bearer " + 'a="b",' * count
-    # A repeated parameter keeps its last value: the result stays one challenge with one parameter.
-    assert parse_challenges(header) == [("bearer", {"a": "b"})]
-    # One scan: one match per parameter (plus the failing one at the end), each starting where the last ended.
-    assert (scheme.calls, param.calls) == (1, count + 1)
-    assert scheme.consumed + param.consumed == len(header)
-
-    distinct = "Bearer " + ",".join(f'k{i}="v{i}"' for i in range(count))
-    parsed = parse_challenges(distinct)
-    assert len(parsed) == 1 and len(parsed[0][1]) == count and parsed[0][1][f"k{count - 1}"] == f"v{count - 1}"
-
-
-@pytest.mark.parametrize("machine, expected", [
-    ("x86_64", "linux/amd64"), ("AMD64", "linux/amd64"), ("aarch64", "linux/arm64"), ("arm64", "linux/arm64"),
-    ("armv7l", "linux/arm/v7"), ("armv6l", "linux/arm/v6"), ("ppc64le", "linux/ppc64le"), ("s390x", "linux/s390x"),
-    ("i686", "linux/386"), ("riscv64", "linux/riscv64"), ("weird", "linux/weird"),
-])
-def test_host_platform(monkeypatch, machine, expected):
-    monkeypatch.setattr(_platforms._platform, "machine", lambda: machine)
-    monkeypatch.setattr(_platforms.sys, "platform", "linux")
-    assert str(host_platform()) == expected
-
-
-@pytest.mark.parametrize("value, expected", [
-    ("linux/amd64", Platform("linux", "amd64")), ("linux/arm/v7", Platform("linux", "arm", "v7")),
-    (Platform("linux", "s390x"), Platform("linux", "s390x")),
-])
-def test_parse_platform(value, expected):
-    assert parse_platform(value) == expected
-
-
-@pytest.mark.parametrize("value", ["amd64", "linux/", "linux/amd64/v1/x", "Linux/AMD64", "", 5, "linux/amd 64"])
-def test_parse_platform_invalid(value):
-    with pytest.raises(PlatformError, match="os/architecture"):
-        parse_platform(value)
-
-
-def test_parse_platform_default_is_host():
-    assert parse_platform(None) == host_platform()
-
 
 # --- blobs --------------------------------------------------------------------------------------------------------
 
