@@ -161,3 +161,25 @@ def test_every_main_is_its_argument_spec_and_end_module(name, main):
     calls = {getattr(node.func, "attr", getattr(node.func, "id", None))
              for node in ast.walk(main) if isinstance(node, ast.Call)}
     assert not calls & {"exit_json", "fail_json", "warn"}, f"{name}: only end_module ends the module"
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _untested(files) -> list:
+    """The module_utils files without tests/unit/plugins/module_utils/<package>/test_<file>.py; a run is tested
+    through its module's main() as well (tests/unit/plugins/modules/test_<module>.py)."""
+    missing = []
+    for path in files:
+        relative = path.relative_to(MODULE_UTILS)
+        if path.name == "__init__.py":
+            continue
+        own = TESTS / relative.parent / f"test_{path.name}"
+        through_module = TESTS.parent / "modules" / f"test_{path.name}"
+        if not own.exists() and not (relative.parts[0] == "_runs" and through_module.exists()):
+            missing.append(str(relative))
+    return missing
+
+
+def test_every_module_utils_file_has_a_test_file():
+    assert _untested(_module_utils_files()) == []

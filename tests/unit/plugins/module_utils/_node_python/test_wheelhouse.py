@@ -4,39 +4,16 @@ the pip command, filling with a stand-in pip (the real one runs in tests/functio
 
 from __future__ import annotations
 
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from fixtures.wheels import make_wheel
 
-from fixtures.module_runner import run_module
 
 from ansible_collections.pinned.images.plugins.module_utils._node_python import wheelhouse as wh
-from ansible_collections.pinned.images.plugins.modules import node_python_deps, node_wheelhouse
 
 ROOT = Path(__file__).resolve().parents[5]
 LINES = (ROOT / "requirements-node.txt").read_text().splitlines()
-
-
-@pytest.fixture
-def fake_pip(tmp_path):
-    """A pip that writes an empty wheel for each pinned requirement and logs its arguments."""
-    script = tmp_path / "pip.py"
-    log = tmp_path / "pip.log"
-    script.write_text(textwrap.dedent(f"""
-        import os, sys
-        args = sys.argv[1:]
-        open({str(log)!r}, "a").write(" ".join(args) + "\\n")
-        dest = args[args.index("--dest") + 1]
-        for arg in args:
-            if "==" in arg:
-                name, version = arg.split("==")
-                open(os.path.join(dest, name.replace("-", "_") + "-" + version + "-py3-none-any.whl"), "w").close()
-    """))
-    return [sys.executable, str(script)], log
 
 
 def test_parse_tag_and_its_error():
@@ -108,45 +85,3 @@ def test_a_failing_pip_names_the_tag_and_the_fix(tmp_path):
 def test_default_path_follows_the_environment():
     assert wh.default_path({wh.ENV_WHEELHOUSE: "/srv/wh"}) == "/srv/wh"
     assert wh.default_path({"XDG_CACHE_HOME": "/c"}) == "/c/pinned-images/wheelhouse"
-
-
-def test_node_wheelhouse_module_check_mode_downloads_nothing(tmp_path, fake_pip, capsys):
-    pip, log = fake_pip
-    args = dict(path=str(tmp_path / "wh"), targets=["cp311-manylinux-x86_64"], requirements=LINES, pip=pip)
-    result = run_module(node_wheelhouse, args, capsys, check_mode=True)
-    assert result["rc"] == 0 and result["changed"] and not log.exists()
-    assert result["targets"]["cp311-manylinux-x86_64"]["unmet"]
-
-    result = run_module(node_wheelhouse, args, capsys)
-    target = result["targets"]["cp311-manylinux-x86_64"]
-    assert result["changed"] and result["bytes"] == 0 and len(target["checksums"]) == 3
-    assert set(target["checksums"][0]) == {"name", "sha256"}
-
-    result = run_module(node_wheelhouse, dict(args, targets=["cp311-linux"]), capsys)
-    assert result["rc"] == 1 and "not a node tag" in result["msg"]
-
-
-def test_node_python_deps_module_reports_unpacks_and_removes(tmp_path, capsys):
-
-    base = tmp_path / "python"
-    info = run_module(node_python_deps, dict(path=str(base)), capsys)
-    tag = info["interpreter"]["tag"]
-    assert info["rc"] == 0 and not info["changed"] and info["importable"] is True
-    assert info["pythonpath"] == str(base / tag / "site")
-
-    (base / tag / "wheels").mkdir(parents=True)
-    wheel = make_wheel(base / tag / "wheels")
-    args = dict(path=str(base), state="present", wheels=[dict(name=Path(wheel["path"]).name, sha256=wheel["sha256"])])
-    assert run_module(node_python_deps, args, capsys, check_mode=True)["changed"]
-    assert not (base / tag / "site").exists()
-    result = run_module(node_python_deps, args, capsys)
-    assert result["changed"] and result["files"] >= 3
-    assert not run_module(node_python_deps, args, capsys)["changed"]
-
-    bad = dict(args, wheels=[dict(args["wheels"][0], sha256="0" * 64)])
-    result = run_module(node_python_deps, bad, capsys)
-    assert result["rc"] == 1 and "the wheelhouse has 000" in result["msg"]
-
-    result = run_module(node_python_deps, dict(path=str(base), state="absent"), capsys)
-    assert result["changed"] and not base.exists()
-    assert run_module(node_python_deps, dict(path="relative"), capsys)["rc"] == 1
