@@ -1,9 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """pinned_image_set main(): server-side apply and delete against the fake API server (real HTTP, real
 ``kubernetes`` client), files in dest, validation before any write, check and diff mode.
-
-(Named ``..._module`` because tests/unit/plugins/module_utils/test_pinned_image_set.py has the plain name and the
-test tree has no packages.)
 """
 
 from __future__ import annotations
