@@ -19,7 +19,7 @@ import yaml
 from support.lab import Lab, started_lab
 
 from fixtures.ansible_runs import playbook as ansible_playbook
-from fixtures.gate_proxy import GateProxy
+from support.gate_proxy import GateProxy
 from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set, role_pool
 
 pytestmark = pytest.mark.lab

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, playbook as ansible_playbook
-from fixtures.gate_proxy import GateProxy
+from support.gate_proxy import GateProxy
 
 GUARD = dict(min_free="64Mi")
 NODE = "worker-0"
