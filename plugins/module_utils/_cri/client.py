@@ -104,9 +104,9 @@ def _check_socket_path(path: str) -> None:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise CriError(f"nothing is listening at {path} (no such file): is crio or containerd running?", UNAVAILABLE)
+        raise CriError(f"nothing is listening at {path} (no such file): is crio or containerd running?", UNAVAILABLE) from None
     except PermissionError:
-        raise CriError(f"permission denied reading {path}: run as root (become: true)", PERMISSION)
+        raise CriError(f"permission denied reading {path}: run as root (become: true)", PERMISSION) from None
     if not stat.S_ISSOCK(mode):
         raise CriError(f"{path} is not a unix socket", INVALID)
     if not os.access(path, os.R_OK | os.W_OK):

@@ -305,11 +305,11 @@ class K8sClient:
             try:
                 self._dynamic = DynamicClient(self._api_client, cache_file=cache_file)
             except DynamicApiError as exc:
-                raise self._api_error(exc, "discover", "the API groups")
+                raise self._api_error(exc, "discover", "the API groups") from None
             except ApiException as exc:
-                raise self._api_error(exc, "discover", "the API groups")
+                raise self._api_error(exc, "discover", "the API groups") from None
             except urllib3.exceptions.HTTPError as exc:
-                raise self._connection_error(exc)
+                raise self._connection_error(exc) from None
         return self._dynamic
 
     def _resource(self, api_version: str, kind: str) -> Any:
@@ -326,11 +326,11 @@ class K8sClient:
                 f"the API server at {self.host} does not serve kind {kind} in {api_version}{hint}",
                 status=404,
                 reason="NotFound",
-            )
+            ) from None
         except (DynamicApiError, ApiException) as exc:
-            raise self._api_error(exc, "discover", f"{kind} in {api_version}")
+            raise self._api_error(exc, "discover", f"{kind} in {api_version}") from None
         except urllib3.exceptions.HTTPError as exc:
-            raise self._connection_error(exc)
+            raise self._connection_error(exc) from None
         self._resources[key] = resource
         return resource
 
@@ -400,9 +400,9 @@ class K8sClient:
         try:
             response = dyn.request(method, path, body=body, serialize=False, **query)
         except (DynamicApiError, ApiException) as exc:
-            raise self._api_error(exc, verb, what, resource, rbac_verb=rbac_verb or method)
+            raise self._api_error(exc, verb, what, resource, rbac_verb=rbac_verb or method) from None
         except urllib3.exceptions.HTTPError as exc:
-            raise self._connection_error(exc)
+            raise self._connection_error(exc) from None
         headers = getattr(response, "headers", None)
         if headers is None and hasattr(response, "getheaders"):
             headers = response.getheaders()
@@ -414,7 +414,7 @@ class K8sClient:
             answer: KubeObject = json.loads(data) if data else {}
             return answer
         except ValueError:
-            raise K8sError(self._scrub(f"the API server at {self.host} answered {verb} {what} with a non-JSON body"))
+            raise K8sError(self._scrub(f"the API server at {self.host} answered {verb} {what} with a non-JSON body")) from None
 
     @staticmethod
     def _what(kind: str, name: Optional[str] = None, namespace: Optional[str] = None) -> str:

@@ -147,7 +147,7 @@ def build_configuration(connection: K8sConnection, tmpdir: str) -> Tuple[Any, Li
         except (ConfigException, ValueError, TypeError, KeyError, OSError) as exc:
             where = "the kubeconfig given as a dict" if isinstance(source, dict) else f"kubeconfig {source}"
             message = f"cannot load {where}{f' (context {context})' if context else ''}: {exc}"
-            raise K8sError(scrub_text(message, secrets))
+            raise K8sError(scrub_text(message, secrets)) from None
 
     if kubeconfig is not None and not isinstance(kubeconfig, (str, dict)):
         raise K8sError(f"kubeconfig must be a path or a dict, got {type(kubeconfig).__name__}")
@@ -165,7 +165,7 @@ def build_configuration(connection: K8sConnection, tmpdir: str) -> Tuple[Any, Li
                 raise K8sError(
                     "no Kubernetes connection configured: give host (and api_key or client certificates) or kubeconfig, "
                     f"or run in a pod with a service account ({exc})"
-                )
+                ) from None
 
     # Explicit options win over what the kubeconfig or service account provided. The kubeconfig loader installs a
     # hook that re-copies its settings before every request; re-apply the explicit ones after it.

@@ -71,7 +71,7 @@ def test_secrets_join_no_log_values_on_success_and_on_failure():
         raise CollectionError(f"denied with {SECRET}")
 
     for work in (failing, lambda: Outcome({"changed": False})):
-        _kind, _fields, module = ending(lambda invocation: hiding([SECRET], work))
+        _kind, _fields, module = ending(lambda invocation, work=work: hiding([SECRET], work))
         assert SECRET in module.no_log_values
 
 
