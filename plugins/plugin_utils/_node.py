@@ -16,6 +16,7 @@ Public API
 or ``none``.
 ``node_result(results, ...) -> dict``: the role's ``node_result`` from the calls' results.
 ``result_line(result) -> str``: the one line the role prints for a node.
+``prefetch_args(options) -> dict``: the prefetch options the role's calls share, without the unset ones.
 ``python_dir_env(path) -> dict``: the environment a play needs for the node modules to find the private Python
 directory ``path`` ({} for the directory they find by themselves).
 """
@@ -146,3 +147,8 @@ def result_line(result: Mapping[str, Any]) -> str:
 def python_dir_env(path: str) -> Dict[str, str]:
     """``{PINNED_IMAGES_PYTHON_DIR: path}``, or {} when ``path`` is the directory the node modules use without it."""
     return {} if path.rstrip("/") == DEFAULT_DIR else {ENV_DIR: path}
+
+
+def prefetch_args(options: Mapping[str, Any]) -> Dict[str, Any]:
+    """``options`` without those that are unset (None or an empty string): the module's default applies to them."""
+    return {name: value for name, value in options.items() if value is not None and value != ""}

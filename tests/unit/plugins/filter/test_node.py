@@ -112,3 +112,8 @@ def test_the_python_dir_env_names_only_a_directory_other_than_the_default():
     assert F["node_python_dir_env"](DEFAULT_DIR) == {}
     assert F["node_python_dir_env"](DEFAULT_DIR + "/") == {}
     assert F["node_python_dir_env"]("/opt/py") == {ENV_DIR: "/opt/py"}
+
+
+def test_the_shared_prefetch_options_leave_out_the_unset_ones():
+    options = dict(images=[], cri_socket="", auth_file=None, require_digest=False, cri_timeout=0.0, pin="auto")
+    assert F["node_prefetch_args"](options) == dict(images=[], require_digest=False, cri_timeout=0.0, pin="auto")
