@@ -442,7 +442,10 @@ runtime:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import CRI_CLIENT_ARGUMENT_SPEC, REGISTRY_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    CRI_CLIENT_ARGUMENT_SPEC,
+    REGISTRY_ARGUMENT_SPEC,
+)
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import PIN_CHOICES, PIN_NONE, run
 

@@ -9,9 +9,9 @@ Modules run through `ansible` / `ansible-playbook` (AnsiballZ, local connection)
 from __future__ import annotations
 
 import pytest
-from support.lab import started_lab
 
 from fixtures.ansible_runs import node_socket, remove_all_images
+from support.lab import started_lab
 
 
 def pytest_collection_modifyitems(items):

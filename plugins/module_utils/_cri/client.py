@@ -15,10 +15,6 @@ import socket as _socket
 import stat
 from typing import Any, Callable, List, Mapping, Optional, TypedDict, Union, cast
 
-# First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import HAS_NODE_DEPS as HAS_GRPC
-from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2 as pb
-from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2_grpc as pb_grpc
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import (
     AUTH,
     DEADLINE,
@@ -31,6 +27,11 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
     UNKNOWN,
     CollectionError,
 )
+from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2 as pb
+from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2_grpc as pb_grpc
+
+# First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import HAS_NODE_DEPS as HAS_GRPC
 
 if HAS_GRPC:
     import grpc

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import NOT_FOUND
+
 # First: _cri_client imports _node_deps, which puts the private grpcio and protobuf on sys.path; the stubs import
 # protobuf when they are first imported and stay empty without it.
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, CriError
 from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_proto import containerd_images_pb2 as cpb
-from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_proto import containerd_images_pb2_grpc as cpb_grpc
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import NOT_FOUND
+from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_proto import (
+    containerd_images_pb2_grpc as cpb_grpc,
+)
 
 CRI_NAMESPACE = "k8s.io"
 NAMESPACE_HEADER = "containerd-namespace"

@@ -36,7 +36,11 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.config import (
     url_secrets,
 )
 from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
-from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import KubeObject, LabelSelector, selector_string
+from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import (
+    KubeObject,
+    LabelSelector,
+    selector_string,
+)
 
 # The library is imported on first use (require_kubernetes), not here: its import takes longer than rendering
 # thousands of images, and a module that only writes files never talks to a cluster.
@@ -58,9 +62,9 @@ def _import_kubernetes() -> None:
     global ResourceNotFoundError, ResourceNotUniqueError, ApiException  # pylint: disable=global-statement
     import urllib3
     from kubernetes import client as k8s_client_mod
+    from kubernetes.client.exceptions import ApiException
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError, ResourceNotUniqueError
-    from kubernetes.client.exceptions import ApiException
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

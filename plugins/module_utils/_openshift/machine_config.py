@@ -73,13 +73,14 @@ from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file 
     read_bytes,
     remove_file,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
-    DEFAULT_PATH,
-    render_pinned_images,
-    validate_pinned_images,
-)
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import MAX_NAME_LENGTH
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import (
+    HAS_YAML,
+    YAMLError,
+    dump_yaml,
+    load_yaml,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     DEFAULT_FIELD_MANAGER,
     HAS_KUBERNETES,
@@ -87,7 +88,13 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     K8sClient,
 )
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
+    DEFAULT_PATH,
+    render_pinned_images,
+    validate_pinned_images,
+)
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import check_dns_subdomain
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
     ROLE_LABEL,
@@ -96,8 +103,6 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     as_pool,
 )
 from ansible_collections.pinned.images.plugins.module_utils._sets.pools import images_for_pool, resolve_pools
-from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
-from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import HAS_YAML, YAMLError, dump_yaml, load_yaml
 
 MACHINE_CONFIG_KIND = "MachineConfig"
 SUPPORTED_IGNITION_VERSIONS = ("3.1.0", "3.2.0", "3.3.0", "3.4.0")

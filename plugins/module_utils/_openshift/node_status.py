@@ -42,12 +42,19 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, K8sClient
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageReferenceError,
+    parse_image_ref,
+)
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
+    HAS_KUBERNETES,
+    KUBERNETES_IMPORT_ERROR,
+    K8sClient,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
 from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
-from ansible_collections.pinned.images.plugins.module_utils._sets.model import API_VERSION, PINNED_IMAGE_SET_KIND
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import PRESENT, PULLED
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import API_VERSION, PINNED_IMAGE_SET_KIND
 
 DEFAULT_ANNOTATION = "pinned.images/pinned-image-sets"
 PROGRESSING_CONDITION = "PinnedImageSetsProgressing"

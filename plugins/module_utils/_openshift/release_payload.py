@@ -22,25 +22,18 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence
 
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import estimate, human_size
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef, ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import check_dns_subdomain
-from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
-    API_VERSION,
-    MAX_PINNED_IMAGES,
-    PINNED_IMAGE_SET_KIND,
-    ROLE_LABEL,
-    validate_set,
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageRef,
+    ImageReferenceError,
+    parse_image_ref,
 )
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import YAMLError, load_yaml
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import estimate, human_size
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import (
     PullEstimator,
     RetryPolicy,
     read_from_sources,
-)
-from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
-    PullSource,
-    RegistriesConf,
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
     DockerConfig,
@@ -49,7 +42,18 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.auth impor
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
 from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform
-from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import YAMLError, load_yaml
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
+    PullSource,
+    RegistriesConf,
+)
+from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import check_dns_subdomain
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
+    API_VERSION,
+    MAX_PINNED_IMAGES,
+    PINNED_IMAGE_SET_KIND,
+    ROLE_LABEL,
+    validate_set,
+)
 
 RELEASE_LABEL = "io.openshift.release"
 IMAGE_REFERENCES = "release-manifests/image-references"

@@ -29,8 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError, CriImage, RuntimeVersion
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError, CriImage, RuntimeVersion
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     MissingImagesError,
     PinnedImagesError,

@@ -42,8 +42,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import go_trim_space, unique_sorted_images
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageReferenceError,
+    go_trim_space,
+    parse_image_ref,
+    unique_sorted_images,
+)
 
 DEFAULT_PATH = "/etc/crio/crio.conf.d/50-pinned-images"
 # Characters an image reference or a CRI-O pattern body may hold.

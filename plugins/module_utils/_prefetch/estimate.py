@@ -18,14 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Protocol, Tuple, TypeVar, Union
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import AUTH, INVALID, NOT_FOUND, UNAVAILABLE, CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
-from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
-    PullSource,
-    RegistriesConf,
-    RegistriesConfError,
-    credentials_for_source,
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import (
+    AUTH,
+    INVALID,
+    NOT_FOUND,
+    UNAVAILABLE,
+    CollectionError,
 )
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, RegistryCredentials
 from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
     ManifestUnknownError,
@@ -36,6 +36,12 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.errors imp
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
+    PullSource,
+    RegistriesConf,
+    RegistriesConfError,
+    credentials_for_source,
+)
 
 # Manifest reads are small; more parallel requests than this only queue up at the registry.
 MAX_PARALLEL_READS = 8

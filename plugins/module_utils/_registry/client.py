@@ -30,6 +30,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
+from ansible_collections.pinned.images.plugins.module_utils._common.secrets import redact
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import RegistryCredentials
 from ansible_collections.pinned.images.plugins.module_utils._registry.challenges import Challenge, parse_challenges
 from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
@@ -57,8 +58,13 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.manifests 
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform, parse_platform
 from ansible_collections.pinned.images.plugins.module_utils._registry.tls import tls_context
-from ansible_collections.pinned.images.plugins.module_utils._registry.transport import MAX_SMALL_BODY, BlobStream, Response, error_code, error_detail
-from ansible_collections.pinned.images.plugins.module_utils._common.secrets import redact
+from ansible_collections.pinned.images.plugins.module_utils._registry.transport import (
+    MAX_SMALL_BODY,
+    BlobStream,
+    Response,
+    error_code,
+    error_detail,
+)
 
 DEFAULT_CERTS_DIRS = ("/etc/containers/certs.d", "/etc/docker/certs.d")
 DEFAULT_TIMEOUT = 30.0

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
-from ansible_collections.pinned.images.plugins.module_utils._registry.errors import ManifestFormatError, PlatformNotFoundError
+from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
+    ManifestFormatError,
+    PlatformNotFoundError,
+)
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform, variant_preference
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"

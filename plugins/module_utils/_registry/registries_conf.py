@@ -16,7 +16,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple, Union
 
-from ansible_collections.pinned.images.plugins.module_utils._common.config_file import StrPath, read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._common.config_file import (
+    StrPath,
+    read_config_text,
+    short_value,
+)
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
     ImageRef,

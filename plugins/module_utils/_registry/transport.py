@@ -11,7 +11,10 @@ import http.client
 import json
 from typing import Callable, Optional, Tuple
 
-from ansible_collections.pinned.images.plugins.module_utils._registry.errors import DigestMismatchError, RegistryConnectionError
+from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
+    DigestMismatchError,
+    RegistryConnectionError,
+)
 
 MAX_SMALL_BODY = 1024 * 1024
 

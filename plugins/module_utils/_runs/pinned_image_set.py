@@ -18,9 +18,22 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import AtomicFileError, atomic_write, remove_file
+from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import (
+    AtomicFileError,
+    atomic_write,
+    remove_file,
+)
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, join_problems
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, K8sClient
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import (
+    HAS_YAML,
+    YAML_IMPORT_ERROR,
+    dump_yaml,
+)
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
+    HAS_KUBERNETES,
+    KUBERNETES_IMPORT_ERROR,
+    K8sClient,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
 from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import KubeObject, clean_object
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
@@ -33,7 +46,6 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     PinnedImageSetError,
     validate_set,
 )
-from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import HAS_YAML, YAML_IMPORT_ERROR, dump_yaml
 
 _USED_METADATA = ("name", "labels", "annotations")
 _USED_SPEC = ("pinnedImages", "machineConfigPoolSelector")

@@ -19,9 +19,16 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Seque
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, K8sClient
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
+    HAS_KUBERNETES,
+    KUBERNETES_IMPORT_ERROR,
+    K8sClient,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
 from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import KubeObject
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, hiding
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets, pool_fields, set_fields
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
     MACHINE_CONFIG_POOL_KIND,
@@ -43,9 +50,6 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.pools import (
     pools_for_node,
     set_matches_pool,
 )
-from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets, pool_fields, set_fields
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
-from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, hiding
 
 
 class _Named(Protocol):

@@ -10,7 +10,10 @@ from __future__ import annotations
 from typing import List
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._openshift.node_status import StatusRequest, publish_statuses
+from ansible_collections.pinned.images.plugins.module_utils._openshift.node_status import (
+    StatusRequest,
+    publish_statuses,
+)
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 

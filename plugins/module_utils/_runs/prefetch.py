@@ -18,23 +18,34 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageRef,
+    ImageReferenceError,
+    parse_image_ref,
+)
+from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriImage
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import (
     LabelSettings,
     pin_labels,
     runtime_problem,
     validate_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriImage
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     DropinSettings,
     RunCommand,
     missing_images,
     pin_dropin,
 )
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import check, estimate, filesystem_stats, parse_size
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef, ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import (
+    check,
+    estimate,
+    filesystem_stats,
+    parse_size,
+)
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullEstimator, RetryPolicy
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import (
     PRESENT,
     PULLED,
@@ -46,15 +57,18 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls impo
     find_present,
     prefetch,
 )
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullEstimator, RetryPolicy
-from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import Problems, RegistryOptions, containerd_client, cri_client
-from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
 from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform, parse_platform
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    Problems,
+    RegistryOptions,
+    containerd_client,
+    cri_client,
+)
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
 # Options with a lower bound (inclusive), and options that must be above 0.
 _AT_LEAST = (("concurrency", 1), ("retries", 0), ("throttle", 0), ("retry_delay", 0), ("retry_max_delay", 0),

@@ -19,7 +19,11 @@ from ansible_collections.pinned.images.plugins.module_utils._common.image_ref im
     ImageReferenceError,
     parse_image_ref,
 )
-from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import HAS_YAML, YAML_IMPORT_ERROR, dump_yaml
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import (
+    HAS_YAML,
+    YAML_IMPORT_ERROR,
+    dump_yaml,
+)
 from ansible_collections.pinned.images.plugins.module_utils._openshift.release_payload import (
     ReleasePayloadError,
     build_sets,

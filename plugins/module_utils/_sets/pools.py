@@ -34,18 +34,21 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import unique_sorted_images
-from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import label_selector_matches, selector_is_empty
+from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import (
+    label_selector_matches,
+    selector_is_empty,
+)
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     MASTER_POOL,
     OS_LABEL,
-    MachineConfigPool,
     WORKER_POOL,
+    MachineConfigPool,
     PinnedImageSet,
     PinnedImageSetError,
     as_pool,
     default_pool,
 )
-from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 
 
 def set_matches_pool(pool: Any, image_set: PinnedImageSet) -> bool:

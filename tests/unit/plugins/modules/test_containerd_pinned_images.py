@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.image_refs import A, B, C
-from fixtures.module_runner import run_module
-from fixtures.scripted_runtime import ScriptedRuntime
-
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL, PIN_LABEL
 from ansible_collections.pinned.images.plugins.module_utils._runs import containerd_pinned_images as containerd_run
 from ansible_collections.pinned.images.plugins.modules import containerd_pinned_images as module
+from fixtures.image_refs import A, B, C
+from fixtures.module_runner import run_module
+from fixtures.scripted_runtime import ScriptedRuntime
 
 OWN = {PIN_LABEL: "pinned", OWNER_LABEL: "pinned.images"}
 

@@ -4,10 +4,9 @@ The module against real containerd runs in tests/functional/test_prefetch_lab.py
 
 from __future__ import annotations
 
-from fixtures.module_runner import run_module
-
 from ansible_collections.pinned.images.plugins.module_utils._node_python import deps
 from ansible_collections.pinned.images.plugins.modules import cri_image_info
+from fixtures.module_runner import run_module
 
 
 def test_a_socket_without_a_runtime_fails_naming_it(tmp_path, capsys):

@@ -12,10 +12,10 @@ import sys
 import pytest
 import yaml
 
-from fixtures.module_runner import run_module
-from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set
-
 from ansible_collections.pinned.images.plugins.modules import machine_config as module
+from fixtures.module_runner import run_module
+from fixtures.openshift_objects import ROLE_LABEL as ROLE
+from fixtures.openshift_objects import pinned_image_set
 
 A = "quay.io/org/a@sha256:" + "a" * 64
 B = "quay.io/org/b@sha256:" + "b" * 64

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
-from fixtures.wheels import make_wheel
-
-from fixtures.module_runner import run_module
-
 from ansible_collections.pinned.images.plugins.modules import node_python_deps
+from fixtures.module_runner import run_module
+from fixtures.wheels import make_wheel
 
 
 def test_node_python_deps_module_reports_unpacks_and_removes(tmp_path, capsys):

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixtures.module_runner import run_module
-
 from ansible_collections.pinned.images.plugins.modules import node_wheelhouse
+from fixtures.module_runner import run_module
 
 LINES = (Path(__file__).resolve().parents[4] / "requirements-node.txt").read_text().splitlines()
 

@@ -10,9 +10,8 @@ import os
 import pytest
 import yaml
 
-from fixtures.module_runner import run_module
-
 from ansible_collections.pinned.images.plugins.modules import pinned_image_set as module
+from fixtures.module_runner import run_module
 
 API = "machineconfiguration.openshift.io/v1"
 KIND = "PinnedImageSet"

@@ -8,9 +8,8 @@ import json
 
 import pytest
 
-from fixtures.module_runner import run_module
-
 from ansible_collections.pinned.images.plugins.modules import pinned_image_status as module
+from fixtures.module_runner import run_module
 
 ANNOTATION = "pinned.images/pinned-image-sets"
 IMAGE = "quay.io/openshift/app-a@sha256:" + "a" * 64

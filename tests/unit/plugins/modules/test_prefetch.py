@@ -8,11 +8,11 @@ Pulls, the disk guard and check mode run against real containerd in tests/functi
 from __future__ import annotations
 
 import pytest
-from fixtures.module_runner import run_module
-from fixtures.scripted_runtime import ScriptedRuntime
 
 from ansible_collections.pinned.images.plugins.module_utils._runs import prefetch as _prefetch_run
 from ansible_collections.pinned.images.plugins.modules import prefetch as module
+from fixtures.module_runner import run_module
+from fixtures.scripted_runtime import ScriptedRuntime
 
 DIGEST = "sha256:" + "c" * 64
 GOOD = f"quay.io/org/app@{DIGEST}"

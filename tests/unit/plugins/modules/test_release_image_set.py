@@ -5,9 +5,9 @@ Reads from real registries are in tests/functional/test_release_lab.py."""
 from __future__ import annotations
 
 import pytest
-from fixtures.module_runner import run_module
 
 from ansible_collections.pinned.images.plugins.modules import release_image_set as module
+from fixtures.module_runner import run_module
 
 
 @pytest.mark.parametrize("args, expected", [

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.bad_files import TOO_LARGE, error_of
-
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import read_config_text, short_value
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from fixtures.bad_files import TOO_LARGE, error_of
 
 
 def test_a_file_is_read_as_text(tmp_path):

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import MissingImagesError, ReloadError
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import (
     CollectionError,
     join_problems,
 )
 from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLockError
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import MissingImagesError, ReloadError
 
 MODULE_UTILS = Path(__file__).resolve().parents[5] / "plugins" / "module_utils"
 

@@ -8,8 +8,8 @@ import base64
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._common import yaml_io as _yaml
-from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import render_machine_config
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images
 
 DIGEST = "sha256:" + "ab" * 32
 

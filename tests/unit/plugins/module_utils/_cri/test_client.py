@@ -190,6 +190,7 @@ def test_connect_answers_without_a_connectivity_watch(tmp_path, status):
     """A gRPC server that answers Version (or refuses it): connected, and no connectivity watch is left running,
     whose 0.2 s polling close() would wait for."""
     from concurrent import futures  # pylint: disable=import-outside-toplevel
+
     from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2 as pb  # noqa: E501  pylint: disable=import-outside-toplevel
 
     def version(_request, context):

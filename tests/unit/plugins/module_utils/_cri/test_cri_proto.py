@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import descriptor_pb2
-from fixtures.reference import CRI_PROTO_PARTS, reference_path
 from grpc_tools import protoc
+
+from fixtures.reference import CRI_PROTO_PARTS, reference_path
 
 ROOT = Path(__file__).resolve().parents[5]
 PROJECT_PROTO = ROOT / "protos" / "cri_image.proto"

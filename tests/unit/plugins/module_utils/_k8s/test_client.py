@@ -17,8 +17,9 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K
 from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
 from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import clean_object
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
+from fixtures.openshift_objects import MCO_API_VERSION as MCO
+from fixtures.openshift_objects import pinned_image_set
 from support.ports import free_port
-from fixtures.openshift_objects import MCO_API_VERSION as MCO, pinned_image_set
 
 PIS = "PinnedImageSet"
 IMG_A = "quay.io/openshift/app-a@sha256:" + "a" * 64

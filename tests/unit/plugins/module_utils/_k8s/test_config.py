@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import require_kubernetes
-from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection, build_configuration, scrub_text, url_secrets
+from ansible_collections.pinned.images.plugins.module_utils._k8s.config import (
+    K8sConnection,
+    build_configuration,
+    scrub_text,
+    url_secrets,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
 
 TOKEN = "kubeconfig-t0ken"

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-
-
 from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import clean_object, selector_string
 
 

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.wheels import make_wheel
-
-from ansible_collections.pinned.images.plugins.module_utils._node_python import deps
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import file_sha256
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, RunStopped
+from ansible_collections.pinned.images.plugins.module_utils._node_python import deps
 from ansible_collections.pinned.images.plugins.module_utils._node_python.wheelhouse import TAG_PATTERN
+from fixtures.wheels import make_wheel
 
 ROOT = Path(__file__).resolve().parents[5]
 

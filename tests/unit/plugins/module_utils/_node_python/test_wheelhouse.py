@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-
-
 from ansible_collections.pinned.images.plugins.module_utils._node_python import wheelhouse as wh
 
 ROOT = Path(__file__).resolve().parents[5]

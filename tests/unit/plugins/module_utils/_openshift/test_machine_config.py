@@ -8,10 +8,9 @@ import base64
 import jsonschema
 import pytest
 import yaml
-from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import AtomicFileError
-from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import dump_yaml
 from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import (
     MachineConfigError,
     data_url,
@@ -23,8 +22,9 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_c
     sync_cluster,
     sync_files,
 )
-from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import dump_yaml
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import ROLE_LABEL, validate_set
+from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
 A = "quay.io/openshift-release-dev/ocp-release@sha256:" + "0" * 64
 B = "registry.example.com/team/app@sha256:" + "1" * 64

@@ -7,8 +7,6 @@ import json
 
 import pytest
 
-from fixtures.image_refs import A, B, C
-
 from ansible_collections.pinned.images.plugins.module_utils._openshift.node_status import (
     DEGRADED_CONDITION,
     MAX_ANNOTATION_SIZE,
@@ -24,6 +22,7 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.node_stat
     summarise,
     update_status,
 )
+from fixtures.image_refs import A, B, C
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
 

@@ -12,7 +12,6 @@ import tarfile
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._sets.model import MAX_PINNED_IMAGES
 from ansible_collections.pinned.images.plugins.module_utils._openshift.release_payload import (
     IMAGE_REFERENCES,
     RELEASE_METADATA,
@@ -23,6 +22,7 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.release_p
     scan_layer,
     select_components,
 )
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import MAX_PINNED_IMAGES
 
 DIGEST = "sha256:" + "ab" * 32
 IMAGE = "quay.example.com/ocp/release@" + DIGEST

@@ -7,10 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import tomllib
 
 import pytest
+import tomllib
 
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import UNAVAILABLE, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     DEFAULT_PATH,
@@ -26,7 +27,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
     sync_pinned_images,
     validate_pinned_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import UNAVAILABLE, CollectionError
 
 A = "quay.io/openshift-release-dev/ocp-release@sha256:" + "0" * 64
 B = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + "1" * 64

@@ -10,8 +10,11 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullEstimator, RetryPolicy, is_loopback
-from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import load_registries_conf
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import (
+    PullEstimator,
+    RetryPolicy,
+    is_loopback,
+)
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
 from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
     ManifestUnknownError,
@@ -20,6 +23,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.errors imp
     RegistryTLSError,
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import load_registries_conf
 
 DIGEST = "sha256:" + "b" * 64
 IMAGE = parse_image_ref(f"origin.example/team/app@{DIGEST}")

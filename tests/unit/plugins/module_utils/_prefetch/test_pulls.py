@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import AUTH, NO_SPACE, NOT_FOUND, UNKNOWN
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import (
     PrefetchOptions,
     failure_message,

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixtures.bad_files import error_of
-
 from ansible_collections.pinned.images.plugins.module_utils._common import image_ref as _image_ref
+from ansible_collections.pinned.images.plugins.module_utils._common.secrets import REDACTED, redact
 from ansible_collections.pinned.images.plugins.module_utils._registry import auth as _registry_auth
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
     DockerConfig,
@@ -21,7 +20,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.auth impor
     load_docker_config,
     parse_docker_config,
 )
-from ansible_collections.pinned.images.plugins.module_utils._common.secrets import REDACTED, redact
+from fixtures.bad_files import error_of
 
 SECRET = "s3cr3t:with:colons"
 # Test tables kept as data (one line a case).

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._registry import challenges as _challenges
 from ansible_collections.pinned.images.plugins.module_utils._registry.challenges import parse_challenges
-
 
 CHALLENGES = [
     ('Bearer realm="https://auth.example.com/token",service="registry.example.com",scope="repository:a/b:pull"',

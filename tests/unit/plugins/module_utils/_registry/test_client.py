@@ -15,9 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._registry import transport as _transport
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import estimate
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import estimate
+from ansible_collections.pinned.images.plugins.module_utils._registry import transport as _transport
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
     RegistryCredentials,
     parse_docker_config,
@@ -43,6 +43,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.platforms 
     Platform,
     parse_platform,
 )
+
 # registry_lab is a session fixture; importing it registers it for this module.
 from support.ports import free_port, silent_port
 from support.registries import IDENTITY_TOKEN, PASSWORD, USER, registry_lab  # noqa: F401 pylint: disable=unused-import

@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._registry.errors import ManifestFormatError, PlatformNotFoundError
+from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
+    ManifestFormatError,
+    PlatformNotFoundError,
+)
 from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import (
     DOCKER_SCHEMA1,
     OCI_INDEX,

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._registry import platforms as _platforms

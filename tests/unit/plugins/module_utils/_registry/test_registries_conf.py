@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixtures.bad_files import error_of
-
-from ansible_collections.pinned.images.plugins.module_utils._registry import registries_conf as _registries_conf
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._registry import registries_conf as _registries_conf
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
     RegistriesConf,
     RegistriesConfError,
@@ -23,7 +22,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.registries
     parse_registries_conf,
     registries_from_list,
 )
-from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
+from fixtures.bad_files import error_of
 
 DIGEST = "sha256:" + "ab" * 32
 # Test tables kept as data (one line a case).

@@ -8,10 +8,9 @@ import ssl
 
 import pytest
 
-from support.pki import make_pki
-
 from ansible_collections.pinned.images.plugins.module_utils._registry.errors import RegistryTLSError
 from ansible_collections.pinned.images.plugins.module_utils._registry.tls import tls_context
+from support.pki import make_pki
 
 
 @pytest.fixture(scope="module")

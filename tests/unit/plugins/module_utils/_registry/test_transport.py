@@ -13,7 +13,11 @@ import threading
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._registry.errors import DigestMismatchError
-from ansible_collections.pinned.images.plugins.module_utils._registry.transport import BlobStream, error_code, error_detail
+from ansible_collections.pinned.images.plugins.module_utils._registry.transport import (
+    BlobStream,
+    error_code,
+    error_detail,
+)
 
 BODY = b"layer bytes " * 1000
 

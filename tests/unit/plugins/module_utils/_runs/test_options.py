@@ -8,9 +8,9 @@ import copy
 import pytest
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8sClient
 from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     K8S_AUTH_ARG_SPEC,
     Problems,
@@ -19,8 +19,8 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
     selected_images,
 )
 from fixtures.module_runner import patch_module_args
-from fixtures.openshift_objects import MCO_API_VERSION as MCO, pinned_image_set
-
+from fixtures.openshift_objects import MCO_API_VERSION as MCO
+from fixtures.openshift_objects import pinned_image_set
 
 IMAGE = "quay.io/openshift/app-a@sha256:" + "a" * 64
 ENV_NAMES = {

@@ -7,13 +7,12 @@ from __future__ import annotations
 import pytest
 from ansible.module_utils.basic import AnsibleModule
 
-from fixtures.image_refs import A
-from fixtures.module_runner import patch_module_args, run_module
-
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, RunStopped
 from ansible_collections.pinned.images.plugins.module_utils._node_python import deps
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, end_module, hiding
 from ansible_collections.pinned.images.plugins.modules import containerd_pinned_images, crio_pinned_images
+from fixtures.image_refs import A
+from fixtures.module_runner import patch_module_args, run_module
 
 SECRET = "s3cret-t0ken"
 

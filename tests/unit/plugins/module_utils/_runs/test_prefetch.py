@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.scripted_runtime import ScriptedRuntime
-
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import LOCKED, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock, NodeLockError
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
     DiskGuardRefused,
     PrefetchRequest,
     pin_method,
     run_prefetch,
 )
+from fixtures.scripted_runtime import ScriptedRuntime
 
 DIGEST = "sha256:" + "d" * 64
 PRESENT = f"registry.example:5000/present@{DIGEST}"

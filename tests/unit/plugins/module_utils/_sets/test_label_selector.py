@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-
 import pytest
-
-from fixtures.openshift_objects import digest, make_set
 
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import (
     LabelSelectorError,
@@ -18,6 +15,7 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     default_pool,
     validate_set,
 )
+from fixtures.openshift_objects import digest, make_set
 
 
 @pytest.mark.parametrize("value", ["a", "worker", "99-worker-pinned-images", "a.b-c.d", "0", "x" * 253])

@@ -9,15 +9,14 @@ import sys
 
 import pytest
 
-from fixtures.openshift_objects import img, make_pool, make_set, write
-
 from ansible_collections.pinned.images.plugins.module_utils._sets import loading as _set_loading
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
     PinnedImageSetError,
     validate_set,
 )
-from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
+from fixtures.openshift_objects import img, make_pool, make_set, write
 
 
 def alias_bomb(levels: int, where: str) -> str:

@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-
 import jsonschema
 import pytest
 import yaml
-from fixtures.openshift_objects import digest, img, make_pool, make_set
-from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import unique_sorted_images
 from ansible_collections.pinned.images.plugins.module_utils._sets import model as pis
 from ansible_collections.pinned.images.plugins.module_utils._sets import pools as selection
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import unique_sorted_images
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     ROLE_LABEL,
     PinnedImageSet,
@@ -21,7 +18,8 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     validate_pool,
     validate_set,
 )
-
+from fixtures.openshift_objects import digest, img, make_pool, make_set
+from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
 # ----------------------------------------------------------------------------- validation
 
