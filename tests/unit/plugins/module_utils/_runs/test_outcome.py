@@ -37,7 +37,9 @@ def ending(run, args=None, diff=False):
 
 
 def test_a_result_exits_with_its_warnings_and_without_its_diff_unless_asked():
-    run = lambda invocation: Outcome({"changed": True, "diff": {"after": "x"}}, ["careful"])  # noqa: E731
+    def run(invocation):
+        return Outcome({"changed": True, "diff": {"after": "x"}}, ["careful"])
+
     kind, fields, module = ending(run)
     assert (kind, fields) == ("exit", {"changed": True})
     assert module.warnings_given == ["careful"]
