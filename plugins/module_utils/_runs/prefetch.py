@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, cast
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
@@ -182,7 +182,6 @@ class PrefetchRequest:
         platform = problems.attempt(lambda: parse_platform(params["platform"]) if params["platform"] else None)
         registry = RegistryOptions.from_params(params, problems)
         problems.raise_any()
-        assert refs is not None and registry is not None
         lock_file = params["lock_file"] or (params["progress_file"] + ".lock" if params["progress_file"] else None)
         pulls = PrefetchOptions(
             concurrency=params["concurrency"], throttle=params["throttle"], retries=params["retries"],
@@ -190,7 +189,8 @@ class PrefetchRequest:
             pull_timeout=params["pull_timeout"] or None, check_mode=check_mode,
             progress_file=params["progress_file"], run_id=params["run_id"],
         )
-        return cls(tuple(refs), platform, registry, check_mode, pulls, params["disk_guard"],
+        # raise_any() raised when a reader failed: refs and registry are set.
+        return cls(tuple(cast(List[ImageRef], refs)), platform, cast(RegistryOptions, registry), check_mode, pulls, params["disk_guard"],
                    params["image_store_path"], params["min_free"], params["expansion_factor"], lock_file,
                    params["pin"], params["require_digest"],
                    DropinSettings(params["dropin_path"], params["crio_reload"], params["crio_pid_file"]),

@@ -8,7 +8,7 @@ estimate their size and write ``dest``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple, cast
 
 from ansible.module_utils.basic import missing_required_lib
 
@@ -72,10 +72,10 @@ class ReleaseRequest:
         ref = problems.attempt(release)
         platform = problems.attempt(lambda: parse_platform(params["platform"]) if params["platform"] else None)
         problems.raise_any()
-        assert ref is not None and registry is not None
-        return cls(ref, platform, tuple(params["include"]), tuple(params["exclude"]),
+        # raise_any() raised when a reader failed: ref and registry are set.
+        return cls(cast(ImageRef, ref), platform, tuple(params["include"]), tuple(params["exclude"]),
                    params["include_release_image"], params["name"], dict(params["labels"]), tuple(params["pools"]),
-                   params["estimate"], params["expansion_factor"], params["dest"], registry)
+                   params["estimate"], params["expansion_factor"], params["dest"], cast(RegistryOptions, registry))
 
 
 def release_sets(request: ReleaseRequest, check_mode: bool = False, diff: bool = False) -> Dict[str, Any]:

@@ -29,8 +29,15 @@ def ending(run, args=None, diff=False):
     ended = []
     module.warnings_given = []
     module.warn = module.warnings_given.append
-    module.exit_json = lambda **fields: ended.append(("exit", fields)) or (_ for _ in ()).throw(Ended())
-    module.fail_json = lambda **fields: ended.append(("fail", fields)) or (_ for _ in ()).throw(Ended())
+
+    def ender(kind):
+        def end(**fields):
+            ended.append((kind, fields))
+            raise Ended()
+
+        return end
+
+    module.exit_json, module.fail_json = ender("exit"), ender("fail")
     with pytest.raises(Ended):
         end_module(module, run)
     return ended[0] + (module,)
