@@ -15,6 +15,11 @@ import socket as _socket
 import stat
 from typing import Any, Callable, List, Mapping, Optional, TypedDict, Union, cast
 
+# First (isort keeps it there): it puts the role's private copy of grpcio and protobuf on sys.path, which the stubs
+# below import (see _node_python/deps).
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import HAS_NODE_DEPS as HAS_GRPC
+
+# isort: split
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import (
     AUTH,
     DEADLINE,
@@ -29,9 +34,6 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
 )
 from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2 as pb
 from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2_grpc as pb_grpc
-
-# First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import HAS_NODE_DEPS as HAS_GRPC
 
 if HAS_GRPC:
     import grpc
