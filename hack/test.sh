@@ -3,7 +3,7 @@
 # sanity (newest and oldest supported ansible-core), ansible-lint, the release checks on the built tarball, molecule,
 # the unit tests on the oldest ansible-core, and pytest (unit and functional tests against the lab pytest starts).
 # Usage: hack/test.sh [pytest args...]
-#   SKIP_SANITY=1 / SKIP_LINT=1 / SKIP_MYPY=1 / SKIP_RELEASE=1 / SKIP_MOLECULE=1 / SKIP_OLDEST=1 shorten local
+#   SKIP_SANITY=1 / SKIP_LINT=1 / SKIP_RUFF=1 / SKIP_MYPY=1 / SKIP_RELEASE=1 / SKIP_MOLECULE=1 / SKIP_OLDEST=1 shorten local
 #   iterations.
 # Each stage prints one line; its output goes to .build/logs/<stage>.log and is shown only when the stage fails.
 # With CI set, a skipped pytest test fails the run: CI always has the upstream reference files.
@@ -42,6 +42,11 @@ fi
 # ansible-lint installs the collection it lints into $ANSIBLE_HOME/collections (default ~/.ansible): a copy there would
 # outlive the run and shadow the tree in later ones.
 [ -n "${SKIP_LINT:-}" ] || stage ansible-lint env ANSIBLE_HOME="$top/.build/ansible-lint-home" ansible-lint --profile production
+# Lint and formatting of the Python tree (ruff.toml); ruff format --check changes nothing, it names what differs.
+if [ -z "${SKIP_RUFF:-}" ]; then
+  stage ruff-check ruff check .
+  stage ruff-format ruff format --check .
+fi
 # Type check of plugins/module_utils (flags in mypy.ini); MYPYPATH makes the tree importable as the collection.
 [ -n "${SKIP_MYPY:-}" ] || stage mypy env MYPYPATH="$top/.build/collections" mypy --config-file mypy.ini
 [ -n "${SKIP_RELEASE:-}" ] || stage release-checks bash hack/release_checks.sh

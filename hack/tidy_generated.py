@@ -5,7 +5,7 @@
 - import sanity installs no collection requirements, so third-party imports must be guarded: the imports go into a
   try block and the rest of the module into its else block. _cri_client reports a missing grpcio/protobuf.
 
-tests/unit/test_proto_wire_compat.py proves the descriptor is unchanged.
+tests/unit/plugins/module_utils/_cri/test_cri_proto.py proves the descriptor is unchanged.
 """
 
 import ast

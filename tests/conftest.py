@@ -13,7 +13,7 @@ for extra in (ROOT / "tests",):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-pytest_plugins = ["support.apiserver.fixtures", "fixtures.bad_files"]
+pytest_plugins = ["support.apiserver.fixtures", "fixtures.bad_files", "fixtures.wheels"]
 
 
 def pytest_sessionfinish(session, exitstatus):

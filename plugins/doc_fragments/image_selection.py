@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    # The options that select the images to pin (module_utils._sets.pools.SELECTION_ARGUMENT_SPEC).
+    # The options that select the images to pin (module_utils._runs.options.SELECTION_ARGUMENT_SPEC).
     DOCUMENTATION = r"""
 options:
   images:

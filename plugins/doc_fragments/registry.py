@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    # The options of REGISTRY_ARGUMENT_SPEC (module_utils/_registry/client.py).
+    # The options of REGISTRY_ARGUMENT_SPEC (module_utils/_runs/options.py).
     DOCUMENTATION = r"""
 options:
   auth_file:

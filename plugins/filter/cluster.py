@@ -63,6 +63,11 @@ def cluster_results(hosts: Sequence[str], hostvars: _cluster.HostVars,
     return _cluster.node_results(hosts, hostvars, unresolved_hosts or [])
 
 
+def cluster_batch_stopped(batch: Sequence[str], hostvars: _cluster.HostVars, max_fail_percentage: Any) -> bool:
+    """Whether too many hosts of the batch failed."""
+    return _cluster.batch_stopped(batch, hostvars, max_fail_percentage)
+
+
 def cluster_summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """The totals of the results."""
     return _cluster.summary(results)
@@ -125,6 +130,7 @@ class FilterModule:
             "node_set_list": node_set_list,
             "cluster_progressing": cluster_progressing,
             "cluster_results": cluster_results,
+            "cluster_batch_stopped": cluster_batch_stopped,
             "cluster_summary": cluster_summary,
             "cluster_report_lines": cluster_report_lines,
             "cluster_done": cluster_done,

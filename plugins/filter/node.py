@@ -40,6 +40,16 @@ def node_result_line(result: Mapping[str, Any]) -> str:
     return _node.result_line(result)
 
 
+def node_prefetch_args(options: Mapping[str, Any]) -> Dict[str, Any]:
+    """The prefetch options without the unset ones."""
+    return _node.prefetch_args(options)
+
+
+def node_python_dir_env(path: str) -> Dict[str, str]:
+    """The environment that names the private Python directory, {} for the default one."""
+    return _node.python_dir_env(path)
+
+
 class FilterModule:
     def filters(self) -> Dict[str, Callable[..., Any]]:
         return {
@@ -48,4 +58,6 @@ class FilterModule:
             "node_next_step": node_next_step,
             "node_result": node_result,
             "node_result_line": node_result_line,
+            "node_python_dir_env": node_python_dir_env,
+            "node_prefetch_args": node_prefetch_args,
         }

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
-from ansible_collections.pinned.images.plugins.plugin_utils._render_report import render_report
 from ansible_collections.pinned.images.plugins.plugin_utils import _cluster
 from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths import resolve_path
+from ansible_collections.pinned.images.plugins.plugin_utils._render_report import render_report
 
 
 def controller_path(value: str) -> str:

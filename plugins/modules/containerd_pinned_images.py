@@ -171,16 +171,15 @@ runtime:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import CRI_NAMESPACE, ContainerdClient
-from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import run_containerd_pinned_images
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CRI_CLIENT_ARGUMENT_SPEC
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, fail_json_from
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._sets.pools import (
+from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import CRI_NAMESPACE
+from ansible_collections.pinned.images.plugins.module_utils._runs.containerd_pinned_images import run
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    CRI_CLIENT_ARGUMENT_SPEC,
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
     SELECTION_REQUIRED_BY,
 )
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 
 
 def main():
@@ -201,23 +200,7 @@ def main():
         required_by=SELECTION_REQUIRED_BY,
         required_if=[("state", "present", ("images", "sets"), True)],
     )
-    failed = dict(changed=False, images=[], pinned=[], unchanged=[], unpinned=[], missing=[],
-                  records=dict(pinned=[], unpinned=[]), set_names=[])
-
-    def connect():
-        # After the input is checked, so that bad input is reported as such on a node without grpcio too.
-        require_node_deps(module, **failed)
-        return ContainerdClient.from_params(module.params)
-
-    try:
-        result = run_containerd_pinned_images(module.params, module.check_mode, connect)
-    except CollectionError as exc:
-        fail_json_from(module, exc, **failed)
-    for warning in result.pop("warnings"):
-        module.warn(warning)
-    if not module._diff:
-        del result["diff"]
-    module.exit_json(**result)
+    end_module(module, run)
 
 
 if __name__ == "__main__":

@@ -113,18 +113,16 @@ image_filesystems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CRI_CLIENT_ARGUMENT_SPEC
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._runs.cri_image_info import describe_runtime
+from ansible_collections.pinned.images.plugins.module_utils._runs.cri_image_info import run
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import CRI_CLIENT_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 
 
 def main() -> None:
     argument_spec = dict(images=dict(type="list", elements="str"))
     argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    require_node_deps(module)
-    exit_json_from(module, lambda: describe_runtime(module.params))
+    end_module(module, run)
 
 
 if __name__ == "__main__":

@@ -184,20 +184,15 @@ missing:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CRI_CLIENT_ARGUMENT_SPEC, CriClient
-from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
-    DEFAULT_PATH,
-    LazyStatusClient,
-    module_run_command,
-    run_crio_pinned_images,
-)
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, fail_json_from
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._sets.pools import (
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
+from ansible_collections.pinned.images.plugins.module_utils._runs.crio_pinned_images import run
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    CRI_CLIENT_ARGUMENT_SPEC,
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
     SELECTION_REQUIRED_BY,
 )
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 
 
 def main():
@@ -219,26 +214,7 @@ def main():
         required_by=SELECTION_REQUIRED_BY,
         required_if=[("reload", "signal", ("pid_file",)), ("state", "present", ("images", "sets"), True)],
     )
-    params = module.params
-    failed = dict(changed=False, path=params["path"], images=[], set_names=[], reloaded=False)
-
-    def connect():
-        # grpcio is needed only for a CRI call: removing a drop-in that is already gone makes none.
-        require_node_deps(module, **failed)
-        return CriClient.from_params(params)
-
-    client = LazyStatusClient(connect)
-    try:
-        result = run_crio_pinned_images(params, module.check_mode, client, module_run_command(module))
-    except CollectionError as exc:
-        fail_json_from(module, exc, **failed)
-    finally:
-        client.close()
-    for warning in result.pop("warnings"):
-        module.warn(warning)
-    if not module._diff:
-        del result["diff"]
-    module.exit_json(**result)
+    end_module(module, run)
 
 
 if __name__ == "__main__":

@@ -366,14 +366,14 @@ import copy
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8S_AUTH_ARG_SPEC, connection_secrets
 from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import (
     DEFAULT_IGNITION_VERSION,
     DEFAULT_NAME_TEMPLATE,
     SUPPORTED_IGNITION_VERSIONS,
-    run_machine_config,
 )
+from ansible_collections.pinned.images.plugins.module_utils._runs.machine_config import run
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 
 
 def _argument_spec():
@@ -404,8 +404,7 @@ def main():
         mutually_exclusive=[("images", "sets")],
         required_if=[("state", "present", ("images", "sets"), True)],
     )
-    module.no_log_values.update(connection_secrets(module.params))
-    exit_json_from(module, lambda: run_machine_config(module.params, module.check_mode, module._diff, module.tmpdir))
+    end_module(module, run)
 
 
 if __name__ == "__main__":

@@ -155,14 +155,15 @@ files:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import python_deps
+from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR
+from ansible_collections.pinned.images.plugins.module_utils._runs.node_python_deps import run
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 
 
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
-            path=dict(type="path", default="/var/lib/pinned-images/python"),
+            path=dict(type="path", default=DEFAULT_DIR),
             state=dict(type="str", choices=["present", "absent"]),
             wheels=dict(type="list", elements="dict", default=[], options=dict(
                 name=dict(type="str", required=True),
@@ -172,7 +173,7 @@ def main() -> None:
         required_if=[("state", "present", ("wheels",))],
         supports_check_mode=True,
     )
-    exit_json_from(module, lambda: python_deps(module.params, module.check_mode))
+    end_module(module, run)
 
 
 if __name__ == "__main__":

@@ -107,10 +107,10 @@ bytes:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._node_python.wheelhouse import HAS_PACKAGING, fill_targets
+from ansible_collections.pinned.images.plugins.module_utils._runs.node_wheelhouse import run
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 
 
 def main() -> None:
@@ -125,9 +125,7 @@ def main() -> None:
         ),
         supports_check_mode=True,
     )
-    if not HAS_PACKAGING:
-        module.fail_json(msg=missing_required_lib("packaging"))
-    exit_json_from(module, lambda: fill_targets(module.params, module.check_mode))
+    end_module(module, run)
 
 
 if __name__ == "__main__":

@@ -198,9 +198,9 @@ import copy
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8S_AUTH_ARG_SPEC, connection_secrets
-from ansible_collections.pinned.images.plugins.module_utils._runs.pinned_image_set import publish_set
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
+from ansible_collections.pinned.images.plugins.module_utils._runs.pinned_image_set import run
 
 
 def _argument_spec():
@@ -232,8 +232,7 @@ def main():
         required_if=[("state", "present", ("images", "definition"), True)],
         supports_check_mode=True,
     )
-    module.no_log_values.update(connection_secrets(module.params))
-    exit_json_from(module, lambda: publish_set(module.params, module.check_mode, module._diff, module.tmpdir).warned(module))
+    end_module(module, run)
 
 
 if __name__ == "__main__":

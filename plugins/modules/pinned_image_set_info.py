@@ -225,9 +225,9 @@ import copy
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8S_AUTH_ARG_SPEC, connection_secrets
-from ansible_collections.pinned.images.plugins.module_utils._runs.pinned_image_set_info import describe_sets
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
+from ansible_collections.pinned.images.plugins.module_utils._runs.pinned_image_set_info import run
 
 
 def _argument_spec():
@@ -251,8 +251,7 @@ def _argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
-    module.no_log_values.update(connection_secrets(module.params))
-    exit_json_from(module, lambda: describe_sets(module.params, module.tmpdir).warned(module))
+    end_module(module, run)
 
 
 if __name__ == "__main__":

@@ -181,18 +181,18 @@ missing:
 """
 
 import copy
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, fail_json_from
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8S_AUTH_ARG_SPEC, connection_secrets
 from ansible_collections.pinned.images.plugins.module_utils._openshift.node_status import (
     DEFAULT_ANNOTATION,
     STATE_DONE,
     STATES,
-    publish_statuses,
 )
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
+from ansible_collections.pinned.images.plugins.module_utils._runs.pinned_image_status import run
 
 
 def _argument_spec() -> Dict[str, Any]:
@@ -227,20 +227,7 @@ def _argument_spec() -> Dict[str, Any]:
 
 def main() -> None:
     module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
-    module.no_log_values.update(connection_secrets(module.params))
-    warnings: List[str] = []
-    error: Optional[CollectionError] = None
-    result: Dict[str, Any] = {}
-    try:
-        result = publish_statuses(module.params, module.check_mode, module.tmpdir, warnings)
-    except CollectionError as exc:
-        error = exc
-    # Given on failure too: an unreadable annotation seen before the failure is still worth a warning.
-    for warning in warnings:
-        module.warn(warning)
-    if error is not None:
-        fail_json_from(module, error)
-    module.exit_json(**result)
+    end_module(module, run)
 
 
 if __name__ == "__main__":

@@ -515,13 +515,14 @@ runtime:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CRI_CLIENT_ARGUMENT_SPEC
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, fail_json_from
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node import DEFAULT_DIRECTORY as MCO_DIRECTORY
-from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH, module_run_command
-from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import PIN_CHOICES, PIN_NONE, PrefetchRequest, run_prefetch
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import REGISTRY_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    CRI_CLIENT_ARGUMENT_SPEC,
+    REGISTRY_ARGUMENT_SPEC,
+)
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
+from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import PIN_CHOICES, PIN_NONE, run
 
 
 def _argument_spec() -> dict:
@@ -560,21 +561,7 @@ def _argument_spec() -> dict:
 
 def main():
     module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
-    require_node_deps(module)
-    try:
-        request = PrefetchRequest.from_params(module.params, module.check_mode)
-        module.no_log_values.update(request.secrets)
-        for warning in request.warnings:
-            module.warn(warning)
-        outcome = run_prefetch(request, module.params, diff=module._diff, run_command=module_run_command(module))
-    except CollectionError as err:
-        fail_json_from(module, err)
-    for warning in outcome.warnings:
-        module.warn(warning)
-    failure = outcome.pin_failure or (outcome.failure if module.params["fail_on_error"] else None)
-    if failure:
-        module.fail_json(msg=failure, **outcome.result)
-    module.exit_json(**outcome.result)
+    end_module(module, run)
 
 
 if __name__ == "__main__":

@@ -214,12 +214,11 @@ dest:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import exit_json_from
-from ansible_collections.pinned.images.plugins.module_utils._openshift.release_payload import release_sets
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import REGISTRY_ARGUMENT_SPEC
-from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import HAS_YAML, YAML_IMPORT_ERROR
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import REGISTRY_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
+from ansible_collections.pinned.images.plugins.module_utils._runs.release_image_set import run
 
 
 def main() -> None:
@@ -238,9 +237,7 @@ def main() -> None:
     )
     argument_spec.update(REGISTRY_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    if not HAS_YAML:
-        module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
-    exit_json_from(module, lambda: release_sets(module.params, module.check_mode, module._diff, module.no_log_values))
+    end_module(module, run)
 
 
 if __name__ == "__main__":

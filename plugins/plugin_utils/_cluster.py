@@ -223,6 +223,15 @@ def run_parameters(results: Sequence[Mapping[str, Any]], phases_planned: Optiona
         "started": min(started) if started else None,
         "finished": max(finished) if finished else None,
     }
+def batch_stopped(batch: Sequence[str], hostvars: HostVars, max_fail_percentage: Any) -> bool:
+    """Whether a phase stops after ``batch``: more than ``max_fail_percentage`` of its hosts failed (a host without
+    a ``node_result`` failed too). 100 never stops; Ansible's own rule would stop a one-node batch at once."""
+    limit = int(max_fail_percentage)
+    if limit >= 100 or not batch:
+        return False
+    failed = sum(1 for host in batch
+                 if (host_var(hostvars, host, "node_result", {"status": "failed"}) or {}).get("status") == "failed")
+    return failed * 100 > limit * len(batch)
 
 
 def summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:

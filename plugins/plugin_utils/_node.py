@@ -17,12 +17,17 @@ or ``none``.
 ``node_result(results, ...) -> dict``: the role's ``node_result`` from the calls' results, with the wall-clock
 times of the node, its pulls and its pin step (the report page's timeline).
 ``result_line(result) -> str``: the one line the role prints for a node.
+``prefetch_args(options) -> dict``: the prefetch options the role's calls share, without the unset ones.
+``python_dir_env(path) -> dict``: the environment a play needs for the node modules to find the private Python
+directory ``path`` ({} for the directory they find by themselves).
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
 
 # node_pin (true/false kept for the role's first values) -> the prefetch module's pin option.
 _PIN_OPTIONS = {"auto": "auto", "true": "dropin", "false": "none", "label": "label"}
@@ -159,3 +164,13 @@ def result_line(result: Mapping[str, Any]) -> str:
     if result["error"]:
         line += f"; {result['error']}"
     return line
+
+
+def python_dir_env(path: str) -> Dict[str, str]:
+    """``{PINNED_IMAGES_PYTHON_DIR: path}``, or {} when ``path`` is the directory the node modules use without it."""
+    return {} if path.rstrip("/") == DEFAULT_DIR else {ENV_DIR: path}
+
+
+def prefetch_args(options: Mapping[str, Any]) -> Dict[str, Any]:
+    """``options`` without those that are unset (None or an empty string): the module's default applies to them."""
+    return {name: value for name, value in options.items() if value is not None and value != ""}

@@ -28,7 +28,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.secrets import redact
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import connection_secrets
+from ansible_collections.pinned.images.plugins.module_utils._k8s.config import kubeconfig_secrets, url_secrets
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
 from ansible_collections.pinned.images.plugins.plugin_utils._cluster import HostVars, host_var
@@ -102,7 +102,7 @@ def report_secrets(pull_secrets: Optional[Iterable[Any]] = None,
         except CollectionError:
             found.add(text)
     if k8s_auth:
-        found |= connection_secrets(k8s_auth)
+        found |= kubeconfig_secrets(k8s_auth.get("kubeconfig")) | url_secrets(k8s_auth.get("proxy"))
         if k8s_auth.get("api_key"):
             found.add(str(k8s_auth["api_key"]))
     return found

@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / ".build" / "collections"), str(ROOT / "tests")]
 
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import estimate, human_size  # noqa: E402
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref  # noqa: E402
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import estimate, human_size  # noqa: E402
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import RegistryCredentials  # noqa: E402
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient  # noqa: E402
 from support.images import layer, push_image, push_index  # noqa: E402

@@ -28,11 +28,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
 
 import yaml  # noqa: E402
-from support.images import parse_size  # noqa: E402
-from support.lab import Lab  # noqa: E402
 
 from fixtures.ansible_runs import playbook  # noqa: E402
 from fixtures.openshift_objects import ROLE_LABEL, pinned_image_set  # noqa: E402
+from support.images import parse_size  # noqa: E402
+from support.lab import Lab  # noqa: E402
 
 
 def sets_file(path: Path, refs: list) -> Path:

@@ -20,11 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / ".build" / "collections"), str(ROOT / "tests")]
 
-from support.lab import Lab  # noqa: E402
-
-from fixtures.ansible_runs import playbook as ansible_playbook  # noqa: E402
-
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import verify  # noqa: E402
+from fixtures.ansible_runs import playbook as ansible_playbook  # noqa: E402
+from support.lab import Lab  # noqa: E402
 
 
 def run(inventory: Path, playbook: str = "prefetch", extra: dict | None = None) -> float:

@@ -18,9 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
 
-from support.lab import Lab  # noqa: E402  pylint: disable=wrong-import-position
-
 from fixtures.ansible_runs import adhoc  # noqa: E402  pylint: disable=wrong-import-position
+from support.lab import Lab  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def run_module(args: dict) -> tuple[float, dict]:

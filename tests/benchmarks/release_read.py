@@ -18,16 +18,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / ".build" / "collections"), str(ROOT / "tests")]
 
-from support.lab import Lab  # noqa: E402
-
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref  # noqa: E402
-from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf  # noqa: E402
-from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig  # noqa: E402
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient  # noqa: E402
 from ansible_collections.pinned.images.plugins.module_utils._openshift.release_payload import (  # noqa: E402
     estimate_payload,
     read_release,
 )
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig  # noqa: E402
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient  # noqa: E402
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf  # noqa: E402
+from support.lab import Lab  # noqa: E402
 
 
 def main(count: int, padding_mib: int) -> None:

@@ -29,18 +29,23 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / ".build" / "collections")]
 
 import yaml  # noqa: E402
-from support.images import MIB  # noqa: E402
-from support.lab import Lab  # noqa: E402
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient  # noqa: E402
 from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import (  # noqa: E402
-    render_for_pools, sync_files,
+    render_for_pools,
+    sync_files,
 )
 from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets  # noqa: E402
 from fixtures.ansible_runs import (  # noqa: E402
-    adhoc_command, adhoc_result, ansible_env, playbook_command, remove_all_images,
+    adhoc_command,
+    adhoc_result,
+    ansible_env,
+    playbook_command,
+    remove_all_images,
 )
 from fixtures.openshift_objects import ROLE_LABEL, pinned_image_set, role_pool  # noqa: E402
+from support.images import MIB  # noqa: E402
+from support.lab import Lab  # noqa: E402
 
 TARGETS = {
     "B1": "<= 1.1", "B1'": ">= 5", "B2": "<= 1.05", "B3": "<= 1.25", "B4": "<= 0.2 s, <= 1.1 req/image",

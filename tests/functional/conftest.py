@@ -9,11 +9,11 @@ Modules run through `ansible` / `ansible-playbook` (AnsiballZ, local connection)
 from __future__ import annotations
 
 import pytest
-from support.lab import started_lab
-from support.node import RUNTIMES
 
 from fixtures.ansible_runs import node_socket, remove_all_images
 from fixtures.reference import reference_path
+from support.lab import started_lab
+from support.node import RUNTIMES
 
 # The runtimes the runtime-dependent tests run on, one lab node each, shared by the session. Another runtime of
 # support.node.RUNTIMES is one more line here.

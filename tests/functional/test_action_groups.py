@@ -7,8 +7,9 @@ import json
 
 import pytest
 import yaml
-from fixtures.ansible_runs import node_socket, playbook as ansible_playbook
 
+from fixtures.ansible_runs import node_socket
+from fixtures.ansible_runs import playbook as ansible_playbook
 from fixtures.openshift_objects import pinned_image_set
 
 IMAGE = "quay.io/example/app@sha256:" + "a" * 64

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 from fixtures.ansible_runs import adhoc
-from fixtures.gate_proxy import PathProxy
+from support.gate_proxy import PathProxy
 from support.images import KIB, push_lab_image
 from support.pki import make_pki
 from support.ports import free_port

@@ -16,13 +16,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fixtures.ansible_runs import adhoc, playbook, remove_all_images
-from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set, role_pool
-from support.lab import Lab, started_lab
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
-from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL, PIN_LABEL, wait_reported
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
+from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import (
+    OWNER_LABEL,
+    PIN_LABEL,
+    wait_reported,
+)
+from fixtures.ansible_runs import adhoc, playbook, remove_all_images
+from fixtures.openshift_objects import ROLE_LABEL as ROLE
+from fixtures.openshift_objects import pinned_image_set, role_pool
+from support.lab import Lab, started_lab
 
 # containerd 1.7 comes from hack/setup.sh (hack/check_programs.sh checks it): no skip, a missing binary fails.
 pytestmark = pytest.mark.lab

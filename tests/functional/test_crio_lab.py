@@ -16,7 +16,7 @@ import yaml
 from support.node import pin_args
 
 from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, playbook, remove_all_images
-from fixtures.gate_proxy import GateProxy
+from support.gate_proxy import GateProxy
 from fixtures.reference import reference_path
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient

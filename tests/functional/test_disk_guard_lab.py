@@ -7,6 +7,7 @@ import itertools
 import os
 
 import pytest
+
 from fixtures.ansible_runs import adhoc
 
 MIB = 1024 * 1024

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from fixtures.ansible_runs import ROOT, VENV_BIN, adhoc, ansible_env, playbook
-from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set
+from fixtures.openshift_objects import ROLE_LABEL as ROLE
+from fixtures.openshift_objects import pinned_image_set
 
 DOC = ROOT / "docs" / "gitops.md"
 REPORT = "pinned-images-report.json"

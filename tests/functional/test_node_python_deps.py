@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.pythons import find_python
-
-from fixtures.ansible_runs import adhoc, playbook
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
+from fixtures.ansible_runs import adhoc, playbook
+from support.pythons import find_python
 
 pytestmark = pytest.mark.lab
 

@@ -11,16 +11,17 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
-from support.lab import Lab, started_lab
 
 from fixtures.ansible_runs import playbook as ansible_playbook
-from fixtures.gate_proxy import GateProxy
-from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set, role_pool
+from fixtures.openshift_objects import ROLE_LABEL as ROLE
+from fixtures.openshift_objects import pinned_image_set, role_pool
+from support.gate_proxy import GateProxy
+from support.lab import Lab, started_lab
 
 pytestmark = pytest.mark.lab
 

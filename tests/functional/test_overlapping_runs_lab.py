@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, playbook as ansible_playbook
-from fixtures.gate_proxy import GateProxy
+from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env
+from fixtures.ansible_runs import playbook as ansible_playbook
+from support.gate_proxy import GateProxy
 
 GUARD = dict(min_free="64Mi")
 NODE = "worker-0"

@@ -9,8 +9,11 @@ import sys
 
 import pytest
 import yaml
-from fixtures.ansible_runs import node_socket, playbook as ansible_playbook, remove_all_images
-from fixtures.openshift_objects import MCO_API_VERSION, ROLE_LABEL as ROLE, pinned_image_set
+
+from fixtures.ansible_runs import node_socket, remove_all_images
+from fixtures.ansible_runs import playbook as ansible_playbook
+from fixtures.openshift_objects import MCO_API_VERSION, pinned_image_set
+from fixtures.openshift_objects import ROLE_LABEL as ROLE
 
 PLAYBOOK = """
 - name: Resolve the sets and render MachineConfigs

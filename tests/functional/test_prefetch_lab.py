@@ -9,11 +9,9 @@ import time
 
 import pytest
 
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 from fixtures.ansible_runs import adhoc, node_socket, remove_all_images
 from support.node import RUNTIMES
-
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
-
 
 # The lab's images are small; a small reserve keeps these tests independent of the host's free disk.
 GUARD = dict(min_free="64Mi")

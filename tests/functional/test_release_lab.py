@@ -10,13 +10,13 @@ import shutil
 import pytest
 import yaml
 
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import is_loopback
+from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import host_platform
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import validate_set
+from fixtures.ansible_runs import adhoc, node_socket, playbook, remove_all_images
 from support.lab import started_lab
 from support.ports import free_port
-from fixtures.ansible_runs import adhoc, node_socket, playbook, remove_all_images
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
-from ansible_collections.pinned.images.plugins.module_utils._sets.model import validate_set
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import host_platform
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import is_loopback
 
 pytestmark = pytest.mark.lab
 

@@ -37,7 +37,6 @@ import hashlib
 import os
 import re
 import stat
-
 from typing import Any, Callable, Dict, List, Optional, Pattern, Tuple, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import StrPath

@@ -11,7 +11,7 @@ found, so a user fixes them all at once) and ``details``: structured fields a mo
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, NoReturn, Optional, Union
+from typing import Any, Iterable, Mapping, Optional, Union
 
 # Error kinds (a failure's ``error_kind``); a retry cannot fix the ones in PERMANENT_ERROR_KINDS.
 UNAVAILABLE = "unavailable"
@@ -48,23 +48,6 @@ class CollectionError(Exception):
         return self.message
 
 
-def fail_json_from(module: Any, error: CollectionError, prefix: str = "", **result: Any) -> NoReturn:
-    """``module.fail_json`` with the error's message (after ``prefix``), its problems and its details.
-
-    ``result`` holds the fields the module reports on failure too (``changed``, ``path``, ...); the error's
-    details win over them.
-    """
-    fields = dict(result)
-    fields.update(error.details)
-    module.fail_json(msg=prefix + error.message, problems=error.problems, **fields)
-    raise AssertionError("fail_json returned")  # pragma: no cover - AnsibleModule.fail_json exits
-
-
-def exit_json_from(module: Any, run: Callable[[], Mapping[str, Any]]) -> NoReturn:
-    """``module.exit_json`` with the result of ``run()``; ``fail_json_from`` when it raises a CollectionError."""
-    try:
-        result = run()
-    except CollectionError as error:
-        fail_json_from(module, error)
-    module.exit_json(**result)
-    raise AssertionError("exit_json returned")  # pragma: no cover - AnsibleModule.exit_json exits
+class RunStopped(CollectionError):
+    """The run cannot go on, and that is not the task's failure: the module exits with the message and the details
+    as its result (the node role provisions what was missing and calls again)."""

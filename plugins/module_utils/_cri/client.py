@@ -15,10 +15,11 @@ import socket as _socket
 import stat
 from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, Union, cast
 
-# First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
+# First (isort keeps it there): it puts the role's private copy of grpcio and protobuf on sys.path, which the stubs
+# below import (see _node_python/deps).
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import HAS_NODE_DEPS as HAS_GRPC
-from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2 as pb
-from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2_grpc as pb_grpc
+
+# isort: split
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import (
     AUTH,
     DEADLINE,
@@ -31,6 +32,8 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
     UNKNOWN,
     CollectionError,
 )
+from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2 as pb
+from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2_grpc as pb_grpc
 
 if HAS_GRPC:
     import grpc
@@ -45,12 +48,6 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 CRI_API_VERSION = "v1"
 # Marks "use the client's per-call timeout", since None already means "no deadline".
 _CALL_TIMEOUT = object()
-
-CRI_CLIENT_ARGUMENT_SPEC = dict(
-    cri_socket=dict(type="str"),
-    cri_connect_timeout=dict(type="float", default=5.0),
-    cri_timeout=dict(type="float", default=60.0),
-)
 
 # Lower-case fragments of runtime error messages, most specific first. containerd and CRI-O both
 # pass registry errors through as UNKNOWN with the text of the underlying Go error.
@@ -110,9 +107,9 @@ def _check_socket_path(path: str) -> None:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise CriError(f"nothing is listening at {path} (no such file): is crio or containerd running?", UNAVAILABLE)
+        raise CriError(f"nothing is listening at {path} (no such file): is crio or containerd running?", UNAVAILABLE) from None
     except PermissionError:
-        raise CriError(f"permission denied reading {path}: run as root (become: true)", PERMISSION)
+        raise CriError(f"permission denied reading {path}: run as root (become: true)", PERMISSION) from None
     if not stat.S_ISSOCK(mode):
         raise CriError(f"{path} is not a unix socket", INVALID)
     if not os.access(path, os.R_OK | os.W_OK):
@@ -196,11 +193,6 @@ class CriClient:
         self._channel: Any = None
         self._images: Any = None
         self._runtime: Any = None
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> CriClient:
-        """A client on the socket and timeouts of the module parameters."""
-        return cls(params.get("cri_socket"), params["cri_connect_timeout"], params["cri_timeout"])
 
     @property
     def endpoint(self) -> str:

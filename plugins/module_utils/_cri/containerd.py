@@ -12,7 +12,6 @@ Public API
 ----------
 ``CRI_NAMESPACE``: ``k8s.io``.
 ``ContainerdClient(socket=None, connect_timeout=5.0, timeout=60.0, namespace=CRI_NAMESPACE)``
-    ``from_params(params)`` reads the ``cri_*`` options and ``containerd_namespace``.
     ``list_records(filters=()) -> list[dict]``, ``get_record(name) -> dict | None`` and
     ``update_labels(record, labels, keys) -> dict``: image records as ``{name, labels, target}`` (``target``:
     ``{media_type, digest, size}``); ``update_labels`` sets each of ``keys`` on the record to its value in
@@ -24,12 +23,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import NOT_FOUND
+
 # First: _cri_client imports _node_deps, which puts the private grpcio and protobuf on sys.path; the stubs import
 # protobuf when they are first imported and stay empty without it.
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, CriError
 from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_proto import containerd_images_pb2 as cpb
-from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_proto import containerd_images_pb2_grpc as cpb_grpc
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import NOT_FOUND
+from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_proto import (
+    containerd_images_pb2_grpc as cpb_grpc,
+)
 
 CRI_NAMESPACE = "k8s.io"
 NAMESPACE_HEADER = "containerd-namespace"
@@ -53,12 +55,6 @@ class ContainerdClient(CriClient):
         super().__init__(socket, connect_timeout, timeout)
         self.namespace = namespace
         self._records: Any = None
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> ContainerdClient:
-        """A client on the socket and timeouts of the module parameters."""
-        return cls(params.get("cri_socket"), params["cri_connect_timeout"], params["cri_timeout"],
-                   params.get("containerd_namespace") or CRI_NAMESPACE)
 
     def _bind(self, channel: Any) -> None:
         super()._bind(channel)

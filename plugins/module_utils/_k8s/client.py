@@ -7,12 +7,8 @@
 It wraps the official ``kubernetes`` Python client (``DynamicClient`` for discovery and requests) and offers
 the handful of verbs the modules need: server-side apply, get, list, delete and JSON merge patch.
 
-Connection options follow kubernetes.core (same names, aliases and ``K8S_AUTH_*`` environment variables):
-
-* ``host`` given (and no ``kubeconfig``/``context``): connect to that URL with ``api_key`` and/or client certificates;
-* ``kubeconfig`` (path or dict) and/or ``context`` given: load that kubeconfig, then apply the explicit options on top;
-* nothing given: the pod's service account when running in a pod, else the default kubeconfig (``KUBECONFIG`` or
-  ``~/.kube/config``).
+``K8sClient.connect(K8sConnection)`` builds one; the connection options are ``_k8s/config``'s, the objects' types
+``_k8s/objects``'.
 
 Every failure is raised as :class:`K8sError` with the HTTP status (0 when no response was received) and a message
 that names the verb, the resource and the API server; tokens, passwords and the user info of URLs
@@ -21,10 +17,8 @@ that names the verb, the resource and the API server; tokens, passwords and the 
 
 from __future__ import annotations
 
-import copy
 import functools
 import importlib.util
-import inspect
 import json
 import os
 import re
@@ -32,13 +26,21 @@ import shutil
 import tempfile
 import time
 import weakref
-from urllib.parse import unquote
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar, Union, cast
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, cast
 
-from ansible.module_utils.basic import env_fallback
-
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.secrets import redact
+from ansible_collections.pinned.images.plugins.module_utils._k8s.config import (
+    K8sConnection,
+    build_configuration,
+    safe_url,
+    scrub_text,
+    url_secrets,
+)
+from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
+from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import (
+    KubeObject,
+    LabelSelector,
+    selector_string,
+)
 
 # The library is imported on first use (require_kubernetes), not here: its import takes longer than rendering
 # thousands of images, and a module that only writes files never talks to a cluster.
@@ -47,8 +49,6 @@ KUBERNETES_IMPORT_ERROR: ImportError | None = None if HAS_KUBERNETES else Import
 # Bound by _import_kubernetes.
 urllib3: Any = None
 k8s_client_mod: Any = None
-k8s_config: Any = None
-ConfigException: Any = None
 DynamicClient: Any = None
 DynamicApiError: Any = None
 ResourceNotFoundError: Any = None
@@ -58,21 +58,15 @@ ApiException: Any = None
 
 def _import_kubernetes() -> None:
     """Bind the library's names in this module; raises ImportError."""
-    global urllib3, k8s_client_mod, k8s_config, ConfigException, DynamicClient, DynamicApiError  # pylint: disable=global-statement
+    global urllib3, k8s_client_mod, DynamicClient, DynamicApiError  # pylint: disable=global-statement
     global ResourceNotFoundError, ResourceNotUniqueError, ApiException  # pylint: disable=global-statement
     import urllib3
     from kubernetes import client as k8s_client_mod
-    from kubernetes import config as k8s_config
-    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.client.exceptions import ApiException
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError, ResourceNotUniqueError
-    from kubernetes.client.exceptions import ApiException
 
 
-# A Kubernetes API object (or a part of one) as JSON.
-KubeObject = Dict[str, Any]
-# A label selector given as text (``a=b,c``) or as {key: value or None}.
-LabelSelector = Union[str, Mapping[str, Optional[str]], None]
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 DEFAULT_FIELD_MANAGER = "pinned-images"
@@ -82,57 +76,6 @@ MAX_ATTEMPTS = 3
 RETRY_DELAY = 0.25
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
-# Shorter values are not scrubbed from messages: they would blank out unrelated words.
-_MIN_SECRET_LENGTH = 4
-# Keys of a kubeconfig whose string values are credentials.
-_KUBECONFIG_SECRET_KEYS = frozenset((
-    "token", "password", "client-key-data", "access-token", "refresh-token", "id-token", "client-secret", "secret",
-))
-_USERINFO_RE = re.compile(r"(?<=://)[^/\s]*@")
-
-K8S_AUTH_ARG_SPEC = {
-    # A dict kubeconfig carries tokens and keys; Ansible then hides every string in it from results and logs.
-    # Not no_log: that would mask every value of a dict kubeconfig ("v1", "Config") in all output. Modules mask
-    # its credentials and a proxy password instead, with connection_secrets().
-    "kubeconfig": {"type": "raw", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_KUBECONFIG"])},
-    "context": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_CONTEXT"])},
-    "host": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_HOST"])},
-    "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
-    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"], "fallback": (env_fallback, ["K8S_AUTH_VERIFY_SSL"])},
-    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"], "fallback": (env_fallback, ["K8S_AUTH_SSL_CA_CERT"])},
-    "client_cert": {"type": "path", "aliases": ["cert_file"], "fallback": (env_fallback, ["K8S_AUTH_CERT_FILE"])},
-    # A path to the key, not the key itself: nothing to hide from the logs.
-    "client_key": {
-        "type": "path",
-        "aliases": ["key_file"],
-        "no_log": False,
-        "fallback": (env_fallback, ["K8S_AUTH_KEY_FILE"]),
-    },
-    # May carry user:password@ (SOCKS proxies use it); hidden from results and logs as a whole.
-    "proxy": {"type": "str", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_PROXY"])},
-    "request_timeout": {
-        "type": "float",
-        "default": DEFAULT_TIMEOUT,
-        "fallback": (env_fallback, ["K8S_AUTH_REQUEST_TIMEOUT"]),
-    },
-}
-
-
-class K8sError(CollectionError):
-    """A Kubernetes API failure.
-
-    ``status`` is the HTTP status (0 when the server never answered), ``reason`` the API ``Status.reason``
-    (``Forbidden``, ``Conflict``, ``NotFound``, ``Invalid``, ...) and ``causes`` the ``Status.details.causes`` list.
-    """
-
-    def __init__(self, message: str, status: int = 0, reason: Optional[str] = None,
-                 causes: Optional[List[Dict[str, Any]]] = None) -> None:
-        super().__init__(message, details={"status": status, "reason": reason})
-        self.status = status
-        self.reason = reason
-        self.causes = list(causes or [])
-
-
 def require_kubernetes() -> None:
     """Import the kubernetes library once; raises K8sError when it is missing or broken."""
     if not HAS_KUBERNETES:
@@ -144,83 +87,8 @@ def require_kubernetes() -> None:
             raise K8sError(f"the Python library 'kubernetes' cannot be imported: {exc}") from exc
 
 
-def _safe_url(url: object) -> str:
-    """The URL (or any text) without the user info of URLs (``https://user:pass@host`` -> ``https://host``)."""
-    return _USERINFO_RE.sub("", str(url or ""))
-
-
-def _url_secrets(url: object) -> Set[str]:
-    """The user info of a URL and its password, raw and percent-decoded (empty for a URL without them)."""
-    found: Set[str] = set()
-    for match in _USERINFO_RE.finditer(str(url or "")):
-        userinfo = match.group(0)[:-1]
-        password = userinfo.partition(":")[2]
-        for value in (userinfo, password):
-            found.update((value, unquote(value)))
-    found.discard("")
-    return found
-
-
-def _kubeconfig_secrets(data: object) -> Set[str]:
-    """String values of a kubeconfig dict under credential keys (tokens, passwords, private keys)."""
-    found: Set[str] = set()
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if key in _KUBECONFIG_SECRET_KEYS and isinstance(value, str):
-                found.add(value)
-            else:
-                found |= _kubeconfig_secrets(value)
-    elif isinstance(data, list):
-        for item in data:
-            found |= _kubeconfig_secrets(item)
-    found.discard("")
-    return found
-
-
-def connection_secrets(params: Mapping[str, Any]) -> Set[str]:
-    """Credentials inside the connection options (a dict kubeconfig, a proxy URL's password), for no_log_values."""
-    return _kubeconfig_secrets(params.get("kubeconfig")) | _url_secrets(params.get("proxy"))
-
-
-def _scrub_text(text: object, secrets: Iterable[str]) -> str:
-    """``text`` without URL user info and without any of ``secrets`` (those of at least _MIN_SECRET_LENGTH)."""
-    return redact(_safe_url(text), secrets, _MIN_SECRET_LENGTH)
-
-
 def _group_of(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
-
-
-def selector_string(label_selector: LabelSelector) -> Optional[str]:
-    """A label selector as the API expects it: ``{"a": "b", "c": None}`` -> ``a=b,c``; strings pass through."""
-    if label_selector is None:
-        return None
-    if isinstance(label_selector, str):
-        return label_selector or None
-    if isinstance(label_selector, dict):
-        parts = []
-        for key in sorted(label_selector):
-            value = label_selector[key]
-            parts.append(str(key) if value is None else f"{key}={value}")
-        return ",".join(parts) or None
-    raise TypeError(f"label_selector must be a string or a dict, got {type(label_selector).__name__}")
-
-
-SERVER_METADATA_FIELDS = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
-
-
-def clean_object(obj: Optional[Mapping[str, Any]], drop_status: bool = False) -> Optional[KubeObject]:
-    """A copy without the fields the server maintains (managedFields, resourceVersion, uid, ...), for diffs/results."""
-    if obj is None:
-        return None
-    cleaned = copy.deepcopy(dict(obj))
-    metadata = cleaned.get("metadata")
-    if isinstance(metadata, dict):
-        for key in SERVER_METADATA_FIELDS:
-            metadata.pop(key, None)
-    if drop_status:
-        cleaned.pop("status", None)
-    return cleaned
 
 
 def _parse_warnings(headers: Any) -> List[str]:
@@ -292,7 +160,7 @@ def check_timeout(value: Any) -> float:
 
 
 class K8sClient:
-    """Talks to one API server. Build it with :meth:`from_params`; call :meth:`close` when done.
+    """Talks to one API server. Build it with :meth:`connect`; call :meth:`close` when done.
 
     Each public call (``apply``, ``get``, ``list``, ...) ends within ``timeout`` seconds: discovery, the request
     and up to :data:`MAX_ATTEMPTS` attempts share that time; a server that does not answer gives K8sError status 0.
@@ -308,7 +176,7 @@ class K8sClient:
         self._deadline: Optional[float] = None
         self.warnings: List[str] = []
         self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
-        # A directory made here, or handed over by from_params, is removed on close().
+        # A directory made here, or handed over by connect, is removed on close().
         remove_tmpdir = remove_tmpdir or tmpdir is None
         self._tmpdir = tmpdir if tmpdir is not None else tempfile.mkdtemp(prefix="pinned-images-k8s-")
         self._finalizer = weakref.finalize(self, shutil.rmtree, self._tmpdir, True) if remove_tmpdir else None
@@ -319,25 +187,25 @@ class K8sClient:
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def from_params(cls, params: Optional[Mapping[str, Any]], tmpdir: Optional[str] = None,
-                    timeout: Optional[float] = None) -> K8sClient:
-        """Build a client from module parameters named as in :data:`K8S_AUTH_ARG_SPEC`.
+    def connect(cls, connection: Optional[K8sConnection], tmpdir: Optional[str] = None,
+                timeout: Optional[float] = None) -> K8sClient:
+        """Build a client for ``connection`` (None: every option unset).
 
         ``tmpdir`` receives the discovery cache and certificate files the kubeconfig loader writes; give the module's
         ``module.tmpdir``. Without it a private temporary directory is made and removed on :meth:`close`.
-        ``timeout`` defaults to the ``request_timeout`` parameter, else :data:`DEFAULT_TIMEOUT`.
+        ``timeout`` defaults to the ``request_timeout`` option, else :data:`DEFAULT_TIMEOUT`.
         """
         require_kubernetes()
-        params = params or {}
+        connection = connection or K8sConnection()
         if timeout is None:
-            timeout = params.get("request_timeout")
+            timeout = connection.request_timeout
         timeout = check_timeout(DEFAULT_TIMEOUT if timeout is None else timeout)
         own_tmp: Optional[str] = None
         if tmpdir is None:
             own_tmp = tempfile.mkdtemp(prefix="pinned-images-k8s-")
             tmpdir = own_tmp
         try:
-            configuration, secrets = _build_configuration(params, tmpdir)
+            configuration, secrets = build_configuration(connection, tmpdir)
         except Exception:
             if own_tmp:
                 shutil.rmtree(own_tmp, ignore_errors=True)
@@ -365,7 +233,7 @@ class K8sClient:
     @property
     def host(self) -> str:
         """The API server URL without credentials."""
-        return _safe_url(self.configuration.host)
+        return safe_url(self.configuration.host)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -375,8 +243,8 @@ class K8sClient:
             if value:
                 secrets.update((value, value.split(" ", 1)[-1]))
         for url in (getattr(self.configuration, "proxy", None), getattr(self.configuration, "host", None)):
-            secrets |= _url_secrets(url)
-        return _scrub_text(str(text), secrets)
+            secrets |= url_secrets(url)
+        return scrub_text(str(text), secrets)
 
     def _timeout_error(self) -> K8sError:
         return K8sError(
@@ -441,11 +309,11 @@ class K8sClient:
             try:
                 self._dynamic = DynamicClient(self._api_client, cache_file=cache_file)
             except DynamicApiError as exc:
-                raise self._api_error(exc, "discover", "the API groups")
+                raise self._api_error(exc, "discover", "the API groups") from None
             except ApiException as exc:
-                raise self._api_error(exc, "discover", "the API groups")
+                raise self._api_error(exc, "discover", "the API groups") from None
             except urllib3.exceptions.HTTPError as exc:
-                raise self._connection_error(exc)
+                raise self._connection_error(exc) from None
         return self._dynamic
 
     def _resource(self, api_version: str, kind: str) -> Any:
@@ -462,11 +330,11 @@ class K8sClient:
                 f"the API server at {self.host} does not serve kind {kind} in {api_version}{hint}",
                 status=404,
                 reason="NotFound",
-            )
+            ) from None
         except (DynamicApiError, ApiException) as exc:
-            raise self._api_error(exc, "discover", f"{kind} in {api_version}")
+            raise self._api_error(exc, "discover", f"{kind} in {api_version}") from None
         except urllib3.exceptions.HTTPError as exc:
-            raise self._connection_error(exc)
+            raise self._connection_error(exc) from None
         self._resources[key] = resource
         return resource
 
@@ -530,15 +398,15 @@ class K8sClient:
 
     def _request(self, verb: str, what: str, method: str, resource: Any, name: Optional[str] = None,
                  namespace: Optional[str] = None, body: Any = None, rbac_verb: Optional[str] = None,
-                 **params: Any) -> KubeObject:
+                 **query: Any) -> KubeObject:
         dyn = self._dyn()
         path = resource.path(name=name, namespace=namespace)
         try:
-            response = dyn.request(method, path, body=body, serialize=False, **params)
+            response = dyn.request(method, path, body=body, serialize=False, **query)
         except (DynamicApiError, ApiException) as exc:
-            raise self._api_error(exc, verb, what, resource, rbac_verb=rbac_verb or method)
+            raise self._api_error(exc, verb, what, resource, rbac_verb=rbac_verb or method) from None
         except urllib3.exceptions.HTTPError as exc:
-            raise self._connection_error(exc)
+            raise self._connection_error(exc) from None
         headers = getattr(response, "headers", None)
         if headers is None and hasattr(response, "getheaders"):
             headers = response.getheaders()
@@ -550,7 +418,7 @@ class K8sClient:
             answer: KubeObject = json.loads(data) if data else {}
             return answer
         except ValueError:
-            raise K8sError(self._scrub(f"the API server at {self.host} answered {verb} {what} with a non-JSON body"))
+            raise K8sError(self._scrub(f"the API server at {self.host} answered {verb} {what} with a non-JSON body")) from None
 
     @staticmethod
     def _what(kind: str, name: Optional[str] = None, namespace: Optional[str] = None) -> str:
@@ -589,9 +457,9 @@ class K8sClient:
         resource = self._resource(api_version, kind)
         namespace = self._namespace_for(resource, metadata.get("namespace"), kind)
         # A string: older clients would send Python's "True"/"False".
-        params = {"content_type": APPLY_PATCH, "field_manager": field_manager, "force_conflicts": "true" if force_conflicts else "false"}
+        query = {"content_type": APPLY_PATCH, "field_manager": field_manager, "force_conflicts": "true" if force_conflicts else "false"}
         if dry_run:
-            params["dry_run"] = "All"
+            query["dry_run"] = "All"
         return self._request(
             "server-side apply",
             self._what(kind, name, namespace),
@@ -602,7 +470,7 @@ class K8sClient:
             # Serialised here: older clients only send str/bytes bodies for non-JSON content types (JSON is YAML).
             body=json.dumps(obj),
             rbac_verb="patch",
-            **params,
+            **query,
         )
 
     @_within_timeout
@@ -624,12 +492,12 @@ class K8sClient:
         resource = self._resource(api_version, kind)
         if not resource.namespaced:
             namespace = None
-        params: Dict[str, str] = {}
+        query: Dict[str, str] = {}
         selector = selector_string(label_selector)
         if selector:
-            params["label_selector"] = selector
+            query["label_selector"] = selector
         what = self._what(kind + " objects", None, namespace)
-        answer = self._request("list", what, "get", resource, None, namespace, rbac_verb="list", **params)
+        answer = self._request("list", what, "get", resource, None, namespace, rbac_verb="list", **query)
         items: List[KubeObject] = []
         for item in answer.get("items") or []:
             item = dict(item)
@@ -645,9 +513,9 @@ class K8sClient:
         """Delete the object; False when it was already absent."""
         resource = self._resource(api_version, kind)
         namespace = self._namespace_for(resource, namespace, kind)
-        params = {"dry_run": "All"} if dry_run else {}
+        query = {"dry_run": "All"} if dry_run else {}
         try:
-            self._request("delete", self._what(kind, name, namespace), "delete", resource, name, namespace, **params)
+            self._request("delete", self._what(kind, name, namespace), "delete", resource, name, namespace, **query)
         except K8sError as exc:
             if exc.status == 404:
                 return False
@@ -662,10 +530,10 @@ class K8sClient:
             raise K8sError("patch_merge needs the patch as a dict", status=400)
         resource = self._resource(api_version, kind)
         namespace = self._namespace_for(resource, namespace, kind)
-        params = {"content_type": MERGE_PATCH, "field_manager": field_manager}
+        query = {"content_type": MERGE_PATCH, "field_manager": field_manager}
         if dry_run:
-            params["dry_run"] = "All"
-        return self._request("patch", self._what(kind, name, namespace), "patch", resource, name, namespace, body=patch, **params)
+            query["dry_run"] = "All"
+        return self._request("patch", self._what(kind, name, namespace), "patch", resource, name, namespace, body=patch, **query)
 
     def annotate(self, api_version: str, kind: str, name: str, annotations: Mapping[str, Optional[str]],
                  namespace: Optional[str] = None, dry_run: bool = False, field_manager: str = DEFAULT_FIELD_MANAGER,
@@ -687,120 +555,3 @@ class K8sClient:
             dry_run=dry_run,
             field_manager=field_manager,
         )
-
-
-# ---------------------------------------------------------------------- configuration
-
-
-def _temp_file_kwarg(loader: Callable[..., Any], tmpdir: str) -> Dict[str, str]:
-    """``temp_file_path`` for the kubeconfig loaders that take it (older clients write to the system temp dir)."""
-    try:
-        accepted = inspect.signature(loader).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return {}
-    return {"temp_file_path": tmpdir} if "temp_file_path" in accepted else {}
-
-
-def _build_configuration(params: Mapping[str, Any], tmpdir: str) -> Tuple[Any, List[str]]:
-    """Return (Configuration, secrets) for the parameters; never touches the process-wide default configuration."""
-    configuration: Any = k8s_client_mod.Configuration()
-    kubeconfig = params.get("kubeconfig")
-    context = params.get("context")
-    host = params.get("host")
-    api_key = params.get("api_key")
-    secrets = [api_key] if api_key else []
-    secrets.extend(_kubeconfig_secrets(kubeconfig))
-    secrets.extend(_url_secrets(params.get("proxy")))
-
-    def load_kubeconfig(source: Union[str, Dict[str, Any], None]) -> None:
-        try:
-            if isinstance(source, dict):
-                k8s_config.load_kube_config_from_dict(
-                    config_dict=source,
-                    context=context,
-                    client_configuration=configuration,
-                    persist_config=False,
-                    **_temp_file_kwarg(k8s_config.load_kube_config_from_dict, tmpdir),
-                )
-            else:
-                if source is None:
-                    source = os.environ.get("KUBECONFIG") or "~/.kube/config"
-                paths = [os.path.expanduser(p) for p in str(source).split(os.pathsep) if p]
-                if not any(os.path.exists(p) for p in paths):
-                    raise K8sError(f"kubeconfig file {', '.join(paths)} does not exist")
-                k8s_config.load_kube_config(
-                    config_file=os.pathsep.join(paths),
-                    context=context,
-                    client_configuration=configuration,
-                    persist_config=False,
-                    **_temp_file_kwarg(k8s_config.load_kube_config, tmpdir),
-                )
-        except K8sError:
-            raise
-        except (ConfigException, ValueError, TypeError, KeyError, OSError) as exc:
-            where = "the kubeconfig given as a dict" if isinstance(source, dict) else f"kubeconfig {source}"
-            message = f"cannot load {where}{f' (context {context})' if context else ''}: {exc}"
-            raise K8sError(_scrub_text(message, secrets))
-
-    if kubeconfig is not None and not isinstance(kubeconfig, (str, dict)):
-        raise K8sError(f"kubeconfig must be a path or a dict, got {type(kubeconfig).__name__}")
-    if kubeconfig or context:
-        load_kubeconfig(kubeconfig or None)
-    elif host:
-        pass
-    else:
-        try:
-            k8s_config.load_incluster_config(client_configuration=configuration)
-        except ConfigException:
-            try:
-                load_kubeconfig(None)
-            except K8sError as exc:
-                raise K8sError(
-                    "no Kubernetes connection configured: give host (and api_key or client certificates) or kubeconfig, "
-                    f"or run in a pod with a service account ({exc})"
-                )
-
-    # Explicit options win over what the kubeconfig or service account provided. The kubeconfig loader installs a
-    # hook that re-copies its settings before every request; re-apply the explicit ones after it.
-    overrides: Dict[str, Any] = {}
-    if host:
-        overrides["host"] = host.rstrip("/")
-    if params.get("validate_certs") is not None:
-        overrides["verify_ssl"] = bool(params["validate_certs"])
-    for option, attribute in (("ca_cert", "ssl_ca_cert"), ("client_cert", "cert_file"), ("client_key", "key_file")):
-        value = params.get(option)
-        if value:
-            if not os.path.isfile(value):
-                raise K8sError(f"{option} file {value} does not exist")
-            overrides[attribute] = value
-    if params.get("proxy"):
-        overrides["proxy"] = params["proxy"]
-
-    def apply_overrides(cfg: Any) -> None:
-        for attribute, value in overrides.items():
-            setattr(cfg, attribute, value)
-        if api_key:
-            cfg.api_key = {"authorization": "Bearer " + api_key}
-            cfg.api_key_prefix = {}
-
-    apply_overrides(configuration)
-    loader_hook: Any = getattr(configuration, "refresh_api_key_hook", None)
-    if loader_hook is not None and (overrides or api_key):
-
-        def refresh_then_override(cfg: Any) -> None:
-            loader_hook(cfg)
-            apply_overrides(cfg)
-            # The loader's hook re-installs itself; keep this wrapper in front of it.
-            cfg.refresh_api_key_hook = refresh_then_override
-
-        configuration.refresh_api_key_hook = refresh_then_override
-
-    for value in (configuration.api_key or {}).values():
-        if value:
-            secrets.append(value)
-            secrets.append(value.split(" ", 1)[-1])
-    # A kubeconfig's cluster may name a proxy (proxy-url) with user info as well.
-    secrets.extend(_url_secrets(getattr(configuration, "proxy", None)))
-    if not configuration.host:
-        raise K8sError("no Kubernetes API server URL: give host or a kubeconfig with a cluster server")
-    return configuration, secrets

@@ -11,8 +11,8 @@ for byte (sha256), and imports grpc and protobuf from there or from the node's P
 ``<tag>`` names the interpreter (``cp311-manylinux-x86_64``), so several interpreters of one node never share
 compiled files, and the role needs no round trip to learn it before the first module call.
 
-When the libraries are missing (or older than the committed CRI stubs accept), ``require_node_deps`` ends the
-module: with a structured ``node_deps_missing`` result when the role asked for it (it then provisions the directory
+When the libraries are missing (or older than the committed CRI stubs accept), ``require_node_deps`` stops the
+run: with a structured ``node_deps_missing`` result when the role asked for it (it then provisions the directory
 and calls again), else with the usual import error naming ``node_python_deps``.
 
 ``provision``/``remove`` write and delete the private directory (module ``pinned.images.node_python_deps``).
@@ -33,11 +33,9 @@ import zipfile
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypedDict
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import atomic_write, file_sha256
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, RunStopped
+from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
 
-ENV_DIR = "PINNED_IMAGES_PYTHON_DIR"
-# Used without the variable too, so that ad hoc runs on a node the role provisioned need nothing more.
-DEFAULT_DIR = "/var/lib/pinned-images/python"
 # The oldest versions the committed stubs run on; requirements-node.txt states the same floors (a unit test compares).
 MIN_PYTHON = (3, 8)
 FLOORS = {"grpcio": (1, 62, 0), "protobuf": (4, 25, 0)}
@@ -194,8 +192,9 @@ def node_deps_report() -> Dict[str, Any]:
     )
 
 
-def require_node_deps(module: Any, **result: Any) -> None:
-    """Return when grpc and protobuf are usable; else end the module (see the module docstring)."""
+def require_node_deps() -> None:
+    """Return when grpc and protobuf are usable; else raise: RunStopped with ``node_deps_missing`` when the role
+    asked for it (``PINNED_IMAGES_PYTHON_DIR`` set), CollectionError naming ``node_python_deps`` otherwise."""
     if HAS_NODE_DEPS:
         return
     # Here, not at the top: the CRI client imports this module and also runs without Ansible (tests, scripts).
@@ -203,21 +202,16 @@ def require_node_deps(module: Any, **result: Any) -> None:
 
     report = node_deps_report()
     if os.environ.get(ENV_DIR):
-        module.exit_json(
-            changed=False,
-            node_deps_missing=True,
-            node_deps=report,
-            msg="grpcio and protobuf are missing from %s (%s): %s" % (report["executable"], report["tag"],
-                                                                      report["problem"]),
-            **result
+        raise RunStopped(
+            "grpcio and protobuf are missing from %s (%s): %s" % (report["executable"], report["tag"],
+                                                                  report["problem"]),
+            details=dict(changed=False, node_deps_missing=True, node_deps=report),
         )
-    module.fail_json(
-        msg="%s (%s). The role pinned.images.node provides them offline (node_python_deps: auto); for ad hoc runs "
-            "prepare the node once with the playbook pinned.images.node_deps (docs/nodes.md)."
-            % (missing_required_lib("grpcio and protobuf"), report["problem"]),
-        exception=NODE_DEPS_ERROR,
-        node_deps=report,
-        **result
+    raise CollectionError(
+        "%s (%s). The role pinned.images.node provides them offline (node_python_deps: auto); for ad hoc runs "
+        "prepare the node once with the playbook pinned.images.node_deps (docs/nodes.md)."
+        % (missing_required_lib("grpcio and protobuf"), report["problem"]),
+        details=dict(exception=NODE_DEPS_ERROR, node_deps=report),
     )
 
 
@@ -314,28 +308,3 @@ def remove(base: str, check_mode: bool = False) -> Dict[str, Any]:
     if not check_mode:
         shutil.rmtree(base)
     return dict(changed=True, path=base, removed=entries)
-
-
-def python_deps(params: Mapping[str, Any], check_mode: bool = False) -> Dict[str, Any]:
-    """The node_python_deps module: report this interpreter and provision (``present``) or remove (``absent``) the
-    private directory. NodeDepsError, with the result so far in its details, on bad input or a failed write."""
-    base = params["path"]
-    if not os.path.isabs(base):
-        raise NodeDepsError("path must be absolute, got %r" % (base,), details={"changed": False})
-    info = interpreter()
-    tag_dir = os.path.join(base, info["tag"])
-    result: Dict[str, Any] = dict(changed=False, interpreter=info, pythonpath=os.path.join(tag_dir, SITE),
-                                  importable=HAS_NODE_DEPS and NODE_DEPS["site"] is None, problem=NODE_DEPS["error"])
-    try:
-        if params["state"] == "present":
-            if not params["wheels"]:
-                raise NodeDepsError("state=present needs at least one wheel")
-            wheels = [dict(path=os.path.join(tag_dir, WHEELS, os.path.basename(wheel["name"])), sha256=wheel["sha256"])
-                      for wheel in params["wheels"]]
-            outcome = provision(base, info["tag"], wheels, check_mode)
-            result.update(changed=outcome["changed"], reason=outcome["reason"], files=outcome["files"])
-        elif params["state"] == "absent":
-            result["changed"] = remove(base, check_mode)["changed"]
-    except NodeDepsError as err:
-        raise NodeDepsError(err.message, details=result) from err
-    return result

@@ -186,26 +186,3 @@ def fill(path: str, tag: str, requirement_lines: Sequence[str], download: bool =
         wheel = os.path.join(directory, name)
         wheels.append(dict(name=name, path=wheel, sha256=file_sha256(wheel), size=os.path.getsize(wheel)))
     return dict(changed=changed, path=directory, tag=tag, wheels=wheels, unmet=unmet)
-
-
-def fill_targets(params: Mapping[str, Any], check_mode: bool = False) -> Dict[str, Any]:
-    """The node_wheelhouse module: fill the wheelhouse for every target; its result.
-
-    WheelhouseError, with ``path`` and the targets filled so far in its details, when one cannot be filled.
-    """
-    path = params["path"] or default_path()
-    targets: Dict[str, Any] = {}
-    changed = False
-    try:
-        for tag in params["targets"]:
-            outcome = fill(path, tag, params["requirements"], params["download"], params["pip"], params["timeout"],
-                           check_mode)
-            changed = changed or outcome["changed"]
-            checksums = [dict(name=wheel["name"], sha256=wheel["sha256"]) for wheel in outcome["wheels"]]
-            targets[tag] = dict(path=outcome["path"], wheels=outcome["wheels"], checksums=checksums,
-                                unmet=outcome["unmet"])
-    except (ValueError, WheelhouseError, OSError) as err:
-        # ValueError: a requirement marker naming an unknown variable (packaging's UndefinedEnvironmentName).
-        raise WheelhouseError(str(err), details={"path": path, "targets": targets}) from err
-    total = sum(wheel["size"] for target in targets.values() for wheel in target["wheels"])
-    return {"changed": changed, "path": path, "targets": targets, "bytes": total}

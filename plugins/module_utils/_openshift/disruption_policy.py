@@ -51,7 +51,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import AtomicFileError, atomic_write
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import dump_yaml
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import DEFAULT_FIELD_MANAGER, K8sError
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import DEFAULT_FIELD_MANAGER
+from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import label_selector_matches
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (

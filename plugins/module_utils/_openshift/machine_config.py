@@ -49,8 +49,8 @@ Public API
 ``sync_cluster(entries, client, state, check_mode) -> {changed, applied, deleted, diffs, previous_images}``:
     server-side apply (field manager ``pinned-images``) only when the managed parts differ; deletes MachineConfigs
     of empty pools and, with ``state=absent``, of every pool.
-``plan(params) -> entries``, ``pool_summary(entry, previous, with_images) -> dict`` and
-``run_machine_config(params, check_mode, diff, tmpdir) -> dict``: the machine_config module's run (its result). Its
+``MachineConfigRequest``: the module's options. ``plan(request) -> entries``, ``pool_summary(entry, previous, with_images) -> dict`` and
+``run_machine_config(request, check_mode, diff, tmpdir) -> dict``: the machine_config module's run (its result). Its
     ``pools`` result is a summary per pool (counts, set names, images added and removed); every image and the
     MachineConfig objects only on request (``return_images``, ``return_objects``).
 """
@@ -62,6 +62,7 @@ import binascii
 import json
 import os
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 from ansible.module_utils.basic import missing_required_lib
@@ -72,21 +73,29 @@ from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file 
     read_bytes,
     remove_file,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
-    DEFAULT_PATH,
-    render_pinned_images,
-    validate_pinned_images,
-)
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import MAX_NAME_LENGTH
 from ansible_collections.pinned.images.plugins.module_utils._openshift import disruption_policy
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import (
+    HAS_YAML,
+    YAMLError,
+    dump_yaml,
+    load_yaml,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     DEFAULT_FIELD_MANAGER,
     HAS_KUBERNETES,
     KUBERNETES_IMPORT_ERROR,
     K8sClient,
 )
+from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
+    DEFAULT_PATH,
+    render_pinned_images,
+    validate_pinned_images,
+)
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import check_dns_subdomain
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
     ROLE_LABEL,
@@ -95,8 +104,6 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     as_pool,
 )
 from ansible_collections.pinned.images.plugins.module_utils._sets.pools import images_for_pool, resolve_pools
-from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
-from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import HAS_YAML, YAMLError, dump_yaml, load_yaml
 
 MACHINE_CONFIG_KIND = "MachineConfig"
 SUPPORTED_IGNITION_VERSIONS = ("3.1.0", "3.2.0", "3.3.0", "3.4.0")
@@ -353,23 +360,46 @@ def sync_cluster(entries: List[Dict[str, Any]], client: Any, state: str = "prese
 # --------------------------------------------------------------------------- the module's run
 
 
-def plan(params: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    """The entries of ``render_for_pools`` for the module's parameters; raises a CollectionError (bad sets, pools,
+@dataclass(frozen=True)
+class MachineConfigRequest:
+    """The machine_config module's options (``_runs/machine_config`` reads them)."""
+
+    pools: Optional[List[Any]]
+    sets: Optional[List[Any]]
+    images: Optional[List[str]]
+    require_digest: bool
+    name: str
+    ignition_version: str
+    dest: Optional[str]
+    apply: bool
+    state: str
+    return_images: bool
+    return_objects: bool
+    connection: K8sConnection
+    # The MachineConfiguration's node disruption policy (``_openshift.disruption_policy``), and whether a change
+    # may reboot the pools' nodes (else it waits up to ``disruption_policy_timeout`` seconds for the policy).
+    disruption_policy: bool
+    allow_reboot: bool
+    disruption_policy_timeout: float
+
+
+def plan(request: MachineConfigRequest) -> List[Dict[str, Any]]:
+    """The entries of ``render_for_pools`` for the module's request; raises a CollectionError (bad sets, pools,
     images or names) before anything is written or applied."""
     sets: List[PinnedImageSet] = []
     file_pools: List[MachineConfigPool] = []
-    if params["sets"] is not None:
-        sets, file_pools = load_sets(params["sets"])
-    pools = resolve_pools(params["pools"], file_pools) if params["pools"] is not None else file_pools
+    if request.sets is not None:
+        sets, file_pools = load_sets(request.sets)
+    pools = resolve_pools(request.pools, file_pools) if request.pools is not None else file_pools
     if not pools:
         raise MachineConfigError("no pools: give pools, or MachineConfigPool objects in sets")
     images: Optional[List[str]] = None
-    if params["state"] == "absent":
+    if request.state == "absent":
         images = []
-    elif params["sets"] is None:
-        images = validate_pinned_images(params["images"] or [], require_digest=params["require_digest"])
-    return render_for_pools(pools, sets=sets, images=images, name_template=params["name"],
-                            ignition_version=params["ignition_version"])
+    elif request.sets is None:
+        images = validate_pinned_images(request.images or [], require_digest=request.require_digest)
+    return render_for_pools(pools, sets=sets, images=images, name_template=request.name,
+                            ignition_version=request.ignition_version)
 
 
 def pool_summary(entry: Dict[str, Any], previous: Optional[List[str]], with_images: bool) -> Dict[str, Any]:
@@ -384,14 +414,11 @@ def pool_summary(entry: Dict[str, Any], previous: Optional[List[str]], with_imag
     return row
 
 
-def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
+def run_machine_config(request: MachineConfigRequest, check_mode: bool, diff: bool,
                        tmpdir: Optional[str] = None) -> Dict[str, Any]:
     """The machine_config module's run: render, then write into ``dest`` and/or apply (see the module's docs)."""
-    if not params["disruption_policy_timeout"] >= 0:
-        raise MachineConfigError(
-            f"disruption_policy_timeout must be 0 or more seconds, got {params['disruption_policy_timeout']}")
-    entries = plan(params)
-    if params["apply"] and not HAS_KUBERNETES:
+    entries = plan(request)
+    if request.apply and not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
     result: Dict[str, Any] = dict(changed=False, files=[], applied=[], deleted=[],
                                   file_changes=dict(created=[], changed=[], removed=[]))
@@ -399,16 +426,16 @@ def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
     # added/removed: against the files in dest, else against the cluster; unknown with neither.
     previous: Optional[Dict[str, List[str]]] = None
     # The policy goes with the MachineConfigs it makes reboot-free; state=absent leaves it (a removal is a change).
-    with_policy = params["disruption_policy"] and params["state"] == "present"
+    with_policy = request.disruption_policy and request.state == "present"
     result["disruption_policy"] = dict(file=None, applied=False)
-    if params["dest"]:
-        outcome = sync_files(entries, params["dest"], state=params["state"], check_mode=check_mode)
+    if request.dest:
+        outcome = sync_files(entries, request.dest, state=request.state, check_mode=check_mode)
         result.update(files=outcome["files"], file_changes=outcome["file_changes"])
         result["changed"] |= outcome["changed"]
         diffs.extend(outcome["diffs"])
         previous = outcome["previous_images"]
         if with_policy:
-            written = disruption_policy.sync_policy_file(params["dest"], check_mode=check_mode)
+            written = disruption_policy.sync_policy_file(request.dest, check_mode=check_mode)
             result["files"].append(written["path"])
             result["disruption_policy"]["file"] = written["path"]
             if written["content_changed"]:
@@ -416,9 +443,9 @@ def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
             if written["changed"]:
                 result["changed"] = True
                 diffs.append(written["diff"])
-    if params["apply"]:
+    if request.apply:
         try:
-            with K8sClient.from_params(params, tmpdir=tmpdir) as client:
+            with K8sClient.connect(request.connection, tmpdir=tmpdir) as client:
                 if with_policy:
                     policy = disruption_policy.sync_policy(client, check_mode=check_mode)
                     result["disruption_policy"]["applied"] = policy["changed"]
@@ -428,10 +455,10 @@ def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
 
                 def no_reboot(pools: List[str]) -> None:
                     disruption_policy.check_no_reboot(client, pools, with_policy, check_mode,
-                                                      params["disruption_policy_timeout"])
+                                                      request.disruption_policy_timeout)
 
-                outcome = sync_cluster(entries, client, state=params["state"], check_mode=check_mode,
-                                       before_change=None if params["allow_reboot"] else no_reboot)
+                outcome = sync_cluster(entries, client, state=request.state, check_mode=check_mode,
+                                       before_change=None if request.allow_reboot else no_reboot)
         except CollectionError as exc:
             # The files in dest are written by then: the failure says which.
             raise MachineConfigError(exc.problems, message=exc.message, details=dict(result, **exc.details)) from exc
@@ -440,9 +467,9 @@ def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
         diffs.extend(outcome["diffs"])
         if previous is None:
             previous = outcome["previous_images"]
-    result["pools"] = [pool_summary(e, None if previous is None else previous[e["name"]], params["return_images"])
+    result["pools"] = [pool_summary(e, None if previous is None else previous[e["name"]], request.return_images)
                        for e in entries]
-    if params["return_objects"]:
+    if request.return_objects:
         result["machine_configs"] = [e["machine_config"] for e in entries if e["machine_config"] is not None]
     if diff and diffs:
         result["diff"] = diffs

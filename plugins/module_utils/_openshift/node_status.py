@@ -36,20 +36,25 @@ import copy
 import datetime
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypedDict
 
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageReferenceError,
+    parse_image_ref,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     HAS_KUBERNETES,
     KUBERNETES_IMPORT_ERROR,
     K8sClient,
-    K8sError,
 )
-from ansible_collections.pinned.images.plugins.module_utils._sets.model import API_VERSION, PINNED_IMAGE_SET_KIND
+from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
+from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import PRESENT, PULLED
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import API_VERSION, PINNED_IMAGE_SET_KIND
 
 DEFAULT_ANNOTATION = "pinned.images/pinned-image-sets"
 PROGRESSING_CONDITION = "PinnedImageSetsProgressing"
@@ -382,7 +387,18 @@ def write_node_status(client: K8sClient, node: NodeParams, live: Optional[LiveNo
                       "is another run writing it too?")
 
 
-def publish_statuses(params: Mapping[str, Any], check_mode: bool, tmpdir: Optional[str], warnings: List[str],
+@dataclass(frozen=True)
+class StatusRequest:
+    """The pinned_image_status module's options: the nodes' statuses (as the argument spec gives them), the
+    annotation, whether to read the clusters' set generations, and the connection."""
+
+    nodes: List[NodeParams]
+    annotation: str
+    cluster_generations: bool
+    connection: K8sConnection
+
+
+def publish_statuses(request: StatusRequest, check_mode: bool, tmpdir: Optional[str], warnings: List[str],
                      now: Optional[str] = None) -> Dict[str, Any]:
     """The pinned_image_status module: write each node's status annotation; the module's result.
 
@@ -392,15 +408,15 @@ def publish_statuses(params: Mapping[str, Any], check_mode: bool, tmpdir: Option
     """
     if not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
-    annotation = params["annotation"]
+    annotation = request.annotation
     now = now or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     result: Dict[str, Any] = {"changed": False, "nodes": [], "missing": []}
     try:
-        with K8sClient.from_params(params, tmpdir=tmpdir) as client:
-            generations = cluster_generations(client, warnings) if params["cluster_generations"] else {}
+        with K8sClient.connect(request.connection, tmpdir=tmpdir) as client:
+            generations = cluster_generations(client, warnings) if request.cluster_generations else {}
             live = {(node.get("metadata") or {}).get("name"): _live(node, annotation)
                     for node in client.list("v1", "Node")}
-            for node in params["nodes"]:
+            for node in request.nodes:
                 name = node["name"]
                 written = write_node_status(client, node, live.get(name), annotation, now, generations, check_mode,
                                             warnings)

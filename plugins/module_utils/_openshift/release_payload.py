@@ -20,12 +20,32 @@ import re
 import tarfile
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Set
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence
 
-from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import atomic_write
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import estimate, human_size
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef, ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageRef,
+    ImageReferenceError,
+    parse_image_ref,
+)
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import YAMLError, load_yaml
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import estimate, human_size
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import (
+    PullEstimator,
+    RetryPolicy,
+    read_from_sources,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
+    DockerConfig,
+    RegistryCredentials,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
+from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
+from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
+    PullSource,
+    RegistriesConf,
+)
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import check_dns_subdomain
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
@@ -34,29 +54,6 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     ROLE_LABEL,
     validate_set,
 )
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import (
-    PullEstimator,
-    RetryPolicy,
-    SourcesFailedError,
-    read_from_sources,
-)
-from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
-    PullSource,
-    RegistriesConf,
-    load_registries_conf,
-)
-from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
-    DockerConfig,
-    RegistryCredentials,
-    load_docker_config,
-)
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
-    ManifestInfo,
-    Platform,
-    RegistryClient,
-    parse_platform,
-)
-from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import YAMLError, dump_yaml, load_yaml
 
 RELEASE_LABEL = "io.openshift.release"
 IMAGE_REFERENCES = "release-manifests/image-references"
@@ -328,53 +325,3 @@ def estimate_payload(client: RegistryClient, images: Iterable[str], registries: 
         "unreadable": {image: error for image, (error, _kind) in unreadable.items()},
         "registry_requests": client.request_count - before,
     }
-
-
-def release_sets(params: Mapping[str, Any], check_mode: bool = False, diff: bool = False,
-                 no_log_values: Optional[Set[str]] = None) -> Dict[str, Any]:
-    """The release_image_set module: read the release, select, build the sets, estimate, write ``dest``; its result.
-
-    The pull secret's secrets are added to ``no_log_values`` (the module's) as soon as it is read. Every failure is
-    a CollectionError whose message names the release or the option.
-    """
-    for name in ("expansion_factor", "registry_timeout"):
-        if params[name] <= 0:
-            raise CollectionError(f"{name} must be above 0, got {params[name]}")
-    try:
-        ref = parse_image_ref(params["release"], require_digest=False)
-    except ImageReferenceError as err:
-        raise CollectionError(f"release {params['release']!r}: {err}") from err
-    platform = parse_platform(params["platform"]) if params["platform"] else None
-    docker_config = load_docker_config(params["auth_file"])
-    registries = load_registries_conf(params["registries_conf"], params["registry_mirrors"])
-    if no_log_values is not None:
-        no_log_values.update(docker_config.secrets())
-    with RegistryClient(params["registry_timeout"], params["registry_certs_dirs"]) as client:
-        try:
-            payload = read_release(client, ref, registries, docker_config, platform)
-            components = select_components(payload.components, params["include"], params["exclude"])
-            images = sorted(set(components.values()) | ({payload.reference} if params["include_release_image"]
-                                                        else set()))
-            if not images:
-                raise ReleasePayloadError(f"include and exclude leave no image of release {payload.reference}")
-            sets = build_sets(images, params["name"] or default_set_name(payload.version), params["labels"],
-                              params["pools"])
-            result: Dict[str, Any] = dict(
-                changed=False, release_image=payload.reference, version=payload.version, metadata=payload.metadata,
-                images=images, components=components, sets=sets, source=payload.source, platform=payload.platform,
-                layer=payload.layer, bytes_read=payload.bytes_read,
-            )
-            if len(sets) == 1:
-                result["set"] = sets[0]
-            if params["estimate"]:
-                result["estimate"] = estimate_payload(client, images, registries, docker_config, platform,
-                                                      params["expansion_factor"])
-        except SourcesFailedError as err:
-            raise CollectionError(f"cannot read release image {ref}: {err.last_error}") from err
-    if params["dest"]:
-        written = atomic_write(params["dest"], "".join("---\n" + dump_yaml(obj) for obj in sets), mode=0o644,
-                               check_mode=check_mode)
-        result.update(changed=written["changed"], dest=params["dest"])
-        if diff:
-            result["diff"] = written["diff"]
-    return result

@@ -21,23 +21,21 @@ Public API
     The whole node-side step (see its docstring); ``client`` is a ``ContainerdClient``.
 ``LabelSettings``, ``pin_labels(client, images, settings, check_mode, state) -> dict``: that step for
     ``containerd_pinned_images`` and the prefetch's pin, its CRI errors said to be the pin's.
-``run_containerd_pinned_images(params, check_mode, connect) -> dict``: the whole module run.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError, CriImage, RuntimeVersion
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError, CriImage, RuntimeVersion
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     MissingImagesError,
     NotReportedError,
     PinnedImagesError,
     is_pattern,
-    selected_images,
     validate_pinned_images,
     wait_reported,
 )
@@ -256,14 +254,3 @@ def pin_labels(client: PinClient, images: List[str], settings: LabelSettings, ch
     except (CriError, NotReportedError) as exc:
         raise CollectionError(exc.problems, message="cannot pin on containerd: " + exc.message,
                               details=exc.details) from exc
-
-
-def run_containerd_pinned_images(params: Mapping[str, Any], check_mode: bool,
-                                 connect: Callable[[], ContextManager[PinClient]]) -> Dict[str, Any]:
-    """The whole ``containerd_pinned_images`` run: the wanted images (from ``images`` or set files), then
-    ``pin_labels`` on the client ``connect()`` opens. Returns the module's result, with ``warnings`` and ``diff``."""
-    images, set_names = selected_images(params, validate_images)
-    settings = LabelSettings(params["force"], params["old_runtime"], params["settle_timeout"])
-    with connect() as client:
-        outcome = pin_labels(client, images, settings, check_mode, params["state"])
-    return dict(outcome, set_names=set_names)

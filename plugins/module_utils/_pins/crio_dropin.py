@@ -27,7 +27,6 @@ Public API
     U+0085 and U+00A0 too, but not U+001C..U+001F).
 ``is_pattern(name)``, ``missing_images(client, images) -> list[str]`` (``client.image_status(name)`` is None
     for an absent image; patterns are skipped), ``MissingImagesError`` (``.missing``).
-``module_run_command(module) -> RunCommand``: ``run_command`` on an AnsibleModule; a missing program is rc 127.
 ``reload_crio(method, run_command=None, pid_file=None, service="crio")``: ``none`` | ``systemd``
     (``systemctl reload crio``; the unit's reload sends SIGHUP) | ``signal`` (SIGHUP to the pid in ``pid_file``);
     raises ``ReloadError``.
@@ -53,8 +52,12 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Proto
 
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import TOML
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import go_trim_space, unique_sorted_images
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageReferenceError,
+    go_trim_space,
+    parse_image_ref,
+    unique_sorted_images,
+)
 
 DEFAULT_PATH = "/etc/crio/crio.conf.d/50-pinned-images"
 # Characters an image reference or a CRI-O pattern body may hold.
@@ -361,21 +364,6 @@ class LazyStatusClient:
             self._client = None
 
 
-def module_run_command(module: Any) -> RunCommand:
-    """``run_command`` for ``reload_crio`` through an AnsibleModule. A program not on the PATH is a failed command
-    (rc 127, as a shell says, naming it) rather than ``fail_json``, so that the ReloadError's failure result still
-    tells what was written."""
-
-    def run(argv: List[str]) -> Tuple[int, str, str]:
-        program = module.get_bin_path(argv[0])
-        if program is None:
-            return 127, "", f"{argv[0]} is not on the PATH"
-        rc, out, err = module.run_command([program] + list(argv[1:]))
-        return rc, out, err
-
-    return run
-
-
 def reload_crio(method: str, run_command: Optional[RunCommand] = None, pid_file: Optional[str] = None,
                 service: str = "crio") -> None:
     """``systemd``: ``systemctl reload <service>`` through ``run_command(argv) -> (rc, out, err)``;
@@ -535,31 +523,3 @@ def pin_dropin(images: List[str], settings: DropinSettings, check_mode: bool,
     except CriError as exc:
         raise CollectionError(exc.problems, message="cannot read the images' state through CRI: " + exc.message,
                               details=exc.details) from exc
-
-
-def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]]) -> Tuple[List[str], List[str]]:
-    """(images, set_names) that a pinning module's options select (``images``, or ``sets`` with ``pools`` /
-    ``node_labels``), each checked by ``validate(names, require_digest=...)``; none with ``state=absent``."""
-    if params["state"] != "present":
-        return [], []
-    # Here, not at the top: the prefetch's pin reads no set files and need not import their loader.
-    from ansible_collections.pinned.images.plugins.module_utils._sets.pools import wanted_images
-
-    return wanted_images(params["images"], params["sets"], params["pools"], params["node_labels"],
-                         lambda names: validate(names, require_digest=params["require_digest"]))
-
-
-def run_crio_pinned_images(params: Mapping[str, Any], check_mode: bool, client: ImageStatusClient,
-                           run_command: RunCommand) -> Dict[str, Any]:
-    """The whole ``crio_pinned_images`` run: the wanted images (from ``images`` or set files), then ``pin_dropin``
-    with its presence check and CRI read-back through ``client``.
-
-    Returns the module's result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``, ``cri_pinned``,
-    ``warnings``, ``diff``).
-    """
-    images, set_names = selected_images(params, validate_pinned_images)
-    settings = DropinSettings(params["path"], params["reload"], params["pid_file"], params["force"],
-                              params["settle_timeout"])
-    outcome = pin_dropin(images, settings, check_mode, lambda wanted: missing_images(client, wanted), run_command,
-                         params["state"], client)
-    return dict(outcome, set_names=set_names)

@@ -19,25 +19,34 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Protocol, Tuple, TypeVar, Union
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import AUTH, INVALID, NOT_FOUND, UNAVAILABLE, CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
-# is_loopback: containerd and Docker allow plain HTTP to loopback registries without configuration; so does the estimate.
-from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import containerd_credentials, is_loopback
-from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
-    PullSource,
-    RegistriesConfError,
-    credentials_for_source,
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import (
+    AUTH,
+    INVALID,
+    NOT_FOUND,
+    UNAVAILABLE,
+    CollectionError,
 )
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, RegistryCredentials
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
-    HostEndpoint,
-    ManifestInfo,
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import HostEndpoint
+# is_loopback: containerd and Docker allow plain HTTP to loopback registries without configuration; so does the estimate.
+from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import (
+    containerd_credentials,
+    is_loopback,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
     ManifestUnknownError,
-    Platform,
     RegistryAuthRejected,
     RegistryConnectionError,
     RegistryError,
     RegistryTLSError,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
+from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
+    PullSource,
+    RegistriesConfError,
+    credentials_for_source,
 )
 
 # Manifest reads are small; more parallel requests than this only queue up at the registry.

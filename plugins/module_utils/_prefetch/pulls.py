@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple, TypedDict
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError, CriImage
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import AUTH, NO_SPACE, UNKNOWN
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError, CriImage
 
 PRESENT = "present"
 PULLED = "pulled"

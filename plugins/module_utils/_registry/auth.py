@@ -22,7 +22,11 @@ import json
 import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 
-from ansible_collections.pinned.images.plugins.module_utils._common.config_file import StrPath, read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._common.config_file import (
+    StrPath,
+    read_config_text,
+    short_value,
+)
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import DOCKER_HUB, DOCKER_HUB_ALIASES
 from ansible_collections.pinned.images.plugins.module_utils._common.secrets import REDACTED

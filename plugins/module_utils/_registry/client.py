@@ -21,295 +21,65 @@ import base64
 import hashlib
 import http.client
 import json
-import os
-import platform as _platform
 import re
 import socket
 import ssl
-import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
-from ansible_collections.pinned.images.plugins.module_utils._registry.auth import RegistryCredentials
 from ansible_collections.pinned.images.plugins.module_utils._common.secrets import redact
-
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_SCHEMA1 = ("application/vnd.docker.distribution.manifest.v1+json",
-                  "application/vnd.docker.distribution.manifest.v1+prettyjws")
-INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
-MANIFEST_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
-ACCEPT = ", ".join(INDEX_TYPES + MANIFEST_TYPES)
-_KNOWN_TYPES = INDEX_TYPES + MANIFEST_TYPES + DOCKER_SCHEMA1
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import RegistryCredentials
+from ansible_collections.pinned.images.plugins.module_utils._registry.challenges import Challenge, parse_challenges
+from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
+    DigestMismatchError,
+    ManifestFormatError,
+    ManifestUnknownError,
+    RegistryAuthRejected,
+    RegistryConnectionError,
+    RegistryError,
+    RegistryTLSError,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import (
+    ACCEPT,
+    DOCKER_SCHEMA1,
+    INDEX_TYPES,
+    KNOWN_TYPES,
+    MANIFEST_TYPES,
+    MAX_INDEX_DEPTH,
+    MAX_MANIFEST_SIZE,
+    ManifestInfo,
+    decode_manifest,
+    guess_type,
+    manifest_layers,
+    select_platform,
+)
+from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform, parse_platform
+from ansible_collections.pinned.images.plugins.module_utils._registry.tls import endpoint_tls_context, tls_context
+from ansible_collections.pinned.images.plugins.module_utils._registry.transport import (
+    MAX_SMALL_BODY,
+    BlobStream,
+    Response,
+    error_code,
+    error_detail,
+)
 
 DEFAULT_CERTS_DIRS = ("/etc/containers/certs.d", "/etc/docker/certs.d")
 DEFAULT_TIMEOUT = 30.0
 
-# Options of every module that reads a registry: pull secret, mirrors, TLS (docs: the pinned.images.registry fragment).
-REGISTRY_ARGUMENT_SPEC = dict(
-    auth_file=dict(type="path"),
-    registries_conf=dict(type="path"),
-    registry_mirrors=dict(
-        type="list",
-        elements="dict",
-        options=dict(
-            prefix=dict(type="str", required=True),
-            location=dict(type="str"),
-            insecure=dict(type="bool", default=False),
-            blocked=dict(type="bool", default=False),
-            mirror_by_digest_only=dict(type="bool", default=False),
-            mirrors=dict(
-                type="list",
-                elements="dict",
-                options=dict(
-                    location=dict(type="str", required=True),
-                    insecure=dict(type="bool", default=False),
-                    pull_from_mirror=dict(type="str", choices=["all", "digest-only", "tag-only"]),
-                ),
-            ),
-        ),
-    ),
-    registry_certs_dirs=dict(type="list", elements="path", default=list(DEFAULT_CERTS_DIRS)),
-    registry_timeout=dict(type="float", default=30.0),
-)
-
-# distribution refuses manifests above 4 MiB; so do we.
-MAX_MANIFEST_SIZE = 4 * 1024 * 1024
-MAX_SMALL_BODY = 1024 * 1024
 # Docker Hub's API lives on another host than its name.
 _API_HOSTS = {"docker.io": "registry-1.docker.io"}
-# An index may point to an index; real images never nest deeper.
-_MAX_INDEX_DEPTH = 3
 # Blob downloads follow at most this many redirects (registry -> CDN -> signed URL).
 _MAX_REDIRECTS = 5
 # Tokens are renewed this long before they expire.
 _TOKEN_MARGIN = 10.0
-# An authentication challenge: (scheme in lower case, {param: value}).
-Challenge = Tuple[str, Dict[str, str]]
 # A cached token's key: (registry, realm, service, scopes, the identity that asked for it).
 _TokenKey = Tuple[str, str, str, Tuple[str, ...], Optional[Tuple[str, str, str]]]
 # A thread's kept-alive connections by (scheme, netloc, insecure).
 _Pool = Dict[Tuple[str, str, bool], http.client.HTTPConnection]
-_DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$")
-_SCHEME_RE = re.compile(r"\s*,?\s*([A-Za-z][A-Za-z0-9_-]*)")
-_PARAM_RE = re.compile(r'\s*([A-Za-z0-9_.-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)\s*,?')
-
-
-class RegistryError(CollectionError):
-    """A registry request failed; ``registry`` names the registry (host[:port])."""
-
-    def __init__(self, message: str, registry: str = "") -> None:
-        super().__init__(message)
-        self.registry = registry
-
-
-class RegistryAuthRejected(RegistryError):
-    """Credentials were missing or rejected (HTTP 401/403, or by the token server)."""
-
-
-class ManifestUnknownError(RegistryError):
-    """The registry does not know the repository or manifest (HTTP 404, MANIFEST_UNKNOWN, NAME_UNKNOWN)."""
-
-
-class RegistryConnectionError(RegistryError):
-    """The registry could not be reached: refused, timed out, unresolvable, reset."""
-
-
-class RegistryTLSError(RegistryConnectionError):
-    """TLS verification or the handshake failed, or certs.d holds unusable files."""
-
-
-class DigestMismatchError(RegistryError):
-    """The manifest's sha256 differs from the digest that was asked for."""
-
-
-class ManifestFormatError(RegistryError):
-    """The manifest is not JSON, not a supported media type, or has malformed fields."""
-
-
-class PlatformError(CollectionError):
-    """A platform that is not ``os/architecture[/variant]``; the message names it and the allowed form."""
-
-
-class PlatformNotFoundError(RegistryError):
-    """A manifest list / OCI index has no manifest for the requested platform."""
-
-
-@dataclass(frozen=True)
-class Platform:
-    """An image index platform: ``os/architecture[/variant]``."""
-
-    os: str
-    architecture: str
-    variant: str = ""
-
-    def __str__(self) -> str:
-        return "/".join(p for p in (self.os, self.architecture, self.variant) if p)
-
-
-# uname -m -> GOARCH and variant, as image indexes name platforms.
-_MACHINE_TO_GOARCH = {
-    "x86_64": ("amd64", ""), "amd64": ("amd64", ""),
-    "aarch64": ("arm64", ""), "arm64": ("arm64", ""),
-    "armv7l": ("arm", "v7"), "armv6l": ("arm", "v6"), "armv5tel": ("arm", "v5"),
-    "i386": ("386", ""), "i686": ("386", ""),
-    "ppc64le": ("ppc64le", ""), "s390x": ("s390x", ""), "riscv64": ("riscv64", ""),
-    "mips64": ("mips64", ""), "loongarch64": ("loong64", ""),
-}
-
-
-def host_platform() -> Platform:
-    """This machine as an index platform (x86_64 -> linux/amd64, armv7l -> linux/arm/v7, ...)."""
-    machine = _platform.machine().lower()
-    architecture, variant = _MACHINE_TO_GOARCH.get(machine, (machine, ""))
-    os_name = "linux" if sys.platform.startswith("linux") else sys.platform
-    return Platform(os_name, architecture, variant)
-
-
-def parse_platform(value: Union[str, Platform, None]) -> Platform:
-    """``os/arch[/variant]`` (``linux/arm64/v8``) -> Platform; a Platform passes through; None -> this host."""
-    if value is None:
-        return host_platform()
-    if isinstance(value, Platform):
-        return value
-    parts = value.split("/") if isinstance(value, str) else []
-    if len(parts) not in (2, 3) or not all(re.match(r"^[a-z0-9_.-]+$", p) for p in parts):
-        raise PlatformError(f"platform {value!r} is not os/architecture[/variant], e.g. linux/amd64 or linux/arm/v7")
-    return Platform(*parts)
-
-
-def _variant_preference(wanted: Platform) -> List[str]:
-    """Variants acceptable for ``wanted``, best first (arm64 == arm64/v8; arm/v7 runs v6 and v5)."""
-    if wanted.architecture == "arm64":
-        order = [wanted.variant or "v8", "v8", ""]
-    elif wanted.architecture == "arm":
-        level = int(wanted.variant[1:]) if re.match(r"^v[5-8]$", wanted.variant or "") else 7
-        order = [f"v{n}" for n in range(level, 4, -1)] + [""]
-    else:
-        order = [wanted.variant, ""]
-    seen: List[str] = []
-    for variant in order:
-        if variant not in seen:
-            seen.append(variant)
-    return seen
-
-
-@dataclass(frozen=True)
-class ManifestInfo:
-    """``digest``/``media_type`` of what was asked for; ``platform_digest`` of the image manifest used."""
-
-    digest: str
-    media_type: str
-    platform_digest: str
-    layers: Tuple[Tuple[str, int], ...]
-    config_size: int
-    platform: str = ""
-    reference: str = ""
-    config_digest: str = ""
-
-
-def parse_challenges(header: str) -> List[Challenge]:
-    """``WWW-Authenticate`` -> [(scheme, {param: value})], scheme in lower case."""
-    challenges: List[Challenge] = []
-    pos = 0
-    while pos < len(header):
-        match = _SCHEME_RE.match(header, pos)
-        if not match:
-            break
-        scheme, pos = match.group(1).lower(), match.end()
-        params: Dict[str, str] = {}
-        while True:
-            param = _PARAM_RE.match(header, pos)
-            if not param:
-                break
-            value = param.group(2)
-            if len(value) >= 2 and value[0] == value[-1] == '"':
-                value = re.sub(r"\\(.)", r"\1", value[1:-1])
-            params[param.group(1).lower()] = value
-            pos = param.end()
-        challenges.append((scheme, params))
-    return challenges
-
-
-def _error_detail(body: bytes) -> str:
-    """``CODE: message`` from a registry error body, short."""
-    try:
-        errors = json.loads(body.decode("utf-8")).get("errors") or []
-        first = errors[0]
-        text = f"{first.get('code', '')}: {first.get('message', '')}".strip(": ")
-    except (ValueError, AttributeError, IndexError, TypeError, UnicodeDecodeError):
-        return ""
-    return text[:200]
-
-
-def _error_code(body: bytes) -> str:
-    detail = _error_detail(body)
-    return detail.split(":", 1)[0] if detail else ""
-
-
-class _Response:
-    __slots__ = ("status", "headers", "body", "stream")
-
-    def __init__(self, status: int, headers: http.client.HTTPMessage, body: bytes,
-                 stream: Optional[Tuple[http.client.HTTPResponse, http.client.HTTPConnection]] = None) -> None:
-        self.status = status
-        self.headers = headers
-        self.body = body
-        # (HTTPResponse, connection) of a streamed 200 answer; the connection is out of the pool then.
-        self.stream = stream
-
-
-class BlobStream:
-    """A blob being downloaded: ``read(n)`` as a file; ``bytes_read`` counts the bytes received so far.
-
-    Reading to the end verifies the digest; closing early drops the connection (the rest is never sent).
-    """
-
-    def __init__(self, response: http.client.HTTPResponse, connection: http.client.HTTPConnection, digest: str,
-                 what: str, registry: str, counter: Optional[Callable[[int], None]] = None) -> None:
-        self._response = response
-        self._connection = connection
-        self._digest = digest
-        self._hash = hashlib.sha256()
-        self._what = what
-        self._registry = registry
-        self._counter = counter
-        self.bytes_read = 0
-
-    def read(self, size: Optional[int] = -1) -> bytes:
-        """Up to ``size`` bytes (all that is left when negative or None); b"" at the end."""
-        try:
-            data = self._response.read(size if size is not None and size >= 0 else None)
-        except (OSError, http.client.HTTPException) as exc:
-            raise RegistryConnectionError(f"reading {self._what} from registry {self._registry} failed: "
-                                          f"{type(exc).__name__}", self._registry) from None
-        self.bytes_read += len(data)
-        if self._counter is not None:
-            self._counter(len(data))
-        self._hash.update(data)
-        if not data or (size is not None and size < 0):
-            if self._digest.startswith("sha256:") and "sha256:" + self._hash.hexdigest() != self._digest:
-                raise DigestMismatchError(f"registry {self._registry} sent {self._what} whose sha256 is not "
-                                          f"{self._digest}", self._registry)
-        return data
-
-    def close(self) -> None:
-        """Drop the download and its connection."""
-        self._response.close()
-        self._connection.close()
-
-    def __enter__(self) -> BlobStream:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 @dataclass(frozen=True)
@@ -431,19 +201,19 @@ class RegistryClient:
         top_digest: str = digest
         top_type: Optional[str] = None
         chosen_platform = ""
-        for _depth in range(_MAX_INDEX_DEPTH):
-            document = self._decode(ref, digest, body)
-            media_type = document.get("mediaType") or (media_type if media_type in _KNOWN_TYPES else "") or \
-                self._guess_type(document)
+        for _depth in range(MAX_INDEX_DEPTH):
+            document = decode_manifest(ref, digest, body)
+            media_type = document.get("mediaType") or (media_type if media_type in KNOWN_TYPES else "") or \
+                guess_type(document)
             if top_type is None:
                 top_type = media_type
             if media_type in INDEX_TYPES:
-                entry = self._select(ref, digest, document, wanted)
+                entry = select_platform(ref, digest, document, wanted)
                 chosen_platform = str(wanted)
                 body, media_type, digest = self.get_manifest(ref, credentials, insecure, entry, endpoint)
                 continue
             if media_type in MANIFEST_TYPES:
-                layers, config_size = self._layers(ref, digest, document)
+                layers, config_size = manifest_layers(ref, digest, document)
                 config_digest = (document.get("config") or {}).get("digest") or ""
                 return ManifestInfo(top_digest, top_type, digest, layers, config_size, chosen_platform, str(ref),
                                     config_digest if isinstance(config_digest, str) else "")
@@ -455,85 +225,13 @@ class RegistryClient:
             raise ManifestFormatError(
                 f"{ref}: registry {ref.registry} returned unsupported manifest media type {media_type!r}", ref.registry
             )
-        raise ManifestFormatError(f"{ref}: image indexes nested more than {_MAX_INDEX_DEPTH} deep", ref.registry)
-
-    # --- manifest documents -----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _decode(ref: ImageRef, digest: str, body: bytes) -> Dict[str, Any]:
-        try:
-            document = json.loads(body.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            raise ManifestFormatError(f"{ref}: manifest {digest} is not JSON", ref.registry) from None
-        if not isinstance(document, dict):
-            raise ManifestFormatError(f"{ref}: manifest {digest} is not a JSON object", ref.registry)
-        return document
-
-    @staticmethod
-    def _guess_type(document: Dict[str, Any]) -> str:
-        # OCI allows manifests without mediaType; registries then send a generic Content-Type.
-        if isinstance(document.get("manifests"), list):
-            return OCI_INDEX
-        if isinstance(document.get("layers"), list):
-            return OCI_MANIFEST
-        if document.get("schemaVersion") == 1:
-            return DOCKER_SCHEMA1[0]
-        return ""
-
-    @staticmethod
-    def _size(value: object) -> int:
-        # bool is an int in Python but never a size.
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(value)
-        return value
-
-    def _layers(self, ref: ImageRef, digest: str,
-                document: Dict[str, Any]) -> Tuple[Tuple[Tuple[str, int], ...], int]:
-        try:
-            config = document.get("config") or {}
-            config_size = self._size(config.get("size", 0))
-            layers = []
-            for layer in document.get("layers") or []:
-                layer_digest = layer["digest"]
-                if not isinstance(layer_digest, str) or not _DIGEST_RE.match(layer_digest):
-                    raise ValueError(layer_digest)
-                layers.append((layer_digest, self._size(layer["size"])))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise ManifestFormatError(
-                f"{ref}: manifest {digest} has a malformed config or layer entry", ref.registry
-            ) from None
-        return tuple(layers), config_size
-
-    @staticmethod
-    def _select(ref: ImageRef, digest: str, document: Dict[str, Any], wanted: Platform) -> str:
-        candidates: List[Tuple[str, str, str, str]] = []
-        for entry in document.get("manifests") or []:
-            plat = entry.get("platform") if isinstance(entry, dict) else None
-            if not isinstance(plat, dict) or not isinstance(entry.get("digest"), str):
-                continue
-            candidates.append((str(plat.get("os", "")), str(plat.get("architecture", "")),
-                               str(plat.get("variant", "") or ""), entry["digest"]))
-        for variant in _variant_preference(wanted):
-            for os_name, arch, entry_variant, entry_digest in candidates:
-                if os_name == wanted.os and arch == wanted.architecture and entry_variant == variant:
-                    if not re.match(r"^sha256:[0-9a-f]{64}$", entry_digest):
-                        raise ManifestFormatError(
-                            f"{ref}: index {digest} names {wanted} by an unsupported digest {entry_digest[:80]!r}",
-                            ref.registry,
-                        )
-                    return entry_digest
-        available = sorted({str(Platform(o, a, v)) for o, a, v, _digest in candidates if o != "unknown"})
-        raise PlatformNotFoundError(
-            f"{ref}: index {digest} has no manifest for platform {wanted}; "
-            f"available: {', '.join(available) or 'none'}",
-            ref.registry,
-        )
+        raise ManifestFormatError(f"{ref}: image indexes nested more than {MAX_INDEX_DEPTH} deep", ref.registry)
 
     # --- requests with authentication -------------------------------------------------------------------------
 
     def _registry_request(self, method: str, ref: ImageRef, wanted: str, credentials: Optional[RegistryCredentials],
                           insecure: bool, kind: str = "manifests",
-                          endpoint: Optional[HostEndpoint] = None) -> _Response:
+                          endpoint: Optional[HostEndpoint] = None) -> Response:
         """A manifest (read whole) or, with ``kind="blobs"``, a blob (a streamed 200 answer)."""
         registry = ref.registry
         path = f"/v2/{quote(ref.repository)}/{kind}/{quote(wanted, safe=':')}"
@@ -567,7 +265,7 @@ class RegistryClient:
                                f"{ref.registry} at {endpoint}" if elsewhere else ref.registry)
         return response
 
-    def _follow_redirect(self, registry: str, insecure: bool, path: str, response: _Response) -> _Response:
+    def _follow_redirect(self, registry: str, insecure: bool, path: str, response: Response) -> Response:
         """Blobs often live behind a redirect to storage; the registry's credentials are never sent there."""
         base = f"{self._schemes.get(registry, 'https') if insecure else 'https'}://{_API_HOSTS.get(registry, registry)}"
         for _hop in range(_MAX_REDIRECTS):
@@ -591,7 +289,7 @@ class RegistryClient:
             return None
         return self._authorize(registry, challenge, scope, credentials, insecure, endpoint)
 
-    def _remember_challenge(self, registry: str, response: _Response) -> Challenge:
+    def _remember_challenge(self, registry: str, response: Response) -> Challenge:
         header = ", ".join(response.headers.get_all("WWW-Authenticate") or [])
         challenges = dict(parse_challenges(header)) if header else {}
         for scheme in ("bearer", "basic"):
@@ -607,7 +305,7 @@ class RegistryClient:
 
     def _authorize(self, registry: str, challenge: Challenge, scope: str, credentials: Optional[RegistryCredentials],
                    insecure: bool, endpoint: Optional[HostEndpoint] = None) -> str:
-        scheme, params = challenge
+        scheme, fields = challenge
         if scheme == "basic":
             if credentials is None or not (credentials.username or credentials.password):
                 raise RegistryAuthRejected(
@@ -618,17 +316,17 @@ class RegistryClient:
             return "Basic " + base64.b64encode(raw).decode("ascii")
         if credentials is not None and credentials.registry_token:
             return "Bearer " + credentials.registry_token
-        return "Bearer " + self._token(registry, params, scope, credentials, insecure, endpoint)
+        return "Bearer " + self._token(registry, fields, scope, credentials, insecure, endpoint)
 
     def _drop_tokens(self, registry: str) -> None:
         with self._lock:
             for key in [k for k in self._tokens if k[0] == registry]:
                 del self._tokens[key]
 
-    def _token(self, registry: str, params: Dict[str, str], scope: str, credentials: Optional[RegistryCredentials],
+    def _token(self, registry: str, fields: Dict[str, str], scope: str, credentials: Optional[RegistryCredentials],
                insecure: bool, endpoint: Optional[HostEndpoint] = None) -> str:
-        realm = params.get("realm", "")
-        service = params.get("service", "")
+        realm = fields.get("realm", "")
+        service = fields.get("service", "")
         # Our own scope, not the challenge's: a remembered challenge names the repository that triggered it.
         scopes = [scope]
         identity = None if credentials is None else (credentials.username, credentials.password,
@@ -697,12 +395,12 @@ class RegistryClient:
             self._tokens[key] = (token, time.monotonic() + max(lifetime - _TOKEN_MARGIN, 1.0))
         return token
 
-    def _raise_for_status(self, response: _Response, ref: ImageRef, wanted: str,
+    def _raise_for_status(self, response: Response, ref: ImageRef, wanted: str,
                           credentials: Optional[RegistryCredentials], secrets: Set[str], registry: str) -> None:
         status = response.status
         if status == 200:
             return
-        detail = redact(_error_detail(response.body), secrets)
+        detail = redact(error_detail(response.body), secrets)
         suffix = f" ({detail})" if detail else ""
         target = f"{ref.name}@{wanted}" if wanted.startswith("sha256:") else f"{ref.name}:{wanted}"
         if status in (401, 403):
@@ -718,7 +416,7 @@ class RegistryClient:
                 f"registry {registry} {verb} {who} for {ref.repository} (HTTP {status}){suffix}", registry
             )
         if status == 404:
-            code = _error_code(response.body)
+            code = error_code(response.body)
             what = {"NAME_UNKNOWN": "repository unknown", "BLOB_UNKNOWN": "blob unknown"}.get(code, "manifest unknown")
             raise ManifestUnknownError(f"{what}: registry {registry} has no {target}{suffix}", registry)
         raise RegistryError(f"registry {registry} answered HTTP {status} for {target}{suffix}", registry)
@@ -730,54 +428,13 @@ class RegistryClient:
         context = self._contexts.get(key)
         if context is not None:
             return context
-        context = self._endpoint_context(host) if isinstance(host, HostEndpoint) else self._certs_dirs_context(
-            host, insecure)
+        if isinstance(host, HostEndpoint):
+            context = endpoint_tls_context(host.netloc, host.ca_files, host.client_pairs, host.skip_verify,
+                                           host.source)
+        else:
+            context = tls_context(host, insecure, self.certs_dirs)
         with self._lock:
             self._contexts[key] = context
-        return context
-
-    def _certs_dirs_context(self, host: str, insecure: bool) -> ssl.SSLContext:
-        """TLS as containers/image and docker set it up: ``certs.d/<host>/`` CAs and client pairs."""
-        if insecure:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        else:
-            context = ssl.create_default_context()
-        for base in self.certs_dirs:
-            directory = os.path.join(base, host)
-            if not os.path.isdir(directory):
-                continue
-            for name in sorted(os.listdir(directory)):
-                path = os.path.join(directory, name)
-                try:
-                    if name.endswith(".crt") and not insecure:
-                        context.load_verify_locations(cafile=path)
-                    elif name.endswith(".cert"):
-                        key_path = path[: -len(".cert")] + ".key"
-                        if not os.path.exists(key_path):
-                            raise RegistryTLSError(f"client certificate {path} has no matching key {key_path}", host)
-                        context.load_cert_chain(path, key_path)
-                except (ssl.SSLError, OSError) as exc:
-                    raise RegistryTLSError(f"cannot load {path} for registry {host}: {exc}", host) from None
-        return context
-
-    @staticmethod
-    def _endpoint_context(endpoint: HostEndpoint) -> ssl.SSLContext:
-        """containerd's TLS for a hosts.toml host: the system roots plus its ``ca``, its ``client`` pairs."""
-        context = ssl.create_default_context()
-        if endpoint.skip_verify:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        path = ""
-        try:
-            for path in endpoint.ca_files or ():
-                context.load_verify_locations(cafile=path)
-            for path, key in endpoint.client_pairs:
-                context.load_cert_chain(path, key or None)
-        except (ssl.SSLError, OSError) as exc:
-            raise RegistryTLSError(f"{endpoint.source}: cannot load {path} for host {endpoint.netloc}: {exc}",
-                                   endpoint.netloc) from None
         return context
 
     def _connection(self, scheme: str, netloc: str, tls_host: Union[str, HostEndpoint],
@@ -806,7 +463,7 @@ class RegistryClient:
 
     def _send(self, host: str, insecure: bool, method: str, path: str, headers: Dict[str, str], limit: int,
               scheme: Optional[str] = None, body: Optional[bytes] = None, registry: Optional[str] = None,
-              stream: bool = False, endpoint: Optional[HostEndpoint] = None) -> _Response:
+              stream: bool = False, endpoint: Optional[HostEndpoint] = None) -> Response:
         """One request to ``host`` (a registry name, or a token realm's netloc when ``scheme`` is given); with
         ``endpoint``, to that host (or the realm) with its TLS settings and headers."""
         registry = registry or host
@@ -837,8 +494,9 @@ class RegistryClient:
             except (OSError, http.client.HTTPException) as exc:
                 raise self._connection_error(exc, registry, scheme, netloc, tls) from None
 
-    def _exchange(self, scheme: str, netloc: str, tls_host: Union[str, HostEndpoint], insecure: bool, method: str, path: str,
-                  headers: Dict[str, str], body: Optional[bytes], limit: int, stream: bool = False) -> _Response:
+    def _exchange(self, scheme: str, netloc: str, tls_host: Union[str, HostEndpoint], insecure: bool, method: str,
+                  path: str, headers: Dict[str, str], body: Optional[bytes], limit: int,
+                  stream: bool = False) -> Response:
         for attempt in (1, 2):
             connection, reused = self._connection(scheme, netloc, tls_host, insecure)
             with self._lock:
@@ -849,7 +507,7 @@ class RegistryClient:
                 if stream and response.status == 200:
                     # The caller reads the body and owns the connection from now on.
                     self._local.pool.pop((scheme, netloc, insecure), None)
-                    return _Response(response.status, response.headers, b"", (response, connection))
+                    return Response(response.status, response.headers, b"", (response, connection))
                 data = response.read(limit + 1)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self._discard(scheme, netloc, insecure)
@@ -866,7 +524,7 @@ class RegistryClient:
                                     str(tls_host))
             if response.will_close:
                 self._discard(scheme, netloc, insecure)
-            return _Response(response.status, response.headers, data)
+            return Response(response.status, response.headers, data)
         raise AssertionError("unreachable")
 
     def _connection_error(self, exc: BaseException, registry: str, scheme: str, netloc: str,

@@ -17,7 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple, Type, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import TOML as _toml
-from ansible_collections.pinned.images.plugins.module_utils._common.config_file import StrPath, read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._common.config_file import (
+    StrPath,
+    read_config_text,
+    short_value,
+)
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
     ImageRef,

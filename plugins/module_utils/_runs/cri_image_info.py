@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, ImageFsUsage
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import ImageFsUsage
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import filesystem_stats
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import cri_client
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
 
 def _with_local_usage(filesystem: ImageFsUsage) -> Dict[str, Any]:
@@ -25,7 +28,7 @@ def describe_runtime(params: Mapping[str, Any]) -> Dict[str, Any]:
     """The cri_image_info module's result: the runtime, its images (only the requested ones when ``images`` is set,
     the others in ``missing``) and its image filesystems. Raises CriError."""
     requested = params["images"]
-    with CriClient.from_params(params) as client:
+    with cri_client(params) as client:
         runtime = dict(client.version(), endpoint=client.endpoint)
         filesystems = [_with_local_usage(fs) for fs in client.image_fs_info()]
         missing: List[str] = []
@@ -43,3 +46,9 @@ def describe_runtime(params: Mapping[str, Any]) -> Dict[str, Any]:
             images = list(by_id.values())
     return {"changed": False, "runtime": runtime, "images": images, "missing": missing,
             "image_filesystems": filesystems}
+
+
+def run(invocation: Invocation) -> Outcome:
+    """The module's run, once grpcio and protobuf are there."""
+    require_node_deps()
+    return Outcome(describe_runtime(invocation.params))

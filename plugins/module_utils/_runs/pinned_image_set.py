@@ -5,7 +5,7 @@
 """The pinned_image_set module's run (controller side): build one PinnedImageSet from parameters or a definition,
 validate it, apply it to (or delete it from) the cluster and/or write (or remove) ``<dest>/<name>.yaml``.
 
-``publish_set(params, check_mode, diff, tmpdir) -> SetOutcome``; every failure is a CollectionError (K8sError
+``SetRequest.from_params(params)``, ``publish_set(request, check_mode, diff, tmpdir) -> Outcome``; every failure is a CollectionError (K8sError
 carries ``status`` and ``reason``), raised before anything is applied or written when the input is bad.
 """
 
@@ -18,15 +18,26 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import AtomicFileError, atomic_write, remove_file
+from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import (
+    AtomicFileError,
+    atomic_write,
+    remove_file,
+)
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, join_problems
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import (
+    HAS_YAML,
+    YAML_IMPORT_ERROR,
+    dump_yaml,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     HAS_KUBERNETES,
     KUBERNETES_IMPORT_ERROR,
     K8sClient,
-    KubeObject,
-    clean_object,
 )
+from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
+from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import KubeObject, clean_object
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, hiding
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import check_dns_subdomain
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
@@ -35,36 +46,43 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     PinnedImageSetError,
     validate_set,
 )
-from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import HAS_YAML, YAML_IMPORT_ERROR, dump_yaml
 
 _USED_METADATA = ("name", "labels", "annotations")
 _USED_SPEC = ("pinnedImages", "machineConfigPoolSelector")
 
 
 @dataclass(frozen=True)
-class SetOutcome:
-    """The module's result and the warnings to give."""
+class SetRequest:
+    """The module's options: the set (by parameters or a ``definition``), what to do with it, the connection."""
 
-    result: Dict[str, Any]
-    warnings: List[str]
+    name: Optional[str]
+    images: Optional[List[str]]
+    labels: Optional[Dict[str, str]]
+    pool_selector: Optional[Dict[str, Any]]
+    definition: Optional[KubeObject]
+    state: str
+    dest: Optional[str]
+    apply: Optional[bool]
+    force_conflicts: bool
+    connection: K8sConnection
 
-    def warned(self, module: Any) -> Dict[str, Any]:
-        """The result, once each warning is given with ``module.warn`` (the end of a module: ``exit_json_from``)."""
-        for warning in self.warnings:
-            module.warn(warning)
-        return self.result
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> "SetRequest":
+        """The options as the argument spec checked them; the set itself is checked by ``publish_set``."""
+        return cls(params["name"], params["images"], params["labels"], params["pool_selector"], params["definition"],
+                   params["state"], params["dest"], params["apply"], params["force_conflicts"], k8s_connection(params))
 
 
-def build_object(params: Mapping[str, Any]) -> Tuple[KubeObject, str]:
-    """(the PinnedImageSet object the parameters describe, where it came from: ``definition`` or ``parameters``)."""
-    if params["definition"] is not None:
-        return copy.deepcopy(params["definition"]), "definition"
-    metadata: Dict[str, Any] = {"name": params["name"]}
-    if params["labels"] is not None:
-        metadata["labels"] = params["labels"]
-    spec: Dict[str, Any] = {"pinnedImages": [{"name": image} for image in params["images"] or []]}
-    if params["pool_selector"] is not None:
-        spec["machineConfigPoolSelector"] = params["pool_selector"]
+def build_object(request: SetRequest) -> Tuple[KubeObject, str]:
+    """(the PinnedImageSet object the request describes, where it came from: ``definition`` or ``parameters``)."""
+    if request.definition is not None:
+        return copy.deepcopy(request.definition), "definition"
+    metadata: Dict[str, Any] = {"name": request.name}
+    if request.labels is not None:
+        metadata["labels"] = request.labels
+    spec: Dict[str, Any] = {"pinnedImages": [{"name": image} for image in request.images or []]}
+    if request.pool_selector is not None:
+        spec["machineConfigPoolSelector"] = request.pool_selector
     return {"apiVersion": API_VERSION, "kind": PINNED_IMAGE_SET_KIND, "metadata": metadata, "spec": spec}, "parameters"
 
 
@@ -122,14 +140,14 @@ def _validated(obj: KubeObject, source: str) -> Tuple[str, KubeObject]:
     return image_set.name, render(image_set, obj)
 
 
-def _apply(params: Mapping[str, Any], name: str, rendered: Optional[KubeObject], check_mode: bool,
+def _apply(request: SetRequest, name: str, rendered: Optional[KubeObject], check_mode: bool,
            tmpdir: Optional[str], result: Dict[str, Any], warnings: List[str]) -> Dict[str, Any]:
     """Apply or delete the set in the cluster; the diff entry."""
-    with K8sClient.from_params(params, tmpdir=tmpdir) as client:
+    with K8sClient.connect(request.connection, tmpdir=tmpdir) as client:
         before = client.get(API_VERSION, PINNED_IMAGE_SET_KIND, name)
         after = None
         if rendered is not None:
-            after = client.apply(rendered, force_conflicts=params["force_conflicts"], dry_run=check_mode)
+            after = client.apply(rendered, force_conflicts=request.force_conflicts, dry_run=check_mode)
         elif before is not None:
             client.delete(API_VERSION, PINNED_IMAGE_SET_KIND, name, dry_run=check_mode)
         warnings.extend(f"API server: {warning}" for warning in client.warnings)
@@ -170,22 +188,22 @@ def _write(dest: str, path: str, rendered: Optional[KubeObject], check_mode: boo
     return diff
 
 
-def publish_set(params: Mapping[str, Any], check_mode: bool = False, diff: bool = False,
-                tmpdir: Optional[str] = None) -> SetOutcome:
-    """Validate the set the parameters describe, then apply it and/or write it (or remove it for ``absent``)."""
-    dest = params["dest"]
-    do_apply = params["apply"] if params["apply"] is not None else dest is None
+def publish_set(request: SetRequest, check_mode: bool = False, diff: bool = False,
+                tmpdir: Optional[str] = None) -> Outcome:
+    """Validate the set the request describes, then apply it and/or write it (or remove it for ``absent``)."""
+    dest = request.dest
+    do_apply = request.apply if request.apply is not None else dest is None
     if not do_apply and dest is None:
         raise CollectionError("nothing to do: set dest to write a file, or apply=true to apply to the cluster")
     if dest is not None and not HAS_YAML:
         raise CollectionError(missing_required_lib("PyYAML"), details={"exception": str(YAML_IMPORT_ERROR)})
-    obj, source = build_object(params)
+    obj, source = build_object(request)
     warnings: List[str] = []
     rendered: Optional[KubeObject] = None
     name: str
-    if params["state"] == "present":
+    if request.state == "present":
         name, rendered = _validated(obj, source)
-        dropped = dropped_fields(obj) if params["definition"] is not None else []
+        dropped = dropped_fields(obj) if request.definition is not None else []
         if dropped:
             warnings.append("definition fields not used for a PinnedImageSet were dropped: " + ", ".join(dropped))
     else:
@@ -202,9 +220,16 @@ def publish_set(params: Mapping[str, Any], check_mode: bool = False, diff: bool 
     if do_apply:
         if not HAS_KUBERNETES:
             raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
-        diffs.append(_apply(params, name, rendered, check_mode, tmpdir, result, warnings))
+        diffs.append(_apply(request, name, rendered, check_mode, tmpdir, result, warnings))
     if dest is not None:
         diffs.append(_write(dest, os.path.join(dest, name + ".yaml"), rendered, check_mode, result))
     if diff:
         result["diff"] = diffs[0] if len(diffs) == 1 else diffs
-    return SetOutcome(result, warnings)
+    return Outcome(result, warnings)
+
+
+def run(invocation: Invocation) -> Outcome:
+    """The module's run; the connection's secrets are hidden from its result and its failure."""
+    request = SetRequest.from_params(invocation.params)
+    return hiding(request.connection.secrets(),
+                  lambda: publish_set(request, invocation.check_mode, invocation.diff, invocation.tmpdir))

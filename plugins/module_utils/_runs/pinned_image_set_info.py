@@ -7,7 +7,7 @@
 Sets and pools come from the cluster (optional), then from set objects and files (``_sets.loading.load_sets``),
 then the ``pools`` option; a later source replaces an earlier item of the same name, with a warning when they
 differ (unlike ``load_sets``, which refuses two different definitions within one source).
-``describe_sets(params, tmpdir) -> SetOutcome``; failures are CollectionErrors.
+``InfoRequest.from_params(params)``, ``describe_sets(request, tmpdir) -> Outcome``; failures are CollectionErrors.
 """
 
 from __future__ import annotations
@@ -19,7 +19,16 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Seque
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, K8sClient, KubeObject
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
+    HAS_KUBERNETES,
+    KUBERNETES_IMPORT_ERROR,
+    K8sClient,
+)
+from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
+from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import KubeObject
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, hiding
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets, pool_fields, set_fields
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION,
     MACHINE_CONFIG_POOL_KIND,
@@ -41,8 +50,6 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.pools import (
     pools_for_node,
     set_matches_pool,
 )
-from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets, pool_fields, set_fields
-from ansible_collections.pinned.images.plugins.module_utils._runs.pinned_image_set import SetOutcome
 
 
 class _Named(Protocol):
@@ -60,12 +67,30 @@ _Item = TypeVar("_Item", bound=_Named)
 NodeLabels = Dict[str, Any]
 
 
-def _read_cluster(params: Mapping[str, Any], tmpdir: Optional[str], want_nodes: bool,
+@dataclasses.dataclass(frozen=True)
+class InfoRequest:
+    """The module's options: where the sets and pools come from, the nodes to place, the connection."""
+
+    cluster: bool
+    paths: List[str]
+    sets: List[Any]
+    pools: Optional[List[Any]]
+    nodes: Optional[List[Dict[str, Any]]]
+    connection: K8sConnection
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> "InfoRequest":
+        """The options as the argument spec checked them; the sets and pools are checked as they are read."""
+        return cls(params["cluster"], params["paths"], params["sets"], params["pools"], params["nodes"],
+                   k8s_connection(params))
+
+
+def _read_cluster(connection: K8sConnection, tmpdir: Optional[str], want_nodes: bool,
                   warnings: List[str]) -> Tuple[List[KubeObject], List[KubeObject], Optional[List[NodeLabels]]]:
     """(set objects, pool objects, nodes or None) from the cluster."""
     if not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
-    with K8sClient.from_params(params, tmpdir=tmpdir) as client:
+    with K8sClient.connect(connection, tmpdir=tmpdir) as client:
         sets = client.list(API_VERSION, PINNED_IMAGE_SET_KIND)
         pools = client.list(API_VERSION, MACHINE_CONFIG_POOL_KIND)
         nodes = None
@@ -142,20 +167,20 @@ def _node_row(node: NodeLabels, pools: List[MachineConfigPool], sets: List[Pinne
     return entry
 
 
-def describe_sets(params: Mapping[str, Any], tmpdir: Optional[str] = None) -> SetOutcome:
+def describe_sets(request: InfoRequest, tmpdir: Optional[str] = None) -> Outcome:
     """The module's ``sets``, ``pools`` and ``nodes``; bad files or pools raise PinnedImageSetError."""
     warnings: List[str] = []
     cluster_sets: List[PinnedImageSet] = []
     cluster_pools: List[MachineConfigPool] = []
     cluster_nodes = None
-    if params["cluster"]:
-        set_objects, pool_objects, cluster_nodes = _read_cluster(params, tmpdir, params["nodes"] is None, warnings)
+    if request.cluster:
+        set_objects, pool_objects, cluster_nodes = _read_cluster(request.connection, tmpdir, request.nodes is None, warnings)
         cluster_sets = _cluster_items(set_objects, PINNED_IMAGE_SET_KIND, validate_set, warnings)
         cluster_pools = _cluster_items(pool_objects, MACHINE_CONFIG_POOL_KIND, validate_pool, warnings)
-    sources = list(params["sets"]) + list(params["paths"])
+    sources = list(request.sets) + list(request.paths)
     file_sets, file_pools = load_sets(sources) if sources else ([], [])
     extra_pools = []
-    for value in params["pools"] or []:
+    for value in request.pools or []:
         pool = as_pool(value)
         extra_pools.append(dataclasses.replace(pool, source=pool.source or "pools"))
     sets = merge_by_name(PINNED_IMAGE_SET_KIND, cluster_sets, file_sets, set_fields, warnings)
@@ -163,11 +188,17 @@ def describe_sets(params: Mapping[str, Any], tmpdir: Optional[str] = None) -> Se
     pools = merge_by_name(MACHINE_CONFIG_POOL_KIND, pools, extra_pools, pool_fields, warnings)
     if not pools:
         pools = [dataclasses.replace(default_pool(name), source="default") for name in (MASTER_POOL, WORKER_POOL)]
-    nodes = params["nodes"] if params["nodes"] is not None else (cluster_nodes or [])
+    nodes = request.nodes if request.nodes is not None else (cluster_nodes or [])
     result = dict(
         changed=False,
         sets=[_set_row(s, pools) for s in sets],
         pools=[_pool_row(p, sets) for p in pools],
         nodes=[_node_row(n, pools, sets) for n in nodes],
     )
-    return SetOutcome(result, warnings)
+    return Outcome(result, warnings)
+
+
+def run(invocation: Invocation) -> Outcome:
+    """The module's run; the connection's secrets are hidden from its result and its failure."""
+    request = InfoRequest.from_params(invocation.params)
+    return hiding(request.connection.secrets(), lambda: describe_sets(request, invocation.tmpdir))

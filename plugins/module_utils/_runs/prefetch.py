@@ -6,7 +6,7 @@
 node has, guard the disk, pull the rest, pin the images once all are present, and build the module's result.
 
 ``PrefetchRequest.from_params(params, check_mode)`` checks every option before the runtime is contacted;
-``run_prefetch(request, params)`` does the rest. Both raise CollectionError (with ``error_kind`` or ``disk_guard``
+``run_prefetch(request)`` does the rest. Both raise CollectionError (with ``error_kind`` or ``disk_guard``
 in its details) for a failure of the task as a whole; failed images are in the result, not raised, and so is a
 failed pin (``PrefetchOutcome.pin_failure``), after the pulls it follows.
 """
@@ -15,10 +15,19 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, cast
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageRef,
+    ImageReferenceError,
+    parse_image_ref,
+)
+from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriImage
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
+from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node import dropin_decision
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import (
     LabelSettings,
     auto_pin_problem,
@@ -26,18 +35,23 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_lab
     runtime_problem,
     validate_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, CriImage
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     DropinSettings,
     RunCommand,
     missing_images,
     pin_dropin,
 )
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import check, estimate, filesystem_stats, parse_size
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef, ImageReferenceError, parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock
-from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node import dropin_decision
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import (
+    check,
+    estimate,
+    filesystem_stats,
+    parse_size,
+)
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import (
+    PullEstimator,
+    PullSources,
+    RetryPolicy,
+)
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import (
     PRESENT,
     PULLED,
@@ -49,21 +63,28 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls impo
     find_present,
     prefetch,
 )
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullEstimator, PullSources, RetryPolicy
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
 from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import ContainerdHosts, locate
-from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf, load_registries_conf
-from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, load_docker_config
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
-    ManifestInfo,
-    Platform,
-    RegistryClient,
-    parse_platform,
+from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
+from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform, parse_platform
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
+    RegistriesConf,
+    load_registries_conf,
 )
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    Problems,
+    RegistryOptions,
+    containerd_client,
+    cri_client,
+)
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
 # Options with a lower bound (inclusive), and options that must be above 0.
 _AT_LEAST = (("concurrency", 1), ("retries", 0), ("throttle", 0), ("retry_delay", 0), ("retry_max_delay", 0),
              ("pull_timeout", 0))
-_ABOVE_ZERO = ("expansion_factor", "registry_timeout", "cri_timeout", "cri_connect_timeout", "settle_timeout")
+_ABOVE_ZERO = ("expansion_factor", "cri_timeout", "cri_connect_timeout", "settle_timeout")
+_RUNTIME_OPTIONS = ("cri_socket", "cri_connect_timeout", "cri_timeout", "containerd_namespace")
 
 # The values of the pin option, and the methods a run pins with (``auto`` becomes one of the others).
 PIN_NONE, PIN_AUTO, PIN_DROPIN, PIN_LABEL = "none", "auto", "dropin", "label"
@@ -111,16 +132,43 @@ def image_diff(images: List[ImageResult]) -> Dict[str, str]:
 
 @dataclass(frozen=True)
 class PrefetchRequest:
-    """Every option of one prefetch, checked; ``secrets`` must join the module's no_log values at once, and the
-    ``warnings`` (of registries.conf) be given before the runtime is contacted."""
+    """Every option of one prefetch, checked; ``secrets`` must join the module's no_log values, and the
+    ``warnings`` (of registries.conf) be given with the result."""
 
     refs: Tuple[ImageRef, ...]
     platform: Optional[Platform]
-    auth_config: DockerConfig
-    registries: RegistriesConf
+    registry: RegistryOptions
     check_mode: bool
+    pulls: PrefetchOptions
+    disk_guard: str
+    image_store_path: Optional[str]
+    min_free: str
+    expansion_factor: float
+    lock_file: Optional[str]
+    pin: str
+    require_digest: bool
+    dropin: DropinSettings
+    label: LabelSettings
+    # The CRI options (socket, timeouts, containerd namespace), for the runtime's client.
+    runtime: Mapping[str, Any]
+    fail_on_error: bool
     # On containerd, which never reads registries.conf: only what the options give explicitly.
-    overrides: RegistriesConf = field(default_factory=RegistriesConf)
+    overrides: RegistriesConf
+    # Where the machine-config-operator's files tell that it manages this node (``_openshift.mco_node``).
+    mco_dir: str
+    # containerd's config file, and its registry config_path that overrides the one found in it.
+    containerd_config: Optional[str]
+    containerd_config_path: Optional[str]
+
+    @property
+    def auth_config(self) -> DockerConfig:
+        """The auth file, read."""
+        return self.registry.docker_config
+
+    @property
+    def registries(self) -> RegistriesConf:
+        """registries.conf with the mirrors, read."""
+        return self.registry.registries
 
     @property
     def secrets(self) -> Set[str]:
@@ -134,25 +182,43 @@ class PrefetchRequest:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], check_mode: bool) -> "PrefetchRequest":
-        """Check the module's parameters; raise CollectionError naming the first bad option."""
+        """Check the module's parameters; one CollectionError names every bad option (the error itself when
+        only one is)."""
+        problems = Problems()
         for name, low in _AT_LEAST:
-            if params[name] < low:
-                raise CollectionError(f"{name} must be at least {low}, got {params[name]}")
+            problems.at_least(params, name, low)
         for name in _ABOVE_ZERO:
-            if params[name] <= 0:
-                raise CollectionError(f"{name} must be above 0, got {params[name]}")
+            problems.above_zero(params, name)
         if params["pin"] in (PIN_AUTO, PIN_DROPIN) and params["crio_reload"] == "signal" and not params["crio_pid_file"]:
-            raise CollectionError("crio_reload=signal needs crio_pid_file")
+            problems.add("crio_reload=signal needs crio_pid_file")
         progress_dir = os.path.dirname(os.path.abspath(params["progress_file"] or "."))
         if params["progress_file"] and not os.path.isdir(progress_dir):
-            raise CollectionError(f"progress_file: directory {progress_dir} does not exist")
-        refs = parse_images(params["images"], params["require_digest"])
-        parse_size(params["min_free"], total=0)
-        platform = parse_platform(params["platform"]) if params["platform"] else None
-        return cls(tuple(refs), platform, load_docker_config(params["auth_file"]),
-                   load_registries_conf(params["registries_conf"], params["registry_mirrors"]), check_mode,
-                   load_registries_conf(params["registries_conf"], params["registry_mirrors"], default_path="",
-                                        default_conf_d=""))
+            problems.add(f"progress_file: directory {progress_dir} does not exist")
+        refs = problems.attempt(lambda: parse_images(params["images"], params["require_digest"]))
+        problems.attempt(lambda: parse_size(params["min_free"], total=0))
+        platform = problems.attempt(lambda: parse_platform(params["platform"]) if params["platform"] else None)
+        registry = RegistryOptions.from_params(params, problems)
+        overrides = problems.attempt(lambda: load_registries_conf(params["registries_conf"],
+                                                                  params["registry_mirrors"], default_path="",
+                                                                  default_conf_d=""))
+        problems.raise_any()
+        lock_file = params["lock_file"] or (params["progress_file"] + ".lock" if params["progress_file"] else None)
+        pulls = PrefetchOptions(
+            concurrency=params["concurrency"], throttle=params["throttle"], retries=params["retries"],
+            retry_delay=params["retry_delay"], retry_max_delay=params["retry_max_delay"],
+            pull_timeout=params["pull_timeout"] or None, check_mode=check_mode,
+            progress_file=params["progress_file"], run_id=params["run_id"],
+        )
+        # raise_any() raised when a reader failed: refs and registry are set.
+        return cls(tuple(cast(List[ImageRef], refs)), platform, cast(RegistryOptions, registry), check_mode, pulls, params["disk_guard"],
+                   params["image_store_path"], params["min_free"], params["expansion_factor"], lock_file,
+                   params["pin"], params["require_digest"],
+                   DropinSettings(params["dropin_path"], params["crio_reload"], params["crio_pid_file"],
+                                  settle_timeout=params["settle_timeout"]),
+                   LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"]),
+                   {name: params.get(name) for name in _RUNTIME_OPTIONS}, params["fail_on_error"],
+                   cast(RegistriesConf, overrides), params["mco_dir"], params["containerd_config"],
+                   params["containerd_config_path"])
 
     def auth_for(self, ref: ImageRef) -> Tuple[Optional[Dict[str, str]], str]:
         """(CRI auth fields or None, where they came from, without a secret) for pulling ``ref``."""
@@ -163,45 +229,29 @@ class PrefetchRequest:
         return credentials.cri_auth_fields(), f"credentials for {credentials.server_address} from {source}"
 
 
-def _options(params: Mapping[str, Any], check_mode: bool, image_fs: Optional[str]) -> PrefetchOptions:
-    return PrefetchOptions(
-        concurrency=params["concurrency"],
-        throttle=params["throttle"],
-        retries=params["retries"],
-        retry_delay=params["retry_delay"],
-        retry_max_delay=params["retry_max_delay"],
-        pull_timeout=params["pull_timeout"] or None,
-        check_mode=check_mode,
-        progress_file=params["progress_file"],
-        run_id=params["run_id"],
-        image_fs=image_fs,
-    )
-
-
-def pull_sources(request: PrefetchRequest, params: Mapping[str, Any], runtime: Mapping[str, Any],
+def pull_sources(request: PrefetchRequest, runtime: Mapping[str, Any],
                  status_info: Callable[[], Dict[str, str]]) -> Tuple[PullSources, str, List[str]]:
     """(the runtime's pull sources, which files they come from, their warnings): registries.conf on CRI-O and
     any other runtime, hosts.toml on containerd (``status_info()``: its CRI Status info, asked only when needed)."""
     if runtime.get("runtime_name") != "containerd":
         files = ", ".join(request.registries.files) or "no registries.conf"
         return request.registries, f"registries.conf: {files}", []
-    override = params.get("containerd_config_path")
-    info = status_info() if override is None and not params.get("containerd_config") else None
-    hosts = ContainerdHosts(locate(info, runtime.get("runtime_version", ""), params.get("containerd_config"),
-                                   override), request.overrides)
+    override = request.containerd_config_path
+    info = status_info() if override is None and not request.containerd_config else None
+    hosts = ContainerdHosts(locate(info, runtime.get("runtime_version", ""), request.containerd_config, override),
+                            request.overrides)
     return hosts, hosts.describe(), list(hosts.config.warnings)
 
 
-def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Optional[str],
-               missing: List[ImageRef], sources: Optional[PullSources] = None,
-               ) -> Tuple[Optional[Dict[str, Any]], Dict[str, KnownFailure]]:
+def guard_disk(request: PrefetchRequest, image_fs: Optional[str], missing: List[ImageRef],
+               sources: Optional[PullSources] = None) -> Tuple[Optional[Dict[str, Any]], Dict[str, KnownFailure]]:
     """(the guard's report or None when off, {image: (error, kind)} of unreadable manifests); raise
     DiskGuardRefused before any pull when the missing images do not fit. ``sources``: the runtime's pull sources
     (default: registries.conf)."""
-    mode = params["disk_guard"]
+    mode = request.disk_guard
     if mode == "off":
         return None, {}
-    path = params["image_store_path"] or image_fs
+    path = request.image_store_path or image_fs
     try:
         total, free = filesystem_stats(path)  # type: ignore[arg-type]  # None is caught as TypeError
     except (OSError, TypeError) as err:
@@ -213,12 +263,13 @@ def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Op
     unreadable: Dict[str, KnownFailure] = {}
     estimator = None
     if mode == "estimate" and missing:
-        with RegistryClient(params["registry_timeout"], params["registry_certs_dirs"]) as registry_client:
-            retry = RetryPolicy(params["retries"], params["retry_delay"], max_delay=params["retry_max_delay"])
+        with RegistryClient(request.registry.timeout, request.registry.certs_dirs) as registry_client:
+            pulls = request.pulls
+            retry = RetryPolicy(pulls.retries, pulls.retry_delay, max_delay=pulls.retry_max_delay)
             estimator = PullEstimator(registry_client, sources or request.registries, request.auth_config, retry,
                                       request.platform)
             manifests, unreadable = estimator.read(missing)
-    guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode)
+    guard = check(estimate(manifests, request.expansion_factor), total, free, request.min_free, mode)
     guard.update(
         filesystem=path,
         registry_requests=estimator.requests if estimator else 0,
@@ -230,11 +281,10 @@ def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Op
     return guard, unreadable
 
 
-def _locked(request: PrefetchRequest, params: Mapping[str, Any]) -> Optional[NodeLock]:
-    lock_file = params["lock_file"] or (params["progress_file"] + ".lock" if params["progress_file"] else None)
-    if not lock_file or request.check_mode:
+def _locked(request: PrefetchRequest) -> Optional[NodeLock]:
+    if not request.lock_file or request.check_mode:
         return None
-    return NodeLock(lock_file, params["run_id"]).acquire()
+    return NodeLock(request.lock_file, request.pulls.run_id).acquire()
 
 
 def pin_method(wanted: str, runtime: Mapping[str, Any]) -> str:
@@ -258,7 +308,7 @@ def mco_pin_method(wanted: str, method: str, mco_dir: str) -> Tuple[str, Optiona
     return (method if write else PIN_NONE), sign, warnings
 
 
-def pin_images(client: Any, request: PrefetchRequest, params: Mapping[str, Any], method: str,
+def pin_images(client: Any, request: PrefetchRequest, method: str,
                images: List[ImageResult], run_command: Optional[RunCommand],
                present: Optional[Mapping[str, CriImage]] = None, runtime: Optional[Mapping[str, Any]] = None,
                ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]], List[str]]:
@@ -273,7 +323,7 @@ def pin_images(client: Any, request: PrefetchRequest, params: Mapping[str, Any],
     pin: Dict[str, Any] = dict(method=method, ran=False, changed=False, images=[], path=None, reloaded=False,
                                records=None, cri_pinned={})
     if method == PIN_NONE:
-        reason = auto_pin_problem(params["pin"], runtime or {})
+        reason = auto_pin_problem(request.pin, runtime or {})
         if reason:
             pin["reason"] = reason
         return pin, None, [reason] if reason else []
@@ -281,15 +331,12 @@ def pin_images(client: Any, request: PrefetchRequest, params: Mapping[str, Any],
         return pin, None, []
     names = [str(ref) for ref in request.refs]
     if method == PIN_DROPIN:
-        dropin = DropinSettings(params["dropin_path"], params["crio_reload"], params["crio_pid_file"],
-                                settle_timeout=params["settle_timeout"])
-        done = pin_dropin(validate_images(names, params["require_digest"]), dropin, request.check_mode,
+        done = pin_dropin(validate_images(names, request.require_digest), request.dropin, request.check_mode,
                           lambda wanted: missing_images(client, wanted), run_command, client=client, known=present)
         pin.update(ran=True, changed=done["changed"], images=done["images"], path=done["path"],
                    reloaded=done["reloaded"], cri_pinned=done["cri_pinned"])
         return pin, done["diff"], done["warnings"]
-    label = LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"])
-    done = pin_labels(client, validate_images(names, params["require_digest"]), label, request.check_mode,
+    done = pin_labels(client, validate_images(names, request.require_digest), request.label, request.check_mode,
                       known=present)
     pin.update(ran=True, changed=done["changed"], images=done["images"], records=done["records"],
                cri_pinned=done["cri_pinned"])
@@ -307,45 +354,44 @@ class PrefetchOutcome:
     pin_failure: Optional[str] = None
 
 
-def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool = False,
+def run_prefetch(request: PrefetchRequest, diff: bool = False,
                  client_factory: Optional[Callable[[Any], Any]] = None,
                  run_command: Optional[RunCommand] = None) -> PrefetchOutcome:
     """Lock the node, find the present images, guard the disk, pull the rest, pin; the module's result.
 
-    ``client_factory(params)`` opens the runtime (default: a containerd client when the pin may set the
+    ``client_factory(request.runtime)`` opens the runtime (default: a containerd client when the pin may set the
     label, else a CRI client); ``run_command(argv) -> (rc, out, err)`` runs ``systemctl`` for a CRI-O reload.
     """
     if client_factory is None:
-        labels = params["pin"] in (PIN_AUTO, PIN_LABEL)
-        client_factory = ContainerdClient.from_params if labels else CriClient.from_params
+        labels = request.pin in (PIN_AUTO, PIN_LABEL)
+        client_factory = containerd_client if labels else cri_client
     open_client: Callable[[Any], Any] = client_factory
-    lock = _locked(request, params)
+    lock = _locked(request)
     started = time.monotonic()
     pin_diff: Optional[Dict[str, Any]] = None
     pin_warnings: List[str] = []
     pin_failure: Optional[str] = None
     source_warnings: List[str] = []
     try:
-        with open_client(params) as client:
+        with open_client(request.runtime) as client:
             runtime = dict(client.version(), endpoint=client.endpoint)
             filesystems = client.image_fs_info()
             image_fs = filesystems[0]["mountpoint"] if filesystems else None
             present = find_present(client, list(request.refs))
             missing = [ref for ref in request.refs if str(ref) not in present]
             guard_sources: Optional[PullSources] = None
-            if params["disk_guard"] == "estimate" and missing:
-                guard_sources, sources_from, source_warnings = pull_sources(request, params, runtime,
-                                                                            client.status_info)
-            guard, unreadable = guard_disk(request, params, image_fs, missing, guard_sources)
+            if request.disk_guard == "estimate" and missing:
+                guard_sources, sources_from, source_warnings = pull_sources(request, runtime, client.status_info)
+            guard, unreadable = guard_disk(request, image_fs, missing, guard_sources)
             if guard is not None and guard_sources is not None:
                 guard["sources_from"] = sources_from
             report = prefetch(client, list(request.refs), request.auth_for,
-                              _options(params, request.check_mode, image_fs), present, unreadable)
-            method, mco_sign, mco_warnings = mco_pin_method(params["pin"], pin_method(params["pin"], runtime),
-                                                            params["mco_dir"])
+                              replace(request.pulls, image_fs=image_fs), present, unreadable)
+            method, mco_sign, mco_warnings = mco_pin_method(request.pin, pin_method(request.pin, runtime),
+                                                            request.mco_dir)
             pin_started = time.time()
             try:
-                pin, pin_diff, pin_warnings = pin_images(client, request, params, method, report["images"],
+                pin, pin_diff, pin_warnings = pin_images(client, request, method, report["images"],
                                                          run_command, present, runtime)
                 pin["mco_managed"] = mco_sign
                 pin_warnings = mco_warnings + pin_warnings
@@ -373,3 +419,18 @@ def run_prefetch(request: PrefetchRequest, params: Mapping[str, Any], diff: bool
         result["disk_guard"] = guard
     return PrefetchOutcome(result, source_warnings + report["warnings"] + pin_warnings,
                            failure_message(report["images"]), pin_failure)
+
+
+def run(invocation: Invocation) -> Outcome:
+    """The module's run: the auth file's secrets and registries.conf's warnings join the outcome; a failed pin
+    fails the task, failed pulls do with ``fail_on_error``."""
+    require_node_deps()
+    request = PrefetchRequest.from_params(invocation.params, invocation.check_mode)
+    secrets = frozenset(request.secrets)
+    try:
+        outcome = run_prefetch(request, diff=invocation.diff, run_command=invocation.run_command)
+    except CollectionError as error:
+        return Outcome(warnings=request.warnings, secrets=secrets, failure=error)
+    failure = outcome.pin_failure or (outcome.failure if request.fail_on_error else None)
+    return Outcome(outcome.result, request.warnings + outcome.warnings, secrets,
+                   None if failure is None else CollectionError(failure))

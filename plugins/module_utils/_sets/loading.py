@@ -22,6 +22,12 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import (
+    HAS_YAML,
+    YAML_IMPORT_ERROR,
+    YAMLError,
+    load_yaml_all,
+)
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import type_name
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     MACHINE_CONFIG_POOL_KIND,
@@ -32,7 +38,6 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     check_pool,
     check_set,
 )
-from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import HAS_YAML, YAML_IMPORT_ERROR, YAMLError, load_yaml_all
 
 YAML_SUFFIXES = (".yaml", ".yml")
 # A full set (500 names of at most 447 characters) is about 250 KB; a bigger file is a wrong path or an attack.

@@ -38,7 +38,10 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import short_value
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageReferenceError,
+    parse_image_ref,
+)
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import (
     MAX_NAME_LENGTH,
     check_dns_subdomain,

@@ -34,18 +34,21 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import unique_sorted_images
-from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import label_selector_matches, selector_is_empty
+from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import (
+    label_selector_matches,
+    selector_is_empty,
+)
+from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     MASTER_POOL,
     OS_LABEL,
-    MachineConfigPool,
     WORKER_POOL,
+    MachineConfigPool,
     PinnedImageSet,
     PinnedImageSetError,
     as_pool,
     default_pool,
 )
-from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 
 
 def set_matches_pool(pool: Any, image_set: PinnedImageSet) -> bool:
@@ -134,16 +137,6 @@ def images_for_node(node_labels: Optional[Mapping[str, str]], pools: Iterable[An
 
 
 # The options of the pinning modules that select the images (wanted_images), and their rules.
-SELECTION_ARGUMENT_SPEC = dict(
-    images=dict(type="list", elements="str"),
-    sets=dict(type="list", elements="raw"),
-    pools=dict(type="list", elements="raw", aliases=["pool"]),
-    node_labels=dict(type="dict"),
-)
-SELECTION_MUTUALLY_EXCLUSIVE = [("images", "sets")]
-SELECTION_REQUIRED_BY = {"pools": "sets", "node_labels": "sets"}
-
-
 def resolve_pools(values: Iterable[Any], known: Iterable[MachineConfigPool]) -> List[MachineConfigPool]:
     """Pools given by name or object; a name among ``known`` (the pools of the set files) means that pool, any
     other name a pool shaped like OpenShift's built-in ones (``default_pool``). Raises PinnedImageSetError."""

@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 import pytest
-from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
+from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 from support.apiserver.api import FakeApiServer
 from support.ports import silent_port
 

@@ -89,7 +89,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 try:
                     body = yaml.safe_load(raw.decode("utf-8")) if "yaml" in (content_type or "") else json.loads(raw)
                 except (ValueError, yaml.YAMLError) as exc:
-                    raise ApiError(400, "BadRequest", f"cannot decode the request body: {exc}")
+                    raise ApiError(400, "BadRequest", f"cannot decode the request body: {exc}") from exc
             record.body = copy.deepcopy(body)
             user = self._user()
             record.user = user

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 import yaml
+
 from fixtures.reference import OPENSHIFT_CRDS_PARTS, REFERENCE_DIR
 
 GROUP = "machineconfiguration.openshift.io"

@@ -4,8 +4,13 @@
 from __future__ import annotations
 
 import collections
+import sys
+from pathlib import Path
 
-import vectors
+# The tests import the shared helpers of this folder by name (pytest runs with --import-mode=importlib, which adds
+# no test folder to sys.path); one module object, so that every test records into the same OUTCOMES.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import vectors  # noqa: E402
 
 SOURCES = ("reference", "registries", "auth", "openshift", "dropin", "containerd")
 

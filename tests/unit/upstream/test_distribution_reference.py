@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from vectors import check, json_cases, load_json, note_transcription_excluded
 
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
     _DOMAIN_RE,
@@ -11,8 +12,6 @@ from ansible_collections.pinned.images.plugins.module_utils._common.image_ref im
     parse_image_ref,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import _lookup_names
-
-from vectors import check, json_cases, load_json, note_transcription_excluded
 
 SOURCE = "reference"
 FILE = ("containers", "distribution_reference.json")

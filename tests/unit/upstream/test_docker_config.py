@@ -11,13 +11,12 @@ import base64
 import json
 
 import pytest
+from vectors import check, json_cases, load_json, note_transcription_excluded
 
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
     RegistryAuthError,
     load_docker_config,
 )
-
-from vectors import check, json_cases, load_json, note_transcription_excluded
 
 SOURCE = "auth"
 FILE = ("containers", "docker_config.json")

@@ -12,22 +12,21 @@ import copy
 
 import pytest
 import yaml
+from vectors import check, load_json, load_yaml, vectors_path
 
-from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images, same_content
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import unique_sorted_images
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images, same_content
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
-    API_VERSION,
-    MAX_IMAGE_NAME_LENGTH,
     _CEL_DIGEST_RE,
     _CEL_NAME_RE,
+    API_VERSION,
+    MAX_IMAGE_NAME_LENGTH,
     PinnedImageSetError,
     validate_pool,
     validate_set,
 )
 from ansible_collections.pinned.images.plugins.module_utils._sets.pools import pools_for_node, sets_for_pool
-
 from fixtures.reference import UPSTREAM_VECTORS_PARTS, reference_available, reference_path
-from vectors import check, load_json, load_yaml, vectors_path
 
 try:
     import tomllib as _toml

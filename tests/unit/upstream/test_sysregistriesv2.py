@@ -8,8 +8,12 @@ The upstream testdata files are embedded in the table (``files``); each test wri
 from __future__ import annotations
 
 import pytest
+from vectors import check, json_cases, load_json, note_transcription_excluded
 
-from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageReferenceError, parse_image_ref
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageReferenceError,
+    parse_image_ref,
+)
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
     RegistriesConf,
     RegistriesConfError,
@@ -18,8 +22,6 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.registries
     load_registries_conf,
     registries_from_list,
 )
-
-from vectors import check, json_cases, load_json, note_transcription_excluded
 
 SOURCE = "registries"
 FILE = ("containers", "sysregistriesv2.json")

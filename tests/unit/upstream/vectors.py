@@ -12,12 +12,11 @@ import functools
 import json
 from pathlib import Path
 
+import exclusions
 import pytest
 import yaml
 
 from fixtures.reference import UPSTREAM_VECTORS_PARTS, reference_available, reference_path
-
-import exclusions
 
 
 def vectors_path(*parts: str) -> Path:

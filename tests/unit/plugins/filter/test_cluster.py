@@ -232,3 +232,23 @@ def test_release_plan_message_gives_the_estimate_or_says_there_is_none():
         "(1048576 compressed bytes x2.5)")
     estimate["unreadable"] = {A: "404"}
     assert F["release_plan_message"](dict(release, estimate=estimate)).endswith(", 1 manifests unreadable")
+
+
+@pytest.mark.parametrize("statuses, limit, stopped", [
+    (["ok", "failed"], 50, False),
+    (["ok", "failed", "failed"], 50, True),
+    (["failed"], 0, True),
+    (["ok"], 0, False),
+    (["failed"], 99, True),
+    (["failed"], 100, False),
+    ([None, "ok"], 49, True),
+    ([None, "ok"], "50", False),
+])
+def test_a_batch_stops_the_phase_above_its_failure_limit(statuses, limit, stopped):
+    hosts = [f"h{index}" for index in range(len(statuses))]
+    hostvars = {host: ({} if status is None else {"node_result": {"status": status}}) for host, status in zip(hosts, statuses)}
+    assert F["cluster_batch_stopped"](hosts, hostvars, limit) is stopped
+
+
+def test_a_host_with_an_empty_result_is_not_counted_as_failed():
+    assert F["cluster_batch_stopped"](["a"], {"a": {"node_result": {}}}, 0) is False

@@ -144,3 +144,16 @@ def test_a_failed_pin_keeps_the_pulls_and_fails_the_node():
 def test_a_failed_task_of_the_role_wins_and_check_mode_is_said():
     assert result([prefetch()], error="wheelhouse empty")["error"] == "wheelhouse empty"
     assert result([prefetch(totals=dict(pulled=0, would_pull=1))], check_mode=True)["status"] == "check"
+
+
+def test_the_python_dir_env_names_only_a_directory_other_than_the_default():
+    from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
+
+    assert F["node_python_dir_env"](DEFAULT_DIR) == {}
+    assert F["node_python_dir_env"](DEFAULT_DIR + "/") == {}
+    assert F["node_python_dir_env"]("/opt/py") == {ENV_DIR: "/opt/py"}
+
+
+def test_the_shared_prefetch_options_leave_out_the_unset_ones():
+    options = dict(images=[], cri_socket="", auth_file=None, require_digest=False, cri_timeout=0.0, pin="auto")
+    assert F["node_prefetch_args"](options) == dict(images=[], require_digest=False, cri_timeout=0.0, pin="auto")

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The import graph of plugins/: absolute imports only, and module_utils never imports a higher layer.
+"""The import graph of plugins/: absolute imports only, and module_utils never imports a higher layer; only
+``_runs/`` reads a module's parameters.
 
 module_utils holds only packages, and LAYERS is the one declaration of each package's layer (CONTRIBUTING.md
 describes them): a file may import files of its own layer or a lower one. A new package fails here until it is
@@ -100,6 +101,33 @@ def test_module_utils_import_no_higher_layer(path):
     assert _upward_imports(path, LAYERS[_layer_of(path)]) == []
 
 
+def _params_reads(path: Path) -> list:
+    """Lines where ``path`` reads a module's parameters: a subscript, ``.get`` or ``.params`` of ``params``."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr == "params":
+            lines.append(node.lineno)
+        target = node.value if isinstance(node, ast.Subscript) else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            target = node.func.value
+        if isinstance(target, ast.Name) and target.id == "params":
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+@pytest.mark.parametrize("path", [p for p in _module_utils_files() if _layer_of(p) != "_runs"],
+                         ids=lambda p: str(p.relative_to(MODULE_UTILS)))
+def test_only_runs_read_module_parameters(path):
+    assert _params_reads(path) == [], "move the reading of module parameters into _runs/<module>.py"
+
+
+def test_the_params_check_sees_subscripts_gets_and_module_params(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(params, module, other):\n    a = params['x']\n    b = params.get('y')\n"
+                   "    c = module.params\n    d = other['x'], other.get('y')\n")
+    assert _params_reads(bad) == [2, 3, 4]
+
+
 def test_the_checks_see_upward_and_relative_imports(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(
@@ -115,3 +143,43 @@ def test_the_checks_see_upward_and_relative_imports(tmp_path):
     ]
     assert _upward_imports(bad, DOMAIN) == [f"line 4: {PREFIX}modules.prefetch (plugins/modules is above module_utils)"]
     assert [line for line, module in _imports(bad) if module is None] == [5]
+
+
+def _mains():
+    for path in sorted((PLUGINS / "modules").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
+            if isinstance(node, ast.FunctionDef) and node.name == "main":
+                yield path.name, node
+
+
+@pytest.mark.parametrize("name,main", list(_mains()), ids=lambda value: value if isinstance(value, str) else "")
+def test_every_main_is_its_argument_spec_and_end_module(name, main):
+    assert main.end_lineno - main.lineno + 1 <= 25, f"{name}: main() is longer than 25 lines"
+    last = main.body[-1]
+    assert isinstance(last, ast.Expr) and isinstance(last.value, ast.Call), f"{name}: main() must end in end_module"
+    assert getattr(last.value.func, "id", None) == "end_module", f"{name}: main() must end in end_module"
+    calls = {getattr(node.func, "attr", getattr(node.func, "id", None))
+             for node in ast.walk(main) if isinstance(node, ast.Call)}
+    assert not calls & {"exit_json", "fail_json", "warn"}, f"{name}: only end_module ends the module"
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _untested(files) -> list:
+    """The module_utils files without tests/unit/plugins/module_utils/<package>/test_<file>.py; a run is tested
+    through its module's main() as well (tests/unit/plugins/modules/test_<module>.py)."""
+    missing = []
+    for path in files:
+        relative = path.relative_to(MODULE_UTILS)
+        if path.name == "__init__.py":
+            continue
+        own = TESTS / relative.parent / f"test_{path.name}"
+        through_module = TESTS.parent / "modules" / f"test_{path.name}"
+        if not own.exists() and not (relative.parts[0] == "_runs" and through_module.exists()):
+            missing.append(str(relative))
+    return missing
+
+
+def test_every_module_utils_file_has_a_test_file():
+    assert _untested(_module_utils_files()) == []

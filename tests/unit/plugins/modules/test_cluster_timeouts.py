@@ -9,13 +9,11 @@ import time
 
 import pytest
 
+from ansible_collections.pinned.images.plugins.modules import machine_config, pinned_image_set_info, pinned_image_status
+from ansible_collections.pinned.images.plugins.modules import pinned_image_set as pinned_image_set_module
 from fixtures.module_runner import run_module
 from fixtures.openshift_objects import pinned_image_set
 from support.apiserver.mco import add_machine_configuration
-
-from ansible_collections.pinned.images.plugins.modules import machine_config
-from ansible_collections.pinned.images.plugins.modules import pinned_image_set as pinned_image_set_module
-from ansible_collections.pinned.images.plugins.modules import pinned_image_set_info, pinned_image_status
 
 IMAGE = "quay.io/openshift/app-a@sha256:" + "a" * 64
 MCO_PATH = "/apis/machineconfiguration.openshift.io/v1/"

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL, PIN_LABEL
+from ansible_collections.pinned.images.plugins.module_utils._runs import containerd_pinned_images as containerd_run
+from ansible_collections.pinned.images.plugins.modules import containerd_pinned_images as module
 from fixtures.image_refs import A, B, C
 from fixtures.module_runner import run_module
 from fixtures.scripted_runtime import ScriptedRuntime
-
-from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL, PIN_LABEL
-from ansible_collections.pinned.images.plugins.modules import containerd_pinned_images as module
 
 OWN = {PIN_LABEL: "pinned", OWNER_LABEL: "pinned.images"}
 
@@ -63,7 +63,7 @@ class ScriptedContainerd(ScriptedRuntime):
 def runtime(monkeypatch):
     def install(images, version="1.7.24"):
         fake = ScriptedContainerd(images, version)
-        monkeypatch.setattr(module.ContainerdClient, "from_params", classmethod(lambda cls, params: fake))
+        monkeypatch.setattr(containerd_run, "containerd_client", lambda params: fake)
         return fake
     return install
 

@@ -6,18 +6,20 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import tomllib
 
 import pytest
+import tomllib
 import yaml
 from ansible.module_utils.basic import AnsibleModule
 
-from fixtures.module_runner import run_module
-from fixtures.openshift_objects import MCO_API_VERSION as API, ROLE_LABEL as ROLE, pinned_image_set
-
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import dropin_pinned_images
+from ansible_collections.pinned.images.plugins.module_utils._runs import crio_pinned_images as crio_run
 from ansible_collections.pinned.images.plugins.modules import crio_pinned_images as module
+from fixtures.module_runner import run_module
+from fixtures.openshift_objects import MCO_API_VERSION as API
+from fixtures.openshift_objects import ROLE_LABEL as ROLE
+from fixtures.openshift_objects import pinned_image_set
 
 A = "quay.io/org/a@sha256:" + "a" * 64
 B = "quay.io/org/b@sha256:" + "b" * 64
@@ -75,7 +77,7 @@ def cri(monkeypatch):
     FakeCriClient.error_message = None
     FakeCriClient.opened = 0
     FakeCriClient.asked = []
-    monkeypatch.setattr(module, "CriClient", FakeCriClient)
+    monkeypatch.setattr(crio_run, "cri_client", FakeCriClient.from_params)
     return FakeCriClient
 
 

@@ -4,14 +4,13 @@ client) and from files; per-node image lists as the machine-config-operator comp
 
 from __future__ import annotations
 
-
 import pytest
 import yaml
 
-from fixtures.module_runner import run_module
-from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set, role_pool
-
 from ansible_collections.pinned.images.plugins.modules import pinned_image_set_info as module
+from fixtures.module_runner import run_module
+from fixtures.openshift_objects import ROLE_LABEL as ROLE
+from fixtures.openshift_objects import pinned_image_set, role_pool
 
 A = "quay.io/openshift/app-a@sha256:" + "a" * 64
 B = "quay.io/openshift/app-b@sha256:" + "b" * 64

@@ -1,0 +1,55 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The crio_pinned_images module's run (node side, Python 3.8+): the wanted images (from ``images`` or set files),
+then ``_pins/crio_dropin.pin_dropin`` with its presence check and CRI read-back."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping
+
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
+    DropinSettings,
+    LazyStatusClient,
+    missing_images,
+    pin_dropin,
+    validate_pinned_images,
+)
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import cri_client, selected_images
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
+
+if TYPE_CHECKING:  # grpc is imported only once require_node_deps found it
+    from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
+
+
+def run(invocation: Invocation) -> Outcome:
+    """The module's run: its result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``,
+    ``cri_pinned``, ``diff``) and warnings, or the failure with those fields as they were before the run."""
+    params = invocation.params
+    before: Mapping[str, Any] = dict(changed=False, path=params["path"], images=[], set_names=[], reloaded=False)
+
+    def connect() -> CriClient:
+        # grpcio is needed only for a CRI call: removing a drop-in that is already gone makes none.
+        require_node_deps()
+        return cri_client(params)
+
+    client = LazyStatusClient(connect)
+    try:
+        images, set_names = selected_images(params, validate_pinned_images)
+        settings = DropinSettings(params["path"], params["reload"], params["pid_file"], params["force"],
+                                  params["settle_timeout"])
+
+        def check_presence(wanted: List[str]) -> List[str]:
+            return missing_images(client, wanted)
+
+        result: Dict[str, Any] = pin_dropin(images, settings, invocation.check_mode, check_presence,
+                                            invocation.run_command, params["state"], client)
+    except CollectionError as error:
+        return Outcome(before, failure=error)
+    finally:
+        client.close()
+    warnings = result.pop("warnings", [])
+    return Outcome(dict(result, set_names=set_names), warnings=warnings)

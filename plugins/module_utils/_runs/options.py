@@ -1,0 +1,199 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The argument specs several modules share, and their readers: the one place where those options are named.
+
+``CRI_CLIENT_ARGUMENT_SPEC`` -> ``cri_client(params)``, ``containerd_client(params)``;
+``REGISTRY_ARGUMENT_SPEC`` -> ``RegistryOptions.from_params(params)``; ``K8S_AUTH_ARG_SPEC`` (kubernetes.core's
+names, aliases and ``K8S_AUTH_*`` variables) -> ``k8s_connection(params)``; ``SELECTION_ARGUMENT_SPEC`` (with
+``SELECTION_MUTUALLY_EXCLUSIVE``, ``SELECTION_REQUIRED_BY``) -> ``selected_images(params, validate)``.
+``Problems`` gathers every problem of a request's options, so that one error names them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Tuple, TypeVar
+
+from ansible.module_utils.basic import env_fallback
+
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._k8s.client import DEFAULT_TIMEOUT
+from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, load_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import DEFAULT_CERTS_DIRS
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
+    RegistriesConf,
+    load_registries_conf,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
+    from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
+
+_T = TypeVar("_T")
+
+
+class Problems:
+    """The problems found in a module's options; ``raise_any()`` raises them as one error (a single error as it
+    was raised, so that its class and details stay)."""
+
+    def __init__(self) -> None:
+        self.errors: List[CollectionError] = []
+
+    def add(self, message: str) -> None:
+        """Record one problem."""
+        self.errors.append(CollectionError(message))
+
+    def at_least(self, params: Mapping[str, Any], name: str, low: float) -> None:
+        """``params[name]`` must be at least ``low``."""
+        if params[name] < low:
+            self.add(f"{name} must be at least {low}, got {params[name]}")
+
+    def above_zero(self, params: Mapping[str, Any], name: str) -> None:
+        """``params[name]`` must be above 0."""
+        if params[name] <= 0:
+            self.add(f"{name} must be above 0, got {params[name]}")
+
+    def attempt(self, read: Callable[[], _T]) -> Optional[_T]:
+        """``read()``, or None with its CollectionError recorded."""
+        try:
+            return read()
+        except CollectionError as error:
+            self.errors.append(error)
+            return None
+
+    def raise_any(self) -> None:
+        """Raise what was found, if anything."""
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise CollectionError([problem for error in self.errors for problem in error.problems])
+
+
+CRI_CLIENT_ARGUMENT_SPEC = dict(
+    cri_socket=dict(type="str"),
+    cri_connect_timeout=dict(type="float", default=5.0),
+    cri_timeout=dict(type="float", default=60.0),
+)
+
+
+def cri_client(params: Mapping[str, Any]) -> CriClient:
+    """A CRI client on the socket and timeouts of the module parameters."""
+    # Here, not at the top, as below: controller-side modules share this file and must not import grpc or the
+    # set files' loader.
+    from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
+
+    return CriClient(params.get("cri_socket"), params["cri_connect_timeout"], params["cri_timeout"])
+
+
+def containerd_client(params: Mapping[str, Any]) -> ContainerdClient:
+    """A containerd client on the socket, timeouts and ``containerd_namespace`` of the module parameters."""
+    from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import CRI_NAMESPACE, ContainerdClient
+
+    return ContainerdClient(params.get("cri_socket"), params["cri_connect_timeout"], params["cri_timeout"],
+                            params.get("containerd_namespace") or CRI_NAMESPACE)
+
+
+REGISTRY_ARGUMENT_SPEC = dict(
+    auth_file=dict(type="path"),
+    registries_conf=dict(type="path"),
+    registry_mirrors=dict(
+        type="list",
+        elements="dict",
+        options=dict(
+            prefix=dict(type="str", required=True),
+            location=dict(type="str"),
+            insecure=dict(type="bool", default=False),
+            blocked=dict(type="bool", default=False),
+            mirror_by_digest_only=dict(type="bool", default=False),
+            mirrors=dict(
+                type="list",
+                elements="dict",
+                options=dict(
+                    location=dict(type="str", required=True),
+                    insecure=dict(type="bool", default=False),
+                    pull_from_mirror=dict(type="str", choices=["all", "digest-only", "tag-only"]),
+                ),
+            ),
+        ),
+    ),
+    registry_certs_dirs=dict(type="list", elements="path", default=list(DEFAULT_CERTS_DIRS)),
+    registry_timeout=dict(type="float", default=30.0),
+)
+
+
+@dataclass(frozen=True)
+class RegistryOptions:
+    """The registry options, read: the pull secret, registries.conf with the mirrors, certs.d and the timeout."""
+
+    docker_config: DockerConfig
+    registries: RegistriesConf
+    certs_dirs: Tuple[str, ...]
+    timeout: float
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], problems: Problems) -> Optional["RegistryOptions"]:
+        """The options, or None with their problems recorded."""
+        problems.above_zero(params, "registry_timeout")
+        docker_config = problems.attempt(lambda: load_docker_config(params["auth_file"]))
+        registries = problems.attempt(lambda: load_registries_conf(params["registries_conf"],
+                                                                   params["registry_mirrors"]))
+        if docker_config is None or registries is None:
+            return None
+        return cls(docker_config, registries, tuple(params["registry_certs_dirs"] or ()), params["registry_timeout"])
+
+
+SELECTION_ARGUMENT_SPEC = dict(
+    images=dict(type="list", elements="str"),
+    sets=dict(type="list", elements="raw"),
+    pools=dict(type="list", elements="raw", aliases=["pool"]),
+    node_labels=dict(type="dict"),
+)
+SELECTION_MUTUALLY_EXCLUSIVE = [("images", "sets")]
+SELECTION_REQUIRED_BY = {"pools": "sets", "node_labels": "sets"}
+
+
+def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]]) -> Tuple[List[str], List[str]]:
+    """(images, set_names) that a pinning module's options select (``images``, or ``sets`` with ``pools`` /
+    ``node_labels``), each checked by ``validate(names, require_digest=...)``; none with ``state=absent``."""
+    if params["state"] != "present":
+        return [], []
+    from ansible_collections.pinned.images.plugins.module_utils._sets.pools import wanted_images
+
+    return wanted_images(params["images"], params["sets"], params["pools"], params["node_labels"],
+                         lambda names: validate(names, require_digest=params["require_digest"]))
+
+
+K8S_AUTH_ARG_SPEC = {
+    # A dict kubeconfig carries tokens and keys; Ansible then hides every string in it from results and logs.
+    # Not no_log: that would mask every value of a dict kubeconfig ("v1", "Config") in all output. Modules mask
+    # its credentials and a proxy password instead, with connection_secrets().
+    "kubeconfig": {"type": "raw", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_KUBECONFIG"])},
+    "context": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_CONTEXT"])},
+    "host": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_HOST"])},
+    "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
+    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"], "fallback": (env_fallback, ["K8S_AUTH_VERIFY_SSL"])},
+    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"], "fallback": (env_fallback, ["K8S_AUTH_SSL_CA_CERT"])},
+    "client_cert": {"type": "path", "aliases": ["cert_file"], "fallback": (env_fallback, ["K8S_AUTH_CERT_FILE"])},
+    # A path to the key, not the key itself: nothing to hide from the logs.
+    "client_key": {
+        "type": "path",
+        "aliases": ["key_file"],
+        "no_log": False,
+        "fallback": (env_fallback, ["K8S_AUTH_KEY_FILE"]),
+    },
+    # May carry user:password@ (SOCKS proxies use it); hidden from results and logs as a whole.
+    "proxy": {"type": "str", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_PROXY"])},
+    "request_timeout": {
+        "type": "float",
+        "default": DEFAULT_TIMEOUT,
+        "fallback": (env_fallback, ["K8S_AUTH_REQUEST_TIMEOUT"]),
+    },
+}
+
+
+def k8s_connection(params: Mapping[str, Any]) -> K8sConnection:
+    """The connection options of the module parameters (K8S_AUTH_ARG_SPEC)."""
+    return K8sConnection(**{name: params.get(name) for name in K8S_AUTH_ARG_SPEC})

@@ -1,0 +1,310 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_prefetch_run: the checks before the runtime, and one whole run against a scripted runtime.
+
+Pulls through real containerd, the estimate against a real registry and a full tmpfs are in tests/functional.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import LOCKED, CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock, NodeLockError
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import dropin_pinned_images
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
+    DiskGuardRefused,
+    PrefetchRequest,
+    pin_method,
+    pull_sources,
+    run_prefetch,
+)
+from fixtures.scripted_runtime import ScriptedRuntime
+
+DIGEST = "sha256:" + "d" * 64
+PRESENT = f"registry.example:5000/present@{DIGEST}"
+MISSING = f"registry.example:5000/missing@{DIGEST}"
+
+
+def params(tmp_path, **overrides):
+    """The module's parameters, with an empty auth file and registries.conf of the test's own."""
+    (tmp_path / "auth.json").write_text('{"auths": {}}')
+    (tmp_path / "registries.conf").write_text("")
+    base = dict(
+        images=[PRESENT, MISSING], require_digest=True, concurrency=2, throttle=0.0, retries=0, retry_delay=0.0,
+        retry_max_delay=0.0, pull_timeout=0.0, fail_on_error=True, disk_guard="free_only", min_free="0",
+        expansion_factor=2.0, image_store_path=None, platform=None, progress_file=None, lock_file=None, run_id="r1",
+        auth_file=str(tmp_path / "auth.json"), registries_conf=str(tmp_path / "registries.conf"), registry_mirrors=[],
+        registry_certs_dirs=[], registry_timeout=5.0, cri_socket=None, cri_connect_timeout=1.0, cri_timeout=1.0,
+        pin="none", dropin_path=str(tmp_path / "50-pinned-images"), crio_reload="none", crio_pid_file=None,
+        old_runtime="fail", settle_timeout=1.0, mco_dir=str(tmp_path / "machine-config-daemon"),
+        containerd_config=None, containerd_config_path=None,
+    )
+    base.update(overrides)
+    return base
+
+
+class Runtime(ScriptedRuntime):
+    """The CRI calls run_prefetch makes, and the containerd image records of the label pin; the image filesystem
+    is ``image_fs``."""
+
+    endpoint = "unix:///scripted.sock"
+
+    def __init__(self, image_fs, name="scripted", version="1", fail_pulls=False):
+        self.image_fs = image_fs
+        self.runtime_name, self.runtime_version = name, version
+        self.fail_pulls = fail_pulls
+        self.pulled = []
+        self.labels = {}
+        self.status_calls = []
+
+    def image_fs_info(self):
+        return [dict(mountpoint=self.image_fs)]
+
+    def list_images(self):
+        return [dict(id="sha256:1", repo_tags=[], repo_digests=[PRESENT], size=1, pinned=False)]
+
+    def image_status(self, image):
+        self.status_calls.append(image)
+        if image == MISSING and image not in self.pulled:
+            return None
+        return dict(id=image, repo_tags=[], repo_digests=[image], size=7, pinned=self._pinned(image))
+
+    def _pinned(self, image):
+        """The label (containerd); for CRI-O, the drop-in in ``image_fs`` (as if CRI-O had read it)."""
+        if self.runtime_name != "cri-o":
+            return bool(self.labels.get(image))
+        dropin = Path(self.image_fs) / "50-pinned-images"
+        return dropin.exists() and image in (dropin_pinned_images(dropin.read_text()) or [])
+
+    def pull_image(self, image, auth=None, timeout=None):
+        if self.fail_pulls:
+            raise CriError("scripted failure")
+        self.pulled.append(image)
+        return "sha256:pulled"
+
+    def list_records(self):
+        return [dict(name=name, labels=dict(self.labels.get(name, {}))) for name in [PRESENT, *self.pulled]]
+
+    def update_labels(self, record, labels, keys):
+        self.labels[record["name"]] = dict(labels)
+
+
+def test_every_option_is_checked_before_the_runtime(tmp_path):
+    with pytest.raises(CollectionError, match="concurrency must be at least 1, got 0"):
+        PrefetchRequest.from_params(params(tmp_path, concurrency=0), False)
+    with pytest.raises(CollectionError) as info:
+        PrefetchRequest.from_params(params(tmp_path, images=["x y", "a:latest"]), False)
+    assert [p.split(":")[0] for p in info.value.problems] == ["images[0]", "images[1]"]
+    with pytest.raises(CollectionError, match="size 'lots' is not understood"):
+        PrefetchRequest.from_params(params(tmp_path, min_free="lots"), False)
+    with pytest.raises(CollectionError, match="platform 'amd64' is not os/architecture"):
+        PrefetchRequest.from_params(params(tmp_path, platform="amd64"), False)
+
+
+def test_every_bad_option_is_named_in_one_error(tmp_path):
+    with pytest.raises(CollectionError) as info:
+        PrefetchRequest.from_params(params(tmp_path, concurrency=0, min_free="lots", platform="amd64",
+                                           registry_timeout=0, images=["x y"]), False)
+    problems = info.value.problems
+    assert len(problems) == 5, problems
+    assert problems[0] == "concurrency must be at least 1, got 0"
+    assert any(p.startswith("images[0]") for p in problems) and any("'lots'" in p for p in problems)
+    assert any("'amd64'" in p for p in problems) and "registry_timeout must be above 0, got 0" in problems
+
+
+def test_a_run_reads_the_image_filesystem_once_and_pulls_the_missing_image(tmp_path):
+    runtime = Runtime(str(tmp_path))
+    request = PrefetchRequest.from_params(params(tmp_path), False)
+    outcome = run_prefetch(request, diff=True, client_factory=lambda _params: runtime)
+    assert runtime.pulled == [MISSING]
+    assert [i["status"] for i in outcome.result["images"]] == ["present", "pulled"]
+    assert outcome.result["changed"] and outcome.failure is None
+    assert outcome.result["disk_guard"]["filesystem"] == str(tmp_path)
+    assert outcome.result["diff"]["after"] == "".join(sorted(f"{i}\n" for i in (PRESENT, MISSING)))
+
+
+def test_the_disk_guard_refuses_before_any_pull(tmp_path):
+    runtime = Runtime(str(tmp_path))
+    request = PrefetchRequest.from_params(params(tmp_path, min_free="100%"), False)
+    with pytest.raises(DiskGuardRefused) as info:
+        run_prefetch(request, client_factory=lambda _params: runtime)
+    assert runtime.pulled == [] and info.value.details["disk_guard"]["ok"] is False
+
+
+def test_each_runtime_reads_its_own_registry_files(tmp_path):
+    """CRI-O: registries.conf; containerd: its hosts, found from CRI Status (1.x), the config file (2.x) or the
+    option, and only the option's registries_conf / registry_mirrors as overrides."""
+    asked = []
+
+    def status(config):
+        return lambda: asked.append(1) or {"config": json.dumps(config)}
+
+    request = PrefetchRequest.from_params(params(tmp_path), False)
+    sources, files, _warnings = pull_sources(request, {"runtime_name": "cri-o"}, status({}))
+    assert sources is request.registries and files == f"registries.conf: {tmp_path / 'registries.conf'}"
+    containerd = {"runtime_name": "containerd", "runtime_version": "1.7.24"}
+    overridden = PrefetchRequest.from_params(params(tmp_path, containerd_config_path="/opt/a:/opt/b"), False)
+    sources, files, _warnings = pull_sources(overridden, containerd, status({}))
+    assert (sources.config.roots, asked) == (("/opt/a", "/opt/b"), [])
+    assert sources.overrides.files == [str(tmp_path / "registries.conf")]
+    mirrors = {"registry": {"configPath": "", "mirrors": {"docker.io": {"endpoint": ["https://m"]}}}}
+    sources, files, warnings = pull_sources(request, containerd, status(mirrors))
+    assert (sources.config.roots, asked, files) == ((), [1], "containerd hosts.toml under config_path none (from "
+                                                    "CRI Status)")
+    assert "deprecated registry.mirrors" in warnings[0]
+    config = tmp_path / "config.toml"
+    config.write_text('version = 3\n[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/etc/c"\n')
+    configured = PrefetchRequest.from_params(params(tmp_path, containerd_config=str(config)), False)
+    sources, files, _warnings = pull_sources(configured, dict(containerd, runtime_version="2.1.9"), status({}))
+    assert sources.config.roots == ("/etc/c",) and str(config) in files
+
+
+def test_a_held_lock_fails_with_the_locked_kind(tmp_path):
+    lock_file = str(tmp_path / "prefetch.lock")
+    held = NodeLock(lock_file, "other").acquire()
+    try:
+        request = PrefetchRequest.from_params(params(tmp_path, lock_file=lock_file), False)
+        with pytest.raises(NodeLockError) as info:
+            run_prefetch(request, client_factory=lambda _p: Runtime("/"))
+        assert info.value.details == {"error_kind": LOCKED}
+    finally:
+        held.release()
+
+
+@pytest.mark.parametrize("wanted, runtime, method", [
+    ("auto", dict(runtime_name="cri-o", runtime_version="1.31.0"), "dropin"),
+    ("auto", dict(runtime_name="containerd", runtime_version="1.7.24~ds1"), "label"),
+    ("auto", dict(runtime_name="containerd", runtime_version="v1.7.3"), "label"),
+    ("auto", dict(runtime_name="containerd", runtime_version="1.6.20~ds1"), "none"),
+    ("auto", dict(runtime_name="other", runtime_version="9.9.9"), "none"),
+    ("dropin", dict(runtime_name="containerd", runtime_version="1.6.20"), "dropin"),
+    ("label", dict(runtime_name="cri-o", runtime_version="1.31.0"), "label"),
+    ("none", dict(runtime_name="cri-o", runtime_version="1.31.0"), "none"),
+])
+def test_the_pin_method_follows_the_runtime(wanted, runtime, method):
+    assert pin_method(wanted, runtime) == method
+
+
+def run(tmp_path, runtime, check_mode=False, run_command=None, **overrides):
+    options = params(tmp_path, **overrides)
+    request = PrefetchRequest.from_params(options, check_mode)
+    return run_prefetch(request, diff=True, client_factory=lambda _params: runtime, run_command=run_command)
+
+
+def test_auto_pins_crio_in_the_drop_in_after_the_pulls_and_reloads_once(tmp_path):
+    runtime, reloads = Runtime(str(tmp_path), "cri-o", "1.31.0"), []
+    dropin = tmp_path / "50-pinned-images"
+    outcome = run(tmp_path, runtime, pin="auto", crio_reload="systemd",
+                  run_command=lambda argv: reloads.append(argv) or (0, "", ""))
+    pin = outcome.result["pin"]
+    assert runtime.pulled == [MISSING] and outcome.pin_failure is None
+    assert (pin["method"], pin["ran"], pin["changed"], pin["reloaded"]) == ("dropin", True, True, True)
+    assert pin["images"] == sorted([PRESENT, MISSING]) and pin["path"] == str(dropin)
+    assert MISSING in dropin.read_text() and reloads == [["systemctl", "reload", "crio"]]
+    assert outcome.result["diff"][1]["after"] == dropin.read_text()
+    # The pin's wall-clock times come after the pull's, on the same clock (the report's timeline).
+    pulled = [entry for entry in outcome.result["images"] if entry["status"] == "pulled"]
+    assert pulled[0]["finished"] <= pin["started"] <= pin["finished"]
+
+    again = run(tmp_path, runtime, pin="auto", crio_reload="systemd", run_command=reloads.append)
+    assert not again.result["changed"] and not again.result["pin"]["changed"] and len(reloads) == 1
+
+
+def test_check_mode_reports_the_pin_and_writes_nothing(tmp_path):
+    runtime = Runtime(str(tmp_path), "cri-o", "1.31.0")
+    runtime.pulled.append(MISSING)  # every image is on the node
+    outcome = run(tmp_path, runtime, check_mode=True, pin="dropin")
+    assert outcome.result["changed"] and outcome.result["pin"]["changed"] and outcome.result["pin"]["ran"]
+    assert not (tmp_path / "50-pinned-images").exists()
+
+
+def test_no_pin_while_an_image_is_missing(tmp_path):
+    runtime = Runtime(str(tmp_path), "cri-o", "1.31.0", fail_pulls=True)
+    outcome = run(tmp_path, runtime, pin="dropin", fail_on_error=False)
+    assert outcome.failure and outcome.pin_failure is None
+    pin = outcome.result["pin"]
+    assert {key: pin[key] for key in pin if key not in ("started", "finished")} == dict(
+        method="dropin", ran=False, changed=False, images=[], path=None, reloaded=False, records=None,
+        cri_pinned={}, mco_managed=None)
+    assert not (tmp_path / "50-pinned-images").exists()
+    # In check mode an image that would be pulled is not on the node either.
+    planned = run(tmp_path, Runtime(str(tmp_path), "cri-o", "1.31.0"), check_mode=True, pin="dropin")
+    assert planned.result["totals"]["would_pull"] == 1 and not planned.result["pin"]["ran"]
+
+
+def test_auto_sets_the_containerd_label(tmp_path):
+    runtime = Runtime(str(tmp_path), "containerd", "1.7.24~ds1")
+    outcome = run(tmp_path, runtime, pin="auto")
+    pin = outcome.result["pin"]
+    assert (pin["method"], pin["changed"], pin["path"]) == ("label", True, None)
+    assert sorted(pin["records"]["pinned"]) == sorted([PRESENT, MISSING])
+    assert runtime.labels[MISSING]["io.cri-containerd.pinned"] == "pinned"
+    # The present check found PRESENT in ListImages: the pin asks ImageStatus about it only once, when it waits
+    # for CRI to report the label (before, it also asked first whether it was there).
+    assert runtime.status_calls.count(PRESENT) == 1
+
+
+def test_a_failed_reload_fails_the_pin_but_keeps_the_pulls(tmp_path):
+    runtime = Runtime(str(tmp_path), "cri-o", "1.31.0")
+    outcome = run(tmp_path, runtime, pin="dropin", crio_reload="systemd", run_command=lambda argv: (1, "", "no crio"))
+    assert "was not reloaded" in outcome.pin_failure and "no crio" in outcome.pin_failure
+    assert outcome.result["pin"]["changed"] and outcome.result["changed"]
+    assert outcome.result["totals"]["pulled"] == 1 and (tmp_path / "50-pinned-images").exists()
+    pin = outcome.result["pin"]
+    assert pin["images"] == sorted([PRESENT, MISSING]) and pin["path"] == str(tmp_path / "50-pinned-images")
+
+
+class Unreported(Runtime):
+    """Stores the labels but never reports an image pinned."""
+
+    def image_status(self, image):
+        status = super().image_status(image)
+        return status and dict(status, pinned=False)
+
+
+def test_labels_cri_never_reports_fail_the_pin_and_are_reported_written(tmp_path):
+    runtime = Unreported(str(tmp_path), "containerd", "1.7.24~ds1")
+    runtime.pulled.append(MISSING)  # nothing to pull: only the pin changes the node
+    outcome = run(tmp_path, runtime, pin="label", settle_timeout=0.1)
+    assert "CRI still reports" in outcome.pin_failure
+    pin = outcome.result["pin"]
+    assert outcome.result["changed"] and pin["changed"] and pin["images"] == sorted([PRESENT, MISSING])
+    assert pin["records"]["pinned"] == sorted([PRESENT, MISSING]) and set(runtime.labels) == {PRESENT, MISSING}
+
+
+def test_a_signal_reload_needs_its_pid_file(tmp_path):
+    with pytest.raises(CollectionError, match="crio_reload=signal needs crio_pid_file"):
+        PrefetchRequest.from_params(params(tmp_path, pin="auto", crio_reload="signal"), False)
+
+
+def mco_node(tmp_path):
+    """The machine-config-daemon's record of an applied config, as on an MCO-managed node."""
+    directory = tmp_path / "machine-config-daemon"
+    directory.mkdir()
+    (directory / "currentconfig").write_text('{"metadata": {"name": "rendered-worker-1"}, "spec": {"config": {}}}')
+    return directory
+
+
+def test_auto_on_an_mco_node_prefetches_and_leaves_the_drop_in_to_the_mco(tmp_path):
+    mco_node(tmp_path)
+    runtime, reloads = Runtime(str(tmp_path), "cri-o", "1.31.0"), []
+    outcome = run(tmp_path, runtime, pin="auto", crio_reload="systemd", run_command=reloads.append)
+    pin = outcome.result["pin"]
+    assert runtime.pulled == [MISSING] and outcome.result["changed"]
+    assert (pin["method"], pin["ran"], pin["changed"], pin["path"]) == ("none", False, False, None)
+    assert "rendered-worker-1" in pin["mco_managed"] and outcome.warnings == []
+    assert not (tmp_path / "50-pinned-images").exists() and reloads == []
+
+
+def test_an_explicit_drop_in_on_an_mco_node_warns_and_writes(tmp_path):
+    mco_node(tmp_path)
+    runtime = Runtime(str(tmp_path), "cri-o", "1.31.0")
+    outcome = run(tmp_path, runtime, pin="dropin", crio_reload="none")
+    assert outcome.result["pin"]["method"] == "dropin" and outcome.result["pin"]["changed"]
+    assert (tmp_path / "50-pinned-images").exists()
+    assert [w for w in outcome.warnings if "managed by the machine-config-operator" in w]
+    assert run(tmp_path, Runtime(str(tmp_path), "cri-o", "1.31.0"), pin="auto").result["pin"]["mco_managed"]
