@@ -515,7 +515,9 @@ runtime:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node import DEFAULT_DIRECTORY as MCO_DIRECTORY
+from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node import (
+    DEFAULT_DIRECTORY as MCO_DIRECTORY,
+)
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,

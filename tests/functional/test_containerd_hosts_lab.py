@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 import pytest
+
 from fixtures.ansible_runs import adhoc
 from support.gate_proxy import PathProxy
 from support.images import KIB, push_lab_image

@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.node import pin_args
-
-from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, playbook, remove_all_images
-from support.gate_proxy import GateProxy
-from fixtures.reference import reference_path
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
+from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, playbook, remove_all_images
+from fixtures.reference import reference_path
+from support.gate_proxy import GateProxy
+from support.node import pin_args
 
 pytestmark = pytest.mark.lab
 GUARD = dict(min_free="64Mi")

@@ -6,11 +6,10 @@ SIGHUP, and containerd 1.6, which cannot pin, gets the reason and the fix instea
 from __future__ import annotations
 
 import pytest
-from support.node import RUNTIMES, pin_args
-
-from fixtures.ansible_runs import adhoc
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
+from fixtures.ansible_runs import adhoc
+from support.node import RUNTIMES, pin_args
 
 GUARD = dict(min_free="64Mi")
 

@@ -57,6 +57,8 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
 from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector import label_selector_matches
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     API_VERSION as MCO_API_VERSION,
+)
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     default_pool,
 )
 

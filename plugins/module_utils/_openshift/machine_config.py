@@ -63,7 +63,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from ansible.module_utils.basic import missing_required_lib
 
@@ -75,7 +75,6 @@ from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file 
 )
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import MAX_NAME_LENGTH
-from ansible_collections.pinned.images.plugins.module_utils._openshift import disruption_policy
 from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import (
     HAS_YAML,
     YAMLError,
@@ -89,6 +88,7 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     K8sClient,
 )
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
+from ansible_collections.pinned.images.plugins.module_utils._openshift import disruption_policy
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     DEFAULT_PATH,
     render_pinned_images,

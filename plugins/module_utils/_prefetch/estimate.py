@@ -29,6 +29,7 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, RegistryCredentials
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import HostEndpoint
+
 # is_loopback: containerd and Docker allow plain HTTP to loopback registries without configuration; so does the estimate.
 from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import (
     containerd_credentials,

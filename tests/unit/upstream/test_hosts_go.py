@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from vectors import check
 
 from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import (
     configure_hosts,
@@ -18,8 +19,6 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.containerd
     parse_hosts_file,
     uses_http_fallback,
 )
-
-from vectors import check
 
 SOURCE = "containerd"
 TABLE = json.loads((Path(__file__).parent / "data" / "containerd_hosts.json").read_text(encoding="utf-8"))

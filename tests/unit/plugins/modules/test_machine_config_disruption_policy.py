@@ -8,10 +8,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from ansible_collections.pinned.images.plugins.modules import machine_config as module
 from fixtures.module_runner import run_module
 from support.apiserver.mco import add_machine_configuration
-
-from ansible_collections.pinned.images.plugins.modules import machine_config as module
 
 A = "quay.io/org/a@sha256:" + "a" * 64
 B = "quay.io/org/b@sha256:" + "b" * 64

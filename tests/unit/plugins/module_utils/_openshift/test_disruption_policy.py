@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from support.apiserver import mco
-
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8sClient
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
 from ansible_collections.pinned.images.plugins.module_utils._openshift import disruption_policy as dp
+from support.apiserver import mco
 
 DROPIN = "/etc/crio/crio.conf.d/50-pinned-images"
 RELOAD = [{"type": "Reload", "reload": {"serviceName": "crio.service"}}]

@@ -13,8 +13,8 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import LOCKED, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock, NodeLockError
-from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import dropin_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import dropin_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
     DiskGuardRefused,
     PrefetchRequest,
