@@ -223,6 +223,8 @@ def run_parameters(results: Sequence[Mapping[str, Any]], phases_planned: Optiona
         "started": min(started) if started else None,
         "finished": max(finished) if finished else None,
     }
+
+
 def batch_stopped(batch: Sequence[str], hostvars: HostVars, max_fail_percentage: Any) -> bool:
     """Whether a phase stops after ``batch``: more than ``max_fail_percentage`` of its hosts failed (a host without
     a ``node_result`` failed too). 100 never stops; Ansible's own rule would stop a one-node batch at once."""

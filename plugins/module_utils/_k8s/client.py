@@ -76,6 +76,8 @@ MAX_ATTEMPTS = 3
 RETRY_DELAY = 0.25
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
+
+
 def require_kubernetes() -> None:
     """Import the kubernetes library once; raises K8sError when it is missing or broken."""
     if not HAS_KUBERNETES:

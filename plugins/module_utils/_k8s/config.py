@@ -34,7 +34,6 @@ _KUBECONFIG_SECRET_KEYS = frozenset((
 _USERINFO_RE = re.compile(r"(?<=://)[^/\s]*@")
 
 
-
 def safe_url(url: object) -> str:
     """The URL (or any text) without the user info of URLs (``https://user:pass@host`` -> ``https://host``)."""
     return _USERINFO_RE.sub("", str(url or ""))

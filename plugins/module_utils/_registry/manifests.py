@@ -59,6 +59,7 @@ def decode_manifest(ref: ImageRef, digest: str, body: bytes) -> Dict[str, Any]:
         raise ManifestFormatError(f"{ref}: manifest {digest} is not a JSON object", ref.registry)
     return document
 
+
 def guess_type(document: Dict[str, Any]) -> str:
     # OCI allows manifests without mediaType; registries then send a generic Content-Type.
     if isinstance(document.get("manifests"), list):
@@ -69,11 +70,13 @@ def guess_type(document: Dict[str, Any]) -> str:
         return DOCKER_SCHEMA1[0]
     return ""
 
+
 def _size(value: object) -> int:
     # bool is an int in Python but never a size.
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(value)
     return value
+
 
 def manifest_layers(ref: ImageRef, digest: str,
                     document: Dict[str, Any]) -> Tuple[Tuple[Tuple[str, int], ...], int]:
@@ -91,6 +94,7 @@ def manifest_layers(ref: ImageRef, digest: str,
             f"{ref}: manifest {digest} has a malformed config or layer entry", ref.registry
         ) from None
     return tuple(layers), config_size
+
 
 def select_platform(ref: ImageRef, digest: str, document: Dict[str, Any], wanted: Platform) -> str:
     candidates: List[Tuple[str, str, str, str]] = []

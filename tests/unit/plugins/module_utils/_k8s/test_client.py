@@ -25,6 +25,7 @@ PIS = "PinnedImageSet"
 IMG_A = "quay.io/openshift/app-a@sha256:" + "a" * 64
 IMG_B = "quay.io/openshift/app-b@sha256:" + "b" * 64
 
+
 def pis(name="set-a", images=(IMG_A,), labels=None, **spec):
     return pinned_image_set(name, images, labels, **spec)
 
@@ -395,7 +396,7 @@ def test_secrets_are_scrubbed_from_messages(tmp_path):
 def test_url_user_info_and_proxy_password_are_scrubbed(tmp_path):
     proxy = "http://proxy-user:pr0xy%2Fpa55@127.0.0.1:1"
     with connect({"host": "http://127.0.0.1:1", "api_key": "tok-123456", "proxy": proxy},
-                               tmpdir=str(tmp_path)) as c:
+                 tmpdir=str(tmp_path)) as c:
         text = c._scrub(f"via {proxy} (pr0xy/pa55, pr0xy%2Fpa55) to https://u:p@host.test/x, mail a@b.test")
     assert text == "via http://127.0.0.1:1 (********, ********) to https://host.test/x, mail a@b.test"
 
@@ -462,7 +463,7 @@ def timed_failure(call):
 @pytest.mark.parametrize("timeout", [1, 2.5])
 def test_a_server_that_never_answers_ends_within_the_timeout(silent_listener, tmp_path, timeout):
     with connect({"host": silent_listener, "api_key": "tok", "request_timeout": timeout},
-                               tmpdir=str(tmp_path)) as c:
+                 tmpdir=str(tmp_path)) as c:
         error, elapsed = timed_failure(lambda: c.list("v1", "Node"))
     assert str(error) == f"the Kubernetes API server at {silent_listener} did not answer within {timeout:g} s (request_timeout)"
     assert error.status == 0 and error.reason == "Timeout"
