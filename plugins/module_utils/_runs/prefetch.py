@@ -195,7 +195,8 @@ def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Op
             estimator = PullEstimator(registry_client, request.registries, request.auth_config, retry,
                                       request.platform)
             manifests, unreadable = estimator.read(missing)
-    guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode)
+    guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode,
+                  pulls=len(missing))
     guard.update(
         filesystem=path,
         registry_requests=estimator.requests if estimator else 0,

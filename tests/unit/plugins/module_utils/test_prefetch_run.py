@@ -112,6 +112,17 @@ def test_the_disk_guard_refuses_before_any_pull(tmp_path):
     assert runtime.pulled == [] and info.value.details["disk_guard"]["ok"] is False
 
 
+@pytest.mark.parametrize("mode", ["free_only", "estimate"])
+def test_with_nothing_to_pull_the_disk_guard_passes_and_says_how_much_is_free(tmp_path, mode):
+    # Below the reserve (100% of the disk), but every image is there: a no-op rerun must not fail.
+    only_present = params(tmp_path, images=[PRESENT], min_free="100%", disk_guard=mode)
+    outcome = run_prefetch(PrefetchRequest.from_params(only_present, False), only_present,
+                           client_factory=lambda _params: Runtime(str(tmp_path)))
+    guard = outcome.result["disk_guard"]
+    assert guard["ok"] is True and guard["registry_requests"] == 0
+    assert guard["message"].startswith("nothing to pull, the disk guard passes: ") and " free of " in guard["message"]
+
+
 def test_a_held_lock_fails_with_the_locked_kind(tmp_path):
     lock_file = str(tmp_path / "prefetch.lock")
     held = NodeLock(lock_file, "other").acquire()
