@@ -20,8 +20,9 @@ description:
   - Before the file changes, every image must be present in the container runtime (checked with the CRI
     C(ImageStatus) call), unless O(force=true). Prefetch the images first, for example with M(pinned.images.prefetch).
   - The file is replaced atomically and rewritten only when its content changes; CRI-O is then told to reload.
-  - An empty list of images (O(images=[]), or sets that select nothing for this node), or O(state=absent),
-    removes the file. With O(state=present), one of O(images) and O(sets) is required.
+  - O(state=absent) removes the file. A selection of no image (O(images=[]), or sets that select nothing for this
+    node) fails without touching it, unless O(allow_empty=true), which removes it too. With O(state=present), one of
+    O(images) and O(sets) is required.
   - This is for CRI-O only. containerd pins an image through the image label C(io.cri-containerd.pinned=pinned),
     which M(pinned.images.containerd_pinned_images) sets.
 extends_documentation_fragment:

@@ -142,6 +142,11 @@ class PrefetchRequest:
         if params["progress_file"] and not os.path.isdir(progress_dir):
             raise CollectionError(f"progress_file: directory {progress_dir} does not exist")
         refs = parse_images(params["images"], params["require_digest"])
+        if not refs and params["pin"] != PIN_NONE and not params["allow_empty"]:
+            raise CollectionError(
+                f"images is empty: with pin={params['pin']} that would remove every pin of this node (the drop-in "
+                f"{params['dropin_path']}, or the labels pinned.images set); nothing was changed. Give the images, "
+                "allow_empty=true to empty the pins, or pin=none")
         parse_size(params["min_free"], total=0)
         platform = parse_platform(params["platform"]) if params["platform"] else None
         return cls(tuple(refs), platform, load_docker_config(params["auth_file"]),

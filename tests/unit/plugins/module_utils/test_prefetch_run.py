@@ -36,7 +36,7 @@ def params(tmp_path, **overrides):
         auth_file=str(tmp_path / "auth.json"), registries_conf=str(tmp_path / "registries.conf"), registry_mirrors=[],
         registry_certs_dirs=[], registry_timeout=5.0, cri_socket=None, cri_connect_timeout=1.0, cri_timeout=1.0,
         pin="none", dropin_path=str(tmp_path / "50-pinned-images"), crio_reload="none", crio_pid_file=None,
-        old_runtime="fail", settle_timeout=1.0,
+        old_runtime="fail", settle_timeout=1.0, allow_empty=False,
     )
     base.update(overrides)
     return base
@@ -110,6 +110,17 @@ def test_the_disk_guard_refuses_before_any_pull(tmp_path):
     with pytest.raises(DiskGuardRefused) as info:
         run_prefetch(request, params(tmp_path, min_free="100%"), client_factory=lambda _params: runtime)
     assert runtime.pulled == [] and info.value.details["disk_guard"]["ok"] is False
+
+
+@pytest.mark.parametrize("pin", ["auto", "dropin", "label"])
+def test_no_images_with_a_pin_fails_before_the_runtime_is_contacted(tmp_path, pin):
+    with pytest.raises(CollectionError) as info:
+        PrefetchRequest.from_params(params(tmp_path, images=[], pin=pin), False)
+    assert info.value.message.startswith(f"images is empty: with pin={pin} that would remove every pin of this node")
+    assert "allow_empty=true" in info.value.message
+    # Opted into, or without a pin: no error.
+    PrefetchRequest.from_params(params(tmp_path, images=[], pin=pin, allow_empty=True), False)
+    PrefetchRequest.from_params(params(tmp_path, images=[], pin="none"), False)
 
 
 @pytest.mark.parametrize("mode", ["free_only", "estimate"])
