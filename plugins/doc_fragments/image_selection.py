@@ -52,7 +52,7 @@ options:
     description:
       - What a selection of no image does with O(state=present) (O(images=[]), or O(sets) that select no image for
         this node, for example an empty directory).
-      - V(false) fails before anything is touched, naming what was looked at: an empty or misspelt input must not
+      - V(false) fails before anything is touched, naming what was looked at, since an empty or misspelt input must not
         remove the pins, which are what keep the images from the kubelet's garbage collection.
       - V(true) empties the pins, as O(state=absent) does.
     type: bool

@@ -16,6 +16,8 @@ Public API
 ``phases(order, control_plane, workers)``: the two phases of the prefetch playbook.
 ``node_groups(plan, order)``: the inventory groups and variables of each resolved node of the plan.
 ``plan_message(plan, order)``: the one-line summary of the plan.
+``plan_problem(plan, hostvars, groups, sources, info, allow_empty)``: why a plan would do nothing, or touch pins
+no input asked for (a failure), else "".
 ``progressing_statuses(plan, hostvars)``, ``done_statuses(results)``: the ``nodes`` of ``pinned_image_status``.
 ``node_results(hosts, hostvars, unresolved_hosts)``, ``summary(results)``, ``report_lines(results, summary,
 check_mode)``: the report of a run.
@@ -149,6 +151,44 @@ def plan_message(plan: List[Dict[str, Any]], order: List[str]) -> str:
     return message + (f"; left out (pools ambiguous): {', '.join(left_out)}" if left_out else "")
 
 
+def plan_problem(plan: Sequence[Mapping[str, Any]], hostvars: HostVars, groups: Mapping[str, Sequence[str]],
+                 sources: Mapping[str, Any], info: Optional[Mapping[str, Any]], allow_empty: bool = False) -> str:
+    """Why the plan must not run, naming what was looked at and the fix; "" when it may.
+
+    ``groups`` maps the role's group variables (cluster_control_plane_group, cluster_worker_group) to the group
+    names; ``sources`` holds cluster_sets, cluster_pools, cluster_read_cluster, ``inventory_groups`` (the
+    inventory's groups) and ``excluded`` (the nodes a --limit left out). No node, no source and no node_images, or sources that hold no PinnedImageSet: the node
+    role would remove the pins of every node, so only ``allow_empty`` (node_allow_empty) lets such a plan run."""
+    named = ", ".join(f"{group} ({variable})" for variable, group in groups.items())
+    if not plan and sources.get("excluded"):
+        return (f"the --limit leaves out every node of the groups {named} ({', '.join(sources['excluded'])}); "
+                "name the nodes to run next to localhost, for example -l 'localhost,%s'" % sources["excluded"][0])
+    if not plan:
+        if info is not None and sources.get("cluster_read_cluster") and info.get("nodes"):
+            return (f"no inventory host of the groups {named} is a node of the cluster; map them with the host "
+                    "variable cluster_node_name, or cluster_add_hosts=true to add the cluster's nodes")
+        inventory = ", ".join(name for name in sources.get("inventory_groups", []) if name not in ("all", "ungrouped"))
+        return (f"no inventory host is in the groups {named}, so nothing would run; the inventory has the groups: "
+                f"{inventory or 'none'}. Put the nodes in those groups, or name yours, for example "
+                "-e '{\"cluster_control_plane_group\": \"masters\", \"cluster_worker_group\": \"nodes\"}'")
+    if allow_empty:
+        return ""
+    own_images = [item["host"] for item in plan if _var(hostvars, item["host"], "node_images")]
+    if info is None and not own_images:
+        return ("nothing selects an image: cluster_sets and cluster_pools are empty, cluster_read_cluster is false "
+                "and no host has node_images, so every node would lose its pins; nothing was changed. Give the sets "
+                "(-e '{\"cluster_sets\": [\"sets/\"]}'), or node_allow_empty=true to remove the pins")
+    if info is not None and not info.get("sets"):
+        looked = [", ".join(str(source if isinstance(source, str) else "a set object")
+                            for source in sources.get("cluster_sets") or [])]
+        where = "cluster_sets (%s)" % (looked[0] or "empty")
+        if sources.get("cluster_read_cluster"):
+            where += " and the cluster"
+        return (f"the sources hold no PinnedImageSet: looked at {where}, so every node's sets would be empty and "
+                "lose their pins; nothing was changed. Check the paths, or node_allow_empty=true to remove the pins")
+    return ""
+
+
 def phases(order: Sequence[str], control_plane: Tuple[Any, Any], workers: Tuple[Any, Any]) -> List[Dict[str, Any]]:
     """``[{group, serial, max_fail_percentage}]`` for each phase of ``order``, padded with empty phases to two;
     ``control_plane`` and ``workers`` are the ``(serial, max_fail_percentage)`` of the two kinds of phase."""
@@ -191,8 +231,9 @@ def node_results(hosts: Sequence[str], hostvars: HostVars, unresolved_hosts: Seq
     return out
 
 
-def summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
-    """Counts and sums of ``results``; ``failed_nodes`` are the hosts that failed or did not run."""
+def summary(results: Sequence[Mapping[str, Any]], excluded: Sequence[str] = ()) -> Dict[str, Any]:
+    """Counts and sums of ``results``; ``failed_nodes`` are the hosts that failed or did not run; ``excluded`` the
+    nodes a --limit left out (neither run nor counted)."""
     def total(key: str, kind: Callable[[Any], float] = int) -> float:
         return sum(kind(result.get(key) or 0) for result in results)
 
@@ -208,6 +249,7 @@ def summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
         "bytes": total("bytes"),
         "node_seconds": round(total("seconds", float), 3),
         "failed_nodes": [r["host"] for r in results if r["status"] in ("failed", "not_run")],
+        "excluded": list(excluded),
     }
 
 
@@ -225,6 +267,8 @@ def report_lines(results: Sequence[Mapping[str, Any]], totals: Mapping[str, Any]
                          human_size(totals["bytes"]), "%.1f" % totals["node_seconds"], ""))
     if check_mode:
         lines.append('check mode: nothing was pulled; "pulled" counts the images that would be')
+    if totals.get("excluded"):
+        lines.append("excluded by --limit, not run and not counted: " + ", ".join(totals["excluded"]))
     lines.extend(f"{r['host']}: {r['error']}" for r in results if r.get("error"))
     return lines
 

@@ -1,0 +1,69 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Unknown ``cluster_*`` and ``node_*`` variables given to the playbooks (controller side), exposed as the filter
+``unknown_variables`` by ``plugins/filter/variables.py``.
+
+The known names are the options of every entry point of the two roles (their ``meta/argument_specs.yml``) and the
+few host and playbook variables the docs name (``PLAYBOOK_VARIABLES``). An unknown name close to a known one is a
+misspelt variable: an error, since what the user meant is then silently not done (``cluster_set`` leaves the sets
+out). An unknown name close to none is a warning only: inventories carry other roles' variables with these
+prefixes (``node_exporter_version``).
+
+Public API
+----------
+``known_variables(roles_dir) -> set``: the names the roles and playbooks read.
+``unknown_variables(hostvars, hosts, known) -> dict``: ``errors`` and ``warnings``, one line per name.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Set
+
+import yaml
+
+PREFIXES = ("cluster_", "node_")
+# Read by the roles and playbooks outside the argument specs: host variables of the cluster role's node mapping,
+# and the hosts of the node_deps playbook.
+PLAYBOOK_VARIABLES = frozenset({"cluster_node_name", "cluster_node_labels", "node_deps_hosts"})
+# difflib's ratio above which an unknown name is taken for a misspelling of a known one.
+CLOSE = 0.8
+ROLES_DIR = Path(__file__).resolve().parents[2] / "roles"
+
+
+def known_variables(roles_dir: Path = ROLES_DIR) -> Set[str]:
+    """The options of every entry point of every role under ``roles_dir``, and PLAYBOOK_VARIABLES."""
+    names = set(PLAYBOOK_VARIABLES)
+    for spec_file in sorted(roles_dir.glob("*/meta/argument_specs.yml")):
+        specs = yaml.safe_load(spec_file.read_text()) or {}
+        for entry_point in (specs.get("argument_specs") or {}).values():
+            names.update((entry_point or {}).get("options") or {})
+    return names
+
+
+def unknown_variables(hostvars: Mapping[str, Any], hosts: Iterable[str],
+                      known: Set[str]) -> Dict[str, List[str]]:
+    """The ``cluster_*``/``node_*`` names set on ``hosts`` (their ``hostvars``) that no role or playbook reads:
+    ``errors`` for those close to a known name (naming it), ``warnings`` for the others; each line names the hosts
+    that have the variable."""
+    found: Dict[str, List[str]] = {}
+    for host in hosts:
+        if host not in hostvars:
+            continue
+        for name in hostvars[host]:
+            if name.startswith(PREFIXES) and name not in known:
+                found.setdefault(name, []).append(host)
+    errors: List[str] = []
+    warnings: List[str] = []
+    candidates = sorted(known)
+    for name, where in sorted(found.items()):
+        on = ", ".join(where)
+        close = difflib.get_close_matches(name, candidates, n=1, cutoff=CLOSE)
+        if close:
+            errors.append(f"{name} (on {on}) is not a variable of pinned.images: did you mean {close[0]}?")
+        else:
+            warnings.append(f"{name} (on {on}) is not a variable of pinned.images; ignored")
+    return {"errors": errors, "warnings": warnings}
