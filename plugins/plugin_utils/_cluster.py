@@ -12,6 +12,7 @@ Public API
 ``node_set_list(sets, images, name)``: the sets a node gets, its own images as one more set.
 ``host_nodes(hosts, hostvars, control_plane_hosts)``: inventory hosts described as nodes (name, labels).
 ``node_plan(hosts, hostvars, control_plane_hosts, info, add_hosts)``: what each node gets.
+``render_problem(info, sources, dest, allow_empty)``: why the render of no set must not write, else "".
 ``phase_order(order)``: the order of the phases, from a list or a survey's comma-separated text.
 ``phases(order, control_plane, workers)``: the two phases of the prefetch playbook.
 ``node_groups(plan, order)``: the inventory groups and variables of each resolved node of the plan.
@@ -179,14 +180,28 @@ def plan_problem(plan: Sequence[Mapping[str, Any]], hostvars: HostVars, groups: 
                 "and no host has node_images, so every node would lose its pins; nothing was changed. Give the sets "
                 "(-e '{\"cluster_sets\": [\"sets/\"]}'), or node_allow_empty=true to remove the pins")
     if info is not None and not info.get("sets"):
-        looked = [", ".join(str(source if isinstance(source, str) else "a set object")
-                            for source in sources.get("cluster_sets") or [])]
-        where = "cluster_sets (%s)" % (looked[0] or "empty")
-        if sources.get("cluster_read_cluster"):
-            where += " and the cluster"
-        return (f"the sources hold no PinnedImageSet: looked at {where}, so every node's sets would be empty and "
-                "lose their pins; nothing was changed. Check the paths, or node_allow_empty=true to remove the pins")
+        return (f"{_no_sets(sources)}, so every node's sets would be empty and lose their pins; nothing was changed. "
+                "Check the paths, or node_allow_empty=true to remove the pins")
     return ""
+
+
+def _no_sets(sources: Mapping[str, Any]) -> str:
+    """"the sources hold no PinnedImageSet: looked at ..." for cluster_sets and cluster_read_cluster."""
+    looked = ", ".join(str(source if isinstance(source, str) else "a set object")
+                       for source in sources.get("cluster_sets") or [])
+    where = "cluster_sets (%s)" % (looked or "empty")
+    if sources.get("cluster_read_cluster"):
+        where += " and the cluster"
+    return f"the sources hold no PinnedImageSet: looked at {where}"
+
+
+def render_problem(info: Mapping[str, Any], sources: Mapping[str, Any], dest: str, allow_empty: bool = False) -> str:
+    """Why the render must not write (it would remove every set file and MachineConfig of ``dest``), or ""."""
+    if info.get("sets") or allow_empty:
+        return ""
+    return (f"{_no_sets(sources)}, so the render would remove every file of {dest}/pinnedimagesets and "
+            f"{dest}/machineconfigs; nothing was changed. Check the paths, or cluster_render_allow_empty=true to "
+            "render the empty state")
 
 
 def phases(order: Sequence[str], control_plane: Tuple[Any, Any], workers: Tuple[Any, Any]) -> List[Dict[str, Any]]:
