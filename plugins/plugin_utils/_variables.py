@@ -48,11 +48,10 @@ def unknown_variables(hostvars: Mapping[str, Any], hosts: Iterable[str],
                       known: Set[str]) -> Dict[str, List[str]]:
     """The ``cluster_*``/``node_*`` names set on ``hosts`` (their ``hostvars``) that no role or playbook reads:
     ``errors`` for those close to a known name (naming it), ``warnings`` for the others; each line names the hosts
-    that have the variable."""
+    that have the variable, or says it is on every host."""
     found: Dict[str, List[str]] = {}
-    for host in hosts:
-        if host not in hostvars:
-            continue
+    present = [host for host in hosts if host in hostvars]
+    for host in present:
         for name in hostvars[host]:
             if name.startswith(PREFIXES) and name not in known:
                 found.setdefault(name, []).append(host)
@@ -60,7 +59,9 @@ def unknown_variables(hostvars: Mapping[str, Any], hosts: Iterable[str],
     warnings: List[str] = []
     candidates = sorted(known)
     for name, where in sorted(found.items()):
-        on = ", ".join(where)
+        # Extra variables and those of the group all are on every host.
+        on = "every host: an extra variable or one of the group all" if len(where) == len(present) > 1 \
+            else ", ".join(where)
         close = difflib.get_close_matches(name, candidates, n=1, cutoff=CLOSE)
         if close:
             errors.append(f"{name} (on {on}) is not a variable of pinned.images: did you mean {close[0]}?")

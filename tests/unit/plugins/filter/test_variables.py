@@ -26,6 +26,13 @@ def test_a_misspelt_name_is_an_error_naming_the_closest_valid_one_and_the_hosts(
     ], "warnings": []}
 
 
+def test_a_name_on_every_host_is_named_as_an_extra_or_all_variable():
+    hostvars = {"localhost": {"cluster_set": []}, "cp-0": {"cluster_set": []}}
+    assert F["unknown_variables"](["localhost", "cp-0"], hostvars)["errors"] == [
+        "cluster_set (on every host: an extra variable or one of the group all) is not a variable of pinned.images: "
+        "did you mean cluster_sets?"]
+
+
 def test_another_roles_variable_is_only_a_warning_and_other_names_are_not_looked_at():
     hostvars = {"w-0": {"node_exporter_version": "1.8", "ansible_host": "10.0.0.1", "pinned_images_limit_hosts": []}}
     assert F["unknown_variables"](["w-0"], hostvars) == {
