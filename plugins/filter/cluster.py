@@ -19,9 +19,11 @@ def cluster_host_nodes(hosts: Sequence[str], hostvars: _cluster.HostVars,
 
 
 def cluster_plan(hosts: Sequence[str], hostvars: _cluster.HostVars, control_plane_hosts: Container[str],
-                 info: Optional[Mapping[str, Any]] = None, add_hosts: Any = False) -> List[Dict[str, Any]]:
+                 info: Optional[Mapping[str, Any]] = None, add_hosts: Any = False,
+                 excluded: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     """What each node gets."""
-    return _cluster.node_plan(hosts, hostvars, control_plane_hosts, info=info, add_hosts=bool(add_hosts))
+    return _cluster.node_plan(hosts, hostvars, control_plane_hosts, info=info, add_hosts=bool(add_hosts),
+                              excluded=excluded or [])
 
 
 def cluster_phase_order(order: Any) -> List[str]:

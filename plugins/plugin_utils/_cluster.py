@@ -85,23 +85,25 @@ def host_nodes(hosts: Sequence[str], hostvars: HostVars, control_plane_hosts: Co
 
 
 def node_plan(hosts: Sequence[str], hostvars: HostVars, control_plane_hosts: Container[str],
-              info: Optional[Mapping[str, Any]] = None, add_hosts: bool = False) -> List[Dict[str, Any]]:
+              info: Optional[Mapping[str, Any]] = None, add_hosts: bool = False,
+              excluded: Sequence[str] = ()) -> List[Dict[str, Any]]:
     """One entry per node (``host``, ``node``, ``added``, ``control_plane``, ``pools``, ``sets``, ``error``).
 
     Without ``info`` (nothing to resolve) every inventory host is a node whose ``sets`` is None (its own variables
     decide). With ``info`` (the ``pinned_image_set_info`` result) the nodes are ``info['nodes']``, mapped to the
     inventory hosts by node name; the others are added under their node name with ``add_hosts``, else left out.
+    The nodes of the ``excluded`` hosts (left out by a --limit) are never added.
     """
     if info is None:
         return [{"host": host, "node": _node_name(hostvars, host), "added": False,
                  "control_plane": host in control_plane_hosts, "pools": [], "sets": None, "error": ""}
                 for host in hosts]
-    by_node = {_node_name(hostvars, host): host for host in hosts}
+    by_node = {_node_name(hostvars, host): host for host in list(hosts) + list(excluded)}
     images_of = {image_set["name"]: image_set["images"] for image_set in info.get("sets", [])}
     plan: List[Dict[str, Any]] = []
     for node in info.get("nodes", []):
         host = by_node.get(node["name"]) or (node["name"] if add_hosts else "")
-        if not host:
+        if not host or host in excluded:
             continue
         plan.append({
             "host": host,

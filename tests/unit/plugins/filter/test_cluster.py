@@ -250,3 +250,11 @@ def test_nodes_a_limit_excludes_are_listed_and_not_counted():
     assert totals["nodes"] == 1 and totals["not_run"] == 0 and totals["excluded"] == ["w-1", "w-2"]
     lines = F["cluster_report_lines"](results, totals)
     assert "excluded by --limit, not run and not counted: w-1, w-2" in lines
+
+
+def test_a_node_whose_host_a_limit_excludes_is_neither_planned_nor_added():
+    info = {"sets": [], "pools": [], "nodes": [{"name": "cp", "pools": ["master"], "sets": []},
+                                               {"name": "worker-1", "pools": ["worker"], "sets": []}]}
+    hostvars = {"cp": {}, "w1": {"cluster_node_name": "worker-1"}}
+    plan = F["cluster_plan"](["cp"], hostvars, ["cp"], info=info, add_hosts=True, excluded=["w1"])
+    assert [item["host"] for item in plan] == ["cp"]
