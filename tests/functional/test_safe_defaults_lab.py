@@ -53,7 +53,7 @@ def work(lab, tmp_path_factory):
     (sets / "worker.yaml").write_text(yaml.safe_dump(pinned_image_set("worker-images", [image], {ROLE: "worker"})))
     empty = tmp / "empty"
     empty.mkdir()
-    yield dict(tmp=tmp, sets=sets, empty=empty, inventory=lab.write_inventory(tmp / "lab.yml"))
+    yield dict(tmp=tmp, sets=sets, empty=empty, image=image, inventory=lab.write_inventory(tmp / "lab.yml"))
     for path, content in saved.items():
         if content is None:
             path.unlink(missing_ok=True)
@@ -93,6 +93,15 @@ def test_no_source_at_all_fails(work, untouched):
     assert "nothing selects an image: cluster_sets and cluster_pools are empty, cluster_read_cluster is false" in output
 
 
+def test_an_invalid_role_input_fails_its_nodes_with_one_line_naming_the_variable(work, untouched):
+    rc, output = run(playbook("pinned.images.prefetch", work["inventory"],
+                              {"cluster_sets": [str(work["sets"])], "node_pin": "yes"}))
+    assert rc != 0
+    line = "invalid input of the pinned.images.node role: value of node_pin must be one of: auto, true, false, label, got: yes"
+    assert f'"worker-1: {line}"' in output and f'"msg": "{line}"' in output
+    assert "not_run" not in output and "not attempted" not in output
+
+
 def test_prefetch_with_no_images_and_a_pin_fails_before_the_runtime_is_contacted(lab, work, untouched):
     path = dropins(lab)["worker-0"]
     rc, result, output = adhoc("pinned.images.prefetch", dict(images=[], pin="dropin", dropin_path=str(path),
@@ -119,26 +128,31 @@ def test_pinning_modules_refuse_sets_that_select_nothing(lab, work, untouched, m
                                   "pins, or state=absent to remove them")
 
 
-def test_an_inventory_without_the_groups_fails_and_naming_them_works_with_a_limit(lab, work, untouched):
+def test_an_inventory_without_the_groups_fails_and_naming_them_works_with_a_limit(lab, work):
     inventory = yaml.safe_load(work["inventory"].read_text())
     hosts = {name: host for group in inventory["all"]["children"].values() for name, host in group["hosts"].items()}
     inventory["all"]["children"] = {"nodes": {"hosts": hosts}}
-    flat = work["tmp"] / "nodes.yml"
-    flat.write_text(yaml.safe_dump(inventory))
-    extra = {"cluster_sets": [str(work["sets"])]}
+    (work["tmp"] / "nodes.yml").write_text(yaml.safe_dump(inventory))
+    extra = {"cluster_sets": ["sets/"]}
+    before = snapshot(lab)
 
-    rc, output = run(playbook("pinned.images.prefetch", flat, extra))
+    rc, output = run(playbook("pinned.images.prefetch", "nodes.yml", extra, cwd=work["tmp"]))
     assert rc != 0
     assert ("no inventory host is in the groups control_plane (cluster_control_plane_group), workers "
             "(cluster_worker_group), so nothing would run; the inventory has the groups: nodes.") in output
+    assert snapshot(lab) == before
 
-    # As docs/orchestration.md shows: the groups named, and one node next to localhost in the limit.
-    rc, output = run(playbook("pinned.images.prefetch", flat, dict(extra, cluster_worker_group="nodes"), check=True,
-                              options=["--limit", "localhost,worker-1"]))
+    # docs/orchestration.md, as written: the group named, one node next to localhost in the limit.
+    rc, output = run(playbook("pinned.images.prefetch", "nodes.yml", dict(extra, cluster_worker_group="nodes"),
+                              options=["--limit", "localhost,worker-1"], cwd=work["tmp"]))
     assert rc == 0, output
     others = sorted(name for name in hosts if name != "worker-1")
     assert "excluded by --limit, not run and not counted: " + ", ".join(others) in output
     assert "total (1 nodes)" in output and "not_run" not in output
+    after = snapshot(lab)
+    assert work["image"].encode() in after["worker-1"][0]
+    assert {name: state for name, state in after.items() if name != "worker-1"} == \
+        {name: state for name, state in before.items() if name != "worker-1"}
 
 
 def test_a_limit_without_localhost_fails_with_the_fix(work, untouched):
