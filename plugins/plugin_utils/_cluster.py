@@ -160,12 +160,14 @@ def plan_problem(plan: Sequence[Mapping[str, Any]], hostvars: HostVars, groups: 
 
     ``groups`` maps the role's group variables (cluster_control_plane_group, cluster_worker_group) to the group
     names; ``sources`` holds cluster_sets, cluster_pools, cluster_read_cluster, ``inventory_groups`` (the
-    inventory's groups) and ``excluded`` (the nodes a --limit left out). No node, no source and no node_images, or sources that hold no PinnedImageSet: the node
-    role would remove the pins of every node, so only ``allow_empty`` (node_allow_empty) lets such a plan run."""
+    inventory's groups) and ``excluded`` (the nodes a --limit left out). No node, no source and no node_images, or
+    sources that hold no PinnedImageSet: the node role would remove the pins of every node, so only ``allow_empty``
+    (node_allow_empty) lets such a plan run."""
     named = ", ".join(f"{group} ({variable})" for variable, group in groups.items())
-    if not plan and sources.get("excluded"):
-        return (f"the --limit leaves out every node of the groups {named} ({', '.join(sources['excluded'])}); "
-                "name the nodes to run next to localhost, for example -l 'localhost,%s'" % sources["excluded"][0])
+    excluded: List[str] = list(sources.get("excluded") or [])
+    if not plan and excluded:
+        return (f"the --limit leaves out every node of the groups {named} ({', '.join(excluded)}); "
+                f"name the nodes to run next to localhost, for example -l 'localhost,{excluded[0]}'")
     if not plan:
         if info is not None and sources.get("cluster_read_cluster") and info.get("nodes"):
             return (f"no inventory host of the groups {named} is a node of the cluster; map them with the host "
