@@ -5,15 +5,16 @@
 """Unknown ``cluster_*`` and ``node_*`` variables given to the playbooks (controller side), exposed as the filter
 ``unknown_variables`` by ``plugins/filter/variables.py``.
 
-The known names are the options of every entry point of the two roles (their ``meta/argument_specs.yml``) and the
-few host and playbook variables the docs name (``PLAYBOOK_VARIABLES``). An unknown name close to a known one is a
+The known names are the options of every entry point of the two roles (their ``meta/argument_specs.yml``), the
+few host and playbook variables the docs name (``PLAYBOOK_VARIABLES``), and the facts the roles and playbooks set
+themselves (``register``, ``set_fact``, ``add_host``: an earlier play of the same run leaves them in hostvars). An unknown name close to a known one is a
 misspelt variable: an error, since what the user meant is then silently not done (``cluster_set`` leaves the sets
 out). An unknown name close to none is a warning only: inventories carry other roles' variables with these
 prefixes (``node_exporter_version``).
 
 Public API
 ----------
-``known_variables(roles_dir) -> set``: the names the roles and playbooks read.
+``known_variables(root) -> set``: the names the roles and playbooks read or set.
 ``unknown_variables(hostvars, hosts, known) -> dict``: ``errors`` and ``warnings``, one line per name.
 """
 
@@ -31,16 +32,39 @@ PREFIXES = ("cluster_", "node_")
 PLAYBOOK_VARIABLES = frozenset({"cluster_node_name", "cluster_node_labels", "node_deps_hosts"})
 # difflib's ratio above which an unknown name is taken for a misspelling of a known one.
 CLOSE = 0.8
-ROLES_DIR = Path(__file__).resolve().parents[2] / "roles"
+ROOT = Path(__file__).resolve().parents[2]
+_SETTERS = ("ansible.builtin.set_fact", "set_fact", "ansible.builtin.add_host", "add_host")
+_NOT_VARIABLES = {"name", "groups", "cacheable"}
 
 
-def known_variables(roles_dir: Path = ROLES_DIR) -> Set[str]:
-    """The options of every entry point of every role under ``roles_dir``, and PLAYBOOK_VARIABLES."""
+def _set_names(node: Any) -> Set[str]:
+    """The variables a parsed task file sets: ``register`` values, ``set_fact`` and ``add_host`` keys."""
+    names: Set[str] = set()
+    if isinstance(node, list):
+        for item in node:
+            names |= _set_names(item)
+    elif isinstance(node, dict):
+        if isinstance(node.get("register"), str):
+            names.add(node["register"])
+        for setter in _SETTERS:
+            if isinstance(node.get(setter), dict):
+                names.update(set(node[setter]) - _NOT_VARIABLES)
+        for value in node.values():
+            names |= _set_names(value)
+    return names
+
+
+def known_variables(root: Path = ROOT) -> Set[str]:
+    """The options of every entry point of every role under ``root``, PLAYBOOK_VARIABLES, and what the task files
+    of the roles and playbooks set."""
     names = set(PLAYBOOK_VARIABLES)
-    for spec_file in sorted(roles_dir.glob("*/meta/argument_specs.yml")):
+    for spec_file in sorted(root.glob("roles/*/meta/argument_specs.yml")):
         specs = yaml.safe_load(spec_file.read_text()) or {}
         for entry_point in (specs.get("argument_specs") or {}).values():
             names.update((entry_point or {}).get("options") or {})
+    for tasks in sorted([*root.glob("roles/*/tasks/*.yml"), *root.glob("playbooks/*.yml"),
+                         *root.glob("playbooks/tasks/*.yml")]):
+        names |= _set_names(yaml.safe_load(tasks.read_text()))
     return names
 
 

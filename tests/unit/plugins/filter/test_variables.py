@@ -14,6 +14,11 @@ def test_the_known_names_are_the_options_of_every_entry_point_and_the_documented
     for name in ("cluster_sets", "cluster_render_dest", "node_pin", "node_allow_empty", "node_python_deps_state",
                  "cluster_node_name", "cluster_node_labels", "node_deps_hosts"):
         assert name in known, name
+    # Facts and registered results of the roles and playbooks: an earlier play of the same run leaves them.
+    for name in ("cluster_render_info", "cluster_plan", "cluster_node_error", "node_prefetch_plan", "node_result",
+                 "node_python_report", "cluster_unknown_variables"):
+        assert name in known, name
+    assert "cluster_set" not in known and "name" not in known
 
 
 def test_a_misspelt_name_is_an_error_naming_the_closest_valid_one_and_the_hosts():
