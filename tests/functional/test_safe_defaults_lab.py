@@ -189,13 +189,16 @@ def test_the_node_deps_playbook_runs_as_documented(work):
             "pinned.images: did you mean node_deps_hosts?") in output
 
 
-@pytest.mark.parametrize("module,args", [
-    ("prefetch", dict(images=[])),
-    ("cri_image_info", dict()),
-    ("crio_pinned_images", dict(images=[f"registry.example/a@{DIGEST}"], reload="none")),
-    ("containerd_pinned_images", dict(images=[f"registry.example/a@{DIGEST}"])),
+PRIVATE_DIR = "/nonexistent/pinned-images-python"
+
+
+@pytest.mark.parametrize("module,args,private_dir", [
+    ("prefetch", dict(images=[]), None),
+    ("prefetch", dict(images=[]), PRIVATE_DIR),
+    ("cri_image_info", dict(), PRIVATE_DIR),
+    ("crio_pinned_images", dict(images=[f"registry.example/a@{DIGEST}"], reload="none"), PRIVATE_DIR),
+    ("containerd_pinned_images", dict(images=[f"registry.example/a@{DIGEST}"]), PRIVATE_DIR),
 ])
-@pytest.mark.parametrize("private_dir", [None, "/nonexistent/pinned-images-python"])
 def test_every_node_module_fails_clearly_without_grpc(tmp_path, module, args, private_dir):
     if subprocess.run([SYSTEM_PYTHON, "-c", "import grpc"], capture_output=True, check=False).returncode == 0:
         pytest.fail(f"{SYSTEM_PYTHON} imports grpc: the test proves nothing")
