@@ -203,6 +203,6 @@ def empty_selection_message(images: Optional[List[str]], sets: Any, pools: Optio
     if node_labels is not None:
         looked += " for a node with the labels %s" % ", ".join("%s=%s" % item for item in sorted(node_labels.items()))
     elif pools is not None:
-        looked += " for the pools %s" % ", ".join(str(pool if isinstance(pool, str) else
-                                                       (pool.get("metadata") or {}).get("name")) for pool in pools)
+        names = [pool if isinstance(pool, str) else (pool.get("metadata") or {}).get("name") for pool in pools]
+        looked += " for the pools %s" % ", ".join(str(name) for name in names)
     return looked + " (sets found: %s)" % (", ".join(set_names) or "none")
