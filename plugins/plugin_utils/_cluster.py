@@ -208,12 +208,24 @@ def render_problem(info: Mapping[str, Any], sources: Mapping[str, Any], dest: st
             "render the empty state")
 
 
+def _check_serial(name: str, value: Any) -> None:
+    """A ValueError naming ``name`` unless ``value`` is what the play keyword ``serial`` takes (ansible-core ends
+    in a traceback on anything else): a number, a percentage, or a non-empty list of them."""
+    for batch in value if isinstance(value, list) and value else [value]:
+        text = str(batch).strip()
+        number = text[:-1] if text.endswith("%") else text
+        if isinstance(batch, bool) or not number.isdigit():
+            raise ValueError(f"{name} must be a number (1), a percentage (\"25%\") or a list of them "
+                             f"([1, 5, \"25%\"]), got {value!r}")
+
+
 def phases(order: Sequence[str], control_plane: Tuple[Any, Any], workers: Tuple[Any, Any]) -> List[Dict[str, Any]]:
     """``[{group, serial, max_fail_percentage}]`` for each phase of ``order``, padded with empty phases to two;
     ``control_plane`` and ``workers`` are the ``(serial, max_fail_percentage)`` of the two kinds of phase."""
     out = []
     for phase in order:
         serial, max_fail_percentage = control_plane if phase == CONTROL_PLANE else workers
+        _check_serial(f"cluster_{'control_plane' if phase == CONTROL_PLANE else 'worker'}_serial", serial)
         out.append({"group": phase, "serial": serial, "max_fail_percentage": int(max_fail_percentage)})
     return out + [{"group": "", "serial": 1, "max_fail_percentage": 100} for _index in range(2 - len(out))]
 

@@ -102,6 +102,14 @@ def test_an_invalid_role_input_fails_its_nodes_with_one_line_naming_the_variable
     assert "not_run" not in output and "not attempted" not in output
 
 
+def test_a_batch_size_serial_cannot_take_fails_with_one_line_not_a_traceback(work, untouched):
+    rc, output = run(playbook("pinned.images.prefetch", work["inventory"],
+                              {"cluster_sets": [str(work["sets"])], "cluster_control_plane_serial": "abc"}))
+    assert rc != 0 and "Traceback" not in output
+    assert ('cluster_control_plane_serial must be a number (1), a percentage ("25%") or a list of them '
+            '([1, 5, "25%"]), got \'abc\'') in output
+
+
 def test_prefetch_with_no_images_and_a_pin_fails_before_the_runtime_is_contacted(lab, work, untouched):
     path = dropins(lab)["worker-0"]
     rc, result, output = adhoc("pinned.images.prefetch", dict(images=[], pin="dropin", dropin_path=str(path),

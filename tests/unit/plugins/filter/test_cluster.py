@@ -62,6 +62,13 @@ def test_phases_follow_the_order_and_pad_to_two():
     assert padding == {"group": "", "serial": 1, "max_fail_percentage": 100}
 
 
+@pytest.mark.parametrize("serial", ["abc", [], [1, "x%"], True, "-1", 1.5])
+def test_a_batch_size_serial_cannot_take_fails_naming_the_variable(serial):
+    with pytest.raises(ValueError, match=r"^cluster_control_plane_serial must be a number \(1\), a percentage"):
+        F["cluster_phases"](["control_plane", "workers"], control_plane_serial=serial)
+    assert F["cluster_phases"](["workers"], worker_serial=[1, "5", "25%"])[0]["serial"] == [1, "5", "25%"]
+
+
 @pytest.mark.parametrize("order", ["workers, control_plane", "workers,control_plane,", ["workers", "control_plane"]])
 def test_phase_order_reads_a_list_or_a_survey_text(order):
     assert F["cluster_phase_order"](order) == ["workers", "control_plane"]
