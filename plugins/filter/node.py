@@ -40,6 +40,11 @@ def node_result_line(result: Mapping[str, Any]) -> str:
     return _node.result_line(result)
 
 
+def node_failure_line(failed: Mapping[str, Any]) -> str:
+    """The one line of a failed task of the role."""
+    return _node.failure_line(failed)
+
+
 class FilterModule:
     def filters(self) -> Dict[str, Callable[..., Any]]:
         return {
@@ -48,4 +53,5 @@ class FilterModule:
             "node_next_step": node_next_step,
             "node_result": node_result,
             "node_result_line": node_result_line,
+            "node_failure_line": node_failure_line,
         }

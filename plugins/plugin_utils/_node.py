@@ -17,6 +17,7 @@ or ``none``.
 ``node_result(results, ...) -> dict``: the role's ``node_result`` from the calls' results, with the wall-clock
 times of the node, its pulls and its pin step (the report page's timeline).
 ``result_line(result) -> str``: the one line the role prints for a node.
+``failure_line(failed) -> str``: the one line of a failed task of the role (its argument check's errors first).
 """
 
 from __future__ import annotations
@@ -159,3 +160,12 @@ def result_line(result: Mapping[str, Any]) -> str:
     if result["error"]:
         line += f"; {result['error']}"
     return line
+
+
+def failure_line(failed: Mapping[str, Any]) -> str:
+    """The one line of a failed task: an argument check gives each invalid variable and what is allowed (its result
+    also holds the whole spec, which buried them), any other task its message."""
+    errors = failed.get("argument_errors")
+    if errors:
+        return "invalid input of the pinned.images.node role: " + "; ".join(str(error) for error in errors)
+    return " ".join(str(failed.get("msg") or "the node role failed").split())

@@ -16,7 +16,7 @@ import stat
 from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, Union, cast
 
 # First: it puts the role's private copy of grpcio and protobuf on sys.path (see _node_deps).
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import HAS_NODE_DEPS as HAS_GRPC
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import HAS_NODE_DEPS as HAS_GRPC, check_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2 as pb
 from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2_grpc as pb_grpc
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import (
@@ -190,6 +190,8 @@ class CriClient:
     """Connects lazily; usable from several threads at once (a gRPC channel is thread-safe)."""
 
     def __init__(self, socket: Optional[str] = None, connect_timeout: float = 5.0, timeout: float = 60.0) -> None:
+        # Without grpc every call would fail obscurely: say what is missing and how to provide it.
+        check_node_deps()
         self.target, self.socket_path = resolve_endpoint(socket)
         self.connect_timeout = connect_timeout
         self.timeout = timeout

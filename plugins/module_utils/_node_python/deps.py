@@ -11,9 +11,10 @@ for byte (sha256), and imports grpc and protobuf from there or from the node's P
 ``<tag>`` names the interpreter (``cp311-manylinux-x86_64``), so several interpreters of one node never share
 compiled files, and the role needs no round trip to learn it before the first module call.
 
-When the libraries are missing (or older than the committed CRI stubs accept), ``require_node_deps`` ends the
-module: with a structured ``node_deps_missing`` result when the role asked for it (it then provisions the directory
-and calls again), else with the usual import error naming ``node_python_deps``.
+When the libraries are missing (or older than the committed CRI stubs accept), the CRI client and
+``require_node_deps`` raise NodeDepsMissing: a failure naming the interpreter, where the libraries were looked for
+and how to provide them, flagged ``node_deps_missing`` when the role set PINNED_IMAGES_PYTHON_DIR (it then provides
+the directory and calls again).
 
 ``provision``/``remove`` write and delete the private directory (module ``pinned.images.node_python_deps``).
 """
@@ -33,7 +34,7 @@ import zipfile
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypedDict
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import atomic_write, file_sha256
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, fail_json_from
 
 ENV_DIR = "PINNED_IMAGES_PYTHON_DIR"
 # Used without the variable too, so that ad hoc runs on a node the role provisioned need nothing more.
@@ -194,31 +195,41 @@ def node_deps_report() -> Dict[str, Any]:
     )
 
 
-def require_node_deps(module: Any, **result: Any) -> None:
-    """Return when grpc and protobuf are usable; else end the module (see the module docstring)."""
-    if HAS_NODE_DEPS:
-        return
-    # Here, not at the top: the CRI client imports this module and also runs without Ansible (tests, scripts).
-    from ansible.module_utils.basic import missing_required_lib
+class NodeDepsMissing(CollectionError):
+    """grpcio and protobuf cannot be imported: the message names the interpreter, where they were looked for and
+    how to provide them; ``node_deps`` (the report) is in the details, and ``node_deps_missing`` when the role set
+    PINNED_IMAGES_PYTHON_DIR (it then provides them and calls again)."""
 
-    report = node_deps_report()
-    if os.environ.get(ENV_DIR):
-        module.exit_json(
-            changed=False,
-            node_deps_missing=True,
-            node_deps=report,
-            msg="grpcio and protobuf are missing from %s (%s): %s" % (report["executable"], report["tag"],
-                                                                      report["problem"]),
-            **result
-        )
-    module.fail_json(
-        msg="%s (%s). The role pinned.images.node provides them offline (node_python_deps: auto); for ad hoc runs "
-            "prepare the node once with the playbook pinned.images.node_deps (docs/nodes.md)."
-            % (missing_required_lib("grpcio and protobuf"), report["problem"]),
-        exception=NODE_DEPS_ERROR,
-        node_deps=report,
-        **result
-    )
+    def __init__(self) -> None:
+        report = node_deps_report()
+        base = os.environ.get(ENV_DIR)
+        where = "%s=%s" % (ENV_DIR, base) if base else "%s (%s is not set)" % (DEFAULT_DIR, ENV_DIR)
+        details: Dict[str, Any] = {"node_deps": report, "exception": NODE_DEPS_ERROR}
+        if base:
+            details["node_deps_missing"] = True
+        super().__init__(
+            "grpcio and protobuf are missing for %s (%s): %s. Looked in that Python's own packages and in %s: %s. "
+            "Provide them with the role pinned.images.node (node_python_deps: auto), once with the playbook "
+            "pinned.images.node_deps (then PINNED_IMAGES_PYTHON_DIR=<its node_python_deps_dir> when that is not %s), "
+            "or with pip install -r requirements-node.txt for that Python (docs/nodes.md)."
+            % (report["executable"], report["tag"], report["problem"], where, report["private_dir_problem"]
+               or "not used", DEFAULT_DIR),
+            details=details)
+
+
+def check_node_deps() -> None:
+    """Raise NodeDepsMissing unless grpc and protobuf are usable."""
+    if not HAS_NODE_DEPS:
+        raise NodeDepsMissing()
+
+
+def require_node_deps(module: Any, **result: Any) -> None:
+    """Return when grpc and protobuf are usable; else fail the module with NodeDepsMissing (``result`` holds the
+    fields the module reports on failure too)."""
+    try:
+        check_node_deps()
+    except NodeDepsMissing as error:
+        fail_json_from(module, error, **result)
 
 
 def _extract(wheel: str, site: str) -> None:

@@ -262,7 +262,7 @@ def run_containerd_pinned_images(params: Mapping[str, Any], check_mode: bool,
                                  connect: Callable[[], ContextManager[PinClient]]) -> Dict[str, Any]:
     """The whole ``containerd_pinned_images`` run: the wanted images (from ``images`` or set files), then
     ``pin_labels`` on the client ``connect()`` opens. Returns the module's result, with ``warnings`` and ``diff``."""
-    images, set_names = selected_images(params, validate_images)
+    images, set_names = selected_images(params, validate_images, "unpin every image pinned.images pinned")
     settings = LabelSettings(params["force"], params["old_runtime"], params["settle_timeout"])
     with connect() as client:
         outcome = pin_labels(client, images, settings, check_mode, params["state"])

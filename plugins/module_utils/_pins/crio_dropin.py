@@ -537,16 +537,26 @@ def pin_dropin(images: List[str], settings: DropinSettings, check_mode: bool,
                               details=exc.details) from exc
 
 
-def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]]) -> Tuple[List[str], List[str]]:
+def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]],
+                    emptied: str) -> Tuple[List[str], List[str]]:
     """(images, set_names) that a pinning module's options select (``images``, or ``sets`` with ``pools`` /
-    ``node_labels``), each checked by ``validate(names, require_digest=...)``; none with ``state=absent``."""
+    ``node_labels``), each checked by ``validate(names, require_digest=...)``; none with ``state=absent``.
+
+    A selection of no image would empty the pins (``emptied`` says what that removes): a CollectionError naming
+    what was looked at, before anything is touched, unless ``allow_empty``."""
     if params["state"] != "present":
         return [], []
     # Here, not at the top: the prefetch's pin reads no set files and need not import their loader.
-    from ansible_collections.pinned.images.plugins.module_utils._sets.pools import wanted_images
+    from ansible_collections.pinned.images.plugins.module_utils._sets.pools import empty_selection_message, wanted_images
 
-    return wanted_images(params["images"], params["sets"], params["pools"], params["node_labels"],
-                         lambda names: validate(names, require_digest=params["require_digest"]))
+    images, set_names = wanted_images(params["images"], params["sets"], params["pools"], params["node_labels"],
+                                      lambda names: validate(names, require_digest=params["require_digest"]))
+    if not images and not params["allow_empty"]:
+        looked = empty_selection_message(params["images"], params["sets"], params["pools"], params["node_labels"],
+                                         set_names)
+        raise CollectionError(f"{looked}: that would {emptied}; nothing was changed. Give the images to pin, "
+                              "allow_empty=true to empty the pins, or state=absent to remove them")
+    return images, set_names
 
 
 def run_crio_pinned_images(params: Mapping[str, Any], check_mode: bool, client: ImageStatusClient,
@@ -557,7 +567,7 @@ def run_crio_pinned_images(params: Mapping[str, Any], check_mode: bool, client: 
     Returns the module's result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``, ``cri_pinned``,
     ``warnings``, ``diff``).
     """
-    images, set_names = selected_images(params, validate_pinned_images)
+    images, set_names = selected_images(params, validate_pinned_images, f"remove the drop-in {params['path']}")
     settings = DropinSettings(params["path"], params["reload"], params["pid_file"], params["force"],
                               params["settle_timeout"])
     outcome = pin_dropin(images, settings, check_mode, lambda wanted: missing_images(client, wanted), run_command,

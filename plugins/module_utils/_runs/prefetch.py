@@ -147,6 +147,11 @@ class PrefetchRequest:
         if params["progress_file"] and not os.path.isdir(progress_dir):
             raise CollectionError(f"progress_file: directory {progress_dir} does not exist")
         refs = parse_images(params["images"], params["require_digest"])
+        if not refs and params["pin"] != PIN_NONE and not params["allow_empty"]:
+            raise CollectionError(
+                f"images is empty: with pin={params['pin']} that would remove every pin of this node (the drop-in "
+                f"{params['dropin_path']}, or the labels pinned.images set); nothing was changed. Give the images, "
+                "allow_empty=true to empty the pins, or pin=none")
         parse_size(params["min_free"], total=0)
         platform = parse_platform(params["platform"]) if params["platform"] else None
         return cls(tuple(refs), platform, load_docker_config(params["auth_file"]),
@@ -218,7 +223,8 @@ def guard_disk(request: PrefetchRequest, params: Mapping[str, Any], image_fs: Op
             estimator = PullEstimator(registry_client, sources or request.registries, request.auth_config, retry,
                                       request.platform)
             manifests, unreadable = estimator.read(missing)
-    guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode)
+    guard = check(estimate(manifests, params["expansion_factor"]), total, free, params["min_free"], mode,
+                  pulls=len(missing))
     guard.update(
         filesystem=path,
         registry_requests=estimator.requests if estimator else 0,

@@ -144,3 +144,13 @@ def test_a_failed_pin_keeps_the_pulls_and_fails_the_node():
 def test_a_failed_task_of_the_role_wins_and_check_mode_is_said():
     assert result([prefetch()], error="wheelhouse empty")["error"] == "wheelhouse empty"
     assert result([prefetch(totals=dict(pulled=0, would_pull=1))], check_mode=True)["status"] == "check"
+
+
+def test_a_failed_argument_check_is_one_line_naming_each_variable():
+    failed = {"msg": "Validation of arguments failed:\nvalue of node_pin must be one of: auto, true, false, label, got: yes",
+              "argument_errors": ["value of node_pin must be one of: auto, true, false, label, got: yes"],
+              "argument_spec_data": {"node_pin": {"choices": ["auto", "true", "false", "label"]}}}
+    assert F["node_failure_line"](failed) == (
+        "invalid input of the pinned.images.node role: value of node_pin must be one of: auto, true, false, label, "
+        "got: yes")
+    assert F["node_failure_line"]({"msg": "cannot\n  connect"}) == "cannot connect"

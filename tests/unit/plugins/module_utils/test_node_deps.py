@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 from ansible_collections.pinned.images.plugins.module_utils._node_python import deps
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import file_sha256
 from ansible_collections.pinned.images.plugins.module_utils._node_python.wheelhouse import TAG_PATTERN
@@ -164,26 +165,36 @@ def missing(monkeypatch):
     monkeypatch.setitem(deps.NODE_DEPS, "error", "cannot import grpc")
 
 
-def test_in_the_role_a_missing_library_is_a_structured_result(missing, monkeypatch):
+def test_in_the_role_a_missing_library_fails_flagged_for_the_role_with_the_result_fields(missing, monkeypatch):
     monkeypatch.setenv(deps.ENV_DIR, "/nonexistent")
     module = FakeModule()
     with pytest.raises(Ended):
-        deps.require_node_deps(module, path="/etc/x")
+        # The pinning modules pass changed=False too: one field, not a duplicate keyword.
+        deps.require_node_deps(module, changed=False, path="/etc/x")
     kind, result = module.ended
-    assert kind == "exit" and result["node_deps_missing"] and not result["changed"] and result["path"] == "/etc/x"
+    assert kind == "fail" and result["node_deps_missing"] and not result["changed"] and result["path"] == "/etc/x"
     assert result["node_deps"]["tag"] == deps.interpreter()["tag"]
     assert result["node_deps"]["problem"] == "cannot import grpc"
+    assert "PINNED_IMAGES_PYTHON_DIR=/nonexistent" in result["msg"]
 
 
-def test_ad_hoc_a_missing_library_fails_and_names_the_fix(missing, monkeypatch):
+def test_ad_hoc_a_missing_library_fails_and_names_where_it_looked_and_the_fix(missing, monkeypatch):
     monkeypatch.delenv(deps.ENV_DIR, raising=False)
     module = FakeModule()
     with pytest.raises(Ended):
         deps.require_node_deps(module)
     kind, result = module.ended
-    assert kind == "fail"
-    assert "grpcio and protobuf" in result["msg"] and "node_python_deps" in result["msg"]
-    assert "pinned.images.node_deps" in result["msg"]
+    assert kind == "fail" and "node_deps_missing" not in result
+    assert result["msg"].startswith("grpcio and protobuf are missing for %s (" % sys.executable)
+    assert "cannot import grpc" in result["msg"] and "%s (%s is not set)" % (deps.DEFAULT_DIR, deps.ENV_DIR) in result["msg"]
+    for fix in ("pinned.images.node", "pinned.images.node_deps", "pip install -r requirements-node.txt"):
+        assert fix in result["msg"]
+
+
+def test_the_cri_client_raises_the_same_error_without_the_libraries(missing):
+    with pytest.raises(deps.NodeDepsMissing) as info:
+        CriClient("/nonexistent.sock")
+    assert "grpcio and protobuf are missing" in info.value.message
 
 
 def test_with_the_libraries_the_module_goes_on():
