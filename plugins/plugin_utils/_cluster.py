@@ -181,7 +181,7 @@ def plan_problem(plan: Sequence[Mapping[str, Any]], hostvars: HostVars, groups: 
                 "-e '{\"cluster_control_plane_group\": \"masters\", \"cluster_worker_group\": \"nodes\"}'")
     if allow_empty:
         return ""
-    own_images = [item["host"] for item in plan if _var(hostvars, item["host"], "node_images")]
+    own_images = [item["host"] for item in plan if host_var(hostvars, item["host"], "node_images")]
     if info is None and not own_images:
         return ("nothing selects an image: cluster_sets and cluster_pools are empty, cluster_read_cluster is false "
                 "and no host has node_images, so every node would lose its pins; nothing was changed. Give the sets "

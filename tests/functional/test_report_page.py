@@ -68,7 +68,8 @@ def page_run(lab, tmp_path_factory):
     username, password = lab.credentials()
     report = tmp / "report.json"
     extra = dict(SPEED, cluster_report_file=str(report), node_pull_secret=pull_secret)
-    proc = playbook("pinned.images.prefetch", [lab.write_inventory(tmp / "lab.yml"), tmp / "page.yml"], extra,
+    proc = playbook("pinned.images.prefetch",
+                    [lab.write_inventory(tmp / "lab.yml", nodes=CONTROL_PLANE + WORKERS), tmp / "page.yml"], extra,
                     env={"ANSIBLE_SHOW_CUSTOM_STATS": "True"}, timeout=300)
     output = proc.stdout + proc.stderr
     # The run fails for worker-2 only; the custom stats line is the set_stats artifact AWX would keep.
