@@ -103,6 +103,17 @@ def test_bars_follow_the_times_with_the_pull_and_the_pin_inside():
     assert groups["cp-1"].get("class") == "node failed"
 
 
+def test_a_node_clock_ahead_or_behind_the_controller_draws_its_parts_inside_its_bar():
+    # The parts come from the node's clock, the bar from the controller's: a skew of a minute either way.
+    ahead = node("cp-0", True, 100.0, pull_started=160.0, pull_finished=162.0, pin_started=163.0, pin_finished=163.1)
+    behind = node("worker-0", False, 100.0, pull_started=40.0, pull_finished=42.0, pin_started=103.0,
+                  pin_finished=103.1)
+    groups = {g.get("data-host"): geometry(g) for g in bars(parse(F["cluster_report_html"](report([ahead, behind]))))}
+    for rects in groups.values():
+        for part in ("pull", "pin"):
+            assert rects["bar"][0] <= rects[part][0] and rects[part][1] <= rects["bar"][1] + 0.01, rects
+
+
 def test_per_node_counts_pin_runtime_totals_parameters_and_failures():
     root = parse(F["cluster_report_html"](run_report()))
     rows = [" ".join("".join(cell.itertext()) for cell in tr) for tr in root.iter(XHTML + "tr")]
