@@ -161,6 +161,18 @@ def reboot_reason(obj: Optional[Mapping[str, Any]], path: str = DEFAULT_PATH,
     return None
 
 
+def _get_configuration(client: Any) -> Optional[Dict[str, Any]]:
+    """The MachineConfiguration ``cluster``; None also when the cluster does not serve the kind at all (OpenShift
+    before 4.14, plain Kubernetes): the client raises a 404 for an unknown kind before it asks for the object."""
+    try:
+        obj: Optional[Dict[str, Any]] = client.get(API_VERSION, KIND, NAME)
+    except K8sError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return obj
+
+
 def _actions_text(entry: Optional[Mapping[str, Any]]) -> str:
     """``Reload crio.service, Drain`` for an entry's actions."""
     words = []
@@ -180,7 +192,7 @@ def sync_policy(client: Any, path: str = DEFAULT_PATH, check_mode: bool = False,
     """Server-side apply the collection's entry when the cluster's entry for ``path`` differs (dry run in check
     mode). ``client`` is a ``_k8s.client.K8sClient``. Returns ``{changed, diff, object}`` (``object``: the
     MachineConfiguration after the apply, as stored or as it would be)."""
-    live = client.get(API_VERSION, KIND, NAME)
+    live = _get_configuration(client)
     if live is None:
         raise DisruptionPolicyError(
             f"{KIND} {NAME!r} ({API_VERSION}) does not exist: the machine-config-operator creates it, and honours "
@@ -248,7 +260,7 @@ def await_no_reboot(client: Any, path: str = DEFAULT_PATH, timeout: float = 0.0,
     seconds have passed; the MCO's controller updates the status a moment after the spec changes."""
     deadline = clock() + max(timeout, 0.0)
     while True:
-        obj = client.get(API_VERSION, KIND, NAME)
+        obj = _get_configuration(client)
         reason = reboot_reason(obj, path)
         # Only a status behind its spec changes by waiting.
         if reason is None or clock() >= deadline or _reconciled(obj):
@@ -273,7 +285,7 @@ def check_no_reboot(client: Any, pools: Sequence[str], pending: bool, check_mode
     collection's entry is (or in check mode would be) in the spec; check mode predicts the MCO's merge with it, a
     real run waits up to ``timeout`` seconds for the MCO to show it in the status."""
     if check_mode:
-        reason = reboot_reason(client.get(API_VERSION, KIND, NAME), path,
+        reason = reboot_reason(_get_configuration(client), path,
                                pending=policy_entry(path) if pending else None)
     else:
         reason = await_no_reboot(client, path, timeout, sleep)[1]

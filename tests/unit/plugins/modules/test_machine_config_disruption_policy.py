@@ -145,6 +145,24 @@ def test_refused_on_a_cluster_that_predates_the_policy(cluster, capsys):
     assert cluster.get("MachineConfig", "99-worker-pinned-images") is None
 
 
+def test_refused_with_the_nodes_per_pool_when_the_cluster_does_not_serve_the_kind(cluster, capsys):
+    # OpenShift before 4.14, or plain Kubernetes: no MachineConfiguration kind at all.
+    cluster.remove_kind("MachineConfiguration")
+    cluster.add({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                 "metadata": {"name": "master"}, "spec": {}, "status": {"machineCount": 1}})
+    args = dict(cluster.auth, pools=["worker", "master"], images=[A], apply=True, disruption_policy=False)
+    refused = run(args, capsys)
+    assert refused["rc"] == 1
+    assert refused["msg"].startswith("applying the MachineConfigs would drain and reboot 4 nodes (3 of pool worker, "
+                                     "1 of pool master): the cluster has no MachineConfiguration 'cluster'")
+    assert refused["reboot"]["pools"] == [{"pool": "worker", "nodes": 3}, {"pool": "master", "nodes": 1}]
+    assert run(args, capsys, check_mode=True)["reboot"]["nodes"] == 4
+    assert cluster.mutating_requests() == []
+    # With the policy on, the missing object is named with the option that turns it off.
+    failed = run(dict(args, disruption_policy=True), capsys)
+    assert failed["rc"] == 1 and "disruption_policy to false" in failed["msg"] and "does not exist" in failed["msg"]
+
+
 def test_refused_when_the_mco_does_not_show_the_policy_in_time(cluster, capsys):
     add_machine_configuration(cluster, reconciling=False)
     refused = run(dict(cluster.auth, pools=["worker"], images=[A], apply=True, disruption_policy_timeout=0), capsys)
