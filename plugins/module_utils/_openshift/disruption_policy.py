@@ -33,7 +33,8 @@ Public API
 ``reboot_reason(obj, path, pending=None) -> str | None``: why a change of ``path`` would still reboot the nodes
     (None: it would not); ``pending`` is an entry about to be applied (check mode predicts with it).
 ``sync_policy(client, path, check_mode, field_manager) -> {changed, diff, object}``: server-side apply the entry
-    when the cluster's differs; DisruptionPolicyError when the object is missing or another manager owns the entry.
+    when the cluster's differs; DisruptionPolicyError when the object is missing, another manager owns the entry or
+    the server dropped it (a CRD without ``spec.nodeDisruptionPolicy``).
 ``pool_node_counts(client, pools) -> [{pool, nodes}]``; ``refuse_reboot(client, pools, reason)`` raises RebootRefused.
 ``await_no_reboot(client, path, timeout, sleep) -> (obj, reason)``: the object once its status is reconciled and the
     path has a policy without reboot, or the last reason after ``timeout`` seconds.
@@ -213,6 +214,13 @@ def sync_policy(client: Any, path: str = DEFAULT_PATH, check_mode: bool = False,
                 details={"status": exc.status, "reason": exc.reason},
             ) from exc
         raise
+    # A CRD without spec.nodeDisruptionPolicy (OpenShift 4.14 to 4.16) prunes the entry and answers 200.
+    if spec_entry(stored, path) is None:
+        raise DisruptionPolicyError(
+            f"the API server dropped the node disruption policy for {path}: its {KIND} {NAME!r} ({API_VERSION}) has "
+            "no spec.nodeDisruptionPolicy (OpenShift before 4.17). Set disruption_policy to false, and allow_reboot "
+            "to true to roll the MachineConfigs out with reboots (or pin through PinnedImageSets instead)"
+        )
     header = f"{KIND}/{NAME} spec.nodeDisruptionPolicy.files[path={path}]"
     diff = {"before": dump_yaml(current) if current is not None else "", "after": dump_yaml(desired),
             "before_header": header + ("" if current is not None else " (absent)"), "after_header": header}

@@ -5,6 +5,8 @@ edited, the refusal (with the node count) when a change would still reboot, and 
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import yaml
 
@@ -161,6 +163,25 @@ def test_refused_with_the_nodes_per_pool_when_the_cluster_does_not_serve_the_kin
     # With the policy on, the missing object is named with the option that turns it off.
     failed = run(dict(args, disruption_policy=True), capsys)
     assert failed["rc"] == 1 and "disruption_policy to false" in failed["msg"] and "does not exist" in failed["msg"]
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_a_crd_without_the_policy_field_is_an_error_not_applied_every_run(cluster, capsys, check_mode):
+    # OpenShift 4.14 to 4.16: the MachineConfiguration CRD has no spec.nodeDisruptionPolicy; the server prunes it.
+    kind = cluster.kinds["MachineConfiguration"]
+    kind.schema = copy.deepcopy(kind.schema)
+    del kind.schema["properties"]["spec"]["properties"]["nodeDisruptionPolicy"]
+    add_machine_configuration(cluster, supports_policies=False)
+    args = dict(cluster.auth, pools=["worker"], images=[A], apply=True, allow_reboot=True)
+    failed = run(args, capsys, check_mode=check_mode)
+    assert failed["rc"] == 1
+    assert failed["msg"].startswith(f"the API server dropped the node disruption policy for {DROPIN}: its "
+                                    "MachineConfiguration 'cluster' (operator.openshift.io/v1) has no "
+                                    "spec.nodeDisruptionPolicy (OpenShift before 4.17)")
+    assert "disruption_policy to false" in failed["msg"] and "allow_reboot" in failed["msg"]
+    assert "nodeDisruptionPolicy" not in cluster.get("MachineConfiguration", "cluster")["spec"]
+    assert cluster.get("MachineConfig", "99-worker-pinned-images") is None
+    assert run(dict(args, disruption_policy=False), capsys, check_mode=check_mode)["rc"] == 0
 
 
 def test_refused_when_the_mco_does_not_show_the_policy_in_time(cluster, capsys):
