@@ -11,7 +11,8 @@ Every text of the report is redacted (``_common/secrets``) and escaped; characte
 Public API
 ----------
 ``render_page(report, secrets=()) -> str``: the page of ``report`` (``summary``, ``nodes``, ``run``: the JSON report
-    file, or the ``set_stats`` artifact), with every string of ``secrets`` replaced by the redaction marker.
+    file, or the ``set_stats`` artifact), with every string of ``secrets`` replaced by the redaction marker;
+    ``check_report(report)`` first (a ValueError naming the key when the shape is wrong).
 ``report_secrets(pull_secrets, k8s_auth) -> set``: the secret strings of docker-config pull secrets (text or
     dict) and of the Kubernetes connection options, for ``render_page``.
 ``page_secrets(report, hostvars, k8s_auth, secrets) -> set``: ``report_secrets`` of the nodes' (and localhost's)
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -126,9 +128,54 @@ class _Page:
 
 
 def _number(value: Any) -> Optional[float]:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A finite number, else None (NaN or Infinity from a hand-edited JSON report draws nothing)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def _mappings(value: Any, where: str) -> List[Mapping[str, Any]]:
+    """``value`` as a list of mappings (absent or null: empty), else a ValueError naming ``where``."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+        raise ValueError(f"the report's {where} must be a list of mappings, got {_kind(value)}")
+    return value
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"the report's {where} must be a mapping, got {_kind(value)}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list" if all(isinstance(item, Mapping) for item in value) else "a list with " + ", ".join(
+            sorted({type(item).__name__ for item in value if not isinstance(item, Mapping)}))
+    return type(value).__name__
+
+
+def check_report(report: Any) -> None:
+    """A ValueError naming the key when ``report`` is not the shape the page reads (a hand-edited or truncated JSON
+    file, an artifact of another tool): mappings where mappings are read, lists of mappings where lists are, counts
+    as numbers."""
+    if not isinstance(report, Mapping):
+        raise ValueError(f"the report must be a mapping (summary, nodes, run), got {_kind(report)}")
+    _mapping(report.get("summary"), "summary")
+    for index, node in enumerate(_mappings(report.get("nodes"), "nodes")):
+        _mappings(node.get("images"), f"nodes[{index}].images")
+    run = _mapping(report.get("run"), "run")
+    _mappings(run.get("phases"), "run.phases")
+    for key in ("sets", "pools"):
+        for index, entry in enumerate(_mappings(run.get(key), f"run.{key}")):
+            for count in ("images", "nodes"):
+                value = entry.get(count)
+                if value is not None and _number(value) is None:
+                    raise ValueError(f"the report's run.{key}[{index}].{count} must be a number, got "
+                                     f"{_kind(value)} {value!r}")
 
 
 def _count(node: Mapping[str, Any], key: str) -> int:
@@ -181,7 +228,8 @@ def _tick_step(seconds: float) -> int:
     for step in _TICK_STEPS:
         if seconds / step <= 8:
             return step
-    return _TICK_STEPS[-1]
+    # Beyond 8 days: days, still at most 8 ticks.
+    return _TICK_STEPS[-1] * math.ceil(seconds / _TICK_STEPS[-1] / 8)
 
 
 def _duration(seconds: float) -> str:
@@ -346,9 +394,9 @@ def _parameters(page: _Page, run: Mapping[str, Any]) -> str:
         "%s (batches of %s, stop above %s%% failed)"
         % (PHASE_TITLES.get(str(p.get("group")), p.get("group")), p.get("serial"), p.get("max_fail_percentage"))
         for p in run.get("phases") or [])
-    sets = ", ".join("%s (%d images, %d nodes)" % (s.get("name"), s.get("images") or 0, s.get("nodes") or 0)
+    sets = ", ".join("%s (%d images, %d nodes)" % (s.get("name"), _count(s, "images"), _count(s, "nodes"))
                      for s in run.get("sets") or [])
-    pools = ", ".join("%s (%d nodes)" % (p.get("name"), p.get("nodes") or 0) for p in run.get("pools") or [])
+    pools = ", ".join("%s (%d nodes)" % (p.get("name"), _count(p, "nodes")) for p in run.get("pools") or [])
     rows = [("phases", phases or "-"), ("forks", run.get("forks") or "-"),
             ("check mode", "yes" if run.get("check_mode") else "no"), ("sets", sets or "-"), ("pools", pools or "-")]
     return _table(page, [("parameter", False), ("value", False)], rows)
@@ -386,8 +434,9 @@ def _failures(page: _Page, nodes: Sequence[Mapping[str, Any]]) -> str:
 
 def render_page(report: Mapping[str, Any], secrets: Iterable[str] = ()) -> str:
     """The HTML page of ``report`` (see the module docstring)."""
+    check_report(report)
     page = _Page(secrets)
-    nodes = [node for node in report.get("nodes") or [] if isinstance(node, Mapping)]
+    nodes = list(report.get("nodes") or [])
     run: Mapping[str, Any] = report.get("run") or {}
     summary: Mapping[str, Any] = report.get("summary") or {}
     rows = timeline_rows(nodes, run)
@@ -425,6 +474,7 @@ def page_secrets(report: Mapping[str, Any], hostvars: Optional[HostVars] = None,
                  k8s_auth: Optional[Mapping[str, Any]] = None, secrets: Iterable[str] = ()) -> Set[str]:
     """``secrets`` plus those of the ``node_pull_secret`` of each node of ``report`` and of localhost (``hostvars``)
     and of ``k8s_auth`` (see ``report_secrets``)."""
-    hosts = [str(node.get("host")) for node in report.get("nodes") or [] if isinstance(node, Mapping)]
+    check_report(report)
+    hosts = [str(node.get("host")) for node in report.get("nodes") or []]
     pull = [host_var(hostvars, host, "node_pull_secret") for host in hosts + ["localhost"]] if hostvars else []
     return report_secrets(pull, k8s_auth) | {str(secret) for secret in secrets or [] if secret}
