@@ -34,6 +34,7 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.client import c
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
 from ansible_collections.pinned.images.plugins.plugin_utils._cluster import HostVars, host_var
+from ansible_collections.pinned.images.plugins.plugin_utils._node import pin_text
 
 CONTROL_PLANE, WORKERS = "control_plane", "workers"
 PHASE_TITLES = {CONTROL_PLANE: "Control plane", WORKERS: "Workers"}
@@ -240,13 +241,6 @@ def _duration(seconds: float) -> str:
     return "%g h" % round(seconds / 3600, 2)
 
 
-def _pin_text(node: Mapping[str, Any]) -> str:
-    if node.get("pinned") is None:
-        return "-"
-    where = "drop-in" if node.get("dropin") else str(node.get("pin_method") or "")
-    return f"{node['pinned']} by {where}" if where else str(node["pinned"])
-
-
 def _cri_text(node: Mapping[str, Any]) -> str:
     return " ".join(str(node.get(key)) for key in ("runtime", "runtime_version") if node.get(key)) or "-"
 
@@ -256,7 +250,7 @@ def _node_title(node: Mapping[str, Any]) -> str:
              "%d pulled, %d present, %d failed" % (_count(node, "pulled"), _count(node, "present"),
                                                    _count(node, "failed")),
              human_size(_count(node, "bytes")), "%.1f s" % (_number(node.get("seconds")) or 0.0),
-             f"pin {_pin_text(node)}", f"CRI {_cri_text(node)}"]
+             f"pin {pin_text(node)}", f"CRI {_cri_text(node)}"]
     return "; ".join(parts)
 
 
@@ -408,7 +402,7 @@ def _nodes_table(page: _Page, rows: Sequence[Tuple[str, Sequence[Mapping[str, An
     nodes = [node for _phase_name, members in rows for node in members]
     body = [(node.get("host"), PHASE_TITLES[_phase(node)].lower(), _status(node).replace("_", " "),
              _count(node, "pulled") + _count(node, "would_pull"), _count(node, "present"), _count(node, "failed"),
-             human_size(_count(node, "bytes")), "%.1f" % (_number(node.get("seconds")) or 0.0), _pin_text(node),
+             human_size(_count(node, "bytes")), "%.1f" % (_number(node.get("seconds")) or 0.0), pin_text(node),
              _cri_text(node)) for node in nodes]
     return _table(page, header, body, [_status(node) for node in nodes])
 

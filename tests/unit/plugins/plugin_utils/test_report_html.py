@@ -119,7 +119,7 @@ def test_a_node_clock_ahead_or_behind_the_controller_draws_its_parts_inside_its_
 def test_per_node_counts_pin_runtime_totals_parameters_and_failures():
     root = parse(F["cluster_report_html"](run_report()))
     rows = [" ".join("".join(cell.itertext()) for cell in tr) for tr in root.iter(XHTML + "tr")]
-    assert "cp-0 control plane ok 2 1 0 2.0 MiB 3.0 3 by label containerd 1.7.24" in rows
+    assert "cp-0 control plane ok 2 1 0 2.0 MiB 3.0 label 3 containerd 1.7.24" in rows
     assert "cp-1 control plane failed 2 1 0 2.0 MiB 3.0 - containerd 1.7.24" in rows
     assert root.find(XHTML + "body/" + XHTML + "h1").text == "pinned.images rollout: 5 nodes, 1 failed, 1 not run"
     assert "nodes 5: 3 ok, 1 failed, 1 not run" in rows and "images 8 pulled, 4 present, 0 failed" in rows
