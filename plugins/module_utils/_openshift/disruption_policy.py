@@ -27,7 +27,8 @@ Public API
 ``API_VERSION``, ``KIND``, ``NAME``, ``RELOAD_SERVICE``, ``POLICY_FILE_NAME``;
 ``DisruptionPolicyError(CollectionError)``, ``RebootRefused(DisruptionPolicyError)`` (details ``reboot``: ``reason``,
     ``nodes``, ``pools`` ``[{pool, nodes}]``).
-``policy_entry(path) -> dict``, ``render_policy(path) -> dict`` (the apply body and the GitOps file).
+``policy_entry(path) -> dict``, ``render_policy(path) -> dict`` (the apply body); ``policy_file_object(path) ->
+    dict`` (the GitOps file: with ``GITOPS_ANNOTATIONS``, Argo CD's and Flux's never-prune and ordering).
 ``spec_entry(obj, path) -> dict | None``: the entry of ``path`` in a MachineConfiguration's spec.
 ``closest_policy(files, path) -> dict | None``: the status entry the MCO daemon would use for ``path``.
 ``reboot_reason(obj, path, pending=None) -> str | None``: why a change of ``path`` would still reboot the nodes
@@ -92,6 +93,23 @@ def render_policy(path: str = DEFAULT_PATH) -> Dict[str, Any]:
     """The MachineConfiguration holding only the collection's entry (for server-side apply, and as a file)."""
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": NAME},
             "spec": {"nodeDisruptionPolicy": {"files": [policy_entry(path)]}}}
+
+
+# In the GitOps file only: a GitOps tool must never delete the MCO's singleton (pruning it when the file leaves the
+# repository, or deleting the application), must apply it server-side (a client-side apply replaces the whole files
+# list) and before the MachineConfigs (wave -1 of Argo CD's default 0).
+GITOPS_ANNOTATIONS = {
+    "argocd.argoproj.io/sync-options": "Prune=false,Delete=false,ServerSideApply=true",
+    "argocd.argoproj.io/sync-wave": "-1",
+    "kustomize.toolkit.fluxcd.io/prune": "disabled",
+}
+
+
+def policy_file_object(path: str = DEFAULT_PATH) -> Dict[str, Any]:
+    """``render_policy`` with ``GITOPS_ANNOTATIONS``: the GitOps file's object."""
+    obj = render_policy(path)
+    obj["metadata"]["annotations"] = dict(GITOPS_ANNOTATIONS)
+    return obj
 
 
 def _files(obj: Optional[Mapping[str, Any]], *keys: str) -> List[Dict[str, Any]]:
@@ -308,9 +326,7 @@ def sync_policy_file(dest: str, path: str = DEFAULT_PATH, check_mode: bool = Fal
     try:
         if not check_mode:
             os.makedirs(dest, mode=0o755, exist_ok=True)
-        outcome = atomic_write(target, dump_yaml(render_policy(path)), mode=0o644, check_mode=check_mode)
-    except AtomicFileError:
-        raise
+        outcome = atomic_write(target, dump_yaml(policy_file_object(path)), mode=0o644, check_mode=check_mode)
     except OSError as exc:
         raise AtomicFileError(exc.errno, f"cannot write {target}: {exc.strerror or exc}") from exc
     return dict(outcome, path=target)
