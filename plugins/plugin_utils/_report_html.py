@@ -123,9 +123,12 @@ class _Page:
     def __init__(self, secrets: Iterable[str]) -> None:
         self.secrets = [str(secret) for secret in secrets if secret]
 
+    def clean(self, value: Any) -> str:
+        """Redacted and XML-safe, not yet escaped (to cut it without cutting a secret in two)."""
+        return _NOT_XML.sub("\ufffd", redact(str(value), self.secrets, MIN_SECRET_LENGTH))
+
     def text(self, value: Any) -> str:
-        clean = _NOT_XML.sub("\ufffd", redact(str(value), self.secrets, MIN_SECRET_LENGTH))
-        return html.escape(clean, quote=True)
+        return html.escape(self.clean(value), quote=True)
 
 
 def _number(value: Any) -> Optional[float]:
@@ -297,7 +300,8 @@ class _Timeline:
         begin, end = _number(node.get("started")), _number(node.get("finished"))
         attrs = (f'class="node {status}" data-host="{self.page.text(host)}" data-phase="{_phase(node)}" '
                  f'data-status="{status}"')
-        label = host if len(host) <= LABEL_CHARS else host[:LABEL_CHARS - 1] + "\u2026"
+        shown = self.page.clean(host)
+        label = shown if len(shown) <= LABEL_CHARS else shown[:LABEL_CHARS - 1] + "\u2026"
         out = [f"<g {attrs}>", f"<title>{self.page.text(_node_title(node))}</title>",
                f'<text x="2" y="{y + BAR_HEIGHT - 2}">{self.page.text(label)}</text>']
         if begin is None or end is None:

@@ -266,15 +266,17 @@ def pool_node_counts(client: Any, pools: Sequence[str]) -> List[Dict[str, Any]]:
     return counts
 
 
-def refuse_reboot(client: Any, pools: Sequence[str], reason: str) -> None:
-    """Raise RebootRefused naming how many nodes of which pools would reboot, and why."""
+def refuse_reboot(client: Any, pools: Sequence[str], reason: str, advice: str = "") -> None:
+    """Raise RebootRefused naming how many nodes of which pools would reboot, and why; ``advice`` replaces the
+    default of applying the policy first."""
     counts = pool_node_counts(client, pools)
     total = sum(c["nodes"] for c in counts)
     per_pool = ", ".join(f"{c['nodes']} of pool {c['pool']}" for c in counts)
+    advice = advice or ("apply the node disruption policy first (disruption_policy: true, OpenShift 4.17+), or set "
+                        "allow_reboot to true to roll out with reboots")
     raise RebootRefused(
         f"applying the MachineConfigs would drain and reboot {total} node{'' if total == 1 else 's'} ({per_pool}): "
-        f"{reason}. Nothing was applied to the pools; apply the node disruption policy first (disruption_policy: "
-        "true, OpenShift 4.17+), or set allow_reboot to true to roll out with reboots",
+        f"{reason}. Nothing was applied to the pools; {advice}",
         reason, counts,
     )
 
@@ -310,13 +312,17 @@ def check_no_reboot(client: Any, pools: Sequence[str], pending: bool, check_mode
     """RebootRefused when a change of ``path`` on ``pools`` would still reboot their nodes. ``pending``: the
     collection's entry is (or in check mode would be) in the spec; check mode predicts the MCO's merge with it, a
     real run waits up to ``timeout`` seconds for the MCO to show it in the status."""
+    advice = ""
     if check_mode:
         reason = reboot_reason(_get_configuration(client), path,
                                pending=policy_entry(path) if pending else None)
     else:
-        reason = await_no_reboot(client, path, timeout, sleep)[1]
+        obj, reason = await_no_reboot(client, path, timeout, sleep)
+        if reason is not None and not _reconciled(obj):
+            advice = (f"the machine-config-operator did not show the policy within disruption_policy_timeout "
+                      f"({timeout:g} s): run again, or give it longer, once the MCO is reconciling")
     if reason is not None:
-        refuse_reboot(client, pools, reason)
+        refuse_reboot(client, pools, reason, advice)
 
 
 def sync_policy_file(dest: str, path: str = DEFAULT_PATH, check_mode: bool = False) -> Dict[str, Any]:

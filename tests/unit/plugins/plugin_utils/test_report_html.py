@@ -158,6 +158,9 @@ def test_no_secret_of_the_run_appears():
     assert _report_html.report_secrets([json.loads(pull_secret)]) >= {password, blob}
     assert _report_html.report_secrets(["not-json-but-secret"]) == {"not-json-but-secret"}
     assert password not in F["cluster_report_html"](report(nodes), secrets=[password])
+    # A secret across the cut of a long node name: no part of it stays in the label.
+    named = F["cluster_report_html"](report([node(f"node-0123456789-{password}", True, 1.0)]), secrets=[password])
+    assert password[:6] not in named and "node-0123456789-****" in named
 
 
 def test_five_hundred_nodes_stay_one_row_each_on_the_page_width():
