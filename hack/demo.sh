@@ -80,8 +80,12 @@ set -e
 
 "$python" - "$lab_dir/demo-report.json" "$started" <<'EOF'
 import json
+import os
 import sys
 import time
+
+sys.path.insert(0, os.environ["ANSIBLE_COLLECTIONS_PATH"])
+from ansible_collections.pinned.images.plugins.plugin_utils._report_html import page_path  # noqa: E402
 
 report = json.load(open(sys.argv[1]))
 wall = time.time() - float(sys.argv[2])
@@ -93,7 +97,7 @@ for node in report["nodes"]:
 node_sum = sum(node["finished"] - node["started"] for node in report["nodes"])
 print(f"\nwall time {wall:.1f} s for {len(report['nodes'])} nodes; the nodes' own times add up to {node_sum:.1f} s")
 print("drop-ins (what CRI-O would read): " + sys.argv[1].rsplit("/", 1)[0] + "/nodes/*/crio.conf.d/50-pinned-images")
-print("report page (timeline, per node, failures; open it in a browser): " + sys.argv[1][:-len(".json")] + ".html")
+print("report page (timeline, per node, failures; open it in a browser): " + page_path(sys.argv[1]))
 print("run 'bash hack/demo.sh' again: nothing changes; 'bash hack/demo.sh down' stops the lab")
 EOF
 exit "$rc"
