@@ -282,16 +282,16 @@ class _Timeline:
         out.append("</g>")
         return out
 
-    def _part(self, kind: str, node: Mapping[str, Any], top: float, bar: Tuple[float, float]) -> str:
+    def _part(self, kind: str, node: Mapping[str, Any], top: float, within: Tuple[float, float]) -> str:
         begin, end = _number(node.get(f"{kind}_started")), _number(node.get(f"{kind}_finished"))
         if begin is None or end is None:
             return ""
         # The parts are on the node's clock, the bar on the controller's: a skew never draws a part outside its bar.
-        begin, end = (min(max(when, bar[0]), bar[1]) for when in (begin, end))
+        begin, end = (min(max(when, within[0]), within[1]) for when in (begin, end))
         x = self.x(begin)
         # At least 2 px, inside the node's bar: a pin of a tenth of a second stays visible.
         width = max(self.x(max(end, begin)) - x, 2.0)
-        x = round(max(min(x, self.x(bar[1]) - width), self.x(bar[0])), 2)
+        x = round(max(min(x, self.x(within[1]) - width), self.x(within[0])), 2)
         y = top + (BAR_HEIGHT - PART_HEIGHT) / 2
         return f'<rect class="{kind}" x="{x}" y="{y}" width="{round(width, 2)}" height="{PART_HEIGHT}"/>'
 
