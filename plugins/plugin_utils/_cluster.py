@@ -38,6 +38,7 @@ from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequ
 
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import MachineConfigPool, PinnedImageSet
+from ansible_collections.pinned.images.plugins.plugin_utils._node import pin_text
 
 DEFAULT_SET_NAME = "pinned-images"
 CONTROL_PLANE = "control_plane"
@@ -324,14 +325,8 @@ def report_lines(results: Sequence[Mapping[str, Any]], totals: Mapping[str, Any]
     where the runtime cannot pin, ``-`` when the pin did not run), the totals, then each node's error."""
     lines = [_ROW % ("node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned")]
     for r in results:
-        if r.get("pin_reason"):
-            pinned = "not pinned"
-        elif r.get("pinned") is None and r.get("mco_managed"):
-            pinned = "mco"
-        else:
-            pinned = "-" if r.get("pinned") is None else f"{r.get('pin_method')} {r['pinned']}"
         lines.append(_ROW % (r["host"], r["status"], int(r["pulled"]) + int(r.get("would_pull") or 0), r["present"],
-                             r["failed"], human_size(int(r["bytes"])), "%.1f" % float(r["seconds"]), pinned))
+                             r["failed"], human_size(int(r["bytes"])), "%.1f" % float(r["seconds"]), pin_text(r)))
     lines.append(_ROW % ("total (%d nodes)" % totals["nodes"], "%d ok" % totals["ok"],
                          totals["pulled"] + totals["would_pull"], totals["present"], totals["failed_images"],
                          human_size(totals["bytes"]), "%.1f" % totals["node_seconds"], ""))

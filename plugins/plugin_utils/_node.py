@@ -18,6 +18,9 @@ or ``none``.
 times of the node, its pulls and its pin step (the report page's timeline).
 ``result_line(result) -> str``: the one line the role prints for a node.
 ``failure_line(failed) -> str``: the one line of a failed task of the role (its argument check's errors first).
+``pins_left_to_mco(result) -> bool``: ``node_pin: auto`` left the drop-in to the machine-config-operator.
+``pin_text(result) -> str``: the report's ``pinned`` column (``dropin 3``, ``label 3``, ``not pinned``, ``mco`` or ``-``), for the
+table and the page.
 """
 
 from __future__ import annotations
@@ -147,6 +150,21 @@ def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mo
     }
 
 
+def pins_left_to_mco(result: Mapping[str, Any]) -> bool:
+    """The node did not pin because the MCO manages it (not an explicit pin that failed or did not run)."""
+    return result.get("pinned") is None and bool(result.get("mco_managed")) and result.get("pin_method") == "none"
+
+
+def pin_text(result: Mapping[str, Any]) -> str:
+    """``<method> <count>`` when the node pinned (the count CRI reports), ``not pinned`` where the runtime cannot
+    pin (``pin_reason``), ``mco`` when the pins are left to the MCO, else ``-``."""
+    if result.get("pin_reason"):
+        return "not pinned"
+    if result.get("pinned") is not None:
+        return f"{result.get('pin_method')} {result['pinned']}"
+    return "mco" if pins_left_to_mco(result) else "-"
+
+
 def result_line(result: Mapping[str, Any]) -> str:
     """``ok: 2 pulled, 1 present, 0 failed of 3 images (12.0 MiB) in 4.2 s; 3 pinned in <path>``."""
     line = "%s: %d pulled, %d present, %d failed of %d images (%.1f MiB) in %.1f s" % (
@@ -155,7 +173,7 @@ def result_line(result: Mapping[str, Any]) -> str:
     if result["pinned"] is not None:
         where = f"in {result['dropin']}" if result["dropin"] else "by the containerd image label"
         line += f"; {result['pinned']} pinned {where}"
-    elif result.get("mco_managed"):
+    elif pins_left_to_mco(result):
         line += "; pins left to the machine-config-operator (PinnedImageSets or MachineConfigs)"
     if result["error"]:
         line += f"; {result['error']}"

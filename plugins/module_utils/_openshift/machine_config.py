@@ -60,6 +60,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
 import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
@@ -387,9 +388,9 @@ def pool_summary(entry: Dict[str, Any], previous: Optional[List[str]], with_imag
 def run_machine_config(params: Mapping[str, Any], check_mode: bool, diff: bool,
                        tmpdir: Optional[str] = None) -> Dict[str, Any]:
     """The machine_config module's run: render, then write into ``dest`` and/or apply (see the module's docs)."""
-    if not params["disruption_policy_timeout"] >= 0:
+    if not 0 <= params["disruption_policy_timeout"] < math.inf:
         raise MachineConfigError(
-            f"disruption_policy_timeout must be 0 or more seconds, got {params['disruption_policy_timeout']}")
+            f"disruption_policy_timeout must be 0 or more seconds (finite), got {params['disruption_policy_timeout']}")
     entries = plan(params)
     if params["apply"] and not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
