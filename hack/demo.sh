@@ -92,12 +92,16 @@ set -e
 
 "$python" - "$lab_dir/demo-report.json" "$started" <<'EOF'
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, "tests")
 from support.node import RUNTIMES  # noqa: E402
+
+sys.path.insert(0, os.environ["ANSIBLE_COLLECTIONS_PATH"])
+from ansible_collections.pinned.images.plugins.plugin_utils._report_html import page_path  # noqa: E402
 
 report = json.load(open(sys.argv[1]))
 lab = json.loads((Path(sys.argv[1]).parent / "state.json").read_text())
@@ -116,7 +120,7 @@ for node in report["nodes"]:
 node_sum = sum(node["finished"] - node["started"] for node in report["nodes"])
 print(f"\nwall time {wall:.1f} s for {len(report['nodes'])} nodes; the nodes' own times add up to {node_sum:.1f} s")
 print("CRI-O drop-ins: " + sys.argv[1].rsplit("/", 1)[0] + "/nodes/cp-*/crio.conf.d/50-pinned-images")
-print("report page (timeline, per node, failures; open it in a browser): " + sys.argv[1][:-len(".json")] + ".html")
+print("report page (timeline, per node, failures; open it in a browser): " + page_path(sys.argv[1]))
 print("run 'bash hack/demo.sh' again: nothing changes; 'bash hack/demo.sh down' stops the lab")
 EOF
 exit "$rc"

@@ -16,6 +16,26 @@ for extra in (ROOT / "tests",):
 pytest_plugins = ["support.apiserver.fixtures", "fixtures.bad_files", "fixtures.wheels"]
 
 
+def _probe_node_deps_without_the_machines_private_directory() -> None:
+    """_node_python.deps probes once, at import, and puts an intact PINNED_IMAGES_PYTHON_DIR (default
+    /var/lib/pinned-images/python) first on sys.path: the tests' process imports it with a directory that does not
+    exist, so a controller the role once provisioned does not change what the tests import. Subprocesses (ansible
+    runs) get the environment as it was."""
+    name = "PINNED_IMAGES_PYTHON_DIR"
+    before = os.environ.get(name)
+    os.environ[name] = str(ROOT / ".build" / "no-private-python")
+    try:
+        from ansible_collections.pinned.images.plugins.module_utils._node_python import deps  # noqa: F401
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
+
+
+_probe_node_deps_without_the_machines_private_directory()
+
+
 def pytest_sessionfinish(session, exitstatus):
     """In CI (PINNED_IMAGES_FORBID_SKIPS=1, set by hack/test.sh) a skipped test fails the run: CI has every file."""
     if os.environ.get("PINNED_IMAGES_FORBID_SKIPS") != "1" or exitstatus != 0:

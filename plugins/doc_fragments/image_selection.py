@@ -48,4 +48,13 @@ options:
       - When no pool is given or found in O(sets), OpenShift's built-in C(master) and C(worker) pools are assumed.
       - Requires O(sets).
     type: dict
+  allow_empty:
+    description:
+      - What a selection of no image does with O(state=present) (O(images=[]), or O(sets) that select no image for
+        this node, for example an empty directory).
+      - V(false) fails before anything is touched, naming what was looked at, since an empty or misspelt input must not
+        remove the pins, which are what keep the images from the kubelet's garbage collection.
+      - V(true) empties the pins, as O(state=absent) does.
+    type: bool
+    default: false
 """

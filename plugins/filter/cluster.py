@@ -19,9 +19,11 @@ def cluster_host_nodes(hosts: Sequence[str], hostvars: _cluster.HostVars,
 
 
 def cluster_plan(hosts: Sequence[str], hostvars: _cluster.HostVars, control_plane_hosts: Container[str],
-                 info: Optional[Mapping[str, Any]] = None, add_hosts: Any = False) -> List[Dict[str, Any]]:
+                 info: Optional[Mapping[str, Any]] = None, add_hosts: Any = False,
+                 excluded: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     """What each node gets."""
-    return _cluster.node_plan(hosts, hostvars, control_plane_hosts, info=info, add_hosts=bool(add_hosts))
+    return _cluster.node_plan(hosts, hostvars, control_plane_hosts, info=info, add_hosts=bool(add_hosts),
+                              excluded=excluded or [])
 
 
 def cluster_phase_order(order: Any) -> List[str]:
@@ -68,9 +70,16 @@ def cluster_batch_stopped(batch: Sequence[str], hostvars: _cluster.HostVars, max
     return _cluster.batch_stopped(batch, hostvars, max_fail_percentage)
 
 
-def cluster_summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
-    """The totals of the results."""
-    return _cluster.summary(results)
+def cluster_summary(results: Sequence[Mapping[str, Any]], excluded: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    """The totals of the results, and the nodes a --limit excluded."""
+    return _cluster.summary(results, excluded or [])
+
+
+def cluster_plan_problem(plan: Sequence[Mapping[str, Any]], hostvars: _cluster.HostVars,
+                         groups: Mapping[str, Sequence[str]], sources: Mapping[str, Any],
+                         info: Optional[Mapping[str, Any]] = None, allow_empty: Any = False) -> str:
+    """Why the plan must not run, or ""."""
+    return _cluster.plan_problem(plan, hostvars, groups, sources, info, bool(allow_empty))
 
 
 def cluster_report_lines(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any],
@@ -132,6 +141,7 @@ class FilterModule:
             "cluster_results": cluster_results,
             "cluster_batch_stopped": cluster_batch_stopped,
             "cluster_summary": cluster_summary,
+            "cluster_plan_problem": cluster_plan_problem,
             "cluster_report_lines": cluster_report_lines,
             "cluster_done": cluster_done,
             "cluster_report_nodes": cluster_report_nodes,

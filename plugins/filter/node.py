@@ -48,6 +48,9 @@ def node_prefetch_args(options: Mapping[str, Any]) -> Dict[str, Any]:
 def node_python_dir_env(path: str) -> Dict[str, str]:
     """The environment that names the private Python directory, {} for the default one."""
     return _node.python_dir_env(path)
+def node_failure_line(failed: Mapping[str, Any]) -> str:
+    """The one line of a failed task of the role."""
+    return _node.failure_line(failed)
 
 
 class FilterModule:
@@ -60,4 +63,5 @@ class FilterModule:
             "node_result_line": node_result_line,
             "node_python_dir_env": node_python_dir_env,
             "node_prefetch_args": node_prefetch_args,
+            "node_failure_line": node_failure_line,
         }

@@ -39,7 +39,12 @@ def render_changes(set_files: Optional[Mapping[str, Any]], machine_configs: Opti
     return _cluster.render_changes(set_files, machine_configs, removed)
 
 
+def render_problem(info: Mapping[str, Any], sources: Mapping[str, Any], dest: str, allow_empty: Any = False) -> str:
+    """Why the render of no set must not write, or ""."""
+    return _cluster.render_problem(info, sources, dest, bool(allow_empty))
+
+
 class FilterModule:
     def filters(self) -> Dict[str, Callable[..., Any]]:
         return {"controller_path": controller_path, "render_report": render_report_filter,
-                "render_stale": render_stale, "render_changes": render_changes}
+                "render_stale": render_stale, "render_changes": render_changes, "render_problem": render_problem}

@@ -23,7 +23,8 @@ description:
     M(pinned.images.prefetch).
   - Records this module pins also get the label C(pinned.images/pinned-by=pinned.images). Images that are no longer
     wanted lose both labels, but only on records carrying that mark, so a pin set by hand or by another tool stays.
-    O(state=absent), or an empty list of images, removes every pin this module made.
+    O(state=absent) removes every pin this module made; so does a selection of no image with O(allow_empty=true),
+    which otherwise fails without touching a pin.
   - Nothing is written when nothing changes.
   - For CRI-O, use M(pinned.images.crio_pinned_images).
 extends_documentation_fragment:

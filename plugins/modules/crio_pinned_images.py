@@ -29,8 +29,9 @@ description:
     the file no longer lists as not pinned; otherwise the task fails and says which images CRI reports wrongly.
     On a rerun that changes nothing, CRI is read once and must agree too. With O(reload=none) CRI is only read
     and reported (RV(cri_pinned)).
-  - An empty list of images (O(images=[]), or sets that select nothing for this node), or O(state=absent),
-    removes the file. With O(state=present), one of O(images) and O(sets) is required.
+  - O(state=absent) removes the file. A selection of no image (O(images=[]), or sets that select nothing for this
+    node) fails without touching it, unless O(allow_empty=true), which removes it too. With O(state=present), one of
+    O(images) and O(sets) is required.
   - This is for CRI-O only. containerd pins an image through the image label C(io.cri-containerd.pinned=pinned),
     which M(pinned.images.containerd_pinned_images) sets.
 extends_documentation_fragment:

@@ -329,7 +329,8 @@ disruption_policy:
   type: dict
   contains:
     file:
-      description: The policy file in O(dest), written or up to date; null without O(dest) or O(disruption_policy).
+      description: The policy file in O(dest), written or up to date; null without O(dest) or O(disruption_policy),
+        and with O(state=absent).
       type: str
     applied:
       description: The entry was server-side applied to the MachineConfiguration C(cluster) (would be, in check

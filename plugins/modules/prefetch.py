@@ -192,6 +192,14 @@ options:
     type: path
     default: /etc/machine-config-daemon
     version_added: 0.1.0
+  allow_empty:
+    description:
+      - With O(images=[]) and a O(pin) other than V(none), the pin would remove every pin of the node (the drop-in,
+        or the labels this collection set). V(false) fails before the runtime is contacted, naming O(images);
+        V(true) empties the pins.
+    type: bool
+    default: false
+    version_added: 0.1.0
   dropin_path:
     description:
       - The CRI-O drop-in file for O(pin=dropin).
@@ -548,6 +556,7 @@ def _argument_spec() -> dict:
         run_id=dict(type="str"),
         pin=dict(type="str", choices=list(PIN_CHOICES), default=PIN_NONE),
         mco_dir=dict(type="path", default=MCO_DIRECTORY),
+        allow_empty=dict(type="bool", default=False),
         dropin_path=dict(type="path", default=DEFAULT_PATH),
         crio_reload=dict(type="str", choices=["none", "systemd", "signal"], default="systemd"),
         crio_pid_file=dict(type="path"),

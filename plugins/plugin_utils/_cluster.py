@@ -13,10 +13,13 @@ Public API
 ``node_set_list(sets, images, name)``: the sets a node gets, its own images as one more set.
 ``host_nodes(hosts, hostvars, control_plane_hosts)``: inventory hosts described as nodes (name, labels).
 ``node_plan(hosts, hostvars, control_plane_hosts, info, add_hosts)``: what each node gets.
+``render_problem(info, sources, dest, allow_empty)``: why the render of no set must not write, else "".
 ``phase_order(order)``: the order of the phases, from a list or a survey's comma-separated text.
 ``phases(order, control_plane, workers)``: the two phases of the prefetch playbook.
 ``node_groups(plan, order)``: the inventory groups and variables of each resolved node of the plan.
 ``plan_message(plan, order)``: the one-line summary of the plan.
+``plan_problem(plan, hostvars, groups, sources, info, allow_empty)``: why a plan would do nothing, or touch pins
+no input asked for (a failure), else "".
 ``progressing_statuses(plan, hostvars)``, ``done_statuses(results)``: the ``nodes`` of ``pinned_image_status``.
 ``node_results(hosts, hostvars, unresolved_hosts)``, ``summary(results)``, ``report_lines(results, summary,
 check_mode)``: the report of a run.
@@ -35,6 +38,7 @@ from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequ
 
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import MachineConfigPool, PinnedImageSet
+from ansible_collections.pinned.images.plugins.plugin_utils._node import pin_text
 
 DEFAULT_SET_NAME = "pinned-images"
 CONTROL_PLANE = "control_plane"
@@ -85,23 +89,25 @@ def host_nodes(hosts: Sequence[str], hostvars: HostVars, control_plane_hosts: Co
 
 
 def node_plan(hosts: Sequence[str], hostvars: HostVars, control_plane_hosts: Container[str],
-              info: Optional[Mapping[str, Any]] = None, add_hosts: bool = False) -> List[Dict[str, Any]]:
+              info: Optional[Mapping[str, Any]] = None, add_hosts: bool = False,
+              excluded: Sequence[str] = ()) -> List[Dict[str, Any]]:
     """One entry per node (``host``, ``node``, ``added``, ``control_plane``, ``pools``, ``sets``, ``error``).
 
     Without ``info`` (nothing to resolve) every inventory host is a node whose ``sets`` is None (its own variables
     decide). With ``info`` (the ``pinned_image_set_info`` result) the nodes are ``info['nodes']``, mapped to the
     inventory hosts by node name; the others are added under their node name with ``add_hosts``, else left out.
+    The nodes of the ``excluded`` hosts (left out by a --limit) are never added.
     """
     if info is None:
         return [{"host": host, "node": _node_name(hostvars, host), "added": False,
                  "control_plane": host in control_plane_hosts, "pools": [], "sets": None, "error": ""}
                 for host in hosts]
-    by_node = {_node_name(hostvars, host): host for host in hosts}
+    by_node = {_node_name(hostvars, host): host for host in list(hosts) + list(excluded)}
     images_of = {image_set["name"]: image_set["images"] for image_set in info.get("sets", [])}
     plan: List[Dict[str, Any]] = []
     for node in info.get("nodes", []):
         host = by_node.get(node["name"]) or (node["name"] if add_hosts else "")
-        if not host:
+        if not host or host in excluded:
             continue
         plan.append({
             "host": host,
@@ -152,12 +158,78 @@ def plan_message(plan: List[Dict[str, Any]], order: List[str]) -> str:
     return message + (f"; left out (pools ambiguous): {', '.join(left_out)}" if left_out else "")
 
 
+def plan_problem(plan: Sequence[Mapping[str, Any]], hostvars: HostVars, groups: Mapping[str, Sequence[str]],
+                 sources: Mapping[str, Any], info: Optional[Mapping[str, Any]], allow_empty: bool = False) -> str:
+    """Why the plan must not run, naming what was looked at and the fix; "" when it may.
+
+    ``groups`` maps the role's group variables (cluster_control_plane_group, cluster_worker_group) to the group
+    names; ``sources`` holds cluster_sets, cluster_pools, cluster_read_cluster, ``inventory_groups`` (the
+    inventory's groups) and ``excluded`` (the nodes a --limit left out). No node, no source and no node_images, or
+    sources that hold no PinnedImageSet: the node role would remove the pins of every node, so only ``allow_empty``
+    (node_allow_empty) lets such a plan run."""
+    named = ", ".join(f"{group} ({variable})" for variable, group in groups.items())
+    excluded: List[str] = list(sources.get("excluded") or [])
+    if not plan and excluded:
+        return (f"the --limit leaves out every node of the groups {named} ({', '.join(excluded)}); "
+                f"name the nodes to run next to localhost, for example -l 'localhost,{excluded[0]}'")
+    if not plan:
+        if info is not None and sources.get("cluster_read_cluster") and info.get("nodes"):
+            return (f"no inventory host of the groups {named} is a node of the cluster; map them with the host "
+                    "variable cluster_node_name, or cluster_add_hosts=true to add the cluster's nodes")
+        inventory = ", ".join(name for name in sources.get("inventory_groups", []) if name not in ("all", "ungrouped"))
+        return (f"no inventory host is in the groups {named}, so nothing would run; the inventory has the groups: "
+                f"{inventory or 'none'}. Put the nodes in those groups, or name yours, for example "
+                "-e '{\"cluster_control_plane_group\": \"masters\", \"cluster_worker_group\": \"nodes\"}'")
+    if allow_empty:
+        return ""
+    own_images = [item["host"] for item in plan if host_var(hostvars, item["host"], "node_images")]
+    if info is None and not own_images:
+        return ("nothing selects an image: cluster_sets and cluster_pools are empty, cluster_read_cluster is false "
+                "and no host has node_images, so every node would lose its pins; nothing was changed. Give the sets "
+                "(-e '{\"cluster_sets\": [\"sets/\"]}'), or node_allow_empty=true to remove the pins")
+    if info is not None and not info.get("sets"):
+        return (f"{_no_sets(sources)}, so every node's sets would be empty and lose their pins; nothing was changed. "
+                "Check the paths, or node_allow_empty=true to remove the pins")
+    return ""
+
+
+def _no_sets(sources: Mapping[str, Any]) -> str:
+    """"the sources hold no PinnedImageSet: looked at ..." for cluster_sets and cluster_read_cluster."""
+    looked = ", ".join(str(source if isinstance(source, str) else "a set object")
+                       for source in sources.get("cluster_sets") or [])
+    where = "cluster_sets (%s)" % (looked or "empty")
+    if sources.get("cluster_read_cluster"):
+        where += " and the cluster"
+    return f"the sources hold no PinnedImageSet: looked at {where}"
+
+
+def render_problem(info: Mapping[str, Any], sources: Mapping[str, Any], dest: str, allow_empty: bool = False) -> str:
+    """Why the render must not write (it would remove every set file and MachineConfig of ``dest``), or ""."""
+    if info.get("sets") or allow_empty:
+        return ""
+    return (f"{_no_sets(sources)}, so the render would remove every file of {dest}/pinnedimagesets and "
+            f"{dest}/machineconfigs; nothing was changed. Check the paths, or cluster_render_allow_empty=true to "
+            "render the empty state")
+
+
+def _check_serial(name: str, value: Any) -> None:
+    """A ValueError naming ``name`` unless ``value`` is what the play keyword ``serial`` takes (ansible-core ends
+    in a traceback on anything else): a number, a percentage, or a non-empty list of them."""
+    for batch in value if isinstance(value, list) and value else [value]:
+        text = str(batch).strip()
+        number = text[:-1] if text.endswith("%") else text
+        if isinstance(batch, bool) or not number.isdigit():
+            raise ValueError(f"{name} must be a number (1), a percentage (\"25%\") or a list of them "
+                             f"([1, 5, \"25%\"]), got {value!r}")
+
+
 def phases(order: Sequence[str], control_plane: Tuple[Any, Any], workers: Tuple[Any, Any]) -> List[Dict[str, Any]]:
     """``[{group, serial, max_fail_percentage}]`` for each phase of ``order``, padded with empty phases to two;
     ``control_plane`` and ``workers`` are the ``(serial, max_fail_percentage)`` of the two kinds of phase."""
     out = []
     for phase in order:
         serial, max_fail_percentage = control_plane if phase == CONTROL_PLANE else workers
+        _check_serial(f"cluster_{'control_plane' if phase == CONTROL_PLANE else 'worker'}_serial", serial)
         out.append({"group": phase, "serial": serial, "max_fail_percentage": int(max_fail_percentage)})
     return out + [{"group": "", "serial": 1, "max_fail_percentage": 100} for _index in range(2 - len(out))]
 
@@ -236,8 +308,9 @@ def batch_stopped(batch: Sequence[str], hostvars: HostVars, max_fail_percentage:
     return failed * 100 > limit * len(batch)
 
 
-def summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
-    """Counts and sums of ``results``; ``failed_nodes`` are the hosts that failed or did not run."""
+def summary(results: Sequence[Mapping[str, Any]], excluded: Sequence[str] = ()) -> Dict[str, Any]:
+    """Counts and sums of ``results``; ``failed_nodes`` are the hosts that failed or did not run; ``excluded`` the
+    nodes a --limit left out (neither run nor counted)."""
     def total(key: str, kind: Callable[[Any], float] = int) -> float:
         return sum(kind(result.get(key) or 0) for result in results)
 
@@ -253,6 +326,7 @@ def summary(results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
         "bytes": total("bytes"),
         "node_seconds": round(total("seconds", float), 3),
         "failed_nodes": [r["host"] for r in results if r["status"] in ("failed", "not_run")],
+        "excluded": list(excluded),
     }
 
 
@@ -262,19 +336,15 @@ def report_lines(results: Sequence[Mapping[str, Any]], totals: Mapping[str, Any]
     where the runtime cannot pin, ``-`` when the pin did not run), the totals, then each node's error."""
     lines = [_ROW % ("node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned")]
     for r in results:
-        if r.get("pin_reason"):
-            pinned = "not pinned"
-        elif r.get("pinned") is None and r.get("mco_managed"):
-            pinned = "mco"
-        else:
-            pinned = "-" if r.get("pinned") is None else f"{r.get('pin_method')} {r['pinned']}"
         lines.append(_ROW % (r["host"], r["status"], int(r["pulled"]) + int(r.get("would_pull") or 0), r["present"],
-                             r["failed"], human_size(int(r["bytes"])), "%.1f" % float(r["seconds"]), pinned))
+                             r["failed"], human_size(int(r["bytes"])), "%.1f" % float(r["seconds"]), pin_text(r)))
     lines.append(_ROW % ("total (%d nodes)" % totals["nodes"], "%d ok" % totals["ok"],
                          totals["pulled"] + totals["would_pull"], totals["present"], totals["failed_images"],
                          human_size(totals["bytes"]), "%.1f" % totals["node_seconds"], ""))
     if check_mode:
         lines.append('check mode: nothing was pulled; "pulled" counts the images that would be')
+    if totals.get("excluded"):
+        lines.append("excluded by --limit, not run and not counted: " + ", ".join(totals["excluded"]))
     lines.extend(f"{r['host']}: {r['error']}" for r in results if r.get("error"))
     return lines
 

@@ -20,6 +20,10 @@ times of the node, its pulls and its pin step (the report page's timeline).
 ``prefetch_args(options) -> dict``: the prefetch options the role's calls share, without the unset ones.
 ``python_dir_env(path) -> dict``: the environment a play needs for the node modules to find the private Python
 directory ``path`` ({} for the directory they find by themselves).
+``failure_line(failed) -> str``: the one line of a failed task of the role (its argument check's errors first).
+``pins_left_to_mco(result) -> bool``: ``node_pin: auto`` left the drop-in to the machine-config-operator.
+``pin_text(result) -> str``: the report's ``pinned`` column (``dropin 3``, ``label 3``, ``not pinned``, ``mco`` or
+``-``), for the table and the page.
 """
 
 from __future__ import annotations
@@ -151,6 +155,21 @@ def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mo
     }
 
 
+def pins_left_to_mco(result: Mapping[str, Any]) -> bool:
+    """The node did not pin because the MCO manages it (not an explicit pin that failed or did not run)."""
+    return result.get("pinned") is None and bool(result.get("mco_managed")) and result.get("pin_method") == "none"
+
+
+def pin_text(result: Mapping[str, Any]) -> str:
+    """``<method> <count>`` when the node pinned (the count CRI reports), ``not pinned`` where the runtime cannot
+    pin (``pin_reason``), ``mco`` when the pins are left to the MCO, else ``-``."""
+    if result.get("pin_reason"):
+        return "not pinned"
+    if result.get("pinned") is not None:
+        return f"{result.get('pin_method')} {result['pinned']}"
+    return "mco" if pins_left_to_mco(result) else "-"
+
+
 def result_line(result: Mapping[str, Any]) -> str:
     """``ok: 2 pulled, 1 present, 0 failed of 3 images (12.0 MiB) in 4.2 s; 3 pinned in <path>``."""
     line = "%s: %d pulled, %d present, %d failed of %d images (%.1f MiB) in %.1f s" % (
@@ -159,7 +178,7 @@ def result_line(result: Mapping[str, Any]) -> str:
     if result["pinned"] is not None:
         where = f"in {result['dropin']}" if result["dropin"] else "by the containerd image label"
         line += f"; {result['pinned']} pinned {where}"
-    elif result.get("mco_managed"):
+    elif pins_left_to_mco(result):
         line += "; pins left to the machine-config-operator (PinnedImageSets or MachineConfigs)"
     if result["error"]:
         line += f"; {result['error']}"
@@ -174,3 +193,10 @@ def python_dir_env(path: str) -> Dict[str, str]:
 def prefetch_args(options: Mapping[str, Any]) -> Dict[str, Any]:
     """``options`` without those that are unset (None or an empty string): the module's default applies to them."""
     return {name: value for name, value in options.items() if value is not None and value != ""}
+def failure_line(failed: Mapping[str, Any]) -> str:
+    """The one line of a failed task: an argument check gives each invalid variable and what is allowed (its result
+    also holds the whole spec, which buried them), any other task its message."""
+    errors = failed.get("argument_errors")
+    if errors:
+        return "invalid input of the pinned.images.node role: " + "; ".join(str(error) for error in errors)
+    return " ".join(str(failed.get("msg") or "the node role failed").split())

@@ -11,7 +11,8 @@ Every text of the report is redacted (``_common/secrets``) and escaped; characte
 Public API
 ----------
 ``render_page(report, secrets=()) -> str``: the page of ``report`` (``summary``, ``nodes``, ``run``: the JSON report
-    file, or the ``set_stats`` artifact), with every string of ``secrets`` replaced by the redaction marker.
+    file, or the ``set_stats`` artifact), with every string of ``secrets`` replaced by the redaction marker;
+    ``check_report(report)`` first (a ValueError naming the key when the shape is wrong).
 ``report_secrets(pull_secrets, k8s_auth) -> set``: the secret strings of docker-config pull secrets (text or
     dict) and of the Kubernetes connection options, for ``render_page``.
 ``page_secrets(report, hostvars, k8s_auth, secrets) -> set``: ``report_secrets`` of the nodes' (and localhost's)
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -32,6 +34,7 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.config import k
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
 from ansible_collections.pinned.images.plugins.plugin_utils._cluster import HostVars, host_var
+from ansible_collections.pinned.images.plugins.plugin_utils._node import pin_text
 
 CONTROL_PLANE, WORKERS = "control_plane", "workers"
 PHASE_TITLES = {CONTROL_PLANE: "Control plane", WORKERS: "Workers"}
@@ -120,15 +123,63 @@ class _Page:
     def __init__(self, secrets: Iterable[str]) -> None:
         self.secrets = [str(secret) for secret in secrets if secret]
 
+    def clean(self, value: Any) -> str:
+        """Redacted and XML-safe, not yet escaped (to cut it without cutting a secret in two)."""
+        return _NOT_XML.sub("\ufffd", redact(str(value), self.secrets, MIN_SECRET_LENGTH))
+
     def text(self, value: Any) -> str:
-        clean = _NOT_XML.sub("\ufffd", redact(str(value), self.secrets, MIN_SECRET_LENGTH))
-        return html.escape(clean, quote=True)
+        return html.escape(self.clean(value), quote=True)
 
 
 def _number(value: Any) -> Optional[float]:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A finite number, else None (NaN or Infinity from a hand-edited JSON report draws nothing)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def _mappings(value: Any, where: str) -> List[Mapping[str, Any]]:
+    """``value`` as a list of mappings (absent or null: empty), else a ValueError naming ``where``."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+        raise ValueError(f"the report's {where} must be a list of mappings, got {_kind(value)}")
+    return value
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"the report's {where} must be a mapping, got {_kind(value)}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list" if all(isinstance(item, Mapping) for item in value) else "a list with " + ", ".join(
+            sorted({type(item).__name__ for item in value if not isinstance(item, Mapping)}))
+    return type(value).__name__
+
+
+def check_report(report: Any) -> None:
+    """A ValueError naming the key when ``report`` is not the shape the page reads (a hand-edited or truncated JSON
+    file, an artifact of another tool): mappings where mappings are read, lists of mappings where lists are, counts
+    as numbers."""
+    if not isinstance(report, Mapping):
+        raise ValueError(f"the report must be a mapping (summary, nodes, run), got {_kind(report)}")
+    _mapping(report.get("summary"), "summary")
+    for index, node in enumerate(_mappings(report.get("nodes"), "nodes")):
+        _mappings(node.get("images"), f"nodes[{index}].images")
+    run = _mapping(report.get("run"), "run")
+    _mappings(run.get("phases"), "run.phases")
+    for key in ("sets", "pools"):
+        for index, entry in enumerate(_mappings(run.get(key), f"run.{key}")):
+            for count in ("images", "nodes"):
+                value = entry.get(count)
+                if value is not None and _number(value) is None:
+                    raise ValueError(f"the report's run.{key}[{index}].{count} must be a number, got "
+                                     f"{_kind(value)} {value!r}")
 
 
 def _count(node: Mapping[str, Any], key: str) -> int:
@@ -181,7 +232,8 @@ def _tick_step(seconds: float) -> int:
     for step in _TICK_STEPS:
         if seconds / step <= 8:
             return step
-    return _TICK_STEPS[-1]
+    # Beyond 8 days: days, still at most 8 ticks.
+    return _TICK_STEPS[-1] * math.ceil(seconds / _TICK_STEPS[-1] / 8)
 
 
 def _duration(seconds: float) -> str:
@@ -190,13 +242,6 @@ def _duration(seconds: float) -> str:
     if seconds < 7200:
         return "%g min" % round(seconds / 60, 1)
     return "%g h" % round(seconds / 3600, 2)
-
-
-def _pin_text(node: Mapping[str, Any]) -> str:
-    if node.get("pinned") is None:
-        return "-"
-    where = "drop-in" if node.get("dropin") else str(node.get("pin_method") or "")
-    return f"{node['pinned']} by {where}" if where else str(node["pinned"])
 
 
 def _cri_text(node: Mapping[str, Any]) -> str:
@@ -208,7 +253,7 @@ def _node_title(node: Mapping[str, Any]) -> str:
              "%d pulled, %d present, %d failed" % (_count(node, "pulled"), _count(node, "present"),
                                                    _count(node, "failed")),
              human_size(_count(node, "bytes")), "%.1f s" % (_number(node.get("seconds")) or 0.0),
-             f"pin {_pin_text(node)}", f"CRI {_cri_text(node)}"]
+             f"pin {pin_text(node)}", f"CRI {_cri_text(node)}"]
     return "; ".join(parts)
 
 
@@ -237,13 +282,16 @@ class _Timeline:
         out.append("</g>")
         return out
 
-    def _part(self, kind: str, node: Mapping[str, Any], top: float) -> str:
+    def _part(self, kind: str, node: Mapping[str, Any], top: float, within: Tuple[float, float]) -> str:
         begin, end = _number(node.get(f"{kind}_started")), _number(node.get(f"{kind}_finished"))
         if begin is None or end is None:
             return ""
+        # The parts are on the node's clock, the bar on the controller's: a skew never draws a part outside its bar.
+        begin, end = (min(max(when, within[0]), within[1]) for when in (begin, end))
         x = self.x(begin)
         # At least 2 px, inside the node's bar: a pin of a tenth of a second stays visible.
         width = max(self.x(max(end, begin)) - x, 2.0)
+        x = round(max(min(x, self.x(within[1]) - width), self.x(within[0])), 2)
         y = top + (BAR_HEIGHT - PART_HEIGHT) / 2
         return f'<rect class="{kind}" x="{x}" y="{y}" width="{round(width, 2)}" height="{PART_HEIGHT}"/>'
 
@@ -252,7 +300,8 @@ class _Timeline:
         begin, end = _number(node.get("started")), _number(node.get("finished"))
         attrs = (f'class="node {status}" data-host="{self.page.text(host)}" data-phase="{_phase(node)}" '
                  f'data-status="{status}"')
-        label = host if len(host) <= LABEL_CHARS else host[:LABEL_CHARS - 1] + "\u2026"
+        shown = self.page.clean(host)
+        label = shown if len(shown) <= LABEL_CHARS else shown[:LABEL_CHARS - 1] + "\u2026"
         out = [f"<g {attrs}>", f"<title>{self.page.text(_node_title(node))}</title>",
                f'<text x="2" y="{y + BAR_HEIGHT - 2}">{self.page.text(label)}</text>']
         if begin is None or end is None:
@@ -263,7 +312,8 @@ class _Timeline:
             width = round(self.x(max(end, begin)) - x, 2)
             out.append(f'<rect class="bar" x="{x}" y="{y}" width="{width}" height="{BAR_HEIGHT}" '
                        f'data-started="{begin}" data-finished="{end}"/>')
-            out.extend(part for part in (self._part("pull", node, y), self._part("pin", node, y)) if part)
+            parts = (self._part(kind, node, y, (begin, max(end, begin))) for kind in ("pull", "pin"))
+            out.extend(part for part in parts if part)
         out.append("</g>")
         return out
 
@@ -342,9 +392,9 @@ def _parameters(page: _Page, run: Mapping[str, Any]) -> str:
         "%s (batches of %s, stop above %s%% failed)"
         % (PHASE_TITLES.get(str(p.get("group")), p.get("group")), p.get("serial"), p.get("max_fail_percentage"))
         for p in run.get("phases") or [])
-    sets = ", ".join("%s (%d images, %d nodes)" % (s.get("name"), s.get("images") or 0, s.get("nodes") or 0)
+    sets = ", ".join("%s (%d images, %d nodes)" % (s.get("name"), _count(s, "images"), _count(s, "nodes"))
                      for s in run.get("sets") or [])
-    pools = ", ".join("%s (%d nodes)" % (p.get("name"), p.get("nodes") or 0) for p in run.get("pools") or [])
+    pools = ", ".join("%s (%d nodes)" % (p.get("name"), _count(p, "nodes")) for p in run.get("pools") or [])
     rows = [("phases", phases or "-"), ("forks", run.get("forks") or "-"),
             ("check mode", "yes" if run.get("check_mode") else "no"), ("sets", sets or "-"), ("pools", pools or "-")]
     return _table(page, [("parameter", False), ("value", False)], rows)
@@ -356,7 +406,7 @@ def _nodes_table(page: _Page, rows: Sequence[Tuple[str, Sequence[Mapping[str, An
     nodes = [node for _phase_name, members in rows for node in members]
     body = [(node.get("host"), PHASE_TITLES[_phase(node)].lower(), _status(node).replace("_", " "),
              _count(node, "pulled") + _count(node, "would_pull"), _count(node, "present"), _count(node, "failed"),
-             human_size(_count(node, "bytes")), "%.1f" % (_number(node.get("seconds")) or 0.0), _pin_text(node),
+             human_size(_count(node, "bytes")), "%.1f" % (_number(node.get("seconds")) or 0.0), pin_text(node),
              _cri_text(node)) for node in nodes]
     return _table(page, header, body, [_status(node) for node in nodes])
 
@@ -382,8 +432,9 @@ def _failures(page: _Page, nodes: Sequence[Mapping[str, Any]]) -> str:
 
 def render_page(report: Mapping[str, Any], secrets: Iterable[str] = ()) -> str:
     """The HTML page of ``report`` (see the module docstring)."""
+    check_report(report)
     page = _Page(secrets)
-    nodes = [node for node in report.get("nodes") or [] if isinstance(node, Mapping)]
+    nodes = list(report.get("nodes") or [])
     run: Mapping[str, Any] = report.get("run") or {}
     summary: Mapping[str, Any] = report.get("summary") or {}
     rows = timeline_rows(nodes, run)
@@ -421,6 +472,7 @@ def page_secrets(report: Mapping[str, Any], hostvars: Optional[HostVars] = None,
                  k8s_auth: Optional[Mapping[str, Any]] = None, secrets: Iterable[str] = ()) -> Set[str]:
     """``secrets`` plus those of the ``node_pull_secret`` of each node of ``report`` and of localhost (``hostvars``)
     and of ``k8s_auth`` (see ``report_secrets``)."""
-    hosts = [str(node.get("host")) for node in report.get("nodes") or [] if isinstance(node, Mapping)]
+    check_report(report)
+    hosts = [str(node.get("host")) for node in report.get("nodes") or []]
     pull = [host_var(hostvars, host, "node_pull_secret") for host in hosts + ["localhost"]] if hostvars else []
     return report_secrets(pull, k8s_auth) | {str(secret) for secret in secrets or [] if secret}

@@ -68,7 +68,8 @@ def page_run(lab, tmp_path_factory):
     username, password = lab.credentials()
     report = tmp / "report.json"
     extra = dict(SPEED, cluster_report_file=str(report), node_pull_secret=pull_secret)
-    proc = playbook("pinned.images.prefetch", [lab.write_inventory(tmp / "lab.yml"), tmp / "page.yml"], extra,
+    proc = playbook("pinned.images.prefetch",
+                    [lab.write_inventory(tmp / "lab.yml", nodes=CONTROL_PLANE + WORKERS), tmp / "page.yml"], extra,
                     env={"ANSIBLE_SHOW_CUSTOM_STATS": "True"}, timeout=300)
     output = proc.stdout + proc.stderr
     # The run fails for worker-2 only; the custom stats line is the set_stats artifact AWX would keep.
@@ -196,3 +197,14 @@ def test_the_awx_artifact_gives_the_same_timeline(page_run):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert set(page_run["stats"]["pinned_images_report"]) == {"summary", "nodes", "run"}
     assert TIMELINE.search(dest.read_text()).group(0) == TIMELINE.search(page_run["page"].read_text()).group(0)
+
+
+def test_a_report_file_that_is_no_mapping_is_refused_naming_it(tmp_path):
+    listed = tmp_path / "list.json"
+    listed.write_text(json.dumps([{"summary": {}, "nodes": [], "run": {}}]))
+    dest = tmp_path / "list.html"
+    proc = playbook("pinned.images.report_page", extra_vars={"cluster_report_file": str(listed),
+                                                             "cluster_report_html_file": str(dest)})
+    assert proc.returncode == 2
+    assert f"The report in {listed} must be a mapping (summary, nodes, run), not a list." in proc.stdout
+    assert not dest.exists()

@@ -44,22 +44,35 @@ class Browser:
         if not shutil.which(CHROMIUM):
             raise BrowserError(f"{CHROMIUM} is missing: hack/setup.sh installs Debian's chromium")
         self.profile.mkdir(parents=True, exist_ok=True)
+        # Chromium writes crash reports and caches under HOME and the XDG directories whatever --user-data-dir
+        # says: all of them go into the profile.
+        home = self.profile / "home"
+        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+                   XDG_CACHE_HOME=str(home / ".cache"))
         log = open(self.profile / "chromium.log", "wb")  # noqa: SIM115 - the browser's lifetime
-        self.proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-                                     stdout=log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={self.profile}",
+                                      f"--crash-dumps-dir={self.profile / 'crashes'}", "about:blank"],
+                                     stdout=log, stderr=subprocess.STDOUT, env=env)
         log.close()
+        try:
+            self._connect()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _connect(self) -> None:
+        assert self.proc is not None
         # Chromium picks a free port and writes it, with the browser's websocket path, into the profile.
         port_file = self.profile / "DevToolsActivePort"
         deadline = time.monotonic() + self.timeout
         while not (port_file.exists() and len(port_file.read_text().split()) >= 2):
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.__exit__(None, None, None)
                 raise BrowserError("chromium did not start: " + (self.profile / "chromium.log").read_text()[-2000:])
             time.sleep(0.05)
         port, path = port_file.read_text().split()[:2]
         self.ws = websocket.create_connection(f"ws://127.0.0.1:{port}{path}", timeout=self.timeout,
                                               suppress_origin=True)
-        return self
 
     def __exit__(self, *exc: object) -> None:
         if self.ws is not None:
@@ -88,14 +101,24 @@ class Browser:
             self.events.append(reply)
 
     def wait_event(self, method: str, session: str) -> dict[str, Any]:
+        """The first ``method`` event of ``session``; BrowserError when none came within ``timeout`` seconds (other
+        events keep arriving meanwhile, so each receive's own timeout is not enough)."""
         for event in self.events:
             if event.get("method") == method and event.get("sessionId") == session:
                 return event
-        while True:
-            event = json.loads(self.ws.recv())
-            self.events.append(event)
-            if event.get("method") == method and event.get("sessionId") == session:
-                return event
+        deadline = time.monotonic() + self.timeout
+        try:
+            while time.monotonic() < deadline:
+                self.ws.settimeout(max(deadline - time.monotonic(), 0.01))
+                event = json.loads(self.ws.recv())
+                self.events.append(event)
+                if event.get("method") == method and event.get("sessionId") == session:
+                    return event
+        except websocket.WebSocketTimeoutException:
+            pass
+        finally:
+            self.ws.settimeout(self.timeout)
+        raise BrowserError(f"no {method} event within {self.timeout:g} s")
 
     def open(self, path: Path, width: int = 800, height: int = 1000, media: str = "screen") -> Page:
         """A new tab showing ``path``, loaded (its load event fired), at ``width`` x ``height`` CSS pixels."""

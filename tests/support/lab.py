@@ -159,8 +159,9 @@ class Lab(Supervisor):
             env["CONTAINER_RUNTIME_ENDPOINT"] = next(iter(nodes.values()))["endpoint"]
         return env
 
-    def inventory(self, python: str | None = None) -> dict[str, Any]:
-        """An Ansible inventory of the nodes (``inventory`` command); makes each node's drop-in directory.
+    def inventory(self, python: str | None = None, nodes: Sequence[str] | None = None) -> dict[str, Any]:
+        """An Ansible inventory of the nodes (``inventory`` command), or of ``nodes`` only (a test's own, whatever
+        other tests added to the session's lab); makes each node's drop-in directory.
 
         Every node is a host with the local connection (the nodes are processes on this machine), its own CRI
         socket, and its own CRI-O drop-in path and prefetch progress file under the lab directory, so the
@@ -177,6 +178,8 @@ class Lab(Supervisor):
             raise LabError("no lab at %s" % self.path)
         groups: dict[str, dict[str, Any]] = {"control_plane": {}, "workers": {}}
         for name, node in self.state["nodes"].items():
+            if nodes is not None and name not in nodes:
+                continue
             base = Path(node["root"]).parent
             dropin_dir = Path(node.get("dropin_dir") or base / "crio.conf.d")
             dropin_dir.mkdir(parents=True, exist_ok=True)
@@ -206,15 +209,17 @@ class Lab(Supervisor):
             }
         }
 
-    def inventory_yaml(self, python: str | None = None) -> str:
+    def inventory_yaml(self, python: str | None = None, nodes: Sequence[str] | None = None) -> str:
         """:meth:`inventory` as YAML."""
-        return yaml.safe_dump(self.inventory(python), default_flow_style=False, sort_keys=False)
+        return yaml.safe_dump(self.inventory(python, nodes), default_flow_style=False, sort_keys=False)
 
-    def write_inventory(self, path: str | os.PathLike[str] | None = None, python: str | None = None) -> Path:
-        """Write :meth:`inventory` as YAML to `path` (default ``<lab>/inventory.yml``); return the path."""
+    def write_inventory(self, path: str | os.PathLike[str] | None = None, python: str | None = None,
+                        nodes: Sequence[str] | None = None) -> Path:
+        """Write :meth:`inventory` (of ``nodes`` only, when given) as YAML to `path` (default
+        ``<lab>/inventory.yml``); return the path."""
         target = Path(path) if path else self.path / "inventory.yml"
         header = "# Ansible inventory of the pinned.images lab at %s (hack/lab.py inventory)\n" % self.path
-        write_file(target, header + self.inventory_yaml(python))
+        write_file(target, header + self.inventory_yaml(python, nodes))
         return target
 
     # ---- up / down ---------------------------------------------------------------------------------------

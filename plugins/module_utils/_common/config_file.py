@@ -13,18 +13,16 @@ import reprlib
 from typing import Any, Callable, Union
 
 
-def _toml_module() -> Any:
-    """The TOML reader of the node's Python (registries.conf, CRI-O drop-ins): tomllib from 3.11, else tomli, else
-    None."""
+def toml_module() -> Any:
+    """The TOML reader of the node's Python (registries.conf, hosts.toml, CRI-O drop-ins): tomllib from 3.11, else
+    tomli, else None. Looked up at each use, not at import: the node's private directory (``_node_python.deps``),
+    which may hold tomli, can join ``sys.path`` after this module is imported."""
     for name in ("tomllib", "tomli"):
         try:
             return importlib.import_module(name)
         except ImportError:
             continue
     return None
-
-
-TOML: Any = _toml_module()
 
 # A path as os.fspath and open() take it.
 StrPath = Union[str, "os.PathLike[str]"]

@@ -11,9 +11,10 @@ for byte (sha256), and imports grpc and protobuf from there or from the node's P
 ``<tag>`` names the interpreter (``cp311-manylinux-x86_64``), so several interpreters of one node never share
 compiled files, and the role needs no round trip to learn it before the first module call.
 
-When the libraries are missing (or older than the committed CRI stubs accept), ``require_node_deps`` stops the
-run: with a structured ``node_deps_missing`` result when the role asked for it (it then provisions the directory
-and calls again), else with the usual import error naming ``node_python_deps``.
+When the libraries are missing (or older than the committed CRI stubs accept), the CRI client raises NodeDepsMissing:
+a failure naming the interpreter, where the libraries were looked for and how to provide them. ``require_node_deps``
+(the node modules' first step) raises the same, or RunStopped with a structured ``node_deps_missing`` result when the
+role set PINNED_IMAGES_PYTHON_DIR (it then provides the directory and calls again).
 
 ``provision``/``remove`` write and delete the private directory (module ``pinned.images.node_python_deps``).
 """
@@ -192,27 +193,40 @@ def node_deps_report() -> Dict[str, Any]:
     )
 
 
+class NodeDepsMissing(CollectionError):
+    """grpcio and protobuf cannot be imported: the message names the interpreter, where they were looked for and
+    how to provide them; ``node_deps`` (the report) is in the details."""
+
+    def __init__(self) -> None:
+        report = node_deps_report()
+        base = os.environ.get(ENV_DIR)
+        where = "%s=%s" % (ENV_DIR, base) if base else "%s (%s is not set)" % (DEFAULT_DIR, ENV_DIR)
+        super().__init__(
+            "grpcio and protobuf are missing for %s (%s): %s. Looked in that Python's own packages and in %s: %s. "
+            "Provide them with the role pinned.images.node (node_python_deps: auto), once with the playbook "
+            "pinned.images.node_deps (then PINNED_IMAGES_PYTHON_DIR=<its node_python_deps_dir> when that is not %s), "
+            "or with pip install -r requirements-node.txt for that Python (docs/nodes.md)."
+            % (report["executable"], report["tag"], report["problem"], where, report["private_dir_problem"]
+               or "not used", DEFAULT_DIR),
+            details={"node_deps": report, "exception": NODE_DEPS_ERROR})
+
+
+def check_node_deps() -> None:
+    """Raise NodeDepsMissing unless grpc and protobuf are usable."""
+    if not HAS_NODE_DEPS:
+        raise NodeDepsMissing()
+
+
 def require_node_deps() -> None:
     """Return when grpc and protobuf are usable; else raise: RunStopped with ``node_deps_missing`` when the role
-    asked for it (``PINNED_IMAGES_PYTHON_DIR`` set), CollectionError naming ``node_python_deps`` otherwise."""
-    if HAS_NODE_DEPS:
-        return
-    # Here, not at the top: the CRI client imports this module and also runs without Ansible (tests, scripts).
-    from ansible.module_utils.basic import missing_required_lib
-
-    report = node_deps_report()
-    if os.environ.get(ENV_DIR):
-        raise RunStopped(
-            "grpcio and protobuf are missing from %s (%s): %s" % (report["executable"], report["tag"],
-                                                                  report["problem"]),
-            details=dict(changed=False, node_deps_missing=True, node_deps=report),
-        )
-    raise CollectionError(
-        "%s (%s). The role pinned.images.node provides them offline (node_python_deps: auto); for ad hoc runs "
-        "prepare the node once with the playbook pinned.images.node_deps (docs/nodes.md)."
-        % (missing_required_lib("grpcio and protobuf"), report["problem"]),
-        details=dict(exception=NODE_DEPS_ERROR, node_deps=report),
-    )
+    asked for it (``PINNED_IMAGES_PYTHON_DIR`` set: it provides them and calls again), NodeDepsMissing otherwise."""
+    try:
+        check_node_deps()
+    except NodeDepsMissing as missing:
+        if not os.environ.get(ENV_DIR):
+            raise
+        raise RunStopped(missing.message, details=dict(changed=False, node_deps_missing=True,
+                                                        node_deps=missing.details["node_deps"])) from None
 
 
 def _extract(wheel: str, site: str) -> None:

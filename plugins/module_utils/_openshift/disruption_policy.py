@@ -27,13 +27,15 @@ Public API
 ``API_VERSION``, ``KIND``, ``NAME``, ``RELOAD_SERVICE``, ``POLICY_FILE_NAME``;
 ``DisruptionPolicyError(CollectionError)``, ``RebootRefused(DisruptionPolicyError)`` (details ``reboot``: ``reason``,
     ``nodes``, ``pools`` ``[{pool, nodes}]``).
-``policy_entry(path) -> dict``, ``render_policy(path) -> dict`` (the apply body and the GitOps file).
+``policy_entry(path) -> dict``, ``render_policy(path) -> dict`` (the apply body); ``policy_file_object(path) ->
+    dict`` (the GitOps file: with ``GITOPS_ANNOTATIONS``, Argo CD's and Flux's never-prune and ordering).
 ``spec_entry(obj, path) -> dict | None``: the entry of ``path`` in a MachineConfiguration's spec.
 ``closest_policy(files, path) -> dict | None``: the status entry the MCO daemon would use for ``path``.
 ``reboot_reason(obj, path, pending=None) -> str | None``: why a change of ``path`` would still reboot the nodes
     (None: it would not); ``pending`` is an entry about to be applied (check mode predicts with it).
 ``sync_policy(client, path, check_mode, field_manager) -> {changed, diff, object}``: server-side apply the entry
-    when the cluster's differs; DisruptionPolicyError when the object is missing or another manager owns the entry.
+    when the cluster's differs; DisruptionPolicyError when the object is missing, another manager owns the entry or
+    the server dropped it (a CRD without ``spec.nodeDisruptionPolicy``).
 ``pool_node_counts(client, pools) -> [{pool, nodes}]``; ``refuse_reboot(client, pools, reason)`` raises RebootRefused.
 ``await_no_reboot(client, path, timeout, sleep) -> (obj, reason)``: the object once its status is reconciled and the
     path has a policy without reboot, or the last reason after ``timeout`` seconds.
@@ -94,6 +96,23 @@ def render_policy(path: str = DEFAULT_PATH) -> Dict[str, Any]:
     """The MachineConfiguration holding only the collection's entry (for server-side apply, and as a file)."""
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": NAME},
             "spec": {"nodeDisruptionPolicy": {"files": [policy_entry(path)]}}}
+
+
+# In the GitOps file only: a GitOps tool must never delete the MCO's singleton (pruning it when the file leaves the
+# repository, or deleting the application), must apply it server-side (a client-side apply replaces the whole files
+# list) and before the MachineConfigs (wave -1 of Argo CD's default 0).
+GITOPS_ANNOTATIONS = {
+    "argocd.argoproj.io/sync-options": "Prune=false,Delete=false,ServerSideApply=true",
+    "argocd.argoproj.io/sync-wave": "-1",
+    "kustomize.toolkit.fluxcd.io/prune": "disabled",
+}
+
+
+def policy_file_object(path: str = DEFAULT_PATH) -> Dict[str, Any]:
+    """``render_policy`` with ``GITOPS_ANNOTATIONS``: the GitOps file's object."""
+    obj = render_policy(path)
+    obj["metadata"]["annotations"] = dict(GITOPS_ANNOTATIONS)
+    return obj
 
 
 def _files(obj: Optional[Mapping[str, Any]], *keys: str) -> List[Dict[str, Any]]:
@@ -164,6 +183,18 @@ def reboot_reason(obj: Optional[Mapping[str, Any]], path: str = DEFAULT_PATH,
     return None
 
 
+def _get_configuration(client: Any) -> Optional[Dict[str, Any]]:
+    """The MachineConfiguration ``cluster``; None also when the cluster does not serve the kind at all (OpenShift
+    before 4.14, plain Kubernetes): the client raises a 404 for an unknown kind before it asks for the object."""
+    try:
+        obj: Optional[Dict[str, Any]] = client.get(API_VERSION, KIND, NAME)
+    except K8sError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return obj
+
+
 def _actions_text(entry: Optional[Mapping[str, Any]]) -> str:
     """``Reload crio.service, Drain`` for an entry's actions."""
     words = []
@@ -183,7 +214,7 @@ def sync_policy(client: Any, path: str = DEFAULT_PATH, check_mode: bool = False,
     """Server-side apply the collection's entry when the cluster's entry for ``path`` differs (dry run in check
     mode). ``client`` is a ``_k8s.client.K8sClient``. Returns ``{changed, diff, object}`` (``object``: the
     MachineConfiguration after the apply, as stored or as it would be)."""
-    live = client.get(API_VERSION, KIND, NAME)
+    live = _get_configuration(client)
     if live is None:
         raise DisruptionPolicyError(
             f"{KIND} {NAME!r} ({API_VERSION}) does not exist: the machine-config-operator creates it, and honours "
@@ -204,6 +235,13 @@ def sync_policy(client: Any, path: str = DEFAULT_PATH, check_mode: bool = False,
                 details={"status": exc.status, "reason": exc.reason},
             ) from exc
         raise
+    # A CRD without spec.nodeDisruptionPolicy (OpenShift 4.14 to 4.16) prunes the entry and answers 200.
+    if spec_entry(stored, path) is None:
+        raise DisruptionPolicyError(
+            f"the API server dropped the node disruption policy for {path}: its {KIND} {NAME!r} ({API_VERSION}) has "
+            "no spec.nodeDisruptionPolicy (OpenShift before 4.17). Set disruption_policy to false, and allow_reboot "
+            "to true to roll the MachineConfigs out with reboots (or pin through PinnedImageSets instead)"
+        )
     header = f"{KIND}/{NAME} spec.nodeDisruptionPolicy.files[path={path}]"
     diff = {"before": dump_yaml(current) if current is not None else "", "after": dump_yaml(desired),
             "before_header": header + ("" if current is not None else " (absent)"), "after_header": header}
@@ -231,15 +269,17 @@ def pool_node_counts(client: Any, pools: Sequence[str]) -> List[Dict[str, Any]]:
     return counts
 
 
-def refuse_reboot(client: Any, pools: Sequence[str], reason: str) -> None:
-    """Raise RebootRefused naming how many nodes of which pools would reboot, and why."""
+def refuse_reboot(client: Any, pools: Sequence[str], reason: str, advice: str = "") -> None:
+    """Raise RebootRefused naming how many nodes of which pools would reboot, and why; ``advice`` replaces the
+    default of applying the policy first."""
     counts = pool_node_counts(client, pools)
     total = sum(c["nodes"] for c in counts)
     per_pool = ", ".join(f"{c['nodes']} of pool {c['pool']}" for c in counts)
+    advice = advice or ("apply the node disruption policy first (disruption_policy: true, OpenShift 4.17+), or set "
+                        "allow_reboot to true to roll out with reboots")
     raise RebootRefused(
         f"applying the MachineConfigs would drain and reboot {total} node{'' if total == 1 else 's'} ({per_pool}): "
-        f"{reason}. Nothing was applied to the pools; apply the node disruption policy first (disruption_policy: "
-        "true, OpenShift 4.17+), or set allow_reboot to true to roll out with reboots",
+        f"{reason}. Nothing was applied to the pools; {advice}",
         reason, counts,
     )
 
@@ -251,7 +291,7 @@ def await_no_reboot(client: Any, path: str = DEFAULT_PATH, timeout: float = 0.0,
     seconds have passed; the MCO's controller updates the status a moment after the spec changes."""
     deadline = clock() + max(timeout, 0.0)
     while True:
-        obj = client.get(API_VERSION, KIND, NAME)
+        obj = _get_configuration(client)
         reason = reboot_reason(obj, path)
         # Only a status behind its spec changes by waiting.
         if reason is None or clock() >= deadline or _reconciled(obj):
@@ -275,13 +315,17 @@ def check_no_reboot(client: Any, pools: Sequence[str], pending: bool, check_mode
     """RebootRefused when a change of ``path`` on ``pools`` would still reboot their nodes. ``pending``: the
     collection's entry is (or in check mode would be) in the spec; check mode predicts the MCO's merge with it, a
     real run waits up to ``timeout`` seconds for the MCO to show it in the status."""
+    advice = ""
     if check_mode:
-        reason = reboot_reason(client.get(API_VERSION, KIND, NAME), path,
+        reason = reboot_reason(_get_configuration(client), path,
                                pending=policy_entry(path) if pending else None)
     else:
-        reason = await_no_reboot(client, path, timeout, sleep)[1]
+        obj, reason = await_no_reboot(client, path, timeout, sleep)
+        if reason is not None and not _reconciled(obj):
+            advice = (f"the machine-config-operator did not show the policy within disruption_policy_timeout "
+                      f"({timeout:g} s): run again, or give it longer, once the MCO is reconciling")
     if reason is not None:
-        refuse_reboot(client, pools, reason)
+        refuse_reboot(client, pools, reason, advice)
 
 
 def sync_policy_file(dest: str, path: str = DEFAULT_PATH, check_mode: bool = False) -> Dict[str, Any]:
@@ -291,9 +335,7 @@ def sync_policy_file(dest: str, path: str = DEFAULT_PATH, check_mode: bool = Fal
     try:
         if not check_mode:
             os.makedirs(dest, mode=0o755, exist_ok=True)
-        outcome = atomic_write(target, dump_yaml(render_policy(path)), mode=0o644, check_mode=check_mode)
-    except AtomicFileError:
-        raise
+        outcome = atomic_write(target, dump_yaml(policy_file_object(path)), mode=0o644, check_mode=check_mode)
     except OSError as exc:
         raise AtomicFileError(exc.errno, f"cannot write {target}: {exc.strerror or exc}") from exc
     return dict(outcome, path=target)

@@ -60,6 +60,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
 import re
 from dataclasses import dataclass

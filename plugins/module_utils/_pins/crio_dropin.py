@@ -50,7 +50,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, Union
 
-from ansible_collections.pinned.images.plugins.module_utils._common.config_file import TOML
+from ansible_collections.pinned.images.plugins.module_utils._common.config_file import toml_module
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
     ImageReferenceError,
@@ -269,10 +269,11 @@ class OverriddenError(CollectionError):
 def dropin_pinned_images(text: str) -> Optional[List[str]]:
     """The ``[crio.image] pinned_images`` a drop-in sets, None when it sets none (or is not TOML CRI-O could read:
     CRI-O then refuses to reload, which the CRI read-back shows)."""
-    if TOML is not None:
+    toml = toml_module()
+    if toml is not None:
         try:
-            images = TOML.loads(text).get("crio", {}).get("image", {}).get("pinned_images")
-        except (TOML.TOMLDecodeError, AttributeError, RecursionError):
+            images = toml.loads(text).get("crio", {}).get("image", {}).get("pinned_images")
+        except (toml.TOMLDecodeError, AttributeError, RecursionError):
             return None
         return [str(name) for name in images] if isinstance(images, list) else None
     match = _KEY_RE.search(text)

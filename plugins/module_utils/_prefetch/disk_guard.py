@@ -17,7 +17,7 @@ import math
 import os
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Any, Dict, Iterable, List, Mapping, Tuple, TypedDict, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, TypedDict, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 
@@ -154,10 +154,11 @@ def _largest(estimated: Mapping[str, Any]) -> List[Dict[str, Any]]:
 
 
 def check(estimated: Mapping[str, Any], total: int, free: int, min_free: Union[str, int] = DEFAULT_MIN_FREE,
-          mode: str = "estimate") -> Dict[str, Any]:
+          mode: str = "estimate", pulls: Optional[int] = None) -> Dict[str, Any]:
     """Decide whether the pull fits. ``min_free`` is bytes or a size string (``16Gi``, ``10%`` of ``total``).
 
     ``estimate``: fail when free - reserve < required; ``free_only``: fail when free < reserve; ``off``: never.
+    ``pulls=0`` (nothing to pull) always passes: the guard guards pulls, and a full disk stays as full.
     Returns a dict for module output; ``ok`` says whether to go on and ``message`` explains it.
     """
     if mode not in MODES:
@@ -180,6 +181,10 @@ def check(estimated: Mapping[str, Any], total: int, free: int, min_free: Union[s
     }
     if mode == "off":
         result["message"] = "disk guard is off"
+        return result
+    if pulls == 0:
+        result["message"] = (f"nothing to pull, the disk guard passes: {human_size(free)} free of "
+                             f"{human_size(total)}, reserve {human_size(reserve)}")
         return result
     if mode == "free_only":
         result["ok"] = free >= reserve

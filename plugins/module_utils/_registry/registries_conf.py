@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple, Type, Union
 
-from ansible_collections.pinned.images.plugins.module_utils._common.config_file import TOML as _toml
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import (
     StrPath,
     read_config_text,
     short_value,
+    toml_module,
 )
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
@@ -224,11 +224,12 @@ def _unknown_keys(table: Dict[Any, Any], known: FrozenSet[str], where: str, warn
 
 def load_toml(text: str, source: str, error_class: Type[CollectionError] = RegistriesConfError) -> Dict[str, Any]:
     """A TOML document; ``error_class`` naming ``source`` when it does not parse or no TOML reader is there."""
-    if _toml is None:
+    toml = toml_module()
+    if toml is None:
         raise error_class(f"{source}: reading TOML needs Python 3.11+ (tomllib) or the 'tomli' package on this host")
     try:
-        document: Dict[str, Any] = _toml.loads(text)
-    except _toml.TOMLDecodeError as exc:
+        document: Dict[str, Any] = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
         raise error_class(f"{source}: not valid TOML: {exc}") from None
     except RecursionError:  # arrays or tables nested thousands deep
         raise error_class(f"{source}: not valid TOML: nested too deeply") from None

@@ -26,7 +26,7 @@ def run(invocation: Invocation) -> Outcome:
     before: Mapping[str, Any] = dict(changed=False, images=[], pinned=[], unchanged=[], unpinned=[], missing=[],
                                      records=dict(pinned=[], unpinned=[]), set_names=[])
     try:
-        images, set_names = selected_images(params, validate_images)
+        images, set_names = selected_images(params, validate_images, "unpin every image pinned.images pinned")
         settings = LabelSettings(params["force"], params["old_runtime"], params["settle_timeout"])
         # After the input is checked, so that bad input is reported as such on a node without grpcio too.
         require_node_deps()

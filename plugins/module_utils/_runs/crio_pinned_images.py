@@ -38,7 +38,7 @@ def run(invocation: Invocation) -> Outcome:
 
     client = LazyStatusClient(connect)
     try:
-        images, set_names = selected_images(params, validate_pinned_images)
+        images, set_names = selected_images(params, validate_pinned_images, f"remove the drop-in {params['path']}")
         settings = DropinSettings(params["path"], params["reload"], params["pid_file"], params["force"],
                                   params["settle_timeout"])
 

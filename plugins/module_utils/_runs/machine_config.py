@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import (
@@ -20,9 +21,9 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import
 
 def machine_config_request(params: Mapping[str, Any]) -> MachineConfigRequest:
     """The module's options; the sets, pools and images are checked by ``plan``, all before anything changes."""
-    if not params["disruption_policy_timeout"] >= 0:
+    if not 0 <= params["disruption_policy_timeout"] < math.inf:
         raise MachineConfigError(
-            f"disruption_policy_timeout must be 0 or more seconds, got {params['disruption_policy_timeout']}")
+            f"disruption_policy_timeout must be 0 or more seconds (finite), got {params['disruption_policy_timeout']}")
     return MachineConfigRequest(
         params["pools"], params["sets"], params["images"], params["require_digest"], params["name"],
         params["ignition_version"], params["dest"], params["apply"], params["state"], params["return_images"],

@@ -7,7 +7,7 @@
 ``CRI_CLIENT_ARGUMENT_SPEC`` -> ``cri_client(params)``, ``containerd_client(params)``;
 ``REGISTRY_ARGUMENT_SPEC`` -> ``RegistryOptions.from_params(params)``; ``K8S_AUTH_ARG_SPEC`` (kubernetes.core's
 names, aliases and ``K8S_AUTH_*`` variables) -> ``k8s_connection(params)``; ``SELECTION_ARGUMENT_SPEC`` (with
-``SELECTION_MUTUALLY_EXCLUSIVE``, ``SELECTION_REQUIRED_BY``) -> ``selected_images(params, validate)``.
+``SELECTION_MUTUALLY_EXCLUSIVE``, ``SELECTION_REQUIRED_BY``) -> ``selected_images(params, validate, emptied)``.
 ``Problems`` gathers every problem of a request's options, so that one error names them all.
 """
 
@@ -150,20 +150,32 @@ SELECTION_ARGUMENT_SPEC = dict(
     sets=dict(type="list", elements="raw"),
     pools=dict(type="list", elements="raw", aliases=["pool"]),
     node_labels=dict(type="dict"),
+    allow_empty=dict(type="bool", default=False),
 )
 SELECTION_MUTUALLY_EXCLUSIVE = [("images", "sets")]
 SELECTION_REQUIRED_BY = {"pools": "sets", "node_labels": "sets"}
 
 
-def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]]) -> Tuple[List[str], List[str]]:
+def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]],
+                    emptied: str) -> Tuple[List[str], List[str]]:
     """(images, set_names) that a pinning module's options select (``images``, or ``sets`` with ``pools`` /
-    ``node_labels``), each checked by ``validate(names, require_digest=...)``; none with ``state=absent``."""
+    ``node_labels``), each checked by ``validate(names, require_digest=...)``; none with ``state=absent``.
+
+    A selection of no image would empty the pins (``emptied`` says what that removes): a CollectionError naming
+    what was looked at, before anything is touched, unless ``allow_empty``."""
     if params["state"] != "present":
         return [], []
-    from ansible_collections.pinned.images.plugins.module_utils._sets.pools import wanted_images
+    # Here, not at the top: the prefetch's pin reads no set files and need not import their loader.
+    from ansible_collections.pinned.images.plugins.module_utils._sets.pools import empty_selection_message, wanted_images
 
-    return wanted_images(params["images"], params["sets"], params["pools"], params["node_labels"],
-                         lambda names: validate(names, require_digest=params["require_digest"]))
+    images, set_names = wanted_images(params["images"], params["sets"], params["pools"], params["node_labels"],
+                                      lambda names: validate(names, require_digest=params["require_digest"]))
+    if not images and not params["allow_empty"]:
+        looked = empty_selection_message(params["images"], params["sets"], params["pools"], params["node_labels"],
+                                         set_names)
+        raise CollectionError(f"{looked}: that would {emptied}; nothing was changed. Give the images to pin, "
+                              "allow_empty=true to empty the pins, or state=absent to remove them")
+    return images, set_names
 
 
 K8S_AUTH_ARG_SPEC = {

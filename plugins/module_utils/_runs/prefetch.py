@@ -195,6 +195,11 @@ class PrefetchRequest:
         if params["progress_file"] and not os.path.isdir(progress_dir):
             problems.add(f"progress_file: directory {progress_dir} does not exist")
         refs = problems.attempt(lambda: parse_images(params["images"], params["require_digest"]))
+        if refs is not None and not refs and params["pin"] != PIN_NONE and not params["allow_empty"]:
+            problems.add(
+                f"images is empty: with pin={params['pin']} that would remove every pin of this node (the drop-in "
+                f"{params['dropin_path']}, or the labels pinned.images set); nothing was changed. Give the images, "
+                "allow_empty=true to empty the pins, or pin=none")
         problems.attempt(lambda: parse_size(params["min_free"], total=0))
         platform = problems.attempt(lambda: parse_platform(params["platform"]) if params["platform"] else None)
         registry = RegistryOptions.from_params(params, problems)
@@ -269,7 +274,8 @@ def guard_disk(request: PrefetchRequest, image_fs: Optional[str], missing: List[
             estimator = PullEstimator(registry_client, sources or request.registries, request.auth_config, retry,
                                       request.platform)
             manifests, unreadable = estimator.read(missing)
-    guard = check(estimate(manifests, request.expansion_factor), total, free, request.min_free, mode)
+    guard = check(estimate(manifests, request.expansion_factor), total, free, request.min_free, mode,
+                  pulls=len(missing))
     guard.update(
         filesystem=path,
         registry_requests=estimator.requests if estimator else 0,

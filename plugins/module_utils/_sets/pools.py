@@ -136,7 +136,6 @@ def images_for_node(node_labels: Optional[Mapping[str, str]], pools: Iterable[An
     return images_for_sets(chosen), [s.name for s in chosen]
 
 
-# The options of the pinning modules that select the images (wanted_images), and their rules.
 def resolve_pools(values: Iterable[Any], known: Iterable[MachineConfigPool]) -> List[MachineConfigPool]:
     """Pools given by name or object; a name among ``known`` (the pools of the set files) means that pool, any
     other name a pool shaped like OpenShift's built-in ones (``default_pool``). Raises PinnedImageSetError."""
@@ -172,3 +171,29 @@ def wanted_images(images: Optional[List[str]], sets: Any, pools: Optional[List[A
                     chosen.append(image_set)
         return images_for_sets(chosen), [s.name for s in chosen]
     return images_for_sets(loaded), [s.name for s in loaded]
+
+
+def describe_sources(sets: Iterable[Any]) -> str:
+    """The set sources as a user gave them: paths as written, objects by their name."""
+    described = []
+    for source in sets:
+        if isinstance(source, Mapping):
+            name = (source.get("metadata") or {}).get("name") if isinstance(source.get("metadata"), Mapping) else None
+            described.append("the object %s" % (name or "without a name"))
+        else:
+            described.append(str(source))
+    return ", ".join(described) or "no source"
+
+
+def empty_selection_message(images: Optional[List[str]], sets: Any, pools: Optional[List[Any]],
+                            node_labels: Optional[Mapping[str, str]], set_names: List[str]) -> str:
+    """What a selection that resolved to no image looked at, for the error that refuses to empty the pins."""
+    if sets is None:
+        return "images is empty"
+    looked = "sets (%s) selected no image" % describe_sources(sets)
+    if node_labels is not None:
+        looked += " for a node with the labels %s" % ", ".join("%s=%s" % item for item in sorted(node_labels.items()))
+    elif pools is not None:
+        names = [pool if isinstance(pool, str) else (pool.get("metadata") or {}).get("name") for pool in pools]
+        looked += " for the pools %s" % ", ".join(str(name) for name in names)
+    return looked + " (sets found: %s)" % (", ".join(set_names) or "none")

@@ -62,6 +62,13 @@ def test_phases_follow_the_order_and_pad_to_two():
     assert padding == {"group": "", "serial": 1, "max_fail_percentage": 100}
 
 
+@pytest.mark.parametrize("serial", ["abc", [], [1, "x%"], True, "-1", 1.5])
+def test_a_batch_size_serial_cannot_take_fails_naming_the_variable(serial):
+    with pytest.raises(ValueError, match=r"^cluster_control_plane_serial must be a number \(1\), a percentage"):
+        F["cluster_phases"](["control_plane", "workers"], control_plane_serial=serial)
+    assert F["cluster_phases"](["workers"], worker_serial=[1, "5", "25%"])[0]["serial"] == [1, "5", "25%"]
+
+
 @pytest.mark.parametrize("order", ["workers, control_plane", "workers,control_plane,", ["workers", "control_plane"]])
 def test_phase_order_reads_a_list_or_a_survey_text(order):
     assert F["cluster_phase_order"](order) == ["workers", "control_plane"]
@@ -147,7 +154,7 @@ def test_results_mark_nodes_without_a_result_and_unresolved_nodes():
     assert (results[1]["control_plane"], results[2]["control_plane"]) == (True, False)
     summary = F["cluster_summary"](results)
     assert summary == {"nodes": 3, "ok": 1, "failed": 1, "not_run": 1, "pulled": 1, "would_pull": 0, "present": 1,
-                       "failed_images": 0, "bytes": 3 * 1048576, "node_seconds": 1.25, "failed_nodes": ["b", "c"]}
+                       "failed_images": 0, "bytes": 3 * 1048576, "node_seconds": 1.25, "failed_nodes": ["b", "c"], "excluded": []}
 
 
 def test_report_lines_show_rows_totals_check_note_and_errors():
@@ -252,3 +259,54 @@ def test_a_batch_stops_the_phase_above_its_failure_limit(statuses, limit, stoppe
 
 def test_a_host_with_an_empty_result_is_not_counted_as_failed():
     assert F["cluster_batch_stopped"](["a"], {"a": {"node_result": {}}}, 0) is False
+
+
+GROUPS = {"cluster_control_plane_group": "control_plane", "cluster_worker_group": "workers"}
+NO_SOURCE = {"cluster_sets": [], "cluster_pools": [], "cluster_read_cluster": False,
+             "inventory_groups": ["all", "ungrouped", "nodes"], "excluded": []}
+
+
+def test_a_plan_of_no_node_fails_naming_the_group_variables_and_the_inventorys_groups():
+    problem = F["cluster_plan_problem"]([], {}, GROUPS, NO_SOURCE)
+    assert problem.startswith("no inventory host is in the groups control_plane (cluster_control_plane_group), "
+                              "workers (cluster_worker_group), so nothing would run; the inventory has the groups: "
+                              "nodes. Put the nodes in those groups, or name yours")
+    limited = F["cluster_plan_problem"]([], {}, GROUPS, dict(NO_SOURCE, excluded=["cp-0", "w-0"]))
+    assert limited.startswith("the --limit leaves out every node of the groups") and "-l 'localhost,cp-0'" in limited
+
+
+def test_a_plan_that_selects_no_image_fails_unless_allowed():
+    plan = F["cluster_plan"](["cp", "w"], {"cp": {}, "w": {}}, ["cp"])
+    problem = F["cluster_plan_problem"](plan, {"cp": {}, "w": {}}, GROUPS, NO_SOURCE)
+    assert problem.startswith("nothing selects an image: cluster_sets and cluster_pools are empty, "
+                              "cluster_read_cluster is false and no host has node_images")
+    assert F["cluster_plan_problem"](plan, {"cp": {}, "w": {}}, GROUPS, NO_SOURCE, allow_empty=True) == ""
+    # A host's own images are a selection.
+    assert F["cluster_plan_problem"](plan, {"cp": {"node_images": [A]}, "w": {}}, GROUPS, NO_SOURCE) == ""
+
+
+def test_sources_that_hold_no_set_fail_naming_them():
+    sources = dict(NO_SOURCE, cluster_sets=["sets/"])
+    info = {"sets": [], "pools": [], "nodes": [{"name": "cp", "pools": ["master"], "sets": []}]}
+    plan = F["cluster_plan"](["cp"], {"cp": {}}, ["cp"], info=info)
+    assert F["cluster_plan_problem"](plan, {"cp": {}}, GROUPS, sources, info).startswith(
+        "the sources hold no PinnedImageSet: looked at cluster_sets (sets/), so every node's sets would be empty")
+    with_sets = dict(info, sets=[{"name": "s", "images": [A]}])
+    assert F["cluster_plan_problem"](plan, {"cp": {}}, GROUPS, sources, with_sets) == ""
+
+
+def test_nodes_a_limit_excludes_are_listed_and_not_counted():
+    results = [dict(node="cp", host="cp", status="ok", pulled=1, present=0, failed=0, bytes=10, seconds=1.0,
+                    pinned=1, pin_method="dropin", error="")]
+    totals = F["cluster_summary"](results, ["w-1", "w-2"])
+    assert totals["nodes"] == 1 and totals["not_run"] == 0 and totals["excluded"] == ["w-1", "w-2"]
+    lines = F["cluster_report_lines"](results, totals)
+    assert "excluded by --limit, not run and not counted: w-1, w-2" in lines
+
+
+def test_a_node_whose_host_a_limit_excludes_is_neither_planned_nor_added():
+    info = {"sets": [], "pools": [], "nodes": [{"name": "cp", "pools": ["master"], "sets": []},
+                                               {"name": "worker-1", "pools": ["worker"], "sets": []}]}
+    hostvars = {"cp": {}, "w1": {"cluster_node_name": "worker-1"}}
+    plan = F["cluster_plan"](["cp"], hostvars, ["cp"], info=info, add_hosts=True, excluded=["w1"])
+    assert [item["host"] for item in plan] == ["cp"]

@@ -116,6 +116,24 @@ def test_a_node_the_mco_manages_says_the_pins_are_left_to_it():
     lines = report_lines([row], {"nodes": 1, "ok": 1, "pulled": 1, "would_pull": 0, "present": 1, "failed_images": 0,
                                  "bytes": 0, "node_seconds": 0.0})
     assert lines[1].split()[-1] == "mco"
+    # The page's pinned column says the same.
+    page = ClusterFilters().filters()["cluster_report_html"]({"nodes": [dict(row, started=1.0, finished=2.0)]})
+    assert "<td>mco</td>" in page
+
+
+@pytest.mark.parametrize("ran", [True, False])
+def test_an_explicit_drop_in_on_an_mco_node_that_failed_or_did_not_run_is_no_mco_pin(ran):
+    sign = "/etc/machine-config-daemon/currentconfig holds MachineConfig rendered-worker-1"
+    pin = dict(method="dropin", ran=ran, changed=False, images=[], path=None, mco_managed=sign, error="reload failed")
+    out = dict(result([prefetch(pin=pin)]), host="w1")
+    assert out["pinned"] is None and out["pin_method"] == "dropin"
+    assert "machine-config-operator" not in F["node_result_line"](out)
+    filters = ClusterFilters().filters()
+    lines = filters["cluster_report_lines"]([out], {"nodes": 1, "ok": 0, "pulled": 1, "would_pull": 0, "present": 1,
+                                                    "failed_images": 0, "bytes": 0, "node_seconds": 0.0})
+    assert lines[1].split()[-1] == "-"
+    page = filters["cluster_report_html"]({"nodes": [dict(out, started=1.0, finished=2.0)]})
+    assert "<td>mco</td>" not in page and "<td>-</td>" in page
 
 
 def test_failed_images_are_listed_with_the_first_error():
@@ -157,3 +175,25 @@ def test_the_python_dir_env_names_only_a_directory_other_than_the_default():
 def test_the_shared_prefetch_options_leave_out_the_unset_ones():
     options = dict(images=[], cri_socket="", auth_file=None, require_digest=False, cri_timeout=0.0, pin="auto")
     assert F["node_prefetch_args"](options) == dict(images=[], require_digest=False, cri_timeout=0.0, pin="auto")
+
+
+def test_a_failed_argument_check_is_one_line_naming_each_variable():
+    failed = {"msg": "Validation of arguments failed:\nvalue of node_pin must be one of: auto, true, false, label, got: yes",
+              "argument_errors": ["value of node_pin must be one of: auto, true, false, label, got: yes"],
+              "argument_spec_data": {"node_pin": {"choices": ["auto", "true", "false", "label"]}}}
+    assert F["node_failure_line"](failed) == (
+        "invalid input of the pinned.images.node role: value of node_pin must be one of: auto, true, false, label, "
+        "got: yes")
+    assert F["node_failure_line"]({"msg": "cannot\n  connect"}) == "cannot connect"
+
+
+def test_a_runtime_that_cannot_pin_reads_not_pinned_in_the_table_and_the_page():
+    reason = "containerd 1.6.20 will not honour the pin: ...; Upgrade containerd to 1.7.3 or later"
+    pin = dict(method="none", ran=False, changed=False, images=[], path=None, reason=reason)
+    out = dict(result([prefetch(pin=pin)]), host="w1")
+    filters = ClusterFilters().filters()
+    lines = filters["cluster_report_lines"]([out], {"nodes": 1, "ok": 1, "pulled": 1, "would_pull": 0, "present": 1,
+                                                    "failed_images": 0, "bytes": 0, "node_seconds": 0.0})
+    assert lines[1].endswith("not pinned")
+    page = filters["cluster_report_html"]({"nodes": [dict(out, started=1.0, finished=2.0)]})
+    assert "<td>not pinned</td>" in page

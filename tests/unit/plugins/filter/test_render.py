@@ -49,3 +49,14 @@ def test_changes_feed_the_report_with_every_kind():
 def test_skipped_tasks_give_no_changes():
     changes = F["render_changes"](SKIPPED, SKIPPED, {"results": []})
     assert F["render_report"](changes, dest=OUT)["status"] == "clean"
+
+
+def test_a_render_of_no_set_fails_naming_the_sources_unless_allowed():
+    problem = F["render_problem"]
+    sources = {"cluster_sets": ["sets/"], "cluster_read_cluster": True}
+    assert problem({"sets": [], "pools": []}, sources, "/out") == (
+        "the sources hold no PinnedImageSet: looked at cluster_sets (sets/) and the cluster, so the render would "
+        "remove every file of /out/pinnedimagesets and /out/machineconfigs; nothing was changed. Check the paths, "
+        "or cluster_render_allow_empty=true to render the empty state")
+    assert problem({"sets": []}, sources, "/out", allow_empty=True) == ""
+    assert problem({"sets": [{"name": "s"}]}, sources, "/out") == ""

@@ -101,6 +101,16 @@ def test_only_own_pins_are_removed(runtime, capsys):
     assert fake.records[B]["labels"] == {PIN_LABEL: "pinned"}
 
 
+def test_an_empty_list_unpins_nothing_unless_allowed(runtime, capsys):
+    fake = runtime({A: dict(OWN)})
+    refused = run_module(module, dict(images=[]), capsys)
+    assert refused["rc"] == 1 and refused["msg"].startswith(
+        "images is empty: that would unpin every image pinned.images pinned; nothing was changed.")
+    assert fake.updates == [] and fake.records[A]["labels"] == OWN
+    allowed = run_module(module, dict(images=[], allow_empty=True), capsys)
+    assert allowed["rc"] == 0 and allowed["unpinned"] == [A]
+
+
 def test_missing_images_are_refused_and_nothing_is_written(runtime, capsys):
     fake = runtime({A: {}})
     result = run_module(module, dict(images=[A, C]), capsys)

@@ -215,10 +215,24 @@ def test_bad_sets_fail_with_every_problem_and_nothing_is_written(tmp_path, capsy
     assert path.read_text() == EXPECTED_AB and systemctl == [] and cri.opened == 0
 
 
-def test_empty_list_and_absent_remove_the_file(tmp_path, capsys, cri, systemctl):
+def test_an_empty_selection_fails_and_touches_nothing(tmp_path, capsys, cri, systemctl):
     path = tmp_path / "f"
     path.write_text(EXPECTED_AB)
-    result = run({"images": [], "path": str(path)}, capsys, diff=True)
+    listed = run({"images": [], "path": str(path)}, capsys)
+    assert listed["rc"] == 1 and listed["msg"] == (
+        f"images is empty: that would remove the drop-in {path}; nothing was changed. Give the images to pin, "
+        "allow_empty=true to empty the pins, or state=absent to remove them")
+    (tmp_path / "sets").mkdir()
+    from_sets = run({"sets": [str(tmp_path / "sets")], "pools": ["worker"], "path": str(path)}, capsys)
+    assert from_sets["rc"] == 1 and from_sets["msg"].startswith(
+        f"sets ({tmp_path / 'sets'}) selected no image for the pools worker (sets found: none): that would remove")
+    assert path.read_text() == EXPECTED_AB and systemctl == [] and cri.opened == 0
+
+
+def test_an_allowed_empty_list_and_absent_remove_the_file(tmp_path, capsys, cri, systemctl):
+    path = tmp_path / "f"
+    path.write_text(EXPECTED_AB)
+    result = run({"images": [], "allow_empty": True, "path": str(path)}, capsys, diff=True)
     assert result["changed"] and result["reloaded"] and not path.exists()
     assert result["diff"]["before"] == EXPECTED_AB and result["diff"]["after"] == ""
     assert not run({"state": "absent", "path": str(path)}, capsys)["changed"]

@@ -85,6 +85,7 @@ def test_dest_files_are_written_once_and_stable(tmp_path, capsys):
     gone = run({"pools": ["worker", "master"], "dest": str(dest), "state": "absent", "name": "50-{pool}-pins"}, capsys)
     # state=absent leaves the policy: removing the file from the nodes is a change it covers too.
     assert gone["changed"] and sorted(p.name for p in dest.iterdir()) == [POLICY_FILE_NAME]
+    assert gone["disruption_policy"] == {"file": None, "applied": False}
 
 
 def test_sets_pick_images_per_pool(tmp_path, capsys):

@@ -5,6 +5,8 @@ edited, the refusal (with the node count) when a change would still reboot, and 
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import yaml
 
@@ -144,18 +146,61 @@ def test_refused_on_a_cluster_that_predates_the_policy(cluster, capsys):
     assert cluster.get("MachineConfig", "99-worker-pinned-images") is None
 
 
+def test_refused_with_the_nodes_per_pool_when_the_cluster_does_not_serve_the_kind(cluster, capsys):
+    # OpenShift before 4.14, or plain Kubernetes: no MachineConfiguration kind at all.
+    cluster.remove_kind("MachineConfiguration")
+    cluster.add({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                 "metadata": {"name": "master"}, "spec": {}, "status": {"machineCount": 1}})
+    args = dict(cluster.auth, pools=["worker", "master"], images=[A], apply=True, disruption_policy=False)
+    refused = run(args, capsys)
+    assert refused["rc"] == 1
+    assert refused["msg"].startswith("applying the MachineConfigs would drain and reboot 4 nodes (3 of pool worker, "
+                                     "1 of pool master): the cluster has no MachineConfiguration 'cluster'")
+    assert refused["reboot"]["pools"] == [{"pool": "worker", "nodes": 3}, {"pool": "master", "nodes": 1}]
+    assert run(args, capsys, check_mode=True)["reboot"]["nodes"] == 4
+    assert cluster.mutating_requests() == []
+    # With the policy on, the missing object is named with the option that turns it off.
+    failed = run(dict(args, disruption_policy=True), capsys)
+    assert failed["rc"] == 1 and "disruption_policy to false" in failed["msg"] and "does not exist" in failed["msg"]
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_a_crd_without_the_policy_field_is_an_error_not_applied_every_run(cluster, capsys, check_mode):
+    # OpenShift 4.14 to 4.16: the MachineConfiguration CRD has no spec.nodeDisruptionPolicy; the server prunes it.
+    kind = cluster.kinds["MachineConfiguration"]
+    kind.schema = copy.deepcopy(kind.schema)
+    del kind.schema["properties"]["spec"]["properties"]["nodeDisruptionPolicy"]
+    add_machine_configuration(cluster, supports_policies=False)
+    args = dict(cluster.auth, pools=["worker"], images=[A], apply=True, allow_reboot=True)
+    failed = run(args, capsys, check_mode=check_mode)
+    assert failed["rc"] == 1
+    assert failed["msg"].startswith(f"the API server dropped the node disruption policy for {DROPIN}: its "
+                                    "MachineConfiguration 'cluster' (operator.openshift.io/v1) has no "
+                                    "spec.nodeDisruptionPolicy (OpenShift before 4.17)")
+    assert "disruption_policy to false" in failed["msg"] and "allow_reboot" in failed["msg"]
+    assert "nodeDisruptionPolicy" not in cluster.get("MachineConfiguration", "cluster")["spec"]
+    assert cluster.get("MachineConfig", "99-worker-pinned-images") is None
+    assert run(dict(args, disruption_policy=False), capsys, check_mode=check_mode)["rc"] == 0
+
+
 def test_refused_when_the_mco_does_not_show_the_policy_in_time(cluster, capsys):
     add_machine_configuration(cluster, reconciling=False)
     refused = run(dict(cluster.auth, pools=["worker"], images=[A], apply=True, disruption_policy_timeout=0), capsys)
     assert refused["rc"] == 1 and "is not reconciled yet" in refused["reboot"]["reason"]
+    assert refused["msg"].endswith("the machine-config-operator did not show the policy within "
+                                   "disruption_policy_timeout (0 s): run again, or give it longer, once the MCO is "
+                                   "reconciling")
     # The entry itself was applied; the MachineConfig was not.
     assert refused["disruption_policy"]["applied"] and files_of(cluster) == [OUR_ENTRY]
     assert cluster.get("MachineConfig", "99-worker-pinned-images") is None
 
 
-def test_a_negative_timeout_is_refused_before_anything(cluster, capsys):
-    failed = run(dict(cluster.auth, pools=["worker"], images=[A], apply=True, disruption_policy_timeout=-1), capsys)
-    assert failed["rc"] == 1 and "disruption_policy_timeout must be 0 or more seconds, got -1" in failed["msg"]
+@pytest.mark.parametrize("timeout", ["-1", "inf", "nan"])
+def test_a_negative_or_endless_timeout_is_refused_before_anything(cluster, capsys, timeout):
+    failed = run(dict(cluster.auth, pools=["worker"], images=[A], apply=True, disruption_policy_timeout=timeout),
+                 capsys)
+    assert failed["rc"] == 1
+    assert f"disruption_policy_timeout must be 0 or more seconds (finite), got {float(timeout)}" in failed["msg"]
     assert cluster.requests == []
 
 
@@ -172,11 +217,15 @@ def test_the_policy_file_is_byte_stable_and_valid(cluster, capsys, tmp_path):
     assert first["disruption_policy"]["file"] == str(path)
     content = path.read_bytes()
     assert content == (
-        b"apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  name: cluster\nspec:\n"
+        b"apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  annotations:\n"
+        b"    argocd.argoproj.io/sync-options: Prune=false,Delete=false,ServerSideApply=true\n"
+        b"    argocd.argoproj.io/sync-wave: '-1'\n    kustomize.toolkit.fluxcd.io/prune: disabled\n  name: cluster\nspec:\n"
         b"  nodeDisruptionPolicy:\n    files:\n    - actions:\n      - reload:\n          serviceName: crio.service\n"
         b"        type: Reload\n      path: /etc/crio/crio.conf.d/50-pinned-images\n"
     )
-    assert not run({"pools": ["worker"], "images": [B], "dest": str(dest)}, capsys)["file_changes"]["changed"][1:]
+    # Another image changes the MachineConfig's file only.
+    second = run({"pools": ["worker"], "images": [B], "dest": str(dest)}, capsys)["file_changes"]
+    assert second == {"created": [], "changed": [str(dest / "99-worker-pinned-images.yaml")], "removed": []}
     assert path.read_bytes() == content
     path.write_text(content.decode().replace("Reload", "Reboot"))
     drift = run({"pools": ["worker"], "images": [B], "dest": str(dest)}, capsys, check_mode=True)

@@ -8,6 +8,8 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from ansible_collections.pinned.images.plugins.filter.cluster import FilterModule
 from ansible_collections.pinned.images.plugins.plugin_utils import _report_html
 
@@ -103,10 +105,21 @@ def test_bars_follow_the_times_with_the_pull_and_the_pin_inside():
     assert groups["cp-1"].get("class") == "node failed"
 
 
+def test_a_node_clock_ahead_or_behind_the_controller_draws_its_parts_inside_its_bar():
+    # The parts come from the node's clock, the bar from the controller's: a skew of a minute either way.
+    ahead = node("cp-0", True, 100.0, pull_started=160.0, pull_finished=162.0, pin_started=163.0, pin_finished=163.1)
+    behind = node("worker-0", False, 100.0, pull_started=40.0, pull_finished=42.0, pin_started=103.0,
+                  pin_finished=103.1)
+    groups = {g.get("data-host"): geometry(g) for g in bars(parse(F["cluster_report_html"](report([ahead, behind]))))}
+    for rects in groups.values():
+        for part in ("pull", "pin"):
+            assert rects["bar"][0] <= rects[part][0] and rects[part][1] <= rects["bar"][1] + 0.01, rects
+
+
 def test_per_node_counts_pin_runtime_totals_parameters_and_failures():
     root = parse(F["cluster_report_html"](run_report()))
     rows = [" ".join("".join(cell.itertext()) for cell in tr) for tr in root.iter(XHTML + "tr")]
-    assert "cp-0 control plane ok 2 1 0 2.0 MiB 3.0 3 by label containerd 1.7.24" in rows
+    assert "cp-0 control plane ok 2 1 0 2.0 MiB 3.0 label 3 containerd 1.7.24" in rows
     assert "cp-1 control plane failed 2 1 0 2.0 MiB 3.0 - containerd 1.7.24" in rows
     assert root.find(XHTML + "body/" + XHTML + "h1").text == "pinned.images rollout: 5 nodes, 1 failed, 1 not run"
     assert "nodes 5: 3 ok, 1 failed, 1 not run" in rows and "images 8 pulled, 4 present, 0 failed" in rows
@@ -145,6 +158,9 @@ def test_no_secret_of_the_run_appears():
     assert _report_html.report_secrets([json.loads(pull_secret)]) >= {password, blob}
     assert _report_html.report_secrets(["not-json-but-secret"]) == {"not-json-but-secret"}
     assert password not in F["cluster_report_html"](report(nodes), secrets=[password])
+    # A secret across the cut of a long node name: no part of it stays in the label.
+    named = F["cluster_report_html"](report([node(f"node-0123456789-{password}", True, 1.0)]), secrets=[password])
+    assert password[:6] not in named and "node-0123456789-****" in named
 
 
 def test_five_hundred_nodes_stay_one_row_each_on_the_page_width():
@@ -176,3 +192,43 @@ def test_the_published_report_draws_the_same_timeline_and_a_report_without_nodes
 def test_the_page_lies_beside_the_report_file():
     assert F["cluster_report_html_path"]("/tmp/run/report.json") == "/tmp/run/report.html"
     assert F["cluster_report_html_path"]("report") == "report.html"
+
+
+@pytest.mark.parametrize("mangle, message", [
+    (lambda r: [r], "the report must be a mapping (summary, nodes, run), got a list"),
+    (lambda r: dict(r, run=[r["run"]]), "the report's run must be a mapping, got a list"),
+    (lambda r: dict(r, summary="ok"), "the report's summary must be a mapping, got str"),
+    (lambda r: dict(r, nodes=r["nodes"] + ["cp-9"]), "the report's nodes must be a list of mappings, got a list "
+                                                     "with str"),
+    (lambda r: dict(r, nodes=[dict(r["nodes"][0], images=[IMAGE])]), "the report's nodes[0].images must be a list "
+                                                                     "of mappings, got a list with str"),
+    (lambda r: dict(r, run=dict(r["run"], sets=[{"name": "s", "images": IMAGE}])),
+     f"the report's run.sets[0].images must be a number, got str {IMAGE!r}"),
+    (lambda r: dict(r, run=dict(r["run"], pools={"worker": 3})), "the report's run.pools must be a list of "
+                                                                 "mappings, got dict"),
+])
+def test_a_malformed_report_is_an_error_naming_the_key(mangle, message):
+    with pytest.raises(ValueError) as error:
+        F["cluster_report_html"](mangle(run_report()))
+    assert str(error.value) == message
+
+
+def test_nan_and_infinity_draw_nothing_and_end():
+    nodes = run_report()["nodes"]
+    # A hand-edited JSON report: Python's json reads NaN and Infinity.
+    broken = dict(report(nodes[1:4]), nodes=[dict(nodes[1], finished=float("inf"), pulled=float("nan"),
+                                                  seconds=float("-inf")), dict(nodes[2], started=float("nan")),
+                                             nodes[3]])
+    page = F["cluster_report_html"](broken)
+    groups = {g.get("data-host"): geometry(g) for g in bars(parse(page))}
+    # cp-0 has no end and worker-0 no start: notes, not bars; worker-1 spans the axis alone.
+    assert set(groups["cp-0"]) == set() and set(groups["worker-0"]) == set()
+    assert "nan" not in page.lower() and "inf" not in page.replace("info", "")
+    assert "cp-0 control plane ok 0 1 0 2.0 MiB 0.0" in " ".join(
+        " ".join("".join(c.itertext()) for c in tr) for tr in parse(page).iter(XHTML + "tr"))
+
+
+def test_a_run_of_years_has_a_few_ticks():
+    ticks = [t for t in parse(F["cluster_report_html"](report([node("cp-0", True, 0.0, finished=1e9)]))).iter(
+        SVG + "text") if t.get("class") == "tick"]
+    assert 2 <= len(ticks) <= 9

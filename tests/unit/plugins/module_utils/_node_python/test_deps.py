@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import file_sha256
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, RunStopped
 from ansible_collections.pinned.images.plugins.module_utils._node_python import deps
@@ -140,19 +141,29 @@ def test_in_the_role_a_missing_library_stops_the_run_with_a_structured_result(mi
     monkeypatch.setenv(deps.ENV_DIR, "/nonexistent")
     with pytest.raises(RunStopped) as stopped:
         deps.require_node_deps()
-    result = stopped.value.details
+    result = dict(stopped.value.details, msg=stopped.value.message)
     assert result["node_deps_missing"] and not result["changed"]
     assert result["node_deps"]["tag"] == deps.interpreter()["tag"]
     assert result["node_deps"]["problem"] == "cannot import grpc"
+    assert "PINNED_IMAGES_PYTHON_DIR=/nonexistent" in result["msg"]
 
 
-def test_ad_hoc_a_missing_library_fails_and_names_the_fix(missing, monkeypatch):
+def test_ad_hoc_a_missing_library_fails_and_names_where_it_looked_and_the_fix(missing, monkeypatch):
     monkeypatch.delenv(deps.ENV_DIR, raising=False)
     with pytest.raises(CollectionError) as failed:
         deps.require_node_deps()
-    assert not isinstance(failed.value, RunStopped)
-    assert "grpcio and protobuf" in failed.value.message and "node_python_deps" in failed.value.message
-    assert "pinned.images.node_deps" in failed.value.message
+    assert not isinstance(failed.value, RunStopped) and "node_deps_missing" not in failed.value.details
+    message = failed.value.message
+    assert message.startswith("grpcio and protobuf are missing for %s (" % sys.executable)
+    assert "cannot import grpc" in message and "%s (%s is not set)" % (deps.DEFAULT_DIR, deps.ENV_DIR) in message
+    for fix in ("pinned.images.node", "pinned.images.node_deps", "pip install -r requirements-node.txt"):
+        assert fix in message
+
+
+def test_the_cri_client_raises_the_same_error_without_the_libraries(missing):
+    with pytest.raises(deps.NodeDepsMissing) as info:
+        CriClient("/nonexistent.sock")
+    assert "grpcio and protobuf are missing" in info.value.message
 
 
 def test_with_the_libraries_the_module_goes_on():

@@ -330,7 +330,7 @@ def test_dropin_pinned_images_reads_the_key_as_toml(text, expected, monkeypatch)
 def test_dropin_pinned_images_without_a_toml_reader(monkeypatch):
     from ansible_collections.pinned.images.plugins.module_utils._pins import crio_dropin
 
-    monkeypatch.setattr(crio_dropin, "TOML", None)
+    monkeypatch.setattr(crio_dropin, "toml_module", lambda: None)
     assert dropin_pinned_images(EXPECTED_TWO.decode()) == [A, B]
     assert dropin_pinned_images("[crio.image]\npinned_images = [\n  'x/*',\n]\n") == ["x/*"]
     assert dropin_pinned_images('[crio.image]\npause_image = "p"\n') is None

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
+import types
 from pathlib import Path
 
 import pytest
 import yaml
 
+from ansible_collections.pinned.images.plugins.module_utils._common.config_file import toml_module
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._registry import registries_conf as _registries_conf
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
@@ -315,11 +318,21 @@ def test_load_errors_name_the_file(bad_file):
 
 
 def test_missing_toml_library(monkeypatch):
-    monkeypatch.setattr(_registries_conf, "_toml", None)
+    monkeypatch.setattr(_registries_conf, "toml_module", lambda: None)
     with pytest.raises(RegistriesConfError, match="tomli"):
         parse_registries_conf("", "registries.conf")
     # An explicit list alone needs no TOML library.
     assert load_registries_conf(default_path=None, default_conf_d=None, mirrors=[{"location": "q.io"}]).registries
+
+
+def test_the_toml_reader_is_looked_up_when_used(monkeypatch):
+    """A node's private directory (tomli for Python < 3.11) joins sys.path after the modules are imported."""
+    monkeypatch.setitem(sys.modules, "tomllib", None)  # None in sys.modules: importing it raises ImportError
+    monkeypatch.setitem(sys.modules, "tomli", None)
+    assert toml_module() is None
+    arrived = types.ModuleType("tomli")
+    monkeypatch.setitem(sys.modules, "tomli", arrived)
+    assert toml_module() is arrived
 
 
 def b64(text):

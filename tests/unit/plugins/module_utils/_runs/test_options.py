@@ -161,10 +161,20 @@ def test_the_registry_options_read_the_pull_secret_and_registries_conf(tmp_path)
 
 def test_the_selection_is_empty_for_absent_and_validated_for_present():
     image = "quay.io/a/b@sha256:" + "a" * 64
-    absent = dict(state="absent", images=[image], sets=None, pools=None, node_labels=None, require_digest=True)
-    assert selected_images(absent, lambda names, require_digest: names) == ([], [])
+    absent = dict(state="absent", images=[image], sets=None, pools=None, node_labels=None, require_digest=True,
+                  allow_empty=False)
+    assert selected_images(absent, lambda names, require_digest: names, "remove the pins") == ([], [])
     seen = []
     present = dict(absent, state="present")
-    assert selected_images(present, lambda names, require_digest: seen.append(require_digest) or names) == (
-        [image], [])
+    assert selected_images(present, lambda names, require_digest: seen.append(require_digest) or names,
+                           "remove the pins") == ([image], [])
     assert seen == [True]
+
+
+def test_an_empty_selection_fails_naming_what_it_would_remove_unless_allowed():
+    empty = dict(state="present", images=[], sets=None, pools=None, node_labels=None, require_digest=True,
+                 allow_empty=False)
+    with pytest.raises(CollectionError) as info:
+        selected_images(empty, lambda names, require_digest: names, "remove the drop-in /d")
+    assert "that would remove the drop-in /d; nothing was changed" in info.value.message
+    assert selected_images(dict(empty, allow_empty=True), lambda names, require_digest: names, "x") == ([], [])

@@ -41,7 +41,7 @@ def params(tmp_path, **overrides):
         registry_certs_dirs=[], registry_timeout=5.0, cri_socket=None, cri_connect_timeout=1.0, cri_timeout=1.0,
         pin="none", dropin_path=str(tmp_path / "50-pinned-images"), crio_reload="none", crio_pid_file=None,
         old_runtime="fail", settle_timeout=1.0, mco_dir=str(tmp_path / "machine-config-daemon"),
-        containerd_config=None, containerd_config_path=None,
+        containerd_config=None, containerd_config_path=None, allow_empty=False,
     )
     base.update(overrides)
     return base
@@ -161,6 +161,28 @@ def test_each_runtime_reads_its_own_registry_files(tmp_path):
     configured = PrefetchRequest.from_params(params(tmp_path, containerd_config=str(config)), False)
     sources, files, _warnings = pull_sources(configured, dict(containerd, runtime_version="2.1.9"), status({}))
     assert sources.config.roots == ("/etc/c",) and str(config) in files
+
+
+@pytest.mark.parametrize("pin", ["auto", "dropin", "label"])
+def test_no_images_with_a_pin_fails_before_the_runtime_is_contacted(tmp_path, pin):
+    with pytest.raises(CollectionError) as info:
+        PrefetchRequest.from_params(params(tmp_path, images=[], pin=pin), False)
+    assert info.value.message.startswith(f"images is empty: with pin={pin} that would remove every pin of this node")
+    assert "allow_empty=true" in info.value.message
+    # Opted into, or without a pin: no error.
+    PrefetchRequest.from_params(params(tmp_path, images=[], pin=pin, allow_empty=True), False)
+    PrefetchRequest.from_params(params(tmp_path, images=[], pin="none"), False)
+
+
+@pytest.mark.parametrize("mode", ["free_only", "estimate"])
+def test_with_nothing_to_pull_the_disk_guard_passes_and_says_how_much_is_free(tmp_path, mode):
+    # Below the reserve (100% of the disk), but every image is there: a no-op rerun must not fail.
+    only_present = params(tmp_path, images=[PRESENT], min_free="100%", disk_guard=mode)
+    outcome = run_prefetch(PrefetchRequest.from_params(only_present, False), only_present,
+                           client_factory=lambda _params: Runtime(str(tmp_path)))
+    guard = outcome.result["disk_guard"]
+    assert guard["ok"] is True and guard["registry_requests"] == 0
+    assert guard["message"].startswith("nothing to pull, the disk guard passes: ") and " free of " in guard["message"]
 
 
 def test_a_held_lock_fails_with_the_locked_kind(tmp_path):
