@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixtures.ansible_runs import adhoc, node_socket, playbook
-from fixtures.openshift_objects import ROLE_LABEL as ROLE, pinned_image_set
-
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
+from fixtures.ansible_runs import adhoc, node_socket, playbook
+from fixtures.openshift_objects import ROLE_LABEL as ROLE
+from fixtures.openshift_objects import pinned_image_set
 
 pytestmark = pytest.mark.lab
 

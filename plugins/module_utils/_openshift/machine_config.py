@@ -60,7 +60,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 import os
 import re
 from dataclasses import dataclass

@@ -166,7 +166,10 @@ def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]
     if params["state"] != "present":
         return [], []
     # Here, not at the top: the prefetch's pin reads no set files and need not import their loader.
-    from ansible_collections.pinned.images.plugins.module_utils._sets.pools import empty_selection_message, wanted_images
+    from ansible_collections.pinned.images.plugins.module_utils._sets.pools import (
+        empty_selection_message,
+        wanted_images,
+    )
 
     images, set_names = wanted_images(params["images"], params["sets"], params["pools"], params["node_labels"],
                                       lambda names: validate(names, require_digest=params["require_digest"]))

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import file_sha256
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, RunStopped
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 from ansible_collections.pinned.images.plugins.module_utils._node_python import deps
 from ansible_collections.pinned.images.plugins.module_utils._node_python.wheelhouse import TAG_PATTERN
 from fixtures.wheels import make_wheel
