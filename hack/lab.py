@@ -119,12 +119,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     status.add_argument("--json", action="store_true", help="print the state as JSON")
     add = commands.add_parser("add-node", parents=[common], help="start one more node on the running lab")
     add.add_argument("name", help="node name: cp-N is a control-plane node, anything else a worker")
-    add.add_argument("--runtime", choices=list(RUNTIMES), default=DEFAULT_RUNTIME,
-                     help="its runtime (default %s). " % DEFAULT_RUNTIME + _runtimes_help())
+    add.add_argument(
+        "--runtime",
+        choices=list(RUNTIMES),
+        default=DEFAULT_RUNTIME,
+        help="its runtime (default %s). " % DEFAULT_RUNTIME + _runtimes_help(),
+    )
     add.add_argument("--tmpfs", metavar="SIZE", help="put its root on a tmpfs of SIZE (e.g. 64M)")
-    for verb, what in (("stop-node", "stop a node's runtime (SIGTERM; --kill: SIGKILL, as a crash)"),
-                       ("start-node", "start a stopped node's runtime on the same root"),
-                       ("restart-node", "stop a node's runtime and start it again (images, pins kept)")):
+    for verb, what in (
+        ("stop-node", "stop a node's runtime (SIGTERM; --kill: SIGKILL, as a crash)"),
+        ("start-node", "start a stopped node's runtime on the same root"),
+        ("restart-node", "stop a node's runtime and start it again (images, pins kept)"),
+    ):
         node_command = commands.add_parser(verb, parents=[common], help=what)
         node_command.add_argument("name", help="node name")
         if verb == "stop-node":
@@ -141,7 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if lab.running():
                 print("lab.py: already running at %s; nothing started" % lab.path, file=sys.stderr)
             result = lab.up(
-                args.nodes, args.control_plane, dict(args.tmpfs_node), args.bulk, args.bulk_size,
+                args.nodes,
+                args.control_plane,
+                dict(args.tmpfs_node),
+                args.bulk,
+                args.bulk_size,
                 runtimes=dict(args.runtime_node),
             )
         elif args.command in ("add-node", "stop-node", "start-node", "restart-node"):

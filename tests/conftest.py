@@ -44,6 +44,7 @@ def pytest_sessionfinish(session, exitstatus):
     skipped = len(reporter.stats.get("skipped", [])) if reporter else 0
     if skipped:
         reporter.ensure_newline()
-        reporter.write_line(f"FAILED: {skipped} test(s) skipped; in CI every test must run (see the skip reasons above)",
-                            red=True)
+        reporter.write_line(
+            f"FAILED: {skipped} test(s) skipped; in CI every test must run (see the skip reasons above)", red=True
+        )
         session.exitstatus = 1

@@ -10,5 +10,14 @@ from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths_ac
 
 
 class ActionModule(ControllerPathsAction):
-    PATH_OPTIONS = ("dest", "kubeconfig", "ca_cert", "ssl_ca_cert", "client_cert", "cert_file", "client_key", "key_file")
+    PATH_OPTIONS = (
+        "dest",
+        "kubeconfig",
+        "ca_cert",
+        "ssl_ca_cert",
+        "client_cert",
+        "cert_file",
+        "client_key",
+        "key_file",
+    )
     INPUT_OPTIONS = ()

@@ -34,14 +34,28 @@ ARGUMENT_SPEC = dict(
     timeout=dict(type="float", default=14400.0),
 )
 # Keys the async wrapper and async_status add to the job's own result.
-_STATUS_KEYS = ("ansible_job_id", "started", "finished", "results_file", "stdout", "stderr", "stdout_lines",
-                "stderr_lines", "invocation", "_ansible_suppress_tmpdir_delete")
+_STATUS_KEYS = (
+    "ansible_job_id",
+    "started",
+    "finished",
+    "results_file",
+    "stdout",
+    "stderr",
+    "stdout_lines",
+    "stderr_lines",
+    "invocation",
+    "_ansible_suppress_tmpdir_delete",
+)
 
 
 def progress_line(progress: t.Mapping[str, t.Any]) -> str:
     """``12/40 images, 0.035 GiB, 3 s elapsed`` for a progress file's content."""
     return "%d/%d images, %.3f GiB, %d s elapsed" % (
-        progress["done"], progress["total"], progress.get("bytes", 0) / 1073741824, progress.get("elapsed", 0))
+        progress["done"],
+        progress["total"],
+        progress.get("bytes", 0) / 1073741824,
+        progress.get("elapsed", 0),
+    )
 
 
 def job_status(text: t.Optional[str], jid: str, decode: t.Callable[[str], dict[str, t.Any]]) -> dict[str, t.Any]:

@@ -12,18 +12,25 @@ from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequ
 from ansible_collections.pinned.images.plugins.plugin_utils import _cluster, _report_html
 
 
-def cluster_host_nodes(hosts: Sequence[str], hostvars: _cluster.HostVars,
-                       control_plane_hosts: Container[str]) -> List[Dict[str, Any]]:
+def cluster_host_nodes(
+    hosts: Sequence[str], hostvars: _cluster.HostVars, control_plane_hosts: Container[str]
+) -> List[Dict[str, Any]]:
     """The inventory hosts as nodes (name, labels)."""
     return _cluster.host_nodes(hosts, hostvars, control_plane_hosts)
 
 
-def cluster_plan(hosts: Sequence[str], hostvars: _cluster.HostVars, control_plane_hosts: Container[str],
-                 info: Optional[Mapping[str, Any]] = None, add_hosts: Any = False,
-                 excluded: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
+def cluster_plan(
+    hosts: Sequence[str],
+    hostvars: _cluster.HostVars,
+    control_plane_hosts: Container[str],
+    info: Optional[Mapping[str, Any]] = None,
+    add_hosts: Any = False,
+    excluded: Optional[Sequence[str]] = None,
+) -> List[Dict[str, Any]]:
     """What each node gets."""
-    return _cluster.node_plan(hosts, hostvars, control_plane_hosts, info=info, add_hosts=bool(add_hosts),
-                              excluded=excluded or [])
+    return _cluster.node_plan(
+        hosts, hostvars, control_plane_hosts, info=info, add_hosts=bool(add_hosts), excluded=excluded or []
+    )
 
 
 def cluster_phase_order(order: Any) -> List[str]:
@@ -41,12 +48,19 @@ def cluster_plan_message(plan: List[Dict[str, Any]], order: Any) -> str:
     return _cluster.plan_message(plan, _cluster.phase_order(order))
 
 
-def cluster_phases(order: Any, control_plane_serial: Any = 1, worker_serial: Any = 1,
-                   control_plane_max_fail_percentage: Any = 0,
-                   worker_max_fail_percentage: Any = 0) -> List[Dict[str, Any]]:
+def cluster_phases(
+    order: Any,
+    control_plane_serial: Any = 1,
+    worker_serial: Any = 1,
+    control_plane_max_fail_percentage: Any = 0,
+    worker_max_fail_percentage: Any = 0,
+) -> List[Dict[str, Any]]:
     """The phases of the prefetch playbook."""
-    return _cluster.phases(_cluster.phase_order(order), (control_plane_serial, control_plane_max_fail_percentage),
-                           (worker_serial, worker_max_fail_percentage))
+    return _cluster.phases(
+        _cluster.phase_order(order),
+        (control_plane_serial, control_plane_max_fail_percentage),
+        (worker_serial, worker_max_fail_percentage),
+    )
 
 
 def node_set_list(sets: Optional[Sequence[Any]], images: Sequence[str], name: Optional[str] = None) -> List[Any]:
@@ -59,8 +73,9 @@ def cluster_progressing(plan: Sequence[Mapping[str, Any]], hostvars: _cluster.Ho
     return _cluster.progressing_statuses(plan, hostvars)
 
 
-def cluster_results(hosts: Sequence[str], hostvars: _cluster.HostVars,
-                    unresolved_hosts: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
+def cluster_results(
+    hosts: Sequence[str], hostvars: _cluster.HostVars, unresolved_hosts: Optional[Sequence[str]] = None
+) -> List[Dict[str, Any]]:
     """The result of each node."""
     return _cluster.node_results(hosts, hostvars, unresolved_hosts or [])
 
@@ -75,15 +90,21 @@ def cluster_summary(results: Sequence[Mapping[str, Any]], excluded: Optional[Seq
     return _cluster.summary(results, excluded or [])
 
 
-def cluster_plan_problem(plan: Sequence[Mapping[str, Any]], hostvars: _cluster.HostVars,
-                         groups: Mapping[str, Sequence[str]], sources: Mapping[str, Any],
-                         info: Optional[Mapping[str, Any]] = None, allow_empty: Any = False) -> str:
+def cluster_plan_problem(
+    plan: Sequence[Mapping[str, Any]],
+    hostvars: _cluster.HostVars,
+    groups: Mapping[str, Sequence[str]],
+    sources: Mapping[str, Any],
+    info: Optional[Mapping[str, Any]] = None,
+    allow_empty: Any = False,
+) -> str:
     """Why the plan must not run, or ""."""
     return _cluster.plan_problem(plan, hostvars, groups, sources, info, bool(allow_empty))
 
 
-def cluster_report_lines(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any],
-                         check_mode: Any = False) -> List[str]:
+def cluster_report_lines(
+    results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], check_mode: Any = False
+) -> List[str]:
     """The report table."""
     return _cluster.report_lines(results, summary, check_mode=bool(check_mode))
 
@@ -98,16 +119,23 @@ def cluster_report_nodes(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return _cluster.report_nodes(results)
 
 
-def cluster_run(results: Sequence[Mapping[str, Any]], phases: Optional[Sequence[Mapping[str, Any]]] = None,
-                plan: Optional[Sequence[Mapping[str, Any]]] = None, forks: Any = None,
-                check_mode: Any = False) -> Dict[str, Any]:
+def cluster_run(
+    results: Sequence[Mapping[str, Any]],
+    phases: Optional[Sequence[Mapping[str, Any]]] = None,
+    plan: Optional[Sequence[Mapping[str, Any]]] = None,
+    forks: Any = None,
+    check_mode: Any = False,
+) -> Dict[str, Any]:
     """The run's parameters for the report."""
     return _cluster.run_parameters(results, phases, plan, forks=forks, check_mode=bool(check_mode))
 
 
-def cluster_report_html(report: Mapping[str, Any], hostvars: Optional[_cluster.HostVars] = None,
-                        k8s_auth: Optional[Mapping[str, Any]] = None,
-                        secrets: Optional[Sequence[str]] = None) -> str:
+def cluster_report_html(
+    report: Mapping[str, Any],
+    hostvars: Optional[_cluster.HostVars] = None,
+    k8s_auth: Optional[Mapping[str, Any]] = None,
+    secrets: Optional[Sequence[str]] = None,
+) -> str:
     """The report page (HTML), without the run's secrets."""
     return _report_html.render_page(report, _report_html.page_secrets(report, hostvars, k8s_auth, secrets or ()))
 

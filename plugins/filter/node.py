@@ -29,8 +29,16 @@ def node_next_step(check: Mapping[str, Any], check_mode: bool = False, deps_trie
     return _node.next_step(check, check_mode, deps_tried)
 
 
-def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mode: bool, error: str,
-                images: Sequence[str], sets: Sequence[Any], started: float) -> Dict[str, Any]:
+def node_result(
+    results: Sequence[Any],
+    node: str,
+    control_plane: bool,
+    check_mode: bool,
+    error: str,
+    images: Sequence[str],
+    sets: Sequence[Any],
+    started: float,
+) -> Dict[str, Any]:
     """The role's node_result from its prefetch calls."""
     return _node.node_result(results, node, control_plane, check_mode, error, images, sets, started)
 
@@ -48,6 +56,8 @@ def node_prefetch_args(options: Mapping[str, Any]) -> Dict[str, Any]:
 def node_python_dir_env(path: str) -> Dict[str, str]:
     """The environment that names the private Python directory, {} for the default one."""
     return _node.python_dir_env(path)
+
+
 def node_failure_line(failed: Mapping[str, Any]) -> str:
     """The one line of a failed task of the role."""
     return _node.failure_line(failed)

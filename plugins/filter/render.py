@@ -20,21 +20,31 @@ def controller_path(value: str) -> str:
     return resolve_path(value, os.getcwd()) if value else value
 
 
-def render_report_filter(changes: Optional[Iterable[Optional[Mapping[str, Any]]]],
-                         pools: Optional[List[Mapping[str, Any]]] = None, dest: str = "", check_mode: bool = False,
-                         error: Any = None) -> Dict[str, Any]:
+def render_report_filter(
+    changes: Optional[Iterable[Optional[Mapping[str, Any]]]],
+    pools: Optional[List[Mapping[str, Any]]] = None,
+    dest: str = "",
+    check_mode: bool = False,
+    error: Any = None,
+) -> Dict[str, Any]:
     """The render report; paths are shown relative to the directory ansible-playbook was started in."""
     return render_report(changes, pools=pools, dest=dest, check_mode=check_mode, error=error, base=os.getcwd())
 
 
-def render_stale(found: Optional[Mapping[str, Any]], set_files: Optional[Mapping[str, Any]] = None,
-                 machine_configs: Optional[Mapping[str, Any]] = None) -> List[str]:
+def render_stale(
+    found: Optional[Mapping[str, Any]],
+    set_files: Optional[Mapping[str, Any]] = None,
+    machine_configs: Optional[Mapping[str, Any]] = None,
+) -> List[str]:
     """The files found in the output directories that the render did not write."""
     return _cluster.render_stale(found, _cluster.render_written(set_files, machine_configs))
 
 
-def render_changes(set_files: Optional[Mapping[str, Any]], machine_configs: Optional[Mapping[str, Any]] = None,
-                   removed: Optional[Mapping[str, Any]] = None) -> List[Optional[Dict[str, Any]]]:
+def render_changes(
+    set_files: Optional[Mapping[str, Any]],
+    machine_configs: Optional[Mapping[str, Any]] = None,
+    removed: Optional[Mapping[str, Any]] = None,
+) -> List[Optional[Dict[str, Any]]]:
     """The file changes of the render's tasks, for render_report."""
     return _cluster.render_changes(set_files, machine_configs, removed)
 
@@ -46,5 +56,10 @@ def render_problem(info: Mapping[str, Any], sources: Mapping[str, Any], dest: st
 
 class FilterModule:
     def filters(self) -> Dict[str, Callable[..., Any]]:
-        return {"controller_path": controller_path, "render_report": render_report_filter,
-                "render_stale": render_stale, "render_changes": render_changes, "render_problem": render_problem}
+        return {
+            "controller_path": controller_path,
+            "render_report": render_report_filter,
+            "render_stale": render_stale,
+            "render_changes": render_changes,
+            "render_problem": render_problem,
+        }

@@ -165,10 +165,15 @@ def main() -> None:
         argument_spec=dict(
             path=dict(type="path", default=DEFAULT_DIR),
             state=dict(type="str", choices=["present", "absent"]),
-            wheels=dict(type="list", elements="dict", default=[], options=dict(
-                name=dict(type="str", required=True),
-                sha256=dict(type="str", required=True),
-            )),
+            wheels=dict(
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(
+                    name=dict(type="str", required=True),
+                    sha256=dict(type="str", required=True),
+                ),
+            ),
         ),
         required_if=[("state", "present", ("wheels",))],
         supports_check_mode=True,

@@ -53,7 +53,15 @@ _CONTROL_PLANE_LABELS = {"node-role.kubernetes.io/master": "", "node-role.kubern
 _WORKER_LABELS = {"node-role.kubernetes.io/worker": ""}
 _NOT_RUN = "not attempted: the run stopped before this node (failure percentage) or the node was unreachable"
 _ROW = "%-24s %-8s %7s %8s %7s %11s %8s  %s"
-_COUNTERS: Dict[str, Any] = {"requested": 0, "present": 0, "pulled": 0, "failed": 0, "would_pull": 0, "bytes": 0, "seconds": 0.0}
+_COUNTERS: Dict[str, Any] = {
+    "requested": 0,
+    "present": 0,
+    "pulled": 0,
+    "failed": 0,
+    "would_pull": 0,
+    "bytes": 0,
+    "seconds": 0.0,
+}
 # Ansible's hostvars (a Mapping of host name to its variables) or, in tests, a dict of dicts.
 HostVars = Mapping[str, Any]
 
@@ -88,9 +96,14 @@ def host_nodes(hosts: Sequence[str], hostvars: HostVars, control_plane_hosts: Co
     return out
 
 
-def node_plan(hosts: Sequence[str], hostvars: HostVars, control_plane_hosts: Container[str],
-              info: Optional[Mapping[str, Any]] = None, add_hosts: bool = False,
-              excluded: Sequence[str] = ()) -> List[Dict[str, Any]]:
+def node_plan(
+    hosts: Sequence[str],
+    hostvars: HostVars,
+    control_plane_hosts: Container[str],
+    info: Optional[Mapping[str, Any]] = None,
+    add_hosts: bool = False,
+    excluded: Sequence[str] = (),
+) -> List[Dict[str, Any]]:
     """One entry per node (``host``, ``node``, ``added``, ``control_plane``, ``pools``, ``sets``, ``error``).
 
     Without ``info`` (nothing to resolve) every inventory host is a node whose ``sets`` is None (its own variables
@@ -99,9 +112,18 @@ def node_plan(hosts: Sequence[str], hostvars: HostVars, control_plane_hosts: Con
     The nodes of the ``excluded`` hosts (left out by a --limit) are never added.
     """
     if info is None:
-        return [{"host": host, "node": _node_name(hostvars, host), "added": False,
-                 "control_plane": host in control_plane_hosts, "pools": [], "sets": None, "error": ""}
-                for host in hosts]
+        return [
+            {
+                "host": host,
+                "node": _node_name(hostvars, host),
+                "added": False,
+                "control_plane": host in control_plane_hosts,
+                "pools": [],
+                "sets": None,
+                "error": "",
+            }
+            for host in hosts
+        ]
     by_node = {_node_name(hostvars, host): host for host in list(hosts) + list(excluded)}
     images_of = {image_set["name"]: image_set["images"] for image_set in info.get("sets", [])}
     plan: List[Dict[str, Any]] = []
@@ -109,15 +131,17 @@ def node_plan(hosts: Sequence[str], hostvars: HostVars, control_plane_hosts: Con
         host = by_node.get(node["name"]) or (node["name"] if add_hosts else "")
         if not host or host in excluded:
             continue
-        plan.append({
-            "host": host,
-            "node": node["name"],
-            "added": node["name"] not in by_node,
-            "control_plane": "master" in node["pools"] or host in control_plane_hosts,
-            "pools": node["pools"],
-            "sets": [{"name": name, "images": images_of.get(name, [])} for name in node["sets"]],
-            "error": node.get("error", ""),
-        })
+        plan.append(
+            {
+                "host": host,
+                "node": node["name"],
+                "added": node["name"] not in by_node,
+                "control_plane": "master" in node["pools"] or host in control_plane_hosts,
+                "pools": node["pools"],
+                "sets": [{"name": name, "images": images_of.get(name, [])} for name in node["sets"]],
+                "error": node.get("error", ""),
+            }
+        )
     return plan
 
 
@@ -140,12 +164,22 @@ def node_groups(plan: List[Dict[str, Any]], order: List[str]) -> List[Dict[str, 
     for item in plan:
         if item["error"] or _phase(item) not in order:
             continue
-        groups = [NODES_GROUP, CONTROL_PLANE_GROUP if item["control_plane"] else WORKERS_GROUP,
-                  f"{PHASE_GROUP_PREFIX}{order.index(_phase(item)) + 1}"]
+        groups = [
+            NODES_GROUP,
+            CONTROL_PLANE_GROUP if item["control_plane"] else WORKERS_GROUP,
+            f"{PHASE_GROUP_PREFIX}{order.index(_phase(item)) + 1}",
+        ]
         if item["added"]:
             groups.append(ADDED_GROUP)
-        out.append({"host": item["host"], "node": item["node"], "control_plane": item["control_plane"],
-                    "sets": item["sets"], "groups": groups})
+        out.append(
+            {
+                "host": item["host"],
+                "node": item["node"],
+                "control_plane": item["control_plane"],
+                "sets": item["sets"],
+                "groups": groups,
+            }
+        )
     return out
 
 
@@ -153,13 +187,20 @@ def plan_message(plan: List[Dict[str, Any]], order: List[str]) -> str:
     """``"N control-plane and M worker nodes; phases: a then b"``, and the hosts left out for ambiguous pools."""
     control_plane = sum(1 for item in plan if item["control_plane"])
     left_out = [item["host"] for item in plan if item["error"]]
-    message = (f"{control_plane} control-plane and {len(plan) - control_plane} worker nodes; "
-               f"phases: {' then '.join(order)}")
+    message = (
+        f"{control_plane} control-plane and {len(plan) - control_plane} worker nodes; phases: {' then '.join(order)}"
+    )
     return message + (f"; left out (pools ambiguous): {', '.join(left_out)}" if left_out else "")
 
 
-def plan_problem(plan: Sequence[Mapping[str, Any]], hostvars: HostVars, groups: Mapping[str, Sequence[str]],
-                 sources: Mapping[str, Any], info: Optional[Mapping[str, Any]], allow_empty: bool = False) -> str:
+def plan_problem(
+    plan: Sequence[Mapping[str, Any]],
+    hostvars: HostVars,
+    groups: Mapping[str, Sequence[str]],
+    sources: Mapping[str, Any],
+    info: Optional[Mapping[str, Any]],
+    allow_empty: bool = False,
+) -> str:
     """Why the plan must not run, naming what was looked at and the fix; "" when it may.
 
     ``groups`` maps the role's group variables (cluster_control_plane_group, cluster_worker_group) to the group
@@ -170,33 +211,44 @@ def plan_problem(plan: Sequence[Mapping[str, Any]], hostvars: HostVars, groups: 
     named = ", ".join(f"{group} ({variable})" for variable, group in groups.items())
     excluded: List[str] = list(sources.get("excluded") or [])
     if not plan and excluded:
-        return (f"the --limit leaves out every node of the groups {named} ({', '.join(excluded)}); "
-                f"name the nodes to run next to localhost, for example -l 'localhost,{excluded[0]}'")
+        return (
+            f"the --limit leaves out every node of the groups {named} ({', '.join(excluded)}); "
+            f"name the nodes to run next to localhost, for example -l 'localhost,{excluded[0]}'"
+        )
     if not plan:
         if info is not None and sources.get("cluster_read_cluster") and info.get("nodes"):
-            return (f"no inventory host of the groups {named} is a node of the cluster; map them with the host "
-                    "variable cluster_node_name, or cluster_add_hosts=true to add the cluster's nodes")
+            return (
+                f"no inventory host of the groups {named} is a node of the cluster; map them with the host "
+                "variable cluster_node_name, or cluster_add_hosts=true to add the cluster's nodes"
+            )
         inventory = ", ".join(name for name in sources.get("inventory_groups", []) if name not in ("all", "ungrouped"))
-        return (f"no inventory host is in the groups {named}, so nothing would run; the inventory has the groups: "
-                f"{inventory or 'none'}. Put the nodes in those groups, or name yours, for example "
-                "-e '{\"cluster_control_plane_group\": \"masters\", \"cluster_worker_group\": \"nodes\"}'")
+        return (
+            f"no inventory host is in the groups {named}, so nothing would run; the inventory has the groups: "
+            f"{inventory or 'none'}. Put the nodes in those groups, or name yours, for example "
+            '-e \'{"cluster_control_plane_group": "masters", "cluster_worker_group": "nodes"}\''
+        )
     if allow_empty:
         return ""
     own_images = [item["host"] for item in plan if host_var(hostvars, item["host"], "node_images")]
     if info is None and not own_images:
-        return ("nothing selects an image: cluster_sets and cluster_pools are empty, cluster_read_cluster is false "
-                "and no host has node_images, so every node would lose its pins; nothing was changed. Give the sets "
-                "(-e '{\"cluster_sets\": [\"sets/\"]}'), or node_allow_empty=true to remove the pins")
+        return (
+            "nothing selects an image: cluster_sets and cluster_pools are empty, cluster_read_cluster is false "
+            "and no host has node_images, so every node would lose its pins; nothing was changed. Give the sets "
+            '(-e \'{"cluster_sets": ["sets/"]}\'), or node_allow_empty=true to remove the pins'
+        )
     if info is not None and not info.get("sets"):
-        return (f"{_no_sets(sources)}, so every node's sets would be empty and lose their pins; nothing was changed. "
-                "Check the paths, or node_allow_empty=true to remove the pins")
+        return (
+            f"{_no_sets(sources)}, so every node's sets would be empty and lose their pins; nothing was changed. "
+            "Check the paths, or node_allow_empty=true to remove the pins"
+        )
     return ""
 
 
 def _no_sets(sources: Mapping[str, Any]) -> str:
-    """"the sources hold no PinnedImageSet: looked at ..." for cluster_sets and cluster_read_cluster."""
-    looked = ", ".join(str(source if isinstance(source, str) else "a set object")
-                       for source in sources.get("cluster_sets") or [])
+    """ "the sources hold no PinnedImageSet: looked at ..." for cluster_sets and cluster_read_cluster."""
+    looked = ", ".join(
+        str(source if isinstance(source, str) else "a set object") for source in sources.get("cluster_sets") or []
+    )
     where = "cluster_sets (%s)" % (looked or "empty")
     if sources.get("cluster_read_cluster"):
         where += " and the cluster"
@@ -207,9 +259,11 @@ def render_problem(info: Mapping[str, Any], sources: Mapping[str, Any], dest: st
     """Why the render must not write (it would remove every set file and MachineConfig of ``dest``), or ""."""
     if info.get("sets") or allow_empty:
         return ""
-    return (f"{_no_sets(sources)}, so the render would remove every file of {dest}/pinnedimagesets and "
-            f"{dest}/machineconfigs; nothing was changed. Check the paths, or cluster_render_allow_empty=true to "
-            "render the empty state")
+    return (
+        f"{_no_sets(sources)}, so the render would remove every file of {dest}/pinnedimagesets and "
+        f"{dest}/machineconfigs; nothing was changed. Check the paths, or cluster_render_allow_empty=true to "
+        "render the empty state"
+    )
 
 
 def _check_serial(name: str, value: Any) -> None:
@@ -219,8 +273,9 @@ def _check_serial(name: str, value: Any) -> None:
         text = str(batch).strip()
         number = text[:-1] if text.endswith("%") else text
         if isinstance(batch, bool) or not number.isdigit():
-            raise ValueError(f"{name} must be a number (1), a percentage (\"25%\") or a list of them "
-                             f"([1, 5, \"25%\"]), got {value!r}")
+            raise ValueError(
+                f'{name} must be a number (1), a percentage ("25%") or a list of them ([1, 5, "25%"]), got {value!r}'
+            )
 
 
 def phases(order: Sequence[str], control_plane: Tuple[Any, Any], workers: Tuple[Any, Any]) -> List[Dict[str, Any]]:
@@ -241,16 +296,28 @@ def progressing_statuses(plan: Sequence[Mapping[str, Any]], hostvars: HostVars) 
         if item["error"]:
             continue
         sets = item["sets"] if item["sets"] is not None else host_var(hostvars, item["host"], "node_sets", [])
-        sets = node_set_list(sets, host_var(hostvars, item["host"], "node_images", []),
-                             host_var(hostvars, item["host"], "node_images_set_name"))
+        sets = node_set_list(
+            sets,
+            host_var(hostvars, item["host"], "node_images", []),
+            host_var(hostvars, item["host"], "node_images_set_name"),
+        )
         out.append({"name": item["node"], "state": "progressing", "sets": sets})
     return out
 
 
 def _not_run(host: str, hostvars: HostVars) -> Dict[str, Any]:
-    return dict(_COUNTERS, node=host, status="not_run", node_error=_NOT_RUN, error=_NOT_RUN, changed=False,
-                pinned=None, sets=host_var(hostvars, host, "node_sets", []), images=[],
-                control_plane=bool(host_var(hostvars, host, "node_control_plane", False)))
+    return dict(
+        _COUNTERS,
+        node=host,
+        status="not_run",
+        node_error=_NOT_RUN,
+        error=_NOT_RUN,
+        changed=False,
+        pinned=None,
+        sets=host_var(hostvars, host, "node_sets", []),
+        images=[],
+        control_plane=bool(host_var(hostvars, host, "node_control_plane", False)),
+    )
 
 
 def node_results(hosts: Sequence[str], hostvars: HostVars, unresolved_hosts: Sequence[str]) -> List[Dict[str, Any]]:
@@ -262,15 +329,32 @@ def node_results(hosts: Sequence[str], hostvars: HostVars, unresolved_hosts: Seq
         out.append(dict(result, host=host, node_name=_node_name(hostvars, host)))
     for host in unresolved_hosts:
         error = host_var(hostvars, host, "cluster_node_error", "")
-        out.append(dict(_COUNTERS, host=host, node=host, node_name=_node_name(hostvars, host), status="failed",
-                        error=error, node_error=error, changed=False, pinned=None, sets=[], images=[],
-                        control_plane=bool(host_var(hostvars, host, "node_control_plane", False))))
+        out.append(
+            dict(
+                _COUNTERS,
+                host=host,
+                node=host,
+                node_name=_node_name(hostvars, host),
+                status="failed",
+                error=error,
+                node_error=error,
+                changed=False,
+                pinned=None,
+                sets=[],
+                images=[],
+                control_plane=bool(host_var(hostvars, host, "node_control_plane", False)),
+            )
+        )
     return out
 
 
-def run_parameters(results: Sequence[Mapping[str, Any]], phases_planned: Optional[Sequence[Mapping[str, Any]]],
-                   plan: Optional[Sequence[Mapping[str, Any]]], forks: Any = None,
-                   check_mode: bool = False) -> Dict[str, Any]:
+def run_parameters(
+    results: Sequence[Mapping[str, Any]],
+    phases_planned: Optional[Sequence[Mapping[str, Any]]],
+    plan: Optional[Sequence[Mapping[str, Any]]],
+    forks: Any = None,
+    check_mode: bool = False,
+) -> Dict[str, Any]:
     """The parameters of the run for the report: its ``phases`` (group, serial, max_fail_percentage, in the order
     they ran), ``forks``, ``check_mode``, the ``sets`` (name, images, nodes) of the results, the ``pools`` (name,
     nodes) of the plan, and when the first node started and the last one finished (None without any)."""
@@ -303,14 +387,18 @@ def batch_stopped(batch: Sequence[str], hostvars: HostVars, max_fail_percentage:
     limit = int(max_fail_percentage)
     if limit >= 100 or not batch:
         return False
-    failed = sum(1 for host in batch
-                 if (host_var(hostvars, host, "node_result", {"status": "failed"}) or {}).get("status") == "failed")
+    failed = sum(
+        1
+        for host in batch
+        if (host_var(hostvars, host, "node_result", {"status": "failed"}) or {}).get("status") == "failed"
+    )
     return failed * 100 > limit * len(batch)
 
 
 def summary(results: Sequence[Mapping[str, Any]], excluded: Sequence[str] = ()) -> Dict[str, Any]:
     """Counts and sums of ``results``; ``failed_nodes`` are the hosts that failed or did not run; ``excluded`` the
     nodes a --limit left out (neither run nor counted)."""
+
     def total(key: str, kind: Callable[[Any], float] = int) -> float:
         return sum(kind(result.get(key) or 0) for result in results)
 
@@ -330,17 +418,39 @@ def summary(results: Sequence[Mapping[str, Any]], excluded: Sequence[str] = ()) 
     }
 
 
-def report_lines(results: Sequence[Mapping[str, Any]], totals: Mapping[str, Any],
-                 check_mode: bool = False) -> List[str]:
+def report_lines(
+    results: Sequence[Mapping[str, Any]], totals: Mapping[str, Any], check_mode: bool = False
+) -> List[str]:
     """The report table: a row per node (``pinned`` is how and how many images CRI reports pinned, ``not pinned``
     where the runtime cannot pin, ``-`` when the pin did not run), the totals, then each node's error."""
     lines = [_ROW % ("node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned")]
     for r in results:
-        lines.append(_ROW % (r["host"], r["status"], int(r["pulled"]) + int(r.get("would_pull") or 0), r["present"],
-                             r["failed"], human_size(int(r["bytes"])), "%.1f" % float(r["seconds"]), pin_text(r)))
-    lines.append(_ROW % ("total (%d nodes)" % totals["nodes"], "%d ok" % totals["ok"],
-                         totals["pulled"] + totals["would_pull"], totals["present"], totals["failed_images"],
-                         human_size(totals["bytes"]), "%.1f" % totals["node_seconds"], ""))
+        lines.append(
+            _ROW
+            % (
+                r["host"],
+                r["status"],
+                int(r["pulled"]) + int(r.get("would_pull") or 0),
+                r["present"],
+                r["failed"],
+                human_size(int(r["bytes"])),
+                "%.1f" % float(r["seconds"]),
+                pin_text(r),
+            )
+        )
+    lines.append(
+        _ROW
+        % (
+            "total (%d nodes)" % totals["nodes"],
+            "%d ok" % totals["ok"],
+            totals["pulled"] + totals["would_pull"],
+            totals["present"],
+            totals["failed_images"],
+            human_size(totals["bytes"]),
+            "%.1f" % totals["node_seconds"],
+            "",
+        )
+    )
     if check_mode:
         lines.append('check mode: nothing was pulled; "pulled" counts the images that would be')
     if totals.get("excluded"):
@@ -351,8 +461,16 @@ def report_lines(results: Sequence[Mapping[str, Any]], totals: Mapping[str, Any]
 
 def done_statuses(results: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """The ``done`` status of each node of ``results``."""
-    return [{"name": r["node_name"], "state": "done", "sets": r.get("sets") or [], "images": r.get("images") or [],
-             "error": r.get("node_error") or ""} for r in results]
+    return [
+        {
+            "name": r["node_name"],
+            "state": "done",
+            "sets": r.get("sets") or [],
+            "images": r.get("images") or [],
+            "error": r.get("node_error") or "",
+        }
+        for r in results
+    ]
 
 
 def report_nodes(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -363,29 +481,44 @@ def report_nodes(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 def render_objects(info: Mapping[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
     """``{sets, pools}``: the sets (with their pool selector) and pools of a ``pinned_image_set_info`` result as
     ``machineconfiguration.openshift.io/v1`` objects."""
-    sets = [PinnedImageSet(name=s["name"], labels=s["labels"] or {}, images=tuple(s["images"]),
-                           pool_selector=s.get("pool_selector") or None).to_dict(include_pool_selector=True)
-            for s in info.get("sets", [])]
-    pools = [MachineConfigPool(name=p["name"], labels=p["labels"] or {},
-                               machine_config_selector=p.get("machine_config_selector"),
-                               node_selector=p.get("node_selector"),
-                               pinned_image_sets=tuple(p.get("pinned_image_sets") or ())).to_dict()
-             for p in info.get("pools", [])]
+    sets = [
+        PinnedImageSet(
+            name=s["name"],
+            labels=s["labels"] or {},
+            images=tuple(s["images"]),
+            pool_selector=s.get("pool_selector") or None,
+        ).to_dict(include_pool_selector=True)
+        for s in info.get("sets", [])
+    ]
+    pools = [
+        MachineConfigPool(
+            name=p["name"],
+            labels=p["labels"] or {},
+            machine_config_selector=p.get("machine_config_selector"),
+            node_selector=p.get("node_selector"),
+            pinned_image_sets=tuple(p.get("pinned_image_sets") or ()),
+        ).to_dict()
+        for p in info.get("pools", [])
+    ]
     return {"sets": sets, "pools": pools}
 
 
 def release_message(release: Mapping[str, Any]) -> str:
     """``"Release V (IMAGE): N images in sets A, B; each node needs up to X for them (...)"``."""
     sets = ", ".join(image_set["metadata"]["name"] for image_set in release.get("sets") or [])
-    message = (f"Release {release.get('version')} ({release.get('release_image')}): "
-               f"{len(release.get('images') or [])} images in sets {sets}; ")
+    message = (
+        f"Release {release.get('version')} ({release.get('release_image')}): "
+        f"{len(release.get('images') or [])} images in sets {sets}; "
+    )
     estimate = release.get("estimate")
     if not estimate:
         return message + "size not estimated"
     unreadable = len(estimate.get("unreadable") or {})
-    return (message + f"each node needs up to {estimate['required']} for them ({estimate['compressed_bytes']} "
-            f"compressed bytes x{estimate['expansion_factor']:g})"
-            + (f", {unreadable} manifests unreadable" if unreadable else ""))
+    return (
+        message + f"each node needs up to {estimate['required']} for them ({estimate['compressed_bytes']} "
+        f"compressed bytes x{estimate['expansion_factor']:g})"
+        + (f", {unreadable} manifests unreadable" if unreadable else "")
+    )
 
 
 def _loop_results(registered: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:
@@ -405,8 +538,11 @@ def render_stale(found: Optional[Mapping[str, Any]], written: List[str]) -> List
     return sorted(item["path"] for item in (found or {}).get("files") or [] if item["path"] not in keep)
 
 
-def render_changes(set_files: Optional[Mapping[str, Any]], machine_configs: Optional[Mapping[str, Any]],
-                   removed: Optional[Mapping[str, Any]]) -> List[Optional[Dict[str, Any]]]:
+def render_changes(
+    set_files: Optional[Mapping[str, Any]],
+    machine_configs: Optional[Mapping[str, Any]],
+    removed: Optional[Mapping[str, Any]],
+) -> List[Optional[Dict[str, Any]]]:
     """The ``file_changes`` of the set files and the MachineConfigs, and the stale files removed (the ``file``
     loop's changed items), for the ``render_report`` filter."""
     changes: List[Optional[Dict[str, Any]]] = [result.get("file_changes") for result in _loop_results(set_files)]

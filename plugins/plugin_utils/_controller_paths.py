@@ -35,8 +35,9 @@ def resolve_path(value: str, base: str) -> str:
     return os.path.normpath(os.path.join(base, expanded))
 
 
-def resolve_options(args: Mapping[str, Any], options: Iterable[str], base: str,
-                    must_exist: Container[str] = ()) -> Tuple[Dict[str, Any], List[str]]:
+def resolve_options(
+    args: Mapping[str, Any], options: Iterable[str], base: str, must_exist: Container[str] = ()
+) -> Tuple[Dict[str, Any], List[str]]:
     """Resolve the path ``options`` of the task ``args``; see the module docstring."""
     resolved: Dict[str, Any] = dict(args)
     problems: List[str] = []
@@ -48,8 +49,10 @@ def resolve_options(args: Mapping[str, Any], options: Iterable[str], base: str,
             if isinstance(item, str) and item:
                 path = resolve_path(item, base)
                 if option in must_exist and path != item and not os.path.exists(path):
-                    problems.append(f"{option}: {item}: no such file or directory (resolved against {base}, "
-                                    "the directory ansible was started in)")
+                    problems.append(
+                        f"{option}: {item}: no such file or directory (resolved against {base}, "
+                        "the directory ansible was started in)"
+                    )
                 item = path
             out.append(item)
         if value is not None:

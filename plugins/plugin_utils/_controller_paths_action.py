@@ -30,9 +30,14 @@ class ControllerPathsAction(ActionBase):
         if resource_from_fqcr(self._connection.transport) == "local":
             args, problems = resolve_options(args, self.PATH_OPTIONS, os.getcwd(), self.INPUT_OPTIONS)
             if problems:
-                result.update(failed=True, changed=False, problems=problems,
-                              msg=problems[0] if len(problems) == 1 else "; ".join(problems))
+                result.update(
+                    failed=True,
+                    changed=False,
+                    problems=problems,
+                    msg=problems[0] if len(problems) == 1 else "; ".join(problems),
+                )
                 return result
-        result.update(self._execute_module(module_name=self._task.resolved_action, module_args=args,
-                                           task_vars=task_vars))
+        result.update(
+            self._execute_module(module_name=self._task.resolved_action, module_args=args, task_vars=task_vars)
+        )
         return result

@@ -96,24 +96,36 @@ def _span(values: Sequence[Any], pick: Any) -> Optional[float]:
     return pick(numbers) if numbers else None
 
 
-def node_result(results: Sequence[Any], node: str, control_plane: bool, check_mode: bool, error: str,
-                images: Sequence[str], sets: Sequence[Any], started: float,
-                finished: Optional[float] = None) -> Dict[str, Any]:
+def node_result(
+    results: Sequence[Any],
+    node: str,
+    control_plane: bool,
+    check_mode: bool,
+    error: str,
+    images: Sequence[str],
+    sets: Sequence[Any],
+    started: float,
+    finished: Optional[float] = None,
+) -> Dict[str, Any]:
     """The role's ``node_result`` from its prefetch calls' ``results`` (in the order they ran; skipped or empty
     ones are passed over), ``error`` (a failed task of the role, else empty) and the node's wanted ``images`` and
     ``sets``. ``finished`` defaults to now."""
     prefetch = _last_run(results)
     node_error = error or _run_error(prefetch)
-    totals = dict(requested=len(images), present=0, pulled=0, failed=0, skipped=0, would_pull=0, bytes_pulled=0,
-                  seconds=0.0)
+    totals = dict(
+        requested=len(images), present=0, pulled=0, failed=0, skipped=0, would_pull=0, bytes_pulled=0, seconds=0.0
+    )
     totals.update(prefetch.get("totals") or {})
     entries = list(prefetch.get("images") or [])
     bad = [entry for entry in entries if entry.get("status") in _BAD]
     message = node_error
     if not message and bad:
         message = "%d of %d images failed: %s (%s)" % (
-            totals["failed"] + totals["skipped"], totals["requested"], ", ".join(e["image"] for e in bad),
-            bad[0].get("error"))
+            totals["failed"] + totals["skipped"],
+            totals["requested"],
+            ", ".join(e["image"] for e in bad),
+            bad[0].get("error"),
+        )
     pin = prefetch.get("pin") or {}
     ran = bool(pin.get("ran")) and not pin.get("error")
     pin_ran = bool(pin.get("ran"))
@@ -173,8 +185,14 @@ def pin_text(result: Mapping[str, Any]) -> str:
 def result_line(result: Mapping[str, Any]) -> str:
     """``ok: 2 pulled, 1 present, 0 failed of 3 images (12.0 MiB) in 4.2 s; 3 pinned in <path>``."""
     line = "%s: %d pulled, %d present, %d failed of %d images (%.1f MiB) in %.1f s" % (
-        result["status"], result["pulled"], result["present"], result["failed"], result["requested"],
-        result["bytes"] / 1048576, result["seconds"])
+        result["status"],
+        result["pulled"],
+        result["present"],
+        result["failed"],
+        result["requested"],
+        result["bytes"] / 1048576,
+        result["seconds"],
+    )
     if result["pinned"] is not None:
         where = f"in {result['dropin']}" if result["dropin"] else "by the containerd image label"
         line += f"; {result['pinned']} pinned {where}"
@@ -193,6 +211,8 @@ def python_dir_env(path: str) -> Dict[str, str]:
 def prefetch_args(options: Mapping[str, Any]) -> Dict[str, Any]:
     """``options`` without those that are unset (None or an empty string): the module's default applies to them."""
     return {name: value for name, value in options.items() if value is not None and value != ""}
+
+
 def failure_line(failed: Mapping[str, Any]) -> str:
     """The one line of a failed task: an argument check gives each invalid variable and what is allowed (its result
     also holds the whole spec, which buried them), any other task its message."""

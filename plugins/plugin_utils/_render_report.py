@@ -74,15 +74,22 @@ def _pool(entry: Mapping[str, Any]) -> Dict[str, Any]:
 def _error(error: Any) -> Dict[str, Any]:
     if isinstance(error, dict):
         problems = error.get("problems") or []
-        return {"msg": str(error.get("msg") or "the render failed"),
-                "problems": [str(p) for p in problems] if isinstance(problems, list) else [str(problems)],
-                "task": error.get("task")}
+        return {
+            "msg": str(error.get("msg") or "the render failed"),
+            "problems": [str(p) for p in problems] if isinstance(problems, list) else [str(problems)],
+            "task": error.get("task"),
+        }
     return {"msg": str(error), "problems": [], "task": None}
 
 
-def render_report(changes: Optional[Iterable[Optional[Mapping[str, Any]]]], pools: Optional[List[Mapping[str, Any]]] = None,
-                  dest: str = "", check_mode: bool = False, error: Any = None,
-                  base: Optional[str] = None) -> Dict[str, Any]:
+def render_report(
+    changes: Optional[Iterable[Optional[Mapping[str, Any]]]],
+    pools: Optional[List[Mapping[str, Any]]] = None,
+    dest: str = "",
+    check_mode: bool = False,
+    error: Any = None,
+    base: Optional[str] = None,
+) -> Dict[str, Any]:
     """The report document (see the module docstring); ``changes`` are ``file_changes`` results."""
     dest_shown = display_path(dest, base)
     report = {"version": REPORT_VERSION, "check_mode": bool(check_mode), "dest": dest_shown}
@@ -91,8 +98,9 @@ def render_report(changes: Optional[Iterable[Optional[Mapping[str, Any]]]], pool
         lists: Dict[str, List[str]] = {kind: [] for kind in KINDS}
         report.update(status="error", counts={kind: 0 for kind in KINDS}, pools=[], error=err, **lists)
         detail = "".join("\n- " + p for p in err["problems"] if p not in err["msg"])
-        report["message"] = f"the render of {dest_shown or 'the sets'} failed (this is an error, not drift): " \
-                            f"{err['msg']}{detail}"
+        report["message"] = (
+            f"the render of {dest_shown or 'the sets'} failed (this is an error, not drift): {err['msg']}{detail}"
+        )
         return report
 
     merged = merge_file_changes(changes)
@@ -101,15 +109,18 @@ def render_report(changes: Optional[Iterable[Optional[Mapping[str, Any]]]], pool
     differs = any(counts.values())
     status = ("drift" if check_mode else "updated") if differs else "clean"
     summary = ", ".join(f"{counts[kind]} {kind}" for kind in ("changed", "created", "removed"))
-    details = "".join(f"; {kind}: {', '.join(lists[kind])}" for kind in ("changed", "created", "removed")
-                      if lists[kind])
+    details = "".join(
+        f"; {kind}: {', '.join(lists[kind])}" for kind in ("changed", "created", "removed") if lists[kind]
+    )
     if status == "drift":
-        message = f"{dest_shown} differs from what the render writes (run without --check to update it): " \
-                  f"{summary}{details}"
+        message = (
+            f"{dest_shown} differs from what the render writes (run without --check to update it): {summary}{details}"
+        )
     elif status == "updated":
         message = f"{dest_shown} updated: {summary}{details}"
     else:
         message = f"{dest_shown} matches what the render writes: no drift"
-    report.update(status=status, counts=counts, pools=[_pool(p) for p in pools or []], error=None,
-                  message=message, **lists)
+    report.update(
+        status=status, counts=counts, pools=[_pool(p) for p in pools or []], error=None, message=message, **lists
+    )
     return report

@@ -90,8 +90,9 @@ svg .node.failed .note { fill: #b71c1c; }
 """
 
 
-def report_secrets(pull_secrets: Optional[Iterable[Any]] = None,
-                   k8s_auth: Optional[Mapping[str, Any]] = None) -> Set[str]:
+def report_secrets(
+    pull_secrets: Optional[Iterable[Any]] = None, k8s_auth: Optional[Mapping[str, Any]] = None
+) -> Set[str]:
     """The secrets of each docker-config pull secret (text, or a dict as a variable gives it; one that does not parse
     counts whole) and of the Kubernetes connection options (``api_key``, a kubeconfig dict's credentials, a proxy
     URL's password)."""
@@ -157,8 +158,12 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
 
 def _kind(value: Any) -> str:
     if isinstance(value, list):
-        return "a list" if all(isinstance(item, Mapping) for item in value) else "a list with " + ", ".join(
-            sorted({type(item).__name__ for item in value if not isinstance(item, Mapping)}))
+        return (
+            "a list"
+            if all(isinstance(item, Mapping) for item in value)
+            else "a list with "
+            + ", ".join(sorted({type(item).__name__ for item in value if not isinstance(item, Mapping)}))
+        )
     return type(value).__name__
 
 
@@ -178,8 +183,9 @@ def check_report(report: Any) -> None:
             for count in ("images", "nodes"):
                 value = entry.get(count)
                 if value is not None and _number(value) is None:
-                    raise ValueError(f"the report's run.{key}[{index}].{count} must be a number, got "
-                                     f"{_kind(value)} {value!r}")
+                    raise ValueError(
+                        f"the report's run.{key}[{index}].{count} must be a number, got {_kind(value)} {value!r}"
+                    )
 
 
 def _count(node: Mapping[str, Any], key: str) -> int:
@@ -207,7 +213,9 @@ def phase_order(nodes: Sequence[Mapping[str, Any]], run: Mapping[str, Any]) -> L
     return ordered + rest
 
 
-def timeline_rows(nodes: Sequence[Mapping[str, Any]], run: Mapping[str, Any]) -> List[Tuple[str, List[Mapping[str, Any]]]]:
+def timeline_rows(
+    nodes: Sequence[Mapping[str, Any]], run: Mapping[str, Any]
+) -> List[Tuple[str, List[Mapping[str, Any]]]]:
     """``[(phase, nodes)]`` in run order; in each phase the nodes by start time, those that never started last."""
     rows = []
     for phase in phase_order(nodes, run):
@@ -249,11 +257,14 @@ def _cri_text(node: Mapping[str, Any]) -> str:
 
 
 def _node_title(node: Mapping[str, Any]) -> str:
-    parts = [f"{node.get('host')}: {_status(node)}",
-             "%d pulled, %d present, %d failed" % (_count(node, "pulled"), _count(node, "present"),
-                                                   _count(node, "failed")),
-             human_size(_count(node, "bytes")), "%.1f s" % (_number(node.get("seconds")) or 0.0),
-             f"pin {pin_text(node)}", f"CRI {_cri_text(node)}"]
+    parts = [
+        f"{node.get('host')}: {_status(node)}",
+        "%d pulled, %d present, %d failed" % (_count(node, "pulled"), _count(node, "present"), _count(node, "failed")),
+        human_size(_count(node, "bytes")),
+        "%.1f s" % (_number(node.get("seconds")) or 0.0),
+        f"pin {pin_text(node)}",
+        f"CRI {_cri_text(node)}",
+    ]
     return "; ".join(parts)
 
 
@@ -276,8 +287,10 @@ class _Timeline:
             x = self.x(self.start + tick)
             out.append(f'<line class="grid" x1="{x}" y1="{AXIS_HEIGHT - 4}" x2="{x}" y2="{height}"/>')
             anchor = "start" if tick == 0 else "middle"
-            out.append(f'<text class="tick" x="{x}" y="{AXIS_HEIGHT - 8}" text-anchor="{anchor}">'
-                       f'{self.page.text(_duration(tick))}</text>')
+            out.append(
+                f'<text class="tick" x="{x}" y="{AXIS_HEIGHT - 8}" text-anchor="{anchor}">'
+                f"{self.page.text(_duration(tick))}</text>"
+            )
             tick += step
         out.append("</g>")
         return out
@@ -298,20 +311,27 @@ class _Timeline:
     def node(self, node: Mapping[str, Any], y: int) -> List[str]:
         status, host = _status(node), str(node.get("host") or node.get("node") or "?")
         begin, end = _number(node.get("started")), _number(node.get("finished"))
-        attrs = (f'class="node {status}" data-host="{self.page.text(host)}" data-phase="{_phase(node)}" '
-                 f'data-status="{status}"')
+        attrs = (
+            f'class="node {status}" data-host="{self.page.text(host)}" data-phase="{_phase(node)}" '
+            f'data-status="{status}"'
+        )
         shown = self.page.clean(host)
-        label = shown if len(shown) <= LABEL_CHARS else shown[:LABEL_CHARS - 1] + "\u2026"
-        out = [f"<g {attrs}>", f"<title>{self.page.text(_node_title(node))}</title>",
-               f'<text x="2" y="{y + BAR_HEIGHT - 2}">{self.page.text(label)}</text>']
+        label = shown if len(shown) <= LABEL_CHARS else shown[: LABEL_CHARS - 1] + "\u2026"
+        out = [
+            f"<g {attrs}>",
+            f"<title>{self.page.text(_node_title(node))}</title>",
+            f'<text x="2" y="{y + BAR_HEIGHT - 2}">{self.page.text(label)}</text>',
+        ]
         if begin is None or end is None:
             note = "not run" if status == "not_run" else f"{status} before the prefetch started"
             out.append(f'<text class="note" x="{PLOT_LEFT + 2}" y="{y + BAR_HEIGHT - 2}">{self.page.text(note)}</text>')
         else:
             x = self.x(begin)
             width = round(self.x(max(end, begin)) - x, 2)
-            out.append(f'<rect class="bar" x="{x}" y="{y}" width="{width}" height="{BAR_HEIGHT}" '
-                       f'data-started="{begin}" data-finished="{end}"/>')
+            out.append(
+                f'<rect class="bar" x="{x}" y="{y}" width="{width}" height="{BAR_HEIGHT}" '
+                f'data-started="{begin}" data-finished="{end}"/>'
+            )
             parts = (self._part(kind, node, y, (begin, max(end, begin))) for kind in ("pull", "pin"))
             out.extend(part for part in parts if part)
         out.append("</g>")
@@ -325,38 +345,60 @@ class _Timeline:
             heading = f"{PHASE_TITLES[phase]}: {len(members)} node{'s' if len(members) != 1 else ''}"
             if serial.get(phase) is not None:
                 heading += f", batches of {serial[phase]}"
-            body.append(f'<g class="phase" data-phase="{phase}">'
-                        f'<text x="2" y="{y + PHASE_HEIGHT - 6}">{self.page.text(heading)}</text></g>')
+            body.append(
+                f'<g class="phase" data-phase="{phase}">'
+                f'<text x="2" y="{y + PHASE_HEIGHT - 6}">{self.page.text(heading)}</text></g>'
+            )
             y += PHASE_HEIGHT
             for node in members:
                 body.extend(self.node(node, y + (ROW_HEIGHT - BAR_HEIGHT) // 2))
                 y += ROW_HEIGHT
         height = y + 4
-        return "\n".join([f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{PAGE_WIDTH}" '
-                          f'height="{height}" viewBox="0 0 {PAGE_WIDTH} {height}" role="img" '
-                          'aria-label="timeline of the nodes">', *self.axis(height), *body, "</svg>"])
+        return "\n".join(
+            [
+                f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{PAGE_WIDTH}" '
+                f'height="{height}" viewBox="0 0 {PAGE_WIDTH} {height}" role="img" '
+                'aria-label="timeline of the nodes">',
+                *self.axis(height),
+                *body,
+                "</svg>",
+            ]
+        )
 
 
 def _legend() -> str:
-    keys = [("bar-ok", "node ok"), ("pull-ok", "pull"), ("pin-ok", "pin"), ("bar-failed", "node failed"),
-            ("pull-failed", "pull"), ("pin-failed", "pin"), ("not-run", "not run")]
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="legend" width="{PAGE_WIDTH}" height="18" '
-           f'viewBox="0 0 {PAGE_WIDTH} 18">']
+    keys = [
+        ("bar-ok", "node ok"),
+        ("pull-ok", "pull"),
+        ("pin-ok", "pin"),
+        ("bar-failed", "node failed"),
+        ("pull-failed", "pull"),
+        ("pin-failed", "pin"),
+        ("not-run", "not run"),
+    ]
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="legend" width="{PAGE_WIDTH}" height="18" '
+        f'viewBox="0 0 {PAGE_WIDTH} 18">'
+    ]
     x = 2
     for kind, label in keys:
-        out.append(f'<rect class="key {kind}" x="{x}" y="4" width="16" height="10"/>'
-                   f'<text x="{x + 20}" y="13">{label}</text>')
+        out.append(
+            f'<rect class="key {kind}" x="{x}" y="4" width="16" height="10"/><text x="{x + 20}" y="13">{label}</text>'
+        )
         x += 26 + 6 * len(label) + 10
     out.append("</svg>")
     return "".join(out)
 
 
-def _table(page: _Page, header: Sequence[Tuple[str, bool]], rows: Iterable[Sequence[Any]],
-           row_class: Optional[Sequence[str]] = None) -> str:
+def _table(
+    page: _Page,
+    header: Sequence[Tuple[str, bool]],
+    rows: Iterable[Sequence[Any]],
+    row_class: Optional[Sequence[str]] = None,
+) -> str:
     """A table; each column is (title, numeric); ``row_class`` gives each row's status class."""
     out = ["<table><thead><tr>"]
-    out.extend(f'<th class="n">{page.text(t)}</th>' if numeric else f"<th>{page.text(t)}</th>"
-               for t, numeric in header)
+    out.extend(f'<th class="n">{page.text(t)}</th>' if numeric else f"<th>{page.text(t)}</th>" for t, numeric in header)
     out.append("</tr></thead><tbody>")
     for index, row in enumerate(rows):
         status = f' class="status-{row_class[index]}"' if row_class else ""
@@ -378,12 +420,20 @@ def _totals(page: _Page, summary: Mapping[str, Any], run: Mapping[str, Any]) -> 
     seconds = "%.1f on the nodes together" % (_number(summary.get("node_seconds")) or 0.0)
     if wall:
         seconds += f"; {wall} from the first node's start to the last's end"
-    rows = [("nodes", "%d: %d ok, %d failed, %d not run" % (_count(summary, "nodes"), _count(summary, "ok"),
-                                                            _count(summary, "failed"), _count(summary, "not_run"))),
-            ("images", "%d %s, %d present, %d failed" % (pulled, verb, _count(summary, "present"),
-                                                         _count(summary, "failed_images"))),
-            ("bytes pulled", human_size(_count(summary, "bytes"))),
-            ("seconds", seconds)]
+    rows = [
+        (
+            "nodes",
+            "%d: %d ok, %d failed, %d not run"
+            % (_count(summary, "nodes"), _count(summary, "ok"), _count(summary, "failed"), _count(summary, "not_run")),
+        ),
+        (
+            "images",
+            "%d %s, %d present, %d failed"
+            % (pulled, verb, _count(summary, "present"), _count(summary, "failed_images")),
+        ),
+        ("bytes pulled", human_size(_count(summary, "bytes"))),
+        ("seconds", seconds),
+    ]
     return _table(page, [("total", False), ("", False)], rows)
 
 
@@ -391,23 +441,52 @@ def _parameters(page: _Page, run: Mapping[str, Any]) -> str:
     phases = ", then ".join(
         "%s (batches of %s, stop above %s%% failed)"
         % (PHASE_TITLES.get(str(p.get("group")), p.get("group")), p.get("serial"), p.get("max_fail_percentage"))
-        for p in run.get("phases") or [])
-    sets = ", ".join("%s (%d images, %d nodes)" % (s.get("name"), _count(s, "images"), _count(s, "nodes"))
-                     for s in run.get("sets") or [])
+        for p in run.get("phases") or []
+    )
+    sets = ", ".join(
+        "%s (%d images, %d nodes)" % (s.get("name"), _count(s, "images"), _count(s, "nodes"))
+        for s in run.get("sets") or []
+    )
     pools = ", ".join("%s (%d nodes)" % (p.get("name"), _count(p, "nodes")) for p in run.get("pools") or [])
-    rows = [("phases", phases or "-"), ("forks", run.get("forks") or "-"),
-            ("check mode", "yes" if run.get("check_mode") else "no"), ("sets", sets or "-"), ("pools", pools or "-")]
+    rows = [
+        ("phases", phases or "-"),
+        ("forks", run.get("forks") or "-"),
+        ("check mode", "yes" if run.get("check_mode") else "no"),
+        ("sets", sets or "-"),
+        ("pools", pools or "-"),
+    ]
     return _table(page, [("parameter", False), ("value", False)], rows)
 
 
 def _nodes_table(page: _Page, rows: Sequence[Tuple[str, Sequence[Mapping[str, Any]]]]) -> str:
-    header = [("node", False), ("phase", False), ("status", False), ("pulled", True), ("present", True),
-              ("failed", True), ("bytes", True), ("seconds", True), ("pinned", False), ("CRI", False)]
+    header = [
+        ("node", False),
+        ("phase", False),
+        ("status", False),
+        ("pulled", True),
+        ("present", True),
+        ("failed", True),
+        ("bytes", True),
+        ("seconds", True),
+        ("pinned", False),
+        ("CRI", False),
+    ]
     nodes = [node for _phase_name, members in rows for node in members]
-    body = [(node.get("host"), PHASE_TITLES[_phase(node)].lower(), _status(node).replace("_", " "),
-             _count(node, "pulled") + _count(node, "would_pull"), _count(node, "present"), _count(node, "failed"),
-             human_size(_count(node, "bytes")), "%.1f" % (_number(node.get("seconds")) or 0.0), pin_text(node),
-             _cri_text(node)) for node in nodes]
+    body = [
+        (
+            node.get("host"),
+            PHASE_TITLES[_phase(node)].lower(),
+            _status(node).replace("_", " "),
+            _count(node, "pulled") + _count(node, "would_pull"),
+            _count(node, "present"),
+            _count(node, "failed"),
+            human_size(_count(node, "bytes")),
+            "%.1f" % (_number(node.get("seconds")) or 0.0),
+            pin_text(node),
+            _cri_text(node),
+        )
+        for node in nodes
+    ]
     return _table(page, header, body, [_status(node) for node in nodes])
 
 
@@ -416,15 +495,19 @@ def _failures(page: _Page, nodes: Sequence[Mapping[str, Any]]) -> str:
     for node in nodes:
         if _status(node) not in ("failed", "not_run"):
             continue
-        out.append(f'<div class="failure" data-host="{page.text(node.get("host"))}">'
-                   f'<h3 class="status-{_status(node)}">{page.text(node.get("host"))}: '
-                   f'{page.text(_status(node).replace("_", " "))}</h3>'
-                   f'<p class="msg">{page.text(node.get("error") or "no message")}</p>')
+        out.append(
+            f'<div class="failure" data-host="{page.text(node.get("host"))}">'
+            f'<h3 class="status-{_status(node)}">{page.text(node.get("host"))}: '
+            f"{page.text(_status(node).replace('_', ' '))}</h3>"
+            f'<p class="msg">{page.text(node.get("error") or "no message")}</p>'
+        )
         bad = [entry for entry in node.get("images") or [] if entry.get("status") in ("failed", "skipped")]
         if bad:
             out.append("<ul>")
-            out.extend(f'<li class="msg">{page.text(entry.get("image"))}: {page.text(entry.get("error"))}</li>'
-                       for entry in bad)
+            out.extend(
+                f'<li class="msg">{page.text(entry.get("image"))}: {page.text(entry.get("error"))}</li>'
+                for entry in bad
+            )
             out.append("</ul>")
         out.append("</div>")
     return "".join(out) or "<p>None.</p>"
@@ -439,37 +522,48 @@ def render_page(report: Mapping[str, Any], secrets: Iterable[str] = ()) -> str:
     summary: Mapping[str, Any] = report.get("summary") or {}
     rows = timeline_rows(nodes, run)
     span = _span(nodes)
-    timeline = (_Timeline(page, span).render(rows, run) if span else "<p>No node started: nothing to draw.</p>")
+    timeline = _Timeline(page, span).render(rows, run) if span else "<p>No node started: nothing to draw.</p>"
     counts = [sum(1 for n in nodes if _status(n) == status) for status in ("failed", "not_run")]
     title = "pinned.images rollout: %d nodes, %d failed, %d not run" % (len(nodes), *counts)
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html xmlns="http://www.w3.org/1999/xhtml" lang="en">',
-        "<head>",
-        '<meta charset="utf-8"/>',
-        f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}"/>',
-        '<meta name="viewport" content="width=device-width, initial-scale=1"/>',
-        f"<title>{page.text(title)}</title>",
-        f"<style>{_CSS}</style>",
-        "</head>",
-        "<body>",
-        f"<h1>{page.text(title)}</h1>",
-        "<h2>Totals</h2>", _totals(page, summary, run),
-        "<h2>Timeline</h2>",
-        "<p>One bar per node, from the start of its run to its end, in the order the phases ran; the darker parts"
-        " are its pulls (first start to last end) and its pin step.</p>",
-        _legend(), timeline,
-        "<h2>Nodes</h2>", _nodes_table(page, rows),
-        "<h2>Failures</h2>", _failures(page, [node for _phase_name, members in rows for node in members]),
-        "<h2>Run parameters</h2>", _parameters(page, run),
-        "</body>",
-        "</html>",
-        "",
-    ])
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html xmlns="http://www.w3.org/1999/xhtml" lang="en">',
+            "<head>",
+            '<meta charset="utf-8"/>',
+            f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}"/>',
+            '<meta name="viewport" content="width=device-width, initial-scale=1"/>',
+            f"<title>{page.text(title)}</title>",
+            f"<style>{_CSS}</style>",
+            "</head>",
+            "<body>",
+            f"<h1>{page.text(title)}</h1>",
+            "<h2>Totals</h2>",
+            _totals(page, summary, run),
+            "<h2>Timeline</h2>",
+            "<p>One bar per node, from the start of its run to its end, in the order the phases ran; the darker parts"
+            " are its pulls (first start to last end) and its pin step.</p>",
+            _legend(),
+            timeline,
+            "<h2>Nodes</h2>",
+            _nodes_table(page, rows),
+            "<h2>Failures</h2>",
+            _failures(page, [node for _phase_name, members in rows for node in members]),
+            "<h2>Run parameters</h2>",
+            _parameters(page, run),
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
 
 
-def page_secrets(report: Mapping[str, Any], hostvars: Optional[HostVars] = None,
-                 k8s_auth: Optional[Mapping[str, Any]] = None, secrets: Iterable[str] = ()) -> Set[str]:
+def page_secrets(
+    report: Mapping[str, Any],
+    hostvars: Optional[HostVars] = None,
+    k8s_auth: Optional[Mapping[str, Any]] = None,
+    secrets: Iterable[str] = (),
+) -> Set[str]:
     """``secrets`` plus those of the ``node_pull_secret`` of each node of ``report`` and of localhost (``hostvars``)
     and of ``k8s_auth`` (see ``report_secrets``)."""
     check_report(report)

@@ -62,14 +62,14 @@ def known_variables(root: Path = ROOT) -> Set[str]:
         specs = yaml.safe_load(spec_file.read_text()) or {}
         for entry_point in (specs.get("argument_specs") or {}).values():
             names.update((entry_point or {}).get("options") or {})
-    for tasks in sorted([*root.glob("roles/*/tasks/*.yml"), *root.glob("playbooks/*.yml"),
-                         *root.glob("playbooks/tasks/*.yml")]):
+    for tasks in sorted(
+        [*root.glob("roles/*/tasks/*.yml"), *root.glob("playbooks/*.yml"), *root.glob("playbooks/tasks/*.yml")]
+    ):
         names |= _set_names(yaml.safe_load(tasks.read_text()))
     return names
 
 
-def unknown_variables(hostvars: Mapping[str, Any], hosts: Iterable[str],
-                      known: Set[str]) -> Dict[str, List[str]]:
+def unknown_variables(hostvars: Mapping[str, Any], hosts: Iterable[str], known: Set[str]) -> Dict[str, List[str]]:
     """The ``cluster_*``/``node_*`` names set on ``hosts`` (their ``hostvars``) that no role or playbook reads:
     ``errors`` for those close to a known name (naming it), ``warnings`` for the others; each line names the hosts
     that have the variable, or says it is on every host."""
@@ -84,8 +84,11 @@ def unknown_variables(hostvars: Mapping[str, Any], hosts: Iterable[str],
     candidates = sorted(known)
     for name, where in sorted(found.items()):
         # Extra variables and those of the group all are on every host.
-        on = "every host: an extra variable or one of the group all" if len(where) == len(present) > 1 \
+        on = (
+            "every host: an extra variable or one of the group all"
+            if len(where) == len(present) > 1
             else ", ".join(where)
+        )
         close = difflib.get_close_matches(name, candidates, n=1, cutoff=CLOSE)
         if close:
             errors.append(f"{name} (on {on}) is not a variable of pinned.images: did you mean {close[0]}?")

@@ -33,8 +33,9 @@ def push_set(pusher: PushClient, count: int) -> list:
         repo = f"bench/app{i}"
         base = layer(f"base{i // 10}", 20000)
         if i % 5 == 0:
-            pushed = push_index(pusher, repo, {
-                "linux/amd64": [base, layer(f"amd{i}", 3000)], "linux/arm64": [layer(f"arm{i}", 2000)]})
+            pushed = push_index(
+                pusher, repo, {"linux/amd64": [base, layer(f"amd{i}", 3000)], "linux/arm64": [layer(f"arm{i}", 2000)]}
+            )
         else:
             pushed = push_image(pusher, repo, [base, layer(f"a{i}", 4000), layer(f"b{i}", 1000)])
         refs.append(f"{pusher.host}/{repo}@{pushed.digest}")
@@ -47,18 +48,27 @@ def run(label, refs, credentials, insecure, certs_dir, workers, token_server=Non
     parsed = [parse_image_ref(r) for r in refs]
     start = time.perf_counter()
     if workers == 1:
-        infos = [client.manifest_info(r, credentials=credentials, insecure=insecure, platform="linux/amd64")
-                 for r in parsed]
+        infos = [
+            client.manifest_info(r, credentials=credentials, insecure=insecure, platform="linux/amd64") for r in parsed
+        ]
     else:
         with ThreadPoolExecutor(workers) as pool:
-            infos = list(pool.map(lambda r: client.manifest_info(
-                r, credentials=credentials, insecure=insecure, platform="linux/amd64"), parsed))
+            infos = list(
+                pool.map(
+                    lambda r: client.manifest_info(
+                        r, credentials=credentials, insecure=insecure, platform="linux/amd64"
+                    ),
+                    parsed,
+                )
+            )
     elapsed = time.perf_counter() - start
     result = estimate(dict(zip(refs, infos)))
     tokens = (token_server.requests - tokens_before) if token_server else 0
-    print(f"{label:<38} workers={workers}  {elapsed * 1000:7.1f} ms  {elapsed * 1000 / len(refs):5.2f} ms/image  "
-          f"requests={client.request_count:4d} ({client.request_count / len(refs):.2f}/image, token={tokens})  "
-          f"required={human_size(result['required_bytes'])} layers={result['layers']}")
+    print(
+        f"{label:<38} workers={workers}  {elapsed * 1000:7.1f} ms  {elapsed * 1000 / len(refs):5.2f} ms/image  "
+        f"requests={client.request_count:4d} ({client.request_count / len(refs):.2f}/image, token={tokens})  "
+        f"required={human_size(result['required_bytes'])} layers={result['layers']}"
+    )
     return result
 
 
@@ -74,8 +84,15 @@ def main():
             alice = RegistryCredentials(USER, PASSWORD)
             for workers in (1, 4):
                 run("plain HTTP, anonymous (insecure)", plain_refs, None, True, lab.certs_dir, workers)
-                run("TLS + bearer token (basic creds)", token_refs, alice, False, lab.certs_dir, workers,
-                    lab.token_server)
+                run(
+                    "TLS + bearer token (basic creds)",
+                    token_refs,
+                    alice,
+                    False,
+                    lab.certs_dir,
+                    workers,
+                    lab.token_server,
+                )
         finally:
             lab.stop()
 

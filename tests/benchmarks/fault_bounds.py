@@ -36,8 +36,10 @@ def alias_bomb(levels: int, where: str) -> str:
     top = f"*a{levels - 1}"
     api_version = top if where == "apiVersion" else "machineconfiguration.openshift.io/v1"
     image = top if where == "image" else IMAGE
-    return ("x-anchors:\n" + "\n".join(anchors) + f"\napiVersion: {api_version}\nkind: PinnedImageSet\n"
-            f"metadata: {{name: bomb}}\nspec: {{pinnedImages: [{{name: {image}}}]}}\n")
+    return (
+        "x-anchors:\n" + "\n".join(anchors) + f"\napiVersion: {api_version}\nkind: PinnedImageSet\n"
+        f"metadata: {{name: bomb}}\nspec: {{pinnedImages: [{{name: {image}}}]}}\n"
+    )
 
 
 def big_file(path: Path, head: str, line: str) -> Path:
@@ -60,8 +62,9 @@ def run_child(code: str) -> tuple:
                 print("VmHWM", line.split()[1])
     """)
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=CHILD_ENV, text=True, timeout=300,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env=CHILD_ENV, text=True, timeout=300, check=False
+    )
     elapsed = time.monotonic() - start
     lines = [line for line in (proc.stdout + proc.stderr).strip().splitlines() if line.strip()]
     peak = next((int(line.split()[1]) / 1024 for line in lines if line.startswith("VmHWM ")), float("nan"))
@@ -117,35 +120,60 @@ def main() -> None:
         for levels, where in ((10, "apiVersion"), (10, "image")):
             path = tmp / f"bomb-{where}.yaml"
             path.write_text(alias_bomb(levels, where))
-            rows.append((f"set file: {levels}-level alias bomb in {where} ({path.stat().st_size} B)",
-                         *run_child(loader(f"load_sets({str(path)!r})"))))
-        sets = big_file(tmp / "big.yaml", "apiVersion: machineconfiguration.openshift.io/v1\nkind: PinnedImageSet\n"
-                        "metadata: {name: big}\nspec:\n  pinnedImages:\n", f"  - name: {IMAGE}\n")
+            rows.append(
+                (
+                    f"set file: {levels}-level alias bomb in {where} ({path.stat().st_size} B)",
+                    *run_child(loader(f"load_sets({str(path)!r})")),
+                )
+            )
+        sets = big_file(
+            tmp / "big.yaml",
+            "apiVersion: machineconfiguration.openshift.io/v1\nkind: PinnedImageSet\n"
+            "metadata: {name: big}\nspec:\n  pinnedImages:\n",
+            f"  - name: {IMAGE}\n",
+        )
         rows.append(("set file: 50 MiB", *run_child(loader(f"load_sets({str(sets)!r})"))))
         secret = big_file(tmp / "config.json", '{"auths": {', '"r.example": {"auth": "dTpw"}, ')
         rows.append(("pull secret: 50 MiB", *run_child(loader(f"load_docker_config({str(secret)!r})"))))
         conf = big_file(tmp / "registries.conf", "", '[[registry]]\nlocation = "quay.io"\n')
-        rows.append(("registries.conf: 50 MiB",
-                     *run_child(loader(f"load_registries_conf({str(conf)!r}, None, '', None, '')"))))
+        rows.append(
+            ("registries.conf: 50 MiB", *run_child(loader(f"load_registries_conf({str(conf)!r}, None, '', None, '')")))
+        )
         nested = tmp / "nested.json"
         nested.write_text('{"auths": ' + "[" * 100_000 + "]" * 100_000 + "}")
-        rows.append(("pull secret: 100,000-deep nesting (200 KB)", *run_child(loader(f"load_docker_config({str(nested)!r})"))))
+        rows.append(
+            ("pull secret: 100,000-deep nesting (200 KB)", *run_child(loader(f"load_docker_config({str(nested)!r})")))
+        )
         nested_conf = tmp / "nested.conf"
         nested_conf.write_text("a = " + "[" * 100_000 + "]" * 100_000)
-        rows.append(("registries.conf: 100,000-deep nesting (200 KB)",
-                     *run_child(loader(f"load_registries_conf({str(nested_conf)!r}, None, '', None, '')"))))
+        rows.append(
+            (
+                "registries.conf: 100,000-deep nesting (200 KB)",
+                *run_child(loader(f"load_registries_conf({str(nested_conf)!r}, None, '', None, '')")),
+            )
+        )
         dropin = tmp / "50-pinned-images"
         with dropin.open("wb") as handle:
             handle.truncate(BIG)
-        rows.append(("CRI-O drop-in: 50 MiB old file replaced", *run_child(f"""
+        rows.append(
+            (
+                "CRI-O drop-in: 50 MiB old file replaced",
+                *run_child(f"""
             from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import atomic_write
             print(atomic_write({str(dropin)!r}, "x\\n")["diff"]["before"].strip())
-        """)))
-        rows.append(("status annotation: 50 MiB value", *run_child(f"""
+        """),
+            )
+        )
+        rows.append(
+            (
+                "status annotation: 50 MiB value",
+                *run_child(f"""
             from ansible_collections.pinned.images.plugins.module_utils._openshift.node_status import parse_status
             value = "[" + " " * {BIG} + "]"  # the 50 MiB string itself is in the peak
             print("parsed as", parse_status(value))
-        """)))
+        """),
+            )
+        )
 
         with silent_port() as port:
             url = f"http://127.0.0.1:{port}"
@@ -170,32 +198,52 @@ def main() -> None:
         listener.bind(sock)
         listener.listen(8)
         try:
-            rows.append(("CRI socket that does not speak gRPC (5 s connect timeout)", *run_child(f"""
+            rows.append(
+                (
+                    "CRI socket that does not speak gRPC (5 s connect timeout)",
+                    *run_child(f"""
                 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, CriError
                 try:
                     CriClient({sock!r}, connect_timeout=5).connect()
                 except CriError as exc:
                     print(exc)
-            """)))
+            """),
+                )
+            )
         finally:
             listener.close()
 
         lock = tmp / "prefetch.lock"
-        holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        holder = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                textwrap.dedent(f"""
             import sys
             from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock
             NodeLock({str(lock)!r}, "first").acquire()
             print("held", flush=True)
             sys.stdin.read()
-        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=CHILD_ENV, text=True)
+        """),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=CHILD_ENV,
+            text=True,
+        )
         holder.stdout.readline()
-        rows.append(("second prefetch on a locked node", *run_child(f"""
+        rows.append(
+            (
+                "second prefetch on a locked node",
+                *run_child(f"""
             from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock, NodeLockError
             try:
                 NodeLock({str(lock)!r}, "second").acquire()
             except NodeLockError as exc:
                 print(exc)
-        """)))
+        """),
+            )
+        )
         holder.stdin.close()
         holder.wait()
 
@@ -203,7 +251,9 @@ def main() -> None:
     print(f"{'case':58} {'seconds':>8} {'peak MiB':>9}  ends with")
     for case, seconds, rss, text in rows:
         print(f"{case:58} {seconds:8.2f} {rss:9.1f}  {text}")
-    print(json.dumps([dict(case=c, seconds=round(s, 3), peak_mib=round(r, 1)) for c, s, r, _t in rows]), file=sys.stderr)
+    print(
+        json.dumps([dict(case=c, seconds=round(s, 3), peak_mib=round(r, 1)) for c, s, r, _t in rows]), file=sys.stderr
+    )
 
 
 if __name__ == "__main__":

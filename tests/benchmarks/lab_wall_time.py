@@ -60,8 +60,10 @@ def show(label: str, wall: float, report: dict) -> None:
         role_seconds = node["finished"] - node["started"]
         prefetch_sum += node["seconds"]
         role_sum += role_seconds
-        print(f"  {node['host']:<10} {node['pulled']:>6} {node['present']:>7} {node['seconds']:>10.2f} "
-              f"{role_seconds:>8.2f}")
+        print(
+            f"  {node['host']:<10} {node['pulled']:>6} {node['present']:>7} {node['seconds']:>10.2f} "
+            f"{role_seconds:>8.2f}"
+        )
     print(f"  wall time of the playbook:            {wall:8.2f} s")
     print(f"  sum of per-node prefetch times:       {prefetch_sum:8.2f} s   wall / sum = {wall / prefetch_sum:5.2f}")
     print(f"  sum of per-node role times:           {role_sum:8.2f} s   wall / sum = {wall / role_sum:5.2f}")
@@ -72,8 +74,10 @@ def show(label: str, wall: float, report: dict) -> None:
         worker_span = max(n["finished"] for n in workers) - min(n["started"] for n in workers)
         worker_sum = sum(n["finished"] - n["started"] for n in workers)
         print(f"  control-plane phase: {cp_span:6.2f} s for {len(control_plane)} nodes one at a time")
-        print(f"  worker phase:        {worker_span:6.2f} s for {len(workers)} nodes at once "
-              f"(their role times add up to {worker_sum:.2f} s)")
+        print(
+            f"  worker phase:        {worker_span:6.2f} s for {len(workers)} nodes at once "
+            f"(their role times add up to {worker_sum:.2f} s)"
+        )
 
 
 def main() -> None:

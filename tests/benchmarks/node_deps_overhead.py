@@ -46,17 +46,43 @@ def main() -> None:
                 images = [record.reference for record in lab.push_bulk(3, prefix=f"bench-{node}")]
                 inventory = lab.inventory(interpreter)
                 workers = inventory["all"]["children"]["workers"]["hosts"]
-                inventory["all"]["children"] = {"control_plane": {"hosts": {}}, "workers": {"hosts": {node: dict(
-                    workers[node], node_images=images, node_progress_interval=1,
-                    node_python_deps_dir=str(tmp / "python"), node_wheelhouse=str(wheelhouse))}}}
+                inventory["all"]["children"] = {
+                    "control_plane": {"hosts": {}},
+                    "workers": {
+                        "hosts": {
+                            node: dict(
+                                workers[node],
+                                node_images=images,
+                                node_progress_interval=1,
+                                node_python_deps_dir=str(tmp / "python"),
+                                node_wheelhouse=str(wheelhouse),
+                            )
+                        }
+                    },
+                }
                 path = tmp / f"{node}.json"
                 path.write_text(json.dumps(inventory))
                 if label == "bare":
-                    tag = json.loads(subprocess.run(
-                        [python, "-c", "import json, platform, sys; print(json.dumps(['cp%d%d' % sys.version_info[:2],"
-                         " platform.machine()]))"], capture_output=True, text=True, check=True).stdout)
-                    run(path, playbook="wheelhouse", extra=dict(
-                        wheelhouse_path=str(wheelhouse), wheelhouse_targets=[f"{tag[0]}-manylinux-{tag[1]}"]))
+                    tag = json.loads(
+                        subprocess.run(
+                            [
+                                python,
+                                "-c",
+                                "import json, platform, sys; print(json.dumps(['cp%d%d' % sys.version_info[:2],"
+                                " platform.machine()]))",
+                            ],
+                            capture_output=True,
+                            text=True,
+                            check=True,
+                        ).stdout
+                    )
+                    run(
+                        path,
+                        playbook="wheelhouse",
+                        extra=dict(
+                            wheelhouse_path=str(wheelhouse), wheelhouse_targets=[f"{tag[0]}-manylinux-{tag[1]}"]
+                        ),
+                    )
                 first = run(path)
                 # The machine may be shared: the median of three reruns.
                 timings[label] = (first, sorted(run(path) for _rerun in range(3))[1])
@@ -71,7 +97,9 @@ def main() -> None:
             lab.down()
     bare, baseline = timings["bare"], timings["with grpc"]
     print(f"node tag: {tag_dir.name}")
-    print(f"bytes copied per node: {copied} ({copied / 1048576:.1f} MiB of wheels), unpacked {unpacked / 1048576:.1f} MiB")
+    print(
+        f"bytes copied per node: {copied} ({copied / 1048576:.1f} MiB of wheels), unpacked {unpacked / 1048576:.1f} MiB"
+    )
     print(f"first run:  {bare[0]:.1f} s bare node, {baseline[0]:.1f} s node with grpc: {bare[0] - baseline[0]:+.1f} s")
     print(f"second run: {bare[1]:.1f} s bare node, {baseline[1]:.1f} s node with grpc: {bare[1] - baseline[1]:+.1f} s")
     print(f"check of the private directory per node module call: {check * 1000:.0f} ms")

@@ -51,19 +51,27 @@ def main() -> None:
             wall, result = run_module(dict(common, images=fresh))
             guard = result["disk_guard"]
             print(f"fresh:   {options.fresh} images x {options.size // 1024} KiB, concurrency {options.concurrency}")
-            print(f"  ansible wall {wall:.2f} s, module {result['totals']['seconds']:.2f} s, "
-                  f"pulled {result['totals']['pulled']}, {result['totals']['bytes_pulled'] / 2**20:.1f} MiB")
-            print(f"  disk-guard estimate {guard['estimate_seconds']:.2f} s, {guard['registry_requests']} registry requests "
-                  f"({guard['registry_requests'] / options.fresh:.2f} per image, "
-                  f"{guard['estimate_seconds'] / max(result['totals']['seconds'], 1e-9):.1%} of the module time)")
+            print(
+                f"  ansible wall {wall:.2f} s, module {result['totals']['seconds']:.2f} s, "
+                f"pulled {result['totals']['pulled']}, {result['totals']['bytes_pulled'] / 2**20:.1f} MiB"
+            )
+            print(
+                f"  disk-guard estimate {guard['estimate_seconds']:.2f} s, {guard['registry_requests']} registry requests "
+                f"({guard['registry_requests'] / options.fresh:.2f} per image, "
+                f"{guard['estimate_seconds'] / max(result['totals']['seconds'], 1e-9):.1%} of the module time)"
+            )
 
             lab_images = [r.reference for r in records[: options.present]]
             run_module(dict(common, images=lab_images))  # make all of them present
             wall_present, present = run_module(dict(common, images=lab_images))
             print(f"present: {options.present} images already on the node")
-            print(f"  ansible wall {wall_present:.2f} s, module {present['totals']['seconds']:.3f} s, "
-                  f"changed={present['changed']}, present {present['totals']['present']}")
-            print(f"  ratio fresh/present module time: {result['totals']['seconds'] / max(present['totals']['seconds'], 1e-9):.1f}x")
+            print(
+                f"  ansible wall {wall_present:.2f} s, module {present['totals']['seconds']:.3f} s, "
+                f"changed={present['changed']}, present {present['totals']['present']}"
+            )
+            print(
+                f"  ratio fresh/present module time: {result['totals']['seconds'] / max(present['totals']['seconds'], 1e-9):.1f}x"
+            )
         finally:
             lab.down()
 

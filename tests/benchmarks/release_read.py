@@ -48,11 +48,15 @@ def main(count: int, padding_mib: int) -> None:
             estimate_seconds = time.perf_counter() - started
         finally:
             lab.down()
-    print(f"release layer {release['layer_size']} bytes; received {payload.bytes_read} bytes of it "
-          f"({100 * payload.bytes_read / release['layer_size']:.3f} %)")
+    print(
+        f"release layer {release['layer_size']} bytes; received {payload.bytes_read} bytes of it "
+        f"({100 * payload.bytes_read / release['layer_size']:.3f} %)"
+    )
     print(f"release read: {read_seconds * 1000:.1f} ms, {requests} requests, {len(payload.components)} components")
-    print(f"estimate of {len(images)} images: {estimate_seconds * 1000:.1f} ms, "
-          f"{estimated['registry_requests']} requests, required {estimated['required']}")
+    print(
+        f"estimate of {len(images)} images: {estimate_seconds * 1000:.1f} ms, "
+        f"{estimated['registry_requests']} requests, required {estimated['required']}"
+    )
 
 
 if __name__ == "__main__":

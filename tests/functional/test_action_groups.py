@@ -25,7 +25,10 @@ def run_play(tmp_path, module_defaults: dict, module: str, args: dict) -> dict:
         "module_defaults": module_defaults,
         "tasks": [
             {"name": "Run the module", module: args, "register": "result"},
-            {"name": "Keep the result", "ansible.builtin.copy": {"content": "{{ result | to_json }}", "dest": str(out)}},
+            {
+                "name": "Keep the result",
+                "ansible.builtin.copy": {"content": "{{ result | to_json }}", "dest": str(out)},
+            },
         ],
     }
     playbook = tmp_path / "play.yml"
@@ -37,8 +40,12 @@ def run_play(tmp_path, module_defaults: dict, module: str, args: dict) -> dict:
 
 def test_k8s_group_sets_the_connection_of_every_cluster_module(fake_apiserver, tmp_path):
     fake_apiserver.add(pinned_image_set("group-set", [IMAGE]))
-    result = run_play(tmp_path, {"group/pinned.images.k8s": {"host": fake_apiserver.url, "api_key": fake_apiserver.token}},
-                      "pinned.images.pinned_image_set_info", {"cluster": True})
+    result = run_play(
+        tmp_path,
+        {"group/pinned.images.k8s": {"host": fake_apiserver.url, "api_key": fake_apiserver.token}},
+        "pinned.images.pinned_image_set_info",
+        {"cluster": True},
+    )
     assert [(s["name"], s["images"]) for s in result["sets"]] == [("group-set", [IMAGE])]
 
 

@@ -29,9 +29,11 @@ from support.registry import start_registry, write_htpasswd
 
 # (the lab's runtime, whether the guard must read config_path from the node's config file, as on 2.x, whose CRI
 # Status leaves the registry out).
-RUNTIMES = [pytest.param(("containerd-1.6", False), id="containerd-1.6"),
-            pytest.param(("containerd-1.7", False), id="containerd-1.7"),
-            pytest.param(("containerd-2.1", True), id="containerd-2.1")]
+RUNTIMES = [
+    pytest.param(("containerd-1.6", False), id="containerd-1.6"),
+    pytest.param(("containerd-1.7", False), id="containerd-1.7"),
+    pytest.param(("containerd-2.1", True), id="containerd-2.1"),
+]
 USER, PASSWORD = "hosts-user", "hosts-pa:ss"
 _ACCESS = re.compile(r'"(?:GET|HEAD) (\S+) HTTP/[0-9.]+" \d+ \S+ "[^"]*" "([^"]*)"')
 
@@ -50,6 +52,7 @@ def _access_log(path):
     def lines():
         with open(path) as handle:
             return [m.groups() for m in _ACCESS.finditer(handle.read())]
+
     return lines
 
 
@@ -62,8 +65,12 @@ def hosts_site(tmp_path_factory):
     write_htpasswd(base / "htpasswd", USER, PASSWORD)
     origin = start_registry(str(base / "origin"), access_log=True)
     secure = start_registry(str(base / "secure"), tls=tls, access_log=True)
-    login = start_registry(str(base / "login"), tls=tls, access_log=True,
-                           auth={"htpasswd": {"realm": "hosts-site", "path": str(base / "htpasswd")}})
+    login = start_registry(
+        str(base / "login"),
+        tls=tls,
+        access_log=True,
+        auth={"htpasswd": {"realm": "hosts-site", "path": str(base / "htpasswd")}},
+    )
     proxy = PathProxy(origin.name, {"/prefix/v2/": "/v2/", "/custom/api/": "/v2/"})
     down, down_mirror = free_port(), free_port()
     pushers = {
@@ -71,40 +78,115 @@ def hosts_site(tmp_path_factory):
         "secure": PushClient(secure.name, ca=pki["ca.crt"]),
         "login": PushClient(login.name, ca=pki["ca.crt"], basic=(USER, PASSWORD)),
     }
-    logs = {"origin": _access_log(origin.log_path), "secure": _access_log(secure.log_path),
-            "login": _access_log(login.log_path), "proxy": lambda: [(p, ua) for _m, p, ua in proxy.requests]}
+    logs = {
+        "origin": _access_log(origin.log_path),
+        "secure": _access_log(secure.log_path),
+        "login": _access_log(login.log_path),
+        "proxy": lambda: [(p, ua) for _m, p, ua in proxy.requests],
+    }
     config = base / "certs.d"
     ca = json.dumps(pki["ca.crt"])
     # (case, registry pushed to, image host, hosts directory, hosts.toml, log, where the guard reads, path prefix)
     layout = [
-        ("mirror-only", "origin", "mirror-only.example.invalid", "mirror-only.example.invalid",
-         f'[host."http://{origin.name}"]\n  capabilities = ["pull", "resolve"]\n', "origin",
-         f"http://{origin.name}/v2", "/v2/"),
-        ("default-dir", "origin", "default.example.invalid", "_default",
-         f'[host."http://{origin.name}"]\n', "origin", f"http://{origin.name}/v2", "/v2/"),
-        ("host-port-dir", "origin", f"127.0.0.1:{down}", f"127.0.0.1_{down}_",
-         f'[host."http://{origin.name}"]\n', "origin", f"http://{origin.name}/v2", "/v2/"),
-        ("tls-ca-in-hosts-toml", "secure", "tls.example.invalid", "tls.example.invalid",
-         f'[host."https://{secure.name}"]\n  ca = {ca}\n', "secure", f"https://{secure.name}/v2", "/v2/"),
-        ("path-prefix", "origin", "prefix.example.invalid", "prefix.example.invalid",
-         f'[host."http://{proxy.host}/prefix"]\n', "proxy", f"http://{proxy.host}/prefix/v2", "/prefix/v2/"),
-        ("override-path", "origin", "override.example.invalid", "override.example.invalid",
-         f'[host."http://{proxy.host}/custom/api"]\n  override_path = true\n', "proxy",
-         f"http://{proxy.host}/custom/api", "/custom/api/"),
-        ("mirror-needs-credentials", "login", "creds.example.invalid", "creds.example.invalid",
-         f'[host."https://{login.name}"]\n  ca = {ca}\n', "login", f"https://{login.name}/v2", "/v2/"),
-        ("server-omitted", "origin", origin.name, origin.name.replace(":", "_") + "_",
-         f'[host."http://127.0.0.1:{down_mirror}"]\n', "origin", f"http://{origin.name}/v2", "/v2/"),
+        (
+            "mirror-only",
+            "origin",
+            "mirror-only.example.invalid",
+            "mirror-only.example.invalid",
+            f'[host."http://{origin.name}"]\n  capabilities = ["pull", "resolve"]\n',
+            "origin",
+            f"http://{origin.name}/v2",
+            "/v2/",
+        ),
+        (
+            "default-dir",
+            "origin",
+            "default.example.invalid",
+            "_default",
+            f'[host."http://{origin.name}"]\n',
+            "origin",
+            f"http://{origin.name}/v2",
+            "/v2/",
+        ),
+        (
+            "host-port-dir",
+            "origin",
+            f"127.0.0.1:{down}",
+            f"127.0.0.1_{down}_",
+            f'[host."http://{origin.name}"]\n',
+            "origin",
+            f"http://{origin.name}/v2",
+            "/v2/",
+        ),
+        (
+            "tls-ca-in-hosts-toml",
+            "secure",
+            "tls.example.invalid",
+            "tls.example.invalid",
+            f'[host."https://{secure.name}"]\n  ca = {ca}\n',
+            "secure",
+            f"https://{secure.name}/v2",
+            "/v2/",
+        ),
+        (
+            "path-prefix",
+            "origin",
+            "prefix.example.invalid",
+            "prefix.example.invalid",
+            f'[host."http://{proxy.host}/prefix"]\n',
+            "proxy",
+            f"http://{proxy.host}/prefix/v2",
+            "/prefix/v2/",
+        ),
+        (
+            "override-path",
+            "origin",
+            "override.example.invalid",
+            "override.example.invalid",
+            f'[host."http://{proxy.host}/custom/api"]\n  override_path = true\n',
+            "proxy",
+            f"http://{proxy.host}/custom/api",
+            "/custom/api/",
+        ),
+        (
+            "mirror-needs-credentials",
+            "login",
+            "creds.example.invalid",
+            "creds.example.invalid",
+            f'[host."https://{login.name}"]\n  ca = {ca}\n',
+            "login",
+            f"https://{login.name}/v2",
+            "/v2/",
+        ),
+        (
+            "server-omitted",
+            "origin",
+            origin.name,
+            origin.name.replace(":", "_") + "_",
+            f'[host."http://127.0.0.1:{down_mirror}"]\n',
+            "origin",
+            f"http://{origin.name}/v2",
+            "/v2/",
+        ),
     ]
     cases = []
     try:
         for name, registry, host, directory, hosts_toml, log, served_at, prefix in layout:
-            record = push_lab_image(pushers[registry], 0, pushers[registry].host, registry, f"acc/{name}", "v1",
-                                    [4 * KIB], {}, None, name)
+            record = push_lab_image(
+                pushers[registry], 0, pushers[registry].host, registry, f"acc/{name}", "v1", [4 * KIB], {}, None, name
+            )
             (config / directory).mkdir(parents=True)
             (config / directory / "hosts.toml").write_text(hosts_toml)
-            cases.append(Case(name, f"{host}/acc/{name}@{record.digest}", record.size, logs[log], served_at,
-                              f"{prefix}acc/{name}/manifests/{record.digest}"))
+            cases.append(
+                Case(
+                    name,
+                    f"{host}/acc/{name}@{record.digest}",
+                    record.size,
+                    logs[log],
+                    served_at,
+                    f"{prefix}acc/{name}/manifests/{record.digest}",
+                )
+            )
         token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
         auth_file = base / "pull-secret.json"
         auth_file.write_text(json.dumps({"auths": {"creds.example.invalid": {"auth": token}}}))
@@ -129,8 +211,12 @@ def hosts_node(request, lab, hosts_site):
 
 def prefetch(node, images, auth_file, **args):
     entry, node_args = node
-    return adhoc("pinned.images.prefetch", dict(images=images, cri_socket=entry["endpoint"], auth_file=str(auth_file),
-                                                min_free="1Mi", **node_args, **args))
+    return adhoc(
+        "pinned.images.prefetch",
+        dict(
+            images=images, cri_socket=entry["endpoint"], auth_file=str(auth_file), min_free="1Mi", **node_args, **args
+        ),
+    )
 
 
 def test_default_guard_reads_where_containerd_pulls(hosts_site, hosts_node):
@@ -146,7 +232,7 @@ def test_default_guard_reads_where_containerd_pulls(hosts_site, hosts_node):
     assert ("CRI Status" if not hosts_node[1] else hosts_node[0]["config"]) in guard["sources_from"]
     for case in cases:
         assert guard["sources"][case.image].startswith(case.served_at + " ("), (case.name, guard["sources"])
-        seen = [(path, agent) for path, agent in case.log()[before[id(case.log)]:] if path.startswith(case.path)]
+        seen = [(path, agent) for path, agent in case.log()[before[id(case.log)] :] if path.startswith(case.path)]
         agents = {agent.split("/")[0] for _path, agent in seen}
         assert agents == {"pinned.images", "containerd"}, (case.name, seen)
         if case.name not in ("server-omitted",):

@@ -37,8 +37,12 @@ OLD, NEW = "cp-0", "worker-0"
 
 @pytest.fixture(scope="module")
 def mlab(tmp_path_factory):
-    with started_lab(tmp_path_factory.mktemp("mixed-lab"), nodes=3, control_plane=1,
-                     runtimes={"worker-0": "containerd-1.7", "worker-1": "containerd-1.7"}) as lab:
+    with started_lab(
+        tmp_path_factory.mktemp("mixed-lab"),
+        nodes=3,
+        control_plane=1,
+        runtimes={"worker-0": "containerd-1.7", "worker-1": "containerd-1.7"},
+    ) as lab:
         yield lab
 
 
@@ -65,8 +69,13 @@ def cri_pinned(lab: Lab, node: str) -> dict:
 
 def ctr(lab: Lab, node: str, *args: str) -> str:
     ctr_binary = shutil.which("ctr")
-    proc = subprocess.run([ctr_binary, "--address", socket(lab, node), "-n", "k8s.io", *args],
-                          capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [ctr_binary, "--address", socket(lab, node), "-n", "k8s.io", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return proc.stdout
 
 
@@ -116,7 +125,9 @@ def test_list_get_update_on_the_wire(mlab, node, reports_pinned):
 def test_pin_a_set_survive_a_restart_unpin_and_leave_other_pins_alone(mlab):
     sock = socket(mlab, NEW)
     remove_all_images(sock)
-    small, shared_a, shared_b, multiarch = refs(mlab, "plain-small", "plain-shared-a", "plain-shared-b", "plain-multiarch")
+    small, shared_a, shared_b, multiarch = refs(
+        mlab, "plain-small", "plain-shared-a", "plain-shared-b", "plain-multiarch"
+    )
     tagged = mlab.images()["plain-shared-a"].tag_reference
     prefetch(mlab, NEW, [small, shared_a, shared_b, multiarch, tagged])
     ctr(mlab, NEW, "images", "label", multiarch, f"{PIN_LABEL}=pinned")
@@ -209,12 +220,16 @@ def test_containerd_16_fails_with_the_version_message_or_warns_when_told(mlab):
 def run_prefetch_playbook(lab: Lab, tmp_path, images, **extra_vars) -> tuple:
     inventory = lab.write_inventory(tmp_path / "lab.yml")
     sets = tmp_path / "sets.yaml"
-    sets.write_text(yaml.safe_dump_all([
-        pinned_image_set("master-images", images, {ROLE: "master"}),
-        pinned_image_set("worker-images", images, {ROLE: "worker"}),
-        role_pool("master", ["master"], "node-role.kubernetes.io/master"),
-        role_pool("worker", ["worker"], "node-role.kubernetes.io/worker"),
-    ]))
+    sets.write_text(
+        yaml.safe_dump_all(
+            [
+                pinned_image_set("master-images", images, {ROLE: "master"}),
+                pinned_image_set("worker-images", images, {ROLE: "worker"}),
+                role_pool("master", ["master"], "node-role.kubernetes.io/master"),
+                role_pool("worker", ["worker"], "node-role.kubernetes.io/worker"),
+            ]
+        )
+    )
     report = tmp_path / "report.json"
     extra = dict(cluster_sets=[str(sets)], node_progress_interval=1, cluster_report_file=str(report), **extra_vars)
     proc = playbook("pinned.images.prefetch", inventory, extra, timeout=900)
@@ -260,7 +275,11 @@ def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, 
     proc, nodes = run_prefetch_playbook(mlab, tmp_path, images)
     recap = dict(re.findall(r"^((?:cp|worker)-\d+)\s+: ok=\d+\s+changed=(\d+)", proc.stdout, re.MULTILINE))
     assert recap == {"cp-0": "1", "worker-0": "1", "worker-1": "0"}
-    assert [(nodes[name]["changed"], nodes[name]["pulled"]) for name in sorted(nodes)] == [(True, 0), (True, 0), (False, 0)]
+    assert [(nodes[name]["changed"], nodes[name]["pulled"]) for name in sorted(nodes)] == [
+        (True, 0),
+        (True, 0),
+        (False, 0),
+    ]
     assert dropin.exists() and cri_pinned(mlab, NEW) == {image: True for image in images}
 
     # node_pin auto everywhere: the 1.6 node prefetches only, warns with the reason and the fix, and its report row

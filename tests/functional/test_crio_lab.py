@@ -43,8 +43,9 @@ def cri_pinned(node) -> dict:
 
 def node_play(tmp_path, node) -> Path:
     play = tmp_path / "node.yml"
-    play.write_text(yaml.safe_dump([{"hosts": node["name"], "gather_facts": False,
-                                     "roles": [{"role": "pinned.images.node"}]}]))
+    play.write_text(
+        yaml.safe_dump([{"hosts": node["name"], "gather_facts": False, "roles": [{"role": "pinned.images.node"}]}])
+    )
     return play
 
 
@@ -58,8 +59,9 @@ def test_node_role_prefetches_then_pins_rerun_changes_nothing_and_removing_a_set
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert cri_pinned(crio) == {a: True, b: True, c: True}
     dropin = Path(crio["dropin_dir"]) / "50-pinned-images"
-    assert dropin.read_text() == '[crio]\n  [crio.image]\n    pinned_images = [%s]\n' % ", ".join(
-        json.dumps(name) for name in sorted([a, b, c]))
+    assert dropin.read_text() == "[crio]\n  [crio.image]\n    pinned_images = [%s]\n" % ", ".join(
+        json.dumps(name) for name in sorted([a, b, c])
+    )
 
     reloads = lab.reloads(crio["name"])
     proc = playbook(play, inventory, {"node_sets": sets})
@@ -82,8 +84,13 @@ def test_a_later_dropin_that_sets_pinned_images_fails_the_pin_naming_it(lab, cri
     later.write_text('[crio.image]\npinned_images = ["%s"]\n' % other)
     lab.reload_node(crio["name"])
     assert cri_pinned(crio) == {small: False, other: True}
-    args = dict(images=[small, other], path=str(Path(crio["dropin_dir"]) / "50-pinned-images"), reload="signal",
-                pid_file=crio["pid_file"], cri_socket=crio["endpoint"])
+    args = dict(
+        images=[small, other],
+        path=str(Path(crio["dropin_dir"]) / "50-pinned-images"),
+        reload="signal",
+        pid_file=crio["pid_file"],
+        cri_socket=crio["endpoint"],
+    )
     for check in (True, False):
         rc, result, output = adhoc("pinned.images.crio_pinned_images", args, check=check)
         assert rc != 0, output
@@ -105,8 +112,13 @@ def test_crio_killed_mid_prefetch_restarted_and_the_rerun_completes(lab, crio):
         records = lab.push_bulk(2, prefix=prefix)
         images = [r.reference.replace(lab.state["registries"]["plain"]["host"], proxy.host, 1) for r in records]
         args = dict(GUARD, images=images, concurrency=1, retries=0, **pin_args(crio))
-        run = subprocess.Popen(adhoc_command("pinned.images.prefetch", args), env=ansible_env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        run = subprocess.Popen(
+            adhoc_command("pinned.images.prefetch", args),
+            env=ansible_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         deadline = time.monotonic() + 120
         while proxy.waiting < 1 and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -134,13 +146,16 @@ def test_registries_conf_mirror_and_pull_secret_pull_from_the_mirror_the_guard_r
     record = lab.images()["auth-shared-b"]
     image = record.reference.replace(auth["host"], "mirror-only.example.invalid", 1)
     conf = Path(crio["registries_conf"])
-    conf.write_text(conf.read_text() + '\n[[registry]]\nlocation = "mirror-only.example.invalid"\n\n'
-                    '[[registry.mirror]]\nlocation = %s\ninsecure = true\n' % json.dumps(auth["host"]))
+    conf.write_text(
+        conf.read_text() + '\n[[registry]]\nlocation = "mirror-only.example.invalid"\n\n'
+        "[[registry.mirror]]\nlocation = %s\ninsecure = true\n" % json.dumps(auth["host"])
+    )
     lab.reload_node(crio["name"])
     log = Path(auth["log"])
     start = len(log.read_text(errors="replace"))
-    rc, result, output = adhoc("pinned.images.prefetch", dict(GUARD, images=[image], auth_file=crio["global_auth_file"],
-                                                              **pin_args(crio)))
+    rc, result, output = adhoc(
+        "pinned.images.prefetch", dict(GUARD, images=[image], auth_file=crio["global_auth_file"], **pin_args(crio))
+    )
     assert rc == 0, output
     assert result["images"][0]["status"] == "pulled"
     assert result["disk_guard"]["registry_requests"] > 0
@@ -151,8 +166,10 @@ def test_registries_conf_mirror_and_pull_secret_pull_from_the_mirror_the_guard_r
     # CRI-O.
     get = 'http.request.method=GET http.request.remoteaddr="127.0.0.1:'
     uri = 'http.request.uri="/v2/private/shared-b/manifests/%s"' % record.digest
-    agents = [re.search(r"http.request.useragent=(\S*)", line).group(1).strip('"')
-              for line in log.read_text(errors="replace")[start:].splitlines()
-              if 'msg="authorized request"' in line and get in line and uri in line]
+    agents = [
+        re.search(r"http.request.useragent=(\S*)", line).group(1).strip('"')
+        for line in log.read_text(errors="replace")[start:].splitlines()
+        if 'msg="authorized request"' in line and get in line and uri in line
+    ]
     assert any(agent.startswith("cri-o/1.33") for agent in agents), agents
     assert any(agent.startswith("pinned.images") for agent in agents), agents

@@ -90,7 +90,7 @@ def test_real_enospc_with_guard_off_stops_the_queue(big_images, tiny_node):
     statuses = [image["status"] for image in result["images"]]
     failed = statuses.index("failed")
     assert statuses[:failed] == ["pulled"] * failed and failed >= 1
-    assert statuses[failed + 1:] == ["skipped"] * (len(refs) - failed - 1)
+    assert statuses[failed + 1 :] == ["skipped"] * (len(refs) - failed - 1)
     skipped = len(refs) - failed - 1
     if skipped:
         assert f". {skipped} more were not attempted because the disk ran out of space" in result["msg"]

@@ -39,21 +39,41 @@ def doc_block(marker: str) -> str:
 
 def run(command: str, cwd: Path) -> subprocess.CompletedProcess:
     """A command line of docs/gitops.md, verbatim, through bash."""
-    return subprocess.run(command, cwd=cwd, shell=True, executable="/bin/bash",
-                          env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        command,
+        cwd=cwd,
+        shell=True,
+        executable="/bin/bash",
+        env=ansible_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=repo,
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
 
 
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory) -> Path:
     """The collection built from this tree, as the repository would keep it."""
     out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out),
-                           str(ROOT)], env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(ROOT)],
+        env=ansible_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (built,) = out.glob("*.tar.gz")
     return built
@@ -65,8 +85,10 @@ def repo(tmp_path, tarball) -> Path:
     repo = tmp_path / "cluster"
     (repo / "sets").mkdir(parents=True)
     (repo / "collections").mkdir()
-    documents = [pinned_image_set("worker-images", [A, B], {ROLE: "worker"}),
-                 pinned_image_set("master-images", [A], {ROLE: "master"})]
+    documents = [
+        pinned_image_set("worker-images", [A, B], {ROLE: "worker"}),
+        pinned_image_set("master-images", [A], {ROLE: "master"}),
+    ]
     (repo / "sets" / "sets.yaml").write_text(yaml.safe_dump_all(documents))
     requirements = doc_block("requirements")
     (repo / "collections" / "requirements.yml").write_text(requirements)
@@ -147,8 +169,10 @@ def test_the_documented_step_passes_without_drift_and_lists_exactly_what_differs
     restore(repo)
 
     # A changed set: its file and its pool's MachineConfig change, with the images added and removed.
-    documents = [pinned_image_set("worker-images", [A, C], {ROLE: "worker"}),
-                 pinned_image_set("master-images", [A], {ROLE: "master"})]
+    documents = [
+        pinned_image_set("worker-images", [A, C], {ROLE: "worker"}),
+        pinned_image_set("master-images", [A], {ROLE: "master"}),
+    ]
     (repo / "sets" / "sets.yaml").write_text(yaml.safe_dump_all(documents))
     rc, report, output = check(repo)
     assert rc == 2 and exactly(report, changed=[WORKER_MC, WORKER_SET]), output
@@ -171,31 +195,45 @@ def test_an_invalid_set_fails_as_an_error_naming_its_file_not_as_drift(repo):
 
 def test_relative_paths_give_the_same_files_from_the_playbook_its_check_and_the_ad_hoc_module(tmp_path, monkeypatch):
     (tmp_path / "sets").mkdir()
-    documents = [pinned_image_set("worker-images", [A, B], {ROLE: "worker"}),
-                 pinned_image_set("master-images", [C], {ROLE: "master"})]
+    documents = [
+        pinned_image_set("worker-images", [A, B], {ROLE: "worker"}),
+        pinned_image_set("master-images", [C], {ROLE: "master"}),
+    ]
     (tmp_path / "sets" / "sets.yaml").write_text(yaml.safe_dump_all(documents))
     extra = {"cluster_sets": ["sets/"], "cluster_render_dest": "out", "cluster_render_report": "r.json"}
 
     rendered = playbook("pinned.images.render", extra_vars=extra, cwd=tmp_path, timeout=300)
     assert rendered.returncode == 0, rendered.stdout + rendered.stderr
     assert json.loads((tmp_path / "r.json").read_text())["created"] == [
-        "out/machineconfigs/99-master-pinned-images.yaml", "out/machineconfigs/99-worker-pinned-images.yaml",
+        "out/machineconfigs/99-master-pinned-images.yaml",
+        "out/machineconfigs/99-worker-pinned-images.yaml",
         "out/machineconfigs/machineconfiguration-cluster-pinned-images.yaml",
-        "out/pinnedimagesets/master-images.yaml", "out/pinnedimagesets/worker-images.yaml"]
+        "out/pinnedimagesets/master-images.yaml",
+        "out/pinnedimagesets/worker-images.yaml",
+    ]
     checked = playbook("pinned.images.render", extra_vars=extra, check=True, cwd=tmp_path, timeout=300)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert json.loads((tmp_path / "r.json").read_text())["status"] == "clean"
 
     monkeypatch.chdir(tmp_path)
-    rc, result, output = adhoc("pinned.images.machine_config",
-                               {"sets": ["sets/"], "pools": ["master", "worker"], "dest": "adhoc"})
+    rc, result, output = adhoc(
+        "pinned.images.machine_config", {"sets": ["sets/"], "pools": ["master", "worker"], "dest": "adhoc"}
+    )
     assert rc == 0, output
-    names = ("99-master-pinned-images.yaml", "99-worker-pinned-images.yaml", "machineconfiguration-cluster-pinned-images.yaml")
+    names = (
+        "99-master-pinned-images.yaml",
+        "99-worker-pinned-images.yaml",
+        "machineconfiguration-cluster-pinned-images.yaml",
+    )
     assert sorted(result["file_changes"]["created"]) == [str(tmp_path / "adhoc" / name) for name in names]
     for name in names:
         assert (tmp_path / "adhoc" / name).read_bytes() == (tmp_path / "out" / "machineconfigs" / name).read_bytes()
 
-    missing = playbook("pinned.images.render", extra_vars={"cluster_sets": ["nope/"], "cluster_render_dest": "out"},
-                       cwd=tmp_path, timeout=300)
+    missing = playbook(
+        "pinned.images.render",
+        extra_vars={"cluster_sets": ["nope/"], "cluster_render_dest": "out"},
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert missing.returncode == 2
     assert f"nope/: no such file or directory (resolved against {tmp_path}" in missing.stdout + missing.stderr

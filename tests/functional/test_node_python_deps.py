@@ -25,8 +25,9 @@ pytestmark = pytest.mark.lab
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 # No package index: pip fails at once instead of reaching one.
-NO_INDEX = dict(PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_NO_INDEX="1",
-                PIP_FIND_LINKS="")
+NO_INDEX = dict(
+    PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_NO_INDEX="1", PIP_FIND_LINKS=""
+)
 
 
 def imports_grpc(python: str) -> bool:
@@ -56,17 +57,29 @@ class Node:
         self.images = [record.reference for record in lab.push_bulk(images, prefix=f"deps-{name}")]
         inventory = lab.inventory(python)
         workers = inventory["all"]["children"]["workers"]["hosts"]
-        inventory["all"]["children"] = {"control_plane": {"hosts": {}}, "workers": {"hosts": {
-            name: dict(workers[name], node_images=self.images, node_progress_interval=1,
-                       node_python_deps_dir=str(self.private), node_wheelhouse=str(wheelhouse))}}}
+        inventory["all"]["children"] = {
+            "control_plane": {"hosts": {}},
+            "workers": {
+                "hosts": {
+                    name: dict(
+                        workers[name],
+                        node_images=self.images,
+                        node_progress_interval=1,
+                        node_python_deps_dir=str(self.private),
+                        node_wheelhouse=str(wheelhouse),
+                    )
+                }
+            },
+        }
         self.inventory = tmp / "inventory.yml"
         self.inventory.write_text(yaml.safe_dump(inventory))
 
     def playbook(self, name: str = "prefetch", extra: dict | None = None, env: dict | None = None):
         report = self.tmp / "report.json"
         report.unlink(missing_ok=True)
-        proc = playbook(f"pinned.images.{name}", self.inventory, dict(cluster_report_file=str(report), **(extra or {})),
-                        env=env)
+        proc = playbook(
+            f"pinned.images.{name}", self.inventory, dict(cluster_report_file=str(report), **(extra or {})), env=env
+        )
         output = proc.stdout + proc.stderr
         return proc.returncode, output, json.loads(report.read_text()) if report.exists() else None
 
@@ -148,8 +161,14 @@ def test_a_wheelhouse_without_the_nodes_tag_fails_before_any_pull(lab, tmp_path)
     rc, output, report = node.playbook(env=NO_INDEX)
     assert rc != 0
     message = report["nodes"][0]["error"]
-    for part in ("deps-notag", SYSTEM_PYTHON, "Python 3.11", "cp311-manylinux-x86_64", "node_wheelhouse",
-                 "pinned.images.wheelhouse"):
+    for part in (
+        "deps-notag",
+        SYSTEM_PYTHON,
+        "Python 3.11",
+        "cp311-manylinux-x86_64",
+        "node_wheelhouse",
+        "pinned.images.wheelhouse",
+    ):
         assert part in message, (part, message)
     assert not set(node.images) & node.node_images()
     assert not node.private.exists() or not any(node.private.glob("*/site"))
@@ -189,10 +208,14 @@ def test_the_node_deps_playbook_prepares_a_node_for_ad_hoc_runs_and_removes_the_
     assert rc == 0, output
     assert f"{SYSTEM_PYTHON} uses {node.site()}" in output
     # Ad hoc, as docs/nodes.md shows it (with the local connection the module inherits this environment).
-    rc, result, output = adhoc("pinned.images.cri_image_info",
-                               dict(cri_socket=lab.state["nodes"][node.name]["endpoint"], images=node.images),
-                               timeout=300, hosts=node.name, inventory=node.inventory,
-                               env=dict(PINNED_IMAGES_PYTHON_DIR=str(node.private)))
+    rc, result, output = adhoc(
+        "pinned.images.cri_image_info",
+        dict(cri_socket=lab.state["nodes"][node.name]["endpoint"], images=node.images),
+        timeout=300,
+        hosts=node.name,
+        inventory=node.inventory,
+        env=dict(PINNED_IMAGES_PYTHON_DIR=str(node.private)),
+    )
     assert rc == 0 and result["runtime"]["runtime_name"] == "containerd", output
 
     rc, output, _report = node.playbook("node_deps", dict(node_python_deps_state="absent"))

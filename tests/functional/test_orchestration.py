@@ -90,13 +90,16 @@ def olab(tmp_path_factory):
 @pytest.fixture(scope="module")
 def gate(olab):
     """Worker images behind a proxy that holds their pulls until every worker pulls two at once."""
-    proxy = GateProxy(olab.state["registries"]["plain"]["host"], "orch-gate",
-                      quorum=len(WORKERS) * SPEED["node_worker_concurrency"])
+    proxy = GateProxy(
+        olab.state["registries"]["plain"]["host"], "orch-gate", quorum=len(WORKERS) * SPEED["node_worker_concurrency"]
+    )
     for node in WORKERS:
         hosts = Path(olab.state["nodes"][node]["certs_d"]) / proxy.host / "hosts.toml"
         hosts.parent.mkdir(parents=True, exist_ok=True)
-        hosts.write_text('server = "http://%s"\n\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n'
-                         % (proxy.host, proxy.host))
+        hosts.write_text(
+            'server = "http://%s"\n\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n'
+            % (proxy.host, proxy.host)
+        )
     yield proxy
     proxy.stop()
 
@@ -127,38 +130,72 @@ def work(olab, gate, tmp_path_factory):
     inventory = olab.write_inventory(tmp / "lab.yml")
     # worker-2 is also in the infra pool.
     labels = tmp / "labels.yml"
-    labels.write_text(yaml.safe_dump({"all": {"children": {"workers": {"hosts": {"worker-2": {
-        "cluster_node_labels": {"node-role.kubernetes.io/worker": "", "node-role.kubernetes.io/infra": ""}}}}}}}))
+    labels.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "children": {
+                        "workers": {
+                            "hosts": {
+                                "worker-2": {
+                                    "cluster_node_labels": {
+                                        "node-role.kubernetes.io/worker": "",
+                                        "node-role.kubernetes.io/infra": "",
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        )
+    )
     expected = {node: sorted(wanted["master"]) for node in CONTROL_PLANE}
     expected.update({node: sorted(wanted["worker"]) for node in WORKERS})
     expected["worker-2"] = sorted(wanted["worker"] + wanted["infra"])
     missing = "%s/orch/missing@sha256:%s" % (olab.state["registries"]["plain"]["host"], "0" * 64)
     # cp-1 also wants an image that does not exist.
     broken = tmp / "broken.yml"
-    broken.write_text(yaml.safe_dump({"all": {"children": {"control_plane": {"hosts": {"cp-1": {
-        "node_images": [missing]}}}}}}))
-    return dict(tmp=tmp, sets=sets, inventory=inventory, labels=labels, broken=broken, expected=expected,
-                missing=missing, wanted=wanted)
+    broken.write_text(
+        yaml.safe_dump({"all": {"children": {"control_plane": {"hosts": {"cp-1": {"node_images": [missing]}}}}}})
+    )
+    return dict(
+        tmp=tmp,
+        sets=sets,
+        inventory=inventory,
+        labels=labels,
+        broken=broken,
+        expected=expected,
+        missing=missing,
+        wanted=wanted,
+    )
 
 
 @pytest.fixture(scope="module")
 def check_run(work):
     """A --check run on the fresh lab; the first real run then proves it pulled nothing."""
-    return playbook("prefetch", [work["inventory"], work["labels"]], dict(SPEED, cluster_sets=[str(work["sets"])]),
-                    work["tmp"], check=True)
+    return playbook(
+        "prefetch",
+        [work["inventory"], work["labels"]],
+        dict(SPEED, cluster_sets=[str(work["sets"])]),
+        work["tmp"],
+        check=True,
+    )
 
 
 @pytest.fixture(scope="module")
 def first_run(work, check_run):
-    return playbook("prefetch", [work["inventory"], work["labels"]], dict(SPEED, cluster_sets=[str(work["sets"])]),
-                    work["tmp"])
+    return playbook(
+        "prefetch", [work["inventory"], work["labels"]], dict(SPEED, cluster_sets=[str(work["sets"])]), work["tmp"]
+    )
 
 
 @pytest.fixture(scope="module")
 def second_run(work, first_run):
     assert first_run.rc == 0, first_run.output
-    return playbook("prefetch", [work["inventory"], work["labels"]], dict(SPEED, cluster_sets=[str(work["sets"])]),
-                    work["tmp"])
+    return playbook(
+        "prefetch", [work["inventory"], work["labels"]], dict(SPEED, cluster_sets=[str(work["sets"])]), work["tmp"]
+    )
 
 
 def test_the_lab_inventory_has_a_host_per_node_with_its_own_socket_and_paths(olab, work):
@@ -240,20 +277,38 @@ def test_a_second_run_changes_nothing_on_any_node(work, second_run):
     assert second_run.report["summary"]["failed_nodes"] == []
 
 
-def test_a_failed_node_does_not_stop_the_others_and_each_node_gets_its_status(olab, work, second_run,
-                                                                              fake_apiserver):
+def test_a_failed_node_does_not_stop_the_others_and_each_node_gets_its_status(olab, work, second_run, fake_apiserver):
     fake = fake_apiserver
-    roles = {"cp-0": "master", "cp-1": "master", "cp-2": "master", "worker-0": "worker", "worker-1": "worker",
-             "worker-9": "worker"}
+    roles = {
+        "cp-0": "master",
+        "cp-1": "master",
+        "cp-2": "master",
+        "worker-0": "worker",
+        "worker-1": "worker",
+        "worker-9": "worker",
+    }
     # worker-2 is not in the cluster (left out); worker-9 is not in the inventory (ignored).
     for name, role in roles.items():
-        fake.add({"apiVersion": "v1", "kind": "Node",
-                  "metadata": {"name": name, "labels": {f"node-role.kubernetes.io/{role}": ""}}})
-    fake.add(dict(pinned_image_set("master-images", work["wanted"]["master"], {ROLE: "master"}),
-                  metadata={"name": "master-images", "labels": {ROLE: "master"}, "generation": 3}))
+        fake.add(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {f"node-role.kubernetes.io/{role}": ""}},
+            }
+        )
+    fake.add(
+        dict(
+            pinned_image_set("master-images", work["wanted"]["master"], {ROLE: "master"}),
+            metadata={"name": "master-images", "labels": {ROLE: "master"}, "generation": 3},
+        )
+    )
     fake.add(pinned_image_set("worker-images", work["wanted"]["worker"], {ROLE: "worker"}))
-    extra = dict(SPEED, cluster_read_cluster=True, cluster_report_to_cluster=True,
-                 cluster_k8s_auth={"kubeconfig": str(fake.kubeconfig_path)})
+    extra = dict(
+        SPEED,
+        cluster_read_cluster=True,
+        cluster_report_to_cluster=True,
+        cluster_k8s_auth={"kubeconfig": str(fake.kubeconfig_path)},
+    )
 
     run = playbook("prefetch", [work["inventory"], work["broken"]], extra, work["tmp"])
     assert run.rc == 2, run.output
@@ -306,8 +361,12 @@ def test_a_failed_node_does_not_stop_the_others_and_each_node_gets_its_status(ol
 
 
 def test_the_failure_percentage_stops_the_run_and_the_order_is_a_variable(olab, work, second_run):
-    extra = dict(SPEED, cluster_sets=[str(work["sets"])], cluster_order=["workers", "control_plane"],
-                 cluster_control_plane_max_fail_percentage=0)
+    extra = dict(
+        SPEED,
+        cluster_sets=[str(work["sets"])],
+        cluster_order=["workers", "control_plane"],
+        cluster_control_plane_max_fail_percentage=0,
+    )
     run = playbook("prefetch", [work["inventory"], work["labels"], work["broken"]], extra, work["tmp"])
     assert run.rc == 2, run.output
     nodes = run.nodes()

@@ -39,8 +39,13 @@ def test_a_second_prefetch_on_the_node_is_refused_and_the_first_goes_on(runtime_
     proxy, image = held_image
     progress = tmp_path / "progress.json"
     args = dict(GUARD, images=[image], cri_socket=empty_node, progress_file=str(progress), concurrency=1)
-    first = subprocess.Popen(adhoc_command("pinned.images.prefetch", dict(args, run_id="first")), env=ansible_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = subprocess.Popen(
+        adhoc_command("pinned.images.prefetch", dict(args, run_id="first")),
+        env=ansible_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         # The first run holds the lock once its pull waits at the proxy (a bound, not a measurement).
         deadline = time.monotonic() + 120
@@ -74,12 +79,14 @@ def test_a_second_prefetch_on_the_node_is_refused_and_the_first_goes_on(runtime_
 @pytest.mark.lab
 def test_a_pull_secret_left_by_an_interrupted_run_is_removed_by_the_next(lab, empty_node, tmp_path):
     inventory = lab.write_inventory(tmp_path / "inventory.yml")
-    secret_path = Path(yaml.safe_load(inventory.read_text())["all"]["children"]["workers"]["hosts"][NODE]
-                       ["node_pull_secret_path"])
+    secret_path = Path(
+        yaml.safe_load(inventory.read_text())["all"]["children"]["workers"]["hosts"][NODE]["node_pull_secret_path"]
+    )
     secret_path.write_text('{"auths": {"left.example": {"auth": "bGVmdDpvdmVy"}}}')
     node_play = tmp_path / "node.yml"
-    node_play.write_text(yaml.safe_dump([{"hosts": NODE, "gather_facts": False,
-                                         "roles": [{"role": "pinned.images.node"}]}]))
+    node_play.write_text(
+        yaml.safe_dump([{"hosts": NODE, "gather_facts": False, "roles": [{"role": "pinned.images.node"}]}])
+    )
     image = lab.images()["plain-small"].reference
     proc = ansible_playbook(node_play, inventory, {"node_images": [image]}, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

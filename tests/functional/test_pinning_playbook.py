@@ -78,11 +78,17 @@ def setup(lab, tmp_path):
     sets_dir = tmp_path / "sets"
     sets_dir.mkdir()
     (sets_dir / "pools.yaml").write_text(yaml.safe_dump_all([pool("master"), pool("worker")]))
-    (sets_dir / "master.yaml").write_text(yaml.safe_dump(pinned_image_set("control-plane-base", [small], {ROLE: "master"})))
-    (sets_dir / "worker.yaml").write_text(yaml.safe_dump_all([
-        pinned_image_set("worker-apps", [shared_b, shared_a], {ROLE: "worker"}),
-        pinned_image_set("worker-base", [small, shared_a], {ROLE: "worker"}),
-    ]))
+    (sets_dir / "master.yaml").write_text(
+        yaml.safe_dump(pinned_image_set("control-plane-base", [small], {ROLE: "master"}))
+    )
+    (sets_dir / "worker.yaml").write_text(
+        yaml.safe_dump_all(
+            [
+                pinned_image_set("worker-apps", [shared_b, shared_a], {ROLE: "worker"}),
+                pinned_image_set("worker-base", [small, shared_a], {ROLE: "worker"}),
+            ]
+        )
+    )
     inventory = {"all": {"children": {"nodes": {"hosts": {}}}}}
     for node, role in NODES.items():
         socket = node_socket(lab, node)
@@ -108,13 +114,19 @@ def playbook(tmp_path, *extra):
 
 
 def recap_changed(output):
-    return {line.split()[0]: int(line.split("changed=")[1].split()[0]) for line in output.splitlines()
-            if "changed=" in line and " : ok=" in line}
+    return {
+        line.split()[0]: int(line.split("changed=")[1].split()[0])
+        for line in output.splitlines()
+        if "changed=" in line and " : ok=" in line
+    }
 
 
 def snapshot(tmp_path):
-    return {str(p): p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file() and p.suffix != ".retry"
-            and "sets" not in p.parts}
+    return {
+        str(p): p.read_bytes()
+        for p in sorted(tmp_path.rglob("*"))
+        if p.is_file() and p.suffix != ".retry" and "sets" not in p.parts
+    }
 
 
 def test_sets_directory_to_machineconfigs_and_drop_ins(setup):
@@ -137,15 +149,22 @@ def test_sets_directory_to_machineconfigs_and_drop_ins(setup):
 
     # A new image in a set: check mode shows the diff and changes nothing.
     extra = next(iter(expected["worker-1"]))
-    (sets_dir / "master.yaml").write_text(yaml.safe_dump(pinned_image_set(
-        "control-plane-base", sorted({*expected["cp-0"], extra, *expected["worker-1"]}), {ROLE: "master"})))
+    (sets_dir / "master.yaml").write_text(
+        yaml.safe_dump(
+            pinned_image_set(
+                "control-plane-base", sorted({*expected["cp-0"], extra, *expected["worker-1"]}), {ROLE: "master"}
+            )
+        )
+    )
     rc, output = playbook(tmp_path, "--check", "--diff")
     assert rc == 0, output
     assert "+++ after" in output and "pinned_images" in output
     assert snapshot(tmp_path) == before
 
     # A bad set (a tag, not a digest): every problem named, nothing written.
-    (sets_dir / "bad.yaml").write_text(yaml.safe_dump(pinned_image_set("Bad_Name", ["quay.io/org/app:latest"], {ROLE: "worker"})))
+    (sets_dir / "bad.yaml").write_text(
+        yaml.safe_dump(pinned_image_set("Bad_Name", ["quay.io/org/app:latest"], {ROLE: "worker"}))
+    )
     rc, output = playbook(tmp_path)
     assert rc != 0
     assert "Bad_Name" in output and "quay.io/org/app:latest" in output

@@ -72,7 +72,9 @@ def test_check_mode_pulls_nothing(lab, empty_node):
 
 def test_multiarch_index_resolves_to_node_platform(lab, empty_node):
     record = lab.images()["plain-multiarch"]
-    rc, result, output = adhoc("pinned.images.prefetch", prefetch_args(images=[record.reference], cri_socket=empty_node))
+    rc, result, output = adhoc(
+        "pinned.images.prefetch", prefetch_args(images=[record.reference], cri_socket=empty_node)
+    )
     assert rc == 0, output
     assert result["images"][0]["image_id"] == record.image_id
 
@@ -103,8 +105,13 @@ def test_login_registry_with_bad_credentials_fails_once_clearly(lab, empty_node,
     ref = lab.images()["auth-shared-a"].reference
     rc, result, output = adhoc(
         "pinned.images.prefetch",
-        prefetch_args(images=[ref], cri_socket=empty_node, auth_file=auth["bad_docker_config"], retry_delay=5,
-                      disk_guard=disk_guard),
+        prefetch_args(
+            images=[ref],
+            cri_socket=empty_node,
+            auth_file=auth["bad_docker_config"],
+            retry_delay=5,
+            disk_guard=disk_guard,
+        ),
     )
     assert rc != 0
     image = result["images"][0]
@@ -166,7 +173,8 @@ def test_fail_on_error_false_reports_and_succeeds(lab, empty_node):
     small = lab.images()["plain-small"]
     missing = small.reference.rsplit("@", 1)[0] + "@sha256:" + "1" * 64
     rc, result, output = adhoc(
-        "pinned.images.prefetch", prefetch_args(images=[small.reference, missing], cri_socket=empty_node, fail_on_error=False)
+        "pinned.images.prefetch",
+        prefetch_args(images=[small.reference, missing], cri_socket=empty_node, fail_on_error=False),
     )
     assert rc == 0, output
     assert [r["status"] for r in result["images"]] == ["pulled", "failed"]
@@ -180,8 +188,14 @@ def test_registry_stopped_mid_run_retries_then_fails_clearly(lab, empty_node):
         rc, result, output = adhoc(
             "pinned.images.prefetch",
             # free_only: the estimate would meet the stopped registry first; this test is about pull retries.
-            prefetch_args(images=refs[:2], cri_socket=empty_node, retries=2, retry_delay=0.2, concurrency=1,
-                          disk_guard="free_only"),
+            prefetch_args(
+                images=refs[:2],
+                cri_socket=empty_node,
+                retries=2,
+                retry_delay=0.2,
+                concurrency=1,
+                disk_guard="free_only",
+            ),
         )
     finally:
         lab.start_registry("plain")
@@ -221,8 +235,14 @@ def test_registry_back_during_retries_succeeds(lab, empty_node):
     try:
         rc, result, output = adhoc(
             "pinned.images.prefetch",
-            prefetch_args(images=[ref], cri_socket=empty_node, retries=6, retry_delay=0.5, retry_max_delay=1,
-                          disk_guard="free_only"),
+            prefetch_args(
+                images=[ref],
+                cri_socket=empty_node,
+                retries=6,
+                retry_delay=0.5,
+                retry_max_delay=1,
+                disk_guard="free_only",
+            ),
         )
     finally:
         restarter.join()
@@ -242,8 +262,9 @@ def test_wrong_socket_path_fails_clearly_without_waiting_for_a_timeout(tmp_path)
 @pytest.mark.lab
 def test_containerd_ttrpc_socket_is_named_as_not_cri(lab):
     ttrpc = lab.status()["nodes"]["worker-0"]["socket"] + ".ttrpc"
-    rc, result, output = adhoc("pinned.images.prefetch",
-                               prefetch_args(images=[], cri_socket=ttrpc, cri_connect_timeout=1), timeout=60)
+    rc, result, output = adhoc(
+        "pinned.images.prefetch", prefetch_args(images=[], cri_socket=ttrpc, cri_connect_timeout=1), timeout=60
+    )
     assert rc != 0
     assert result["msg"] == (
         f"could not connect to the CRI runtime at {ttrpc} within 1s: something there accepts connections but does "

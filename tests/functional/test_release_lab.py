@@ -36,8 +36,7 @@ def lab(tmp_path_factory):
 def components(lab):
     """Three lab images by digest, as a release's image-references names them."""
     records = lab.push_bulk(3, prefix="release-components")
-    return {"cli": records[0].reference, "machine-config-operator": records[1].reference,
-            "etcd": records[2].reference}
+    return {"cli": records[0].reference, "machine-config-operator": records[1].reference, "etcd": records[2].reference}
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +57,10 @@ def test_the_module_returns_exactly_the_listed_digests_and_a_valid_set(lab, comp
     (image_set,) = result["sets"]
     assert result["set"] == image_set
     assert validate_set(image_set).images == tuple(result["images"])
-    assert image_set["metadata"] == {"name": "staged-worker",
-                                     "labels": {"machineconfiguration.openshift.io/role": "worker"}}
+    assert image_set["metadata"] == {
+        "name": "staged-worker",
+        "labels": {"machineconfiguration.openshift.io/role": "worker"},
+    }
     # The disk guard's estimate for the whole payload on one node: each layer once, doubled.
     bulk = {record.reference: record for record in lab.bulk("release-components")}
     own = sum(bulk[image].size for image in components.values())
@@ -70,8 +71,16 @@ def test_the_module_returns_exactly_the_listed_digests_and_a_valid_set(lab, comp
 
 
 def test_include_exclude_and_the_default_name(release):
-    rc, result, output = adhoc(MODULE, {"release": release["reference"], "include": ["*-operator", "etcd"],
-                                        "exclude": ["etcd"], "include_release_image": False, "estimate": False})
+    rc, result, output = adhoc(
+        MODULE,
+        {
+            "release": release["reference"],
+            "include": ["*-operator", "etcd"],
+            "exclude": ["etcd"],
+            "include_release_image": False,
+            "estimate": False,
+        },
+    )
     assert rc == 0, output
     assert list(result["components"]) == ["machine-config-operator"]
     assert result["images"] == [result["components"]["machine-config-operator"]]
@@ -105,8 +114,10 @@ def test_a_50_mib_release_layer_is_read_only_up_to_its_manifests(lab, components
     # gzip reads 128 KiB at a time and the manifests are the first entries of the tar.
     assert result["bytes_read"] < 1 * MIB
     with capsys.disabled():
-        print(f"\nrelease layer {record['layer_size']} bytes, read {result['bytes_read']} bytes "
-              f"({100 * result['bytes_read'] / record['layer_size']:.2f} %)")
+        print(
+            f"\nrelease layer {record['layer_size']} bytes, read {result['bytes_read']} bytes "
+            f"({100 * result['bytes_read'] / record['layer_size']:.2f} %)"
+        )
 
 
 def test_the_release_is_read_through_a_registries_conf_mirror_when_the_origin_is_down(lab, release, tmp_path):
@@ -114,8 +125,10 @@ def test_the_release_is_read_through_a_registries_conf_mirror_when_the_origin_is
     origin = f"127.0.0.1:{free_port()}"  # nothing listens there
     assert is_loopback(origin)
     conf = tmp_path / "registries.conf"
-    conf.write_text(f'[[registry]]\nprefix = "{origin}/ocp"\nlocation = "{origin}/ocp"\n'
-                    f'[[registry.mirror]]\nlocation = "{plain}/ocp"\ninsecure = true\n')
+    conf.write_text(
+        f'[[registry]]\nprefix = "{origin}/ocp"\nlocation = "{origin}/ocp"\n'
+        f'[[registry.mirror]]\nlocation = "{plain}/ocp"\ninsecure = true\n'
+    )
     wanted = f"{origin}/ocp/release@{release['digest']}"
     rc, result, output = adhoc(MODULE, {"release": wanted, "registries_conf": str(conf), "estimate": False})
     assert rc == 0, output
@@ -152,11 +165,14 @@ def test_an_image_that_is_not_a_release_fails_naming_it(lab):
     image = lab.images()["plain-small"].reference
     rc, result, _output = adhoc(MODULE, {"release": image})
     assert rc != 0
-    assert result["msg"].startswith(f"{image} is not an OpenShift release image: its config has no "
-                                    "io.openshift.release label (labels: io.pinned-images.lab)")
+    assert result["msg"].startswith(
+        f"{image} is not an OpenShift release image: its config has no "
+        "io.openshift.release label (labels: io.pinned-images.lab)"
+    )
 
-    unlabelled = lab.push_release({"cli": lab.images()["plain-small"].reference}, version="4.99.5",
-                                  repo="ocp/unlabelled", labelled=False)
+    unlabelled = lab.push_release(
+        {"cli": lab.images()["plain-small"].reference}, version="4.99.5", repo="ocp/unlabelled", labelled=False
+    )
     rc, result, _output = adhoc(MODULE, {"release": unlabelled["reference"]})
     assert rc != 0 and "is not an OpenShift release image" in result["msg"]
 
@@ -192,14 +208,19 @@ def _run_stage(inventory, extra, check=False):
 
 
 def test_one_playbook_run_stages_the_release_on_every_node_and_a_rerun_changes_nothing(
-        lab, release, components, tmp_path):
+    lab, release, components, tmp_path
+):
     nodes = list(lab.state["nodes"])
     for node in nodes:
         remove_all_images(node_socket(lab, node))
     inventory = lab.write_inventory(tmp_path / "lab.yml")
     report = tmp_path / "report.json"
-    extra = {"stage_release_image": release["tag_reference"], "cluster_report_file": str(report),
-             "node_progress_interval": 1, "stage_release_render_dest": str(tmp_path / "gitops")}
+    extra = {
+        "stage_release_image": release["tag_reference"],
+        "cluster_report_file": str(report),
+        "node_progress_interval": 1,
+        "stage_release_render_dest": str(tmp_path / "gitops"),
+    }
 
     checked = _run_stage(inventory, dict(extra, stage_release_render_dest=""), check=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -60,24 +60,45 @@ def page_run(lab, tmp_path_factory):
     for name in hosts:
         (tmp / name).mkdir()
     hosts[FAILED]["node_images"] = images + [missing]
-    (tmp / "page.yml").write_text(yaml.safe_dump({"all": {"vars": {"node_images": images}, "children": {
-        "control_plane": {"hosts": {name: hosts[name] for name in CONTROL_PLANE}},
-        "workers": {"hosts": {name: hosts[name] for name in WORKERS}}}}}))
+    (tmp / "page.yml").write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "vars": {"node_images": images},
+                    "children": {
+                        "control_plane": {"hosts": {name: hosts[name] for name in CONTROL_PLANE}},
+                        "workers": {"hosts": {name: hosts[name] for name in WORKERS}},
+                    },
+                }
+            }
+        )
+    )
     pull_secret = Path(lab.state["registries"]["auth"]["docker_config"]).read_text()
     auth = json.loads(pull_secret)["auths"]
     username, password = lab.credentials()
     report = tmp / "report.json"
     extra = dict(SPEED, cluster_report_file=str(report), node_pull_secret=pull_secret)
-    proc = playbook("pinned.images.prefetch",
-                    [lab.write_inventory(tmp / "lab.yml", nodes=CONTROL_PLANE + WORKERS), tmp / "page.yml"], extra,
-                    env={"ANSIBLE_SHOW_CUSTOM_STATS": "True"}, timeout=300)
+    proc = playbook(
+        "pinned.images.prefetch",
+        [lab.write_inventory(tmp / "lab.yml", nodes=CONTROL_PLANE + WORKERS), tmp / "page.yml"],
+        extra,
+        env={"ANSIBLE_SHOW_CUSTOM_STATS": "True"},
+        timeout=300,
+    )
     output = proc.stdout + proc.stderr
     # The run fails for worker-2 only; the custom stats line is the set_stats artifact AWX would keep.
     assert proc.returncode == 2, output
     stats = json.loads(re.search(r"^\tRUN: (.*)$", proc.stdout, re.M).group(1))
     secrets = [password, f"{username}:{password}", *(entry["auth"] for entry in auth.values())]
-    return dict(tmp=tmp, report=json.loads(report.read_text()), page=tmp / "report.html", secrets=secrets,
-                stats=stats, output=output, missing=missing)
+    return dict(
+        tmp=tmp,
+        report=json.loads(report.read_text()),
+        page=tmp / "report.html",
+        secrets=secrets,
+        stats=stats,
+        output=output,
+        missing=missing,
+    )
 
 
 def test_the_page_is_well_formed_and_keeps_the_secrets_out(page_run):
@@ -152,12 +173,17 @@ def test_the_page_prints_on_the_width_of_a4(page_run, browser):
 def test_five_hundred_nodes_scroll_without_overlap(page_run, browser):
     """The real run's nodes copied to 500 rows: each label and bar stays in its own row, left of the plot."""
     report = page_run["report"]
-    nodes = [dict(node, host=f"{node['host']}-{index:03d}.a-long-domain.example.com")
-             for index in range(125) for node in report["nodes"]]
+    nodes = [
+        dict(node, host=f"{node['host']}-{index:03d}.a-long-domain.example.com")
+        for index in range(125)
+        for node in report["nodes"]
+    ]
     big = page_run["tmp"] / "big.json"
     big.write_text(json.dumps(dict(report, nodes=nodes)))
-    proc = playbook("pinned.images.report_page", extra_vars={"cluster_report_file": str(big),
-                                                             "cluster_report_html_file": str(big) + ".html"})
+    proc = playbook(
+        "pinned.images.report_page",
+        extra_vars={"cluster_report_file": str(big), "cluster_report_html_file": str(big) + ".html"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     page = browser.open(Path(str(big) + ".html"), width=800, height=900)
     rows = page.evaluate("""[...document.querySelectorAll('svg.timeline g.node')].map(g => {
@@ -192,8 +218,9 @@ def test_the_awx_artifact_gives_the_same_timeline(page_run):
     artifact = page_run["tmp"] / "artifact.json"
     artifact.write_text(json.dumps(page_run["stats"]))
     dest = page_run["tmp"] / "from-artifact.html"
-    proc = playbook("pinned.images.report_page", extra_vars={"cluster_report_html_file": str(dest)},
-                    options=["-e", f"@{artifact}"])
+    proc = playbook(
+        "pinned.images.report_page", extra_vars={"cluster_report_html_file": str(dest)}, options=["-e", f"@{artifact}"]
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert set(page_run["stats"]["pinned_images_report"]) == {"summary", "nodes", "run"}
     assert TIMELINE.search(dest.read_text()).group(0) == TIMELINE.search(page_run["page"].read_text()).group(0)
@@ -203,8 +230,10 @@ def test_a_report_file_that_is_no_mapping_is_refused_naming_it(tmp_path):
     listed = tmp_path / "list.json"
     listed.write_text(json.dumps([{"summary": {}, "nodes": [], "run": {}}]))
     dest = tmp_path / "list.html"
-    proc = playbook("pinned.images.report_page", extra_vars={"cluster_report_file": str(listed),
-                                                             "cluster_report_html_file": str(dest)})
+    proc = playbook(
+        "pinned.images.report_page",
+        extra_vars={"cluster_report_file": str(listed), "cluster_report_html_file": str(dest)},
+    )
     assert proc.returncode == 2
     assert f"The report in {listed} must be a mapping (summary, nodes, run), not a list." in proc.stdout
     assert not dest.exists()

@@ -26,7 +26,10 @@ DIGEST = "sha256:" + "e" * 64
 
 
 def dropins(lab) -> dict:
-    return {name: Path(node["root"]).parent / "crio.conf.d" / "50-pinned-images" for name, node in lab.state["nodes"].items()}
+    return {
+        name: Path(node["root"]).parent / "crio.conf.d" / "50-pinned-images"
+        for name, node in lab.state["nodes"].items()
+    }
 
 
 def snapshot(lab) -> dict:
@@ -76,15 +79,19 @@ def run(proc: subprocess.CompletedProcess) -> tuple[int, str]:
 def test_a_misspelt_set_variable_fails_naming_the_variable_it_meant(work, untouched):
     rc, output = run(playbook("pinned.images.prefetch", work["inventory"], {"cluster_set": [str(work["sets"])]}))
     assert rc != 0
-    assert ("cluster_set (on every host: an extra variable or one of the group all) is not a variable of "
-            "pinned.images: did you mean cluster_sets?; nothing was changed") in output
+    assert (
+        "cluster_set (on every host: an extra variable or one of the group all) is not a variable of "
+        "pinned.images: did you mean cluster_sets?; nothing was changed"
+    ) in output
 
 
 def test_sources_that_hold_no_set_fail_naming_what_was_looked_at(work, untouched):
     rc, output = run(playbook("pinned.images.prefetch", work["inventory"], {"cluster_sets": [str(work["empty"])]}))
     assert rc != 0
-    assert (f"the sources hold no PinnedImageSet: looked at cluster_sets ({work['empty']}), so every node's sets "
-            "would be empty and lose their pins; nothing was changed.") in output
+    assert (
+        f"the sources hold no PinnedImageSet: looked at cluster_sets ({work['empty']}), so every node's sets "
+        "would be empty and lose their pins; nothing was changed."
+    ) in output
 
 
 def test_no_source_at_all_fails(work, untouched):
@@ -94,8 +101,9 @@ def test_no_source_at_all_fails(work, untouched):
 
 
 def test_an_invalid_role_input_fails_its_nodes_with_one_line_naming_the_variable(work, untouched):
-    rc, output = run(playbook("pinned.images.prefetch", work["inventory"],
-                              {"cluster_sets": [str(work["sets"])], "node_pin": "yes"}))
+    rc, output = run(
+        playbook("pinned.images.prefetch", work["inventory"], {"cluster_sets": [str(work["sets"])], "node_pin": "yes"})
+    )
     assert rc != 0
     line = "invalid input of the pinned.images.node role: value of node_pin must be one of: auto, true, false, label, got: yes"
     assert f'"worker-1: {line}"' in output and f'"msg": "{line}"' in output
@@ -103,37 +111,53 @@ def test_an_invalid_role_input_fails_its_nodes_with_one_line_naming_the_variable
 
 
 def test_a_batch_size_serial_cannot_take_fails_with_one_line_not_a_traceback(work, untouched):
-    rc, output = run(playbook("pinned.images.prefetch", work["inventory"],
-                              {"cluster_sets": [str(work["sets"])], "cluster_control_plane_serial": "abc"}))
+    rc, output = run(
+        playbook(
+            "pinned.images.prefetch",
+            work["inventory"],
+            {"cluster_sets": [str(work["sets"])], "cluster_control_plane_serial": "abc"},
+        )
+    )
     assert rc != 0 and "Traceback" not in output
-    assert ('cluster_control_plane_serial must be a number (1), a percentage ("25%") or a list of them '
-            '([1, 5, "25%"]), got \'abc\'') in output
+    assert (
+        'cluster_control_plane_serial must be a number (1), a percentage ("25%") or a list of them '
+        "([1, 5, \"25%\"]), got 'abc'"
+    ) in output
 
 
 def test_prefetch_with_no_images_and_a_pin_fails_before_the_runtime_is_contacted(lab, work, untouched):
     path = dropins(lab)["worker-0"]
-    rc, result, output = adhoc("pinned.images.prefetch", dict(images=[], pin="dropin", dropin_path=str(path),
-                                                              cri_socket=node_socket(lab, "worker-0")))
+    rc, result, output = adhoc(
+        "pinned.images.prefetch",
+        dict(images=[], pin="dropin", dropin_path=str(path), cri_socket=node_socket(lab, "worker-0")),
+    )
     assert rc != 0
     assert result["msg"] == (
         f"images is empty: with pin=dropin that would remove every pin of this node (the drop-in {path}, or the "
         "labels pinned.images set); nothing was changed. Give the images, allow_empty=true to empty the pins, or "
-        "pin=none")
+        "pin=none"
+    )
 
 
 @pytest.mark.parametrize("module", ["crio_pinned_images", "containerd_pinned_images"])
 def test_pinning_modules_refuse_sets_that_select_nothing(lab, work, untouched, module):
-    args = dict(sets=[str(work["empty"])], node_labels={"node-role.kubernetes.io/worker": ""},
-                cri_socket=node_socket(lab, "worker-0"))
+    args = dict(
+        sets=[str(work["empty"])],
+        node_labels={"node-role.kubernetes.io/worker": ""},
+        cri_socket=node_socket(lab, "worker-0"),
+    )
     if module == "crio_pinned_images":
         args.update(path=str(dropins(lab)["worker-0"]), reload="none")
     rc, result, output = adhoc(f"pinned.images.{module}", args)
     assert rc != 0, output
     assert result["msg"].startswith(
         f"sets ({work['empty']}) selected no image for a node with the labels node-role.kubernetes.io/worker= "
-        "(sets found: none): that would ")
-    assert result["msg"].endswith("; nothing was changed. Give the images to pin, allow_empty=true to empty the "
-                                  "pins, or state=absent to remove them")
+        "(sets found: none): that would "
+    )
+    assert result["msg"].endswith(
+        "; nothing was changed. Give the images to pin, allow_empty=true to empty the "
+        "pins, or state=absent to remove them"
+    )
 
 
 def test_an_inventory_without_the_groups_fails_and_naming_them_works_with_a_limit(lab, work):
@@ -146,43 +170,68 @@ def test_an_inventory_without_the_groups_fails_and_naming_them_works_with_a_limi
 
     rc, output = run(playbook("pinned.images.prefetch", "nodes.yml", extra, cwd=work["tmp"]))
     assert rc != 0
-    assert ("no inventory host is in the groups control_plane (cluster_control_plane_group), workers "
-            "(cluster_worker_group), so nothing would run; the inventory has the groups: nodes.") in output
+    assert (
+        "no inventory host is in the groups control_plane (cluster_control_plane_group), workers "
+        "(cluster_worker_group), so nothing would run; the inventory has the groups: nodes."
+    ) in output
     assert snapshot(lab) == before
 
     # docs/orchestration.md, as written: the group named, one node next to localhost in the limit.
-    rc, output = run(playbook("pinned.images.prefetch", "nodes.yml", dict(extra, cluster_worker_group="nodes"),
-                              options=["--limit", "localhost,worker-1"], cwd=work["tmp"]))
+    rc, output = run(
+        playbook(
+            "pinned.images.prefetch",
+            "nodes.yml",
+            dict(extra, cluster_worker_group="nodes"),
+            options=["--limit", "localhost,worker-1"],
+            cwd=work["tmp"],
+        )
+    )
     assert rc == 0, output
     others = sorted(name for name in hosts if name != "worker-1")
     assert "excluded by --limit, not run and not counted: " + ", ".join(others) in output
     assert "total (1 nodes)" in output and "not_run" not in output
     after = snapshot(lab)
     assert work["image"].encode() in after["worker-1"][0]
-    assert {name: state for name, state in after.items() if name != "worker-1"} == \
-        {name: state for name, state in before.items() if name != "worker-1"}
+    assert {name: state for name, state in after.items() if name != "worker-1"} == {
+        name: state for name, state in before.items() if name != "worker-1"
+    }
 
 
 def test_a_limit_without_localhost_fails_with_the_fix(work, untouched):
-    rc, output = run(playbook("pinned.images.prefetch", work["inventory"], {"cluster_sets": [str(work["sets"])]},
-                              options=["--limit", "cp-0"]))
+    rc, output = run(
+        playbook(
+            "pinned.images.prefetch",
+            work["inventory"],
+            {"cluster_sets": [str(work["sets"])]},
+            options=["--limit", "cp-0"],
+        )
+    )
     assert rc != 0
-    assert ("--limit cp-0 leaves out localhost, where pinned.images.prefetch resolves the sets, plans and reports; "
-            "nothing was run. Add it: --limit 'localhost,cp-0'") in output
+    assert (
+        "--limit cp-0 leaves out localhost, where pinned.images.prefetch resolves the sets, plans and reports; "
+        "nothing was run. Add it: --limit 'localhost,cp-0'"
+    ) in output
 
 
 def test_the_render_of_an_empty_directory_removes_nothing(work):
     dest = work["tmp"] / "gitops"
-    files = {dest / "machineconfigs" / "99-worker-pinned-images.yaml": b"kind: MachineConfig\n",
-             dest / "pinnedimagesets" / "worker-images.yaml": b"kind: PinnedImageSet\n"}
+    files = {
+        dest / "machineconfigs" / "99-worker-pinned-images.yaml": b"kind: MachineConfig\n",
+        dest / "pinnedimagesets" / "worker-images.yaml": b"kind: PinnedImageSet\n",
+    }
     for path, content in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
-    rc, output = run(playbook("pinned.images.render", extra_vars={"cluster_sets": [str(work["empty"])],
-                                                                  "cluster_render_dest": str(dest)}))
+    rc, output = run(
+        playbook(
+            "pinned.images.render", extra_vars={"cluster_sets": [str(work["empty"])], "cluster_render_dest": str(dest)}
+        )
+    )
     assert rc != 0
-    assert (f"the sources hold no PinnedImageSet: looked at cluster_sets ({work['empty']}), so the render would "
-            f"remove every file of {dest}/pinnedimagesets and {dest}/machineconfigs; nothing was changed.") in output
+    assert (
+        f"the sources hold no PinnedImageSet: looked at cluster_sets ({work['empty']}), so the render would "
+        f"remove every file of {dest}/pinnedimagesets and {dest}/machineconfigs; nothing was changed."
+    ) in output
     assert {path: path.read_bytes() for path in files} == files
 
 
@@ -193,20 +242,25 @@ def test_the_node_deps_playbook_runs_as_documented(work):
     assert "has grpcio and protobuf" in output
     rc, output = run(playbook("pinned.images.node_deps", work["inventory"], {"node_deps_host": "workers"}))
     assert rc != 0
-    assert ("node_deps_host (on every host: an extra variable or one of the group all) is not a variable of "
-            "pinned.images: did you mean node_deps_hosts?") in output
+    assert (
+        "node_deps_host (on every host: an extra variable or one of the group all) is not a variable of "
+        "pinned.images: did you mean node_deps_hosts?"
+    ) in output
 
 
 PRIVATE_DIR = "/nonexistent/pinned-images-python"
 
 
-@pytest.mark.parametrize("module,args,private_dir", [
-    ("prefetch", dict(images=[]), None),
-    ("prefetch", dict(images=[]), PRIVATE_DIR),
-    ("cri_image_info", dict(), PRIVATE_DIR),
-    ("crio_pinned_images", dict(images=[f"registry.example/a@{DIGEST}"], reload="none"), PRIVATE_DIR),
-    ("containerd_pinned_images", dict(images=[f"registry.example/a@{DIGEST}"]), PRIVATE_DIR),
-])
+@pytest.mark.parametrize(
+    "module,args,private_dir",
+    [
+        ("prefetch", dict(images=[]), None),
+        ("prefetch", dict(images=[]), PRIVATE_DIR),
+        ("cri_image_info", dict(), PRIVATE_DIR),
+        ("crio_pinned_images", dict(images=[f"registry.example/a@{DIGEST}"], reload="none"), PRIVATE_DIR),
+        ("containerd_pinned_images", dict(images=[f"registry.example/a@{DIGEST}"]), PRIVATE_DIR),
+    ],
+)
 def test_every_node_module_fails_clearly_without_grpc(tmp_path, module, args, private_dir):
     if subprocess.run([SYSTEM_PYTHON, "-c", "import grpc"], capture_output=True, check=False).returncode == 0:
         pytest.fail(f"{SYSTEM_PYTHON} imports grpc: the test proves nothing")

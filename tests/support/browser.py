@@ -20,9 +20,19 @@ from typing import Any
 import websocket
 
 CHROMIUM = os.environ.get("PINNED_IMAGES_CHROMIUM", "/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-default-apps", "--hide-scrollbars", "--remote-debugging-port=0"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--hide-scrollbars",
+    "--remote-debugging-port=0",
+]
 
 
 class BrowserError(Exception):
@@ -47,12 +57,22 @@ class Browser:
         # Chromium writes crash reports and caches under HOME and the XDG directories whatever --user-data-dir
         # says: all of them go into the profile.
         home = self.profile / "home"
-        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-                   XDG_CACHE_HOME=str(home / ".cache"))
+        env = dict(
+            os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_CACHE_HOME=str(home / ".cache")
+        )
         log = open(self.profile / "chromium.log", "wb")  # noqa: SIM115 - the browser's lifetime
-        self.proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={self.profile}",
-                                      f"--crash-dumps-dir={self.profile / 'crashes'}", "about:blank"],
-                                     stdout=log, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(
+            [
+                CHROMIUM,
+                *FLAGS,
+                f"--user-data-dir={self.profile}",
+                f"--crash-dumps-dir={self.profile / 'crashes'}",
+                "about:blank",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         log.close()
         try:
             self._connect()
@@ -71,8 +91,9 @@ class Browser:
                 raise BrowserError("chromium did not start: " + (self.profile / "chromium.log").read_text()[-2000:])
             time.sleep(0.05)
         port, path = port_file.read_text().split()[:2]
-        self.ws = websocket.create_connection(f"ws://127.0.0.1:{port}{path}", timeout=self.timeout,
-                                              suppress_origin=True)
+        self.ws = websocket.create_connection(
+            f"ws://127.0.0.1:{port}{path}", timeout=self.timeout, suppress_origin=True
+        )
 
     def __exit__(self, *exc: object) -> None:
         if self.ws is not None:
@@ -126,8 +147,9 @@ class Browser:
         session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.call(f"{domain}.enable", session)
-        self.call("Emulation.setDeviceMetricsOverride", session, width=width, height=height, deviceScaleFactor=1,
-                  mobile=False)
+        self.call(
+            "Emulation.setDeviceMetricsOverride", session, width=width, height=height, deviceScaleFactor=1, mobile=False
+        )
         self.call("Emulation.setEmulatedMedia", session, media=media)
         self.call("Page.navigate", session, url=Path(path).resolve().as_uri())
         self.wait_event("Page.loadEventFired", session)
@@ -169,5 +191,8 @@ class Page:
 
     def requests(self) -> list[str]:
         """The URL of every request the page made (its own file included)."""
-        return [event["params"]["request"]["url"] for event in self.events()
-                if event.get("method") == "Network.requestWillBeSent"]
+        return [
+            event["params"]["request"]["url"]
+            for event in self.events()
+            if event.get("method") == "Network.requestWillBeSent"
+        ]

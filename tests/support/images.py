@@ -124,8 +124,9 @@ def release_layer(components: Mapping[str, str], version: str, padding: int = 0,
         "metadata": {"name": version, "creationTimestamp": None},
         "spec": {
             "lookupPolicy": {"local": False},
-            "tags": [{"name": name, "from": {"kind": "DockerImage", "name": image}} for name, image in
-                     components.items()],
+            "tags": [
+                {"name": name, "from": {"kind": "DockerImage", "name": image}} for name, image in components.items()
+            ],
         },
     }
     metadata = {"kind": "cincinnati-metadata-v0", "version": version, "previous": [], "metadata": {}}
@@ -149,21 +150,26 @@ def push_release_manifest(
     client: PushClient, repo: str, plat: str, version: str, layers: Sequence[bytes], labelled: bool = True
 ) -> tuple[str, bytes]:
     """Push `layers` (gzip blobs) and a config labelled io.openshift.release=`version`; return (digest, manifest)."""
-    descriptors = [{"mediaType": OCI_LAYER, "digest": client.push_blob(repo, blob), "size": len(blob)}
-                   for blob in layers]
+    descriptors = [
+        {"mediaType": OCI_LAYER, "digest": client.push_blob(repo, blob), "size": len(blob)} for blob in layers
+    ]
     labels = {"io.openshift.release": version} if labelled else {"io.pinned-images.lab": repo}
-    config = canonical({
-        **platform_fields(plat),
-        "created": "1970-01-01T00:00:00Z",
-        "config": {"Labels": labels},
-        "rootfs": {"type": "layers", "diff_ids": [sha256(gzip.decompress(blob)) for blob in layers]},
-    })
-    body = canonical({
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "config": {"mediaType": OCI_CONFIG, "digest": client.push_blob(repo, config), "size": len(config)},
-        "layers": descriptors,
-    })
+    config = canonical(
+        {
+            **platform_fields(plat),
+            "created": "1970-01-01T00:00:00Z",
+            "config": {"Labels": labels},
+            "rootfs": {"type": "layers", "diff_ids": [sha256(gzip.decompress(blob)) for blob in layers]},
+        }
+    )
+    body = canonical(
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": {"mediaType": OCI_CONFIG, "digest": client.push_blob(repo, config), "size": len(config)},
+            "layers": descriptors,
+        }
+    )
     digest = sha256(body)
     client.push_manifest(repo, digest, body, OCI_MANIFEST)
     return digest, body
@@ -250,6 +256,7 @@ def push_lab_image(
 
 # ---- the small images of the registry client tests ---------------------------------------------------------
 
+
 @dataclass
 class PushedImage:
     repository: str
@@ -265,8 +272,17 @@ class PushedImage:
         return sum(size for _digest, size in self.layers)
 
 
-def push_image(pusher: PushClient, repo: str, layer_blobs: list, *, tag: str | None = None, docker: bool = False,
-               os_name: str = "linux", architecture: str = "amd64", variant: str = "") -> PushedImage:
+def push_image(
+    pusher: PushClient,
+    repo: str,
+    layer_blobs: list,
+    *,
+    tag: str | None = None,
+    docker: bool = False,
+    os_name: str = "linux",
+    architecture: str = "amd64",
+    variant: str = "",
+) -> PushedImage:
     config = {"architecture": architecture, "os": os_name, "rootfs": {"type": "layers", "diff_ids": []}}
     if variant:
         config["variant"] = variant
@@ -277,8 +293,11 @@ def push_image(pusher: PushClient, repo: str, layer_blobs: list, *, tag: str | N
     document = {
         "schemaVersion": 2,
         "mediaType": media_type,
-        "config": {"mediaType": DOCKER_CONFIG if docker else OCI_CONFIG, "digest": config_digest,
-                   "size": len(config_body)},
+        "config": {
+            "mediaType": DOCKER_CONFIG if docker else OCI_CONFIG,
+            "digest": config_digest,
+            "size": len(config_body),
+        },
         "layers": [{"mediaType": DOCKER_LAYER if docker else OCI_LAYER, "digest": d, "size": s} for d, s in layers],
     }
     body = json.dumps(document, indent=2).encode()
@@ -287,16 +306,18 @@ def push_image(pusher: PushClient, repo: str, layer_blobs: list, *, tag: str | N
     return PushedImage(repo, digest, media_type, layers, len(config_body), len(body))
 
 
-def push_index(pusher: PushClient, repo: str, children: dict, *, tag: str | None = None,
-               docker: bool = False) -> PushedImage:
+def push_index(
+    pusher: PushClient, repo: str, children: dict, *, tag: str | None = None, docker: bool = False
+) -> PushedImage:
     """``children``: {"linux/amd64": [layer bytes, ...], "linux/arm/v7": [...]} -> an index over them."""
     entries = []
     platforms = {}
     for platform_name, blobs in children.items():
         os_name, architecture, *rest = platform_name.split("/")
         variant = rest[0] if rest else ""
-        child = push_image(pusher, repo, blobs, docker=docker, os_name=os_name, architecture=architecture,
-                           variant=variant)
+        child = push_image(
+            pusher, repo, blobs, docker=docker, os_name=os_name, architecture=architecture, variant=variant
+        )
         platforms[platform_name] = child
         plat = {"os": os_name, "architecture": architecture}
         if variant:

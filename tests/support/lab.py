@@ -191,8 +191,11 @@ class Lab(Supervisor):
                 "node_pull_secret_path": str(base / "pull-secret.json"),
             }
             if node.get("pid_file"):
-                host.update(node_crio_reload="signal", node_crio_pid_file=node["pid_file"],
-                            node_prefetch_options={"registries_conf": node["registries_conf"]})
+                host.update(
+                    node_crio_reload="signal",
+                    node_crio_pid_file=node["pid_file"],
+                    node_prefetch_options={"registries_conf": node["registries_conf"]},
+                )
             if RUNTIMES[node["runtime"]].pins:
                 host["node_pin"] = "auto"
         return {
@@ -213,8 +216,9 @@ class Lab(Supervisor):
         """:meth:`inventory` as YAML."""
         return yaml.safe_dump(self.inventory(python, nodes), default_flow_style=False, sort_keys=False)
 
-    def write_inventory(self, path: str | os.PathLike[str] | None = None, python: str | None = None,
-                        nodes: Sequence[str] | None = None) -> Path:
+    def write_inventory(
+        self, path: str | os.PathLike[str] | None = None, python: str | None = None, nodes: Sequence[str] | None = None
+    ) -> Path:
         """Write :meth:`inventory` (of ``nodes`` only, when given) as YAML to `path` (default
         ``<lab>/inventory.yml``); return the path."""
         target = Path(path) if path else self.path / "inventory.yml"
@@ -389,7 +393,11 @@ class Lab(Supervisor):
     # ---- nodes -------------------------------------------------------------------------------------------
 
     def _configure_node(
-        self, name: str, stream_port: int, tmpfs_size: str | None, runtime: str = DEFAULT_RUNTIME,
+        self,
+        name: str,
+        stream_port: int,
+        tmpfs_size: str | None,
+        runtime: str = DEFAULT_RUNTIME,
         config_path: str | None = None,
     ) -> dict[str, Any]:
         if not NODE_NAME.match(name):
@@ -418,13 +426,20 @@ class Lab(Supervisor):
         }
         if kind == "cri-o":
             binaries = crio_binaries()
-            entry.update(config=str(base / "crio.conf"), dropin_dir=str(base / "crio.conf.d"),
-                         registries_conf=str(base / "registries.conf"), policy=str(base / "policy.json"),
-                         pid_file=str(base / "crio.pid"), global_auth_file=str(base / "kubelet-config.json"))
+            entry.update(
+                config=str(base / "crio.conf"),
+                dropin_dir=str(base / "crio.conf.d"),
+                registries_conf=str(base / "registries.conf"),
+                policy=str(base / "policy.json"),
+                pid_file=str(base / "crio.pid"),
+                global_auth_file=str(base / "kubelet-config.json"),
+            )
             auth = self.state["registries"]["auth"]["docker_config"]
             write_file(Path(entry["global_auth_file"]), Path(auth).read_text(), 0o600)
             Path(entry["dropin_dir"]).mkdir(exist_ok=True)
-            write_file(Path(entry["config"]), crio_config(base, sock, stream_port, self.path / "cni", binaries["pinns"]))
+            write_file(
+                Path(entry["config"]), crio_config(base, sock, stream_port, self.path / "cni", binaries["pinns"])
+            )
             write_file(Path(entry["registries_conf"]), crio_registries_conf(list(self.state["registries"].values())))
             write_file(Path(entry["policy"]), CRIO_POLICY)
             entry["argv"] = crio_argv(binaries["crio"], entry)
@@ -432,8 +447,10 @@ class Lab(Supervisor):
             self._write_hosts(base / "certs.d")
             version = 3 if RUNTIMES[runtime].version.startswith("2.") else 2
             entry.update(config=str(base / "config.toml"), certs_d=config_path or str(base / "certs.d"))
-            write_file(base / "config.toml",
-                       containerd_config(base, sock, stream_port, self.path / "cni", version, config_path))
+            write_file(
+                base / "config.toml",
+                containerd_config(base, sock, stream_port, self.path / "cni", version, config_path),
+            )
             entry["argv"] = [runtime_binary(runtime), "--config", entry["config"]]
         self.state["nodes"][name] = entry
         return entry
@@ -450,7 +467,7 @@ class Lab(Supervisor):
         entry = self._node(name)
         if entry.get("registries_conf"):
             conf = Path(entry["registries_conf"])
-            write_file(conf, conf.read_text() + '\n[[registry]]\nlocation = %s\ninsecure = true\n' % json.dumps(host))
+            write_file(conf, conf.read_text() + "\n[[registry]]\nlocation = %s\ninsecure = true\n" % json.dumps(host))
             self.reload_node(name)
         else:
             write_file(Path(entry["certs_d"]) / host / "hosts.toml", hosts_toml("http://" + host, None))
@@ -484,8 +501,9 @@ class Lab(Supervisor):
         for entry in self.state["registries"].values():
             write_file(certs_d / entry["host"] / "hosts.toml", hosts_toml(entry["url"], entry["ca"]))
 
-    def add_node(self, name: str, tmpfs_size: str | None = None, runtime: str = DEFAULT_RUNTIME,
-                 config_path: str | None = None) -> dict[str, Any]:
+    def add_node(
+        self, name: str, tmpfs_size: str | None = None, runtime: str = DEFAULT_RUNTIME, config_path: str | None = None
+    ) -> dict[str, Any]:
         """Start one more node (running `runtime`, a key of RUNTIMES) on the running lab; returns its state
         entry. ``config_path`` (containerd): the node's registry hosts directory (or ``:``-separated list) instead
         of its own ``certs.d``."""
@@ -565,8 +583,9 @@ class Lab(Supervisor):
         """
         client = self._client(registry)
         try:
-            record = push_lab_image(client, self.seed, client.host, registry, repo, tag, layer_sizes,
-                                    shared_layers or {}, platforms, name)
+            record = push_lab_image(
+                client, self.seed, client.host, registry, repo, tag, layer_sizes, shared_layers or {}, platforms, name
+            )
         finally:
             client.close()
         self.state["images"][record.name] = asdict(record)
@@ -588,8 +607,18 @@ class Lab(Supervisor):
                 local.client = self._client(registry)
                 clients.append(local.client)
             repo = "%s/img-%04d" % (prefix, index)
-            return push_lab_image(local.client, self.seed, local.client.host, registry, repo, "v1", [size], {}, None,
-                                  "%s-%04d" % (prefix, index))
+            return push_lab_image(
+                local.client,
+                self.seed,
+                local.client.host,
+                registry,
+                repo,
+                "v1",
+                [size],
+                {},
+                None,
+                "%s-%04d" % (prefix, index),
+            )
 
         try:
             with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -629,15 +658,25 @@ class Lab(Supervisor):
                 other, _diff_id = layer_blob("%d:%s:%s:unrelated" % (self.seed, plat, repo), unrelated)
                 layer = release_layer(listed, version, padding, "%d:%s:%s" % (self.seed, plat, version))
                 layer_size = len(layer)
-                manifests[plat], bodies[plat] = push_release_manifest(client, repo, plat, version, [other, layer],
-                                                                      labelled)
+                manifests[plat], bodies[plat] = push_release_manifest(
+                    client, repo, plat, version, [other, layer], labelled
+                )
             if platforms:
-                index = canonical({
-                    "schemaVersion": 2,
-                    "mediaType": OCI_INDEX,
-                    "manifests": [{"mediaType": OCI_MANIFEST, "digest": manifests[p], "size": len(bodies[p]),
-                                   "platform": platform_fields(p)} for p in platforms],
-                })
+                index = canonical(
+                    {
+                        "schemaVersion": 2,
+                        "mediaType": OCI_INDEX,
+                        "manifests": [
+                            {
+                                "mediaType": OCI_MANIFEST,
+                                "digest": manifests[p],
+                                "size": len(bodies[p]),
+                                "platform": platform_fields(p),
+                            }
+                            for p in platforms
+                        ],
+                    }
+                )
                 client.push_manifest(repo, tag, index, OCI_INDEX)
                 digest = sha256(index)
             else:

@@ -62,10 +62,22 @@ RUNTIMES = {
     runtime.key: runtime
     for runtime in (
         Runtime("containerd-1.6", "containerd", "1.6.20", None, "Debian 12's package", False),
-        Runtime("containerd-1.7", "containerd", "1.7.24", REPO / ".build/trixie/containerd/usr/bin/containerd",
-                "Debian trixie's package, hack/debian_debs.sh", True),
-        Runtime("containerd-2.1", "containerd", "2.1.9", REPO / ".build/sid/containerd/usr/bin/containerd",
-                "Debian sid's package, hack/debian_debs.sh", True),
+        Runtime(
+            "containerd-1.7",
+            "containerd",
+            "1.7.24",
+            REPO / ".build/trixie/containerd/usr/bin/containerd",
+            "Debian trixie's package, hack/debian_debs.sh",
+            True,
+        ),
+        Runtime(
+            "containerd-2.1",
+            "containerd",
+            "2.1.9",
+            REPO / ".build/sid/containerd/usr/bin/containerd",
+            "Debian sid's package, hack/debian_debs.sh",
+            True,
+        ),
         Runtime("cri-o", "cri-o", "1.33.13", None, "$%s/cri-o, unpacked into .build/cri-o" % REFERENCE_ENV, True),
     )
 }
@@ -147,8 +159,9 @@ def node_names(nodes: int, control_plane: int | None = None) -> list[str]:
     return ["cp-%d" % i for i in range(control_plane)] + ["worker-%d" % i for i in range(nodes - control_plane)]
 
 
-def containerd_config(base: Path, sock: Path, stream_port: int, cni: Path, version: int = 2,
-                      config_path: str | None = None) -> str:
+def containerd_config(
+    base: Path, sock: Path, stream_port: int, cni: Path, version: int = 2, config_path: str | None = None
+) -> str:
     """The config.toml of a node whose files live under ``base``, serving CRI on ``sock``; ``cni`` holds the
     shared ``bin`` and ``net.d`` directories. ``version`` 3 is containerd 2.x's layout (CRI split into the
     cri.v1.images and cri.v1.runtime plugins; pulls unpack through the transfer service). ``config_path`` is the
@@ -179,7 +192,9 @@ disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLU
     if version == 3:
         from support.images import HOST_PLATFORM
 
-        return head + f"""
+        return (
+            head
+            + f"""
 [plugins."io.containerd.grpc.v1.cri"]
   disable_tcp_service = true
   stream_server_address = "127.0.0.1"
@@ -204,7 +219,10 @@ disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLU
   platform = {q(HOST_PLATFORM)}
   snapshotter = "native"
 """
-    return head + f"""
+        )
+    return (
+        head
+        + f"""
 [plugins."io.containerd.grpc.v1.cri"]
   disable_apparmor = true
   disable_tcp_service = true
@@ -222,6 +240,7 @@ disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLU
 [plugins."io.containerd.grpc.v1.cri".registry]
   config_path = {q(config_path or str(base / "certs.d"))}
 """
+    )
 
 
 def crio_config(base: Path, sock: Path, stream_port: int, cni: Path, pinns: str) -> str:
@@ -281,8 +300,17 @@ enable_nri = false
 
 
 def crio_argv(crio: str, entry: Mapping[str, Any]) -> list[str]:
-    return [crio, "--config", entry["config"], "--config-dir", entry["dropin_dir"],
-            "--registries-conf", entry["registries_conf"], "--signature-policy", entry["policy"]]
+    return [
+        crio,
+        "--config",
+        entry["config"],
+        "--config-dir",
+        entry["dropin_dir"],
+        "--registries-conf",
+        entry["registries_conf"],
+        "--signature-policy",
+        entry["policy"],
+    ]
 
 
 def crio_registries_conf(registries: Sequence[Mapping[str, Any]]) -> str:
@@ -314,8 +342,12 @@ def pin_args(entry: Mapping[str, Any]) -> dict[str, Any]:
     (``pin: auto``): for CRI-O its drop-in, reloaded by SIGHUP to its pid file, and its registries.conf."""
     args: dict[str, Any] = {"cri_socket": entry["endpoint"], "pin": "auto"}
     if entry.get("pid_file"):
-        args.update(dropin_path=str(Path(entry["dropin_dir"]) / "50-pinned-images"), crio_reload="signal",
-                    crio_pid_file=entry["pid_file"], registries_conf=entry["registries_conf"])
+        args.update(
+            dropin_path=str(Path(entry["dropin_dir"]) / "50-pinned-images"),
+            crio_reload="signal",
+            crio_pid_file=entry["pid_file"],
+            registries_conf=entry["registries_conf"],
+        )
     return args
 
 

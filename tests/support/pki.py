@@ -24,13 +24,20 @@ def _name(common_name: str) -> x509.Name:
 def _write(directory: Path, name: str, key, cert: x509.Certificate) -> None:
     (directory / f"{name}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path = directory / f"{name}.key"
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     key_path.chmod(0o600)
 
 
-def make_pki(directory: str | os.PathLike[str], *, prefix: str = "pinned-test", client_cn: str | None = None,
-             token_signer: bool = False, days: int = 30) -> dict[str, str]:
+def make_pki(
+    directory: str | os.PathLike[str],
+    *,
+    prefix: str = "pinned-test",
+    client_cn: str | None = None,
+    token_signer: bool = False,
+    days: int = 30,
+) -> dict[str, str]:
     """Write ``ca``, ``server`` (SAN IP:127.0.0.1, DNS:localhost), with ``client_cn`` a ``client`` certificate of
     that common name, and with ``token_signer`` a self-signed RSA ``token`` pair (RS256 JWTs), as ``<name>.crt`` and
     ``<name>.key`` (0600) in ``directory``; return ``{file name: path}`` of the files written."""
@@ -56,9 +63,20 @@ def make_pki(directory: str | os.PathLike[str], *, prefix: str = "pinned-test", 
     ca_name = _name(f"{prefix} CA")
     ca_cert = (
         builder(ca_name, ca_name, ca_key.public_key(), ca=True)
-        .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
-                                     data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-                                     encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=False,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
         .sign(ca_key, hashes.SHA256())
     )
     _write(out, "ca", ca_key, ca_cert)
@@ -74,8 +92,12 @@ def make_pki(directory: str | os.PathLike[str], *, prefix: str = "pinned-test", 
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         )
         if name == "server":
-            cert = cert.add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]), critical=False)
+            cert = cert.add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+                ),
+                critical=False,
+            )
         _write(out, name, key, cert.sign(ca_key, hashes.SHA256()))
     if token_signer:
         # The registry's token auth checks RS256 signatures; the token server sends this certificate in x5c.

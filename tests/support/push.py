@@ -28,9 +28,16 @@ class PushClient:
     ``basic`` is a (user, password) pair; ``bearer`` a function of the repository that returns a push token.
     """
 
-    def __init__(self, host: str, *, ca: str | None = None, context: ssl.SSLContext | None = None,
-                 basic: tuple[str, str] | None = None, bearer: Callable[[str], str] | None = None,
-                 timeout: float = 60) -> None:
+    def __init__(
+        self,
+        host: str,
+        *,
+        ca: str | None = None,
+        context: ssl.SSLContext | None = None,
+        basic: tuple[str, str] | None = None,
+        bearer: Callable[[str], str] | None = None,
+        timeout: float = 60,
+    ) -> None:
         if ca and context is None:
             context = ssl.create_default_context(cafile=ca)
         self.host = host
@@ -66,12 +73,23 @@ class PushClient:
             return {"Authorization": "Bearer " + self._tokens[repository]}
         return {}
 
-    def request(self, method: str, path: str, repository: str, body: bytes = b"",
-                headers: Mapping[str, str] | None = None, expect: int | None = None) -> tuple:
+    def request(
+        self,
+        method: str,
+        path: str,
+        repository: str,
+        body: bytes = b"",
+        headers: Mapping[str, str] | None = None,
+        expect: int | None = None,
+    ) -> tuple:
         """``(response, body)``; raises PushError on a status other than ``expect`` (any 2xx when None)."""
         conn = self._connection()
-        conn.request(method, path, body=body,
-                     headers={"Content-Length": str(len(body)), **self._auth(repository), **(headers or {})})
+        conn.request(
+            method,
+            path,
+            body=body,
+            headers={"Content-Length": str(len(body)), **self._auth(repository), **(headers or {})},
+        )
         response = conn.getresponse()
         data = response.read()
         ok = response.status == expect if expect is not None else 200 <= response.status < 300
@@ -87,12 +105,24 @@ class PushClient:
         started, _data = self.request("POST", "/v2/%s/blobs/uploads/" % repository, repository, expect=202)
         location = urllib.parse.urlsplit(started.getheader("Location", ""))
         query = urllib.parse.parse_qsl(location.query) + [("digest", digest)]
-        self.request("PUT", "%s?%s" % (location.path, urllib.parse.urlencode(query)), repository, blob,
-                     {"Content-Type": "application/octet-stream"}, expect=201)
+        self.request(
+            "PUT",
+            "%s?%s" % (location.path, urllib.parse.urlencode(query)),
+            repository,
+            blob,
+            {"Content-Type": "application/octet-stream"},
+            expect=201,
+        )
         return digest
 
     def push_manifest(self, repository: str, reference: str, body: bytes, media_type: str) -> str:
         """Put the manifest ``body`` under ``reference`` (a tag or its digest); return its digest."""
-        self.request("PUT", "/v2/%s/manifests/%s" % (repository, reference), repository, body,
-                     {"Content-Type": media_type}, expect=201)
+        self.request(
+            "PUT",
+            "/v2/%s/manifests/%s" % (repository, reference),
+            repository,
+            body,
+            {"Content-Type": media_type},
+            expect=201,
+        )
         return sha256(body)

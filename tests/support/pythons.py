@@ -32,8 +32,11 @@ def env_name(version: str) -> str:
 def find_python(version: str) -> str | None:
     """The executable of a working CPython ``version`` (``X.Y``), or None; see the module docstring for where."""
     candidates = [os.environ.get(env_name(version)), shutil.which(f"python{version}")]
-    candidates += sorted(glob.glob(os.path.join(_pyenv_root(), "versions", f"{version}.*", "bin", f"python{version}")),
-                         key=_patch_level, reverse=True)
+    candidates += sorted(
+        glob.glob(os.path.join(_pyenv_root(), "versions", f"{version}.*", "bin", f"python{version}")),
+        key=_patch_level,
+        reverse=True,
+    )
     for candidate in filter(None, candidates):
         try:
             proc = subprocess.run([candidate, "-c", _REPORT], capture_output=True, text=True, timeout=30, check=False)
@@ -72,8 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             missing.append(version)
     if missing:
-        print(f"no interpreter found for Python {' '.join(missing)} (PATH, pyenv root, or $PINNED_IMAGES_TEST_PYXY)",
-              file=sys.stderr)
+        print(
+            f"no interpreter found for Python {' '.join(missing)} (PATH, pyenv root, or $PINNED_IMAGES_TEST_PYXY)",
+            file=sys.stderr,
+        )
     return 1 if missing and args.strict else 0
 
 

@@ -104,8 +104,11 @@ class TokenServer:
                 for scope in query.get("scope", []):
                     kind, _sep, rest = scope.partition(":")
                     name, _sep, actions = rest.rpartition(":")
-                    allowed = actions.split(",") if user else [
-                        a for a in actions.split(",") if a == "pull" and "/public" in name]
+                    allowed = (
+                        actions.split(",")
+                        if user
+                        else [a for a in actions.split(",") if a == "pull" and "/public" in name]
+                    )
                     access.append({"type": kind, "name": name, "actions": allowed})
                 self._answer(200, {field_name: server.token(user or "", access), "expires_in": 300})
 
@@ -132,8 +135,16 @@ class TokenServer:
     def token(self, subject: str, access: list) -> str:
         now = int(time.time())
         header = {"typ": "JWT", "alg": "RS256", "x5c": [self._x5c]}
-        claims = {"iss": ISSUER, "sub": subject, "aud": SERVICE, "exp": now + 300, "nbf": now - 10, "iat": now,
-                  "jti": uuid.uuid4().hex, "access": access}
+        claims = {
+            "iss": ISSUER,
+            "sub": subject,
+            "aud": SERVICE,
+            "exp": now + 300,
+            "nbf": now - 10,
+            "iat": now,
+            "jti": uuid.uuid4().hex,
+            "access": access,
+        }
         signing_input = _b64url(json.dumps(header).encode()) + "." + _b64url(json.dumps(claims).encode())
         return signing_input + "." + _b64url(self._sign(signing_input.encode("ascii")))
 
@@ -173,8 +184,11 @@ class RegistryLab:
             return PushClient(registry.name, context=self.tls_context(), basic=(USER, PASSWORD))
         if name == "token":
             access = [{"type": "repository", "actions": ["pull", "push"]}]
-            return PushClient(registry.name, context=self.tls_context(), bearer=lambda repo: self.token_server.token(
-                USER, [dict(access[0], name=repo)]))
+            return PushClient(
+                registry.name,
+                context=self.tls_context(),
+                bearer=lambda repo: self.token_server.token(USER, [dict(access[0], name=repo)]),
+            )
         return PushClient(registry.name, context=self.tls_context(client=True))
 
 
@@ -187,8 +201,12 @@ def start_registries(base_dir: str, push: bool = True) -> RegistryLab:
     started = []
     try:
         tls = {"certificate": pki["server.crt"], "key": pki["server.key"]}
-        token_auth = {"realm": token_server.realm, "service": SERVICE, "issuer": ISSUER,
-                      "rootcertbundle": pki["token.crt"]}
+        token_auth = {
+            "realm": token_server.realm,
+            "service": SERVICE,
+            "issuer": ISSUER,
+            "rootcertbundle": pki["token.crt"],
+        }
         for args in (
             ("plain", {}),
             ("secure", {"tls": tls, "auth": {"htpasswd": {"realm": "pinned-test", "path": htpasswd}}}),
@@ -226,17 +244,28 @@ def push_test_images(lab: RegistryLab) -> None:
     plain = lab.pusher("plain")
     images = lab.images
     images["plain/single"] = push_image(plain, "test/single", [base, layer("single", 5000)], tag="v1")
-    images["plain/multi"] = push_index(plain, "test/multi", {
-        "linux/amd64": [base, layer("amd64-a", 7000), layer("amd64-b", 11000)],
-        "linux/arm64/v8": [layer("arm64-a", 3000), layer("arm64-b", 2000)],
-        # An attestation manifest as buildx adds it; never a candidate platform.
-        "unknown/unknown": [layer("attestation", 100)],
-    }, tag="v1")
-    images["plain/dockerlist"] = push_index(plain, "test/dockerlist", {
-        "linux/amd64": [base, layer("dl-amd64", 4000)],
-        "linux/arm/v7": [layer("dl-armv7", 2500)],
-        "linux/arm/v6": [layer("dl-armv6", 2400)],
-    }, tag="v1", docker=True)
+    images["plain/multi"] = push_index(
+        plain,
+        "test/multi",
+        {
+            "linux/amd64": [base, layer("amd64-a", 7000), layer("amd64-b", 11000)],
+            "linux/arm64/v8": [layer("arm64-a", 3000), layer("arm64-b", 2000)],
+            # An attestation manifest as buildx adds it; never a candidate platform.
+            "unknown/unknown": [layer("attestation", 100)],
+        },
+        tag="v1",
+    )
+    images["plain/dockerlist"] = push_index(
+        plain,
+        "test/dockerlist",
+        {
+            "linux/amd64": [base, layer("dl-amd64", 4000)],
+            "linux/arm/v7": [layer("dl-armv7", 2500)],
+            "linux/arm/v6": [layer("dl-armv6", 2400)],
+        },
+        tag="v1",
+        docker=True,
+    )
     images["plain/docker"] = push_image(plain, "test/docker", [layer("docker", 1234)], tag="v1", docker=True)
 
     secure = lab.pusher("secure")
@@ -245,9 +274,15 @@ def push_test_images(lab: RegistryLab) -> None:
     token = lab.pusher("token")
     images["token/app"] = push_image(token, "tok/app", [base, layer("tok", 999)], tag="v1")
     images["token/public"] = push_image(token, "tok/public", [layer("pub", 777)], tag="v1")
-    images["token/multi"] = push_index(token, "tok/multi", {
-        "linux/amd64": [layer("tm-amd64", 1500)], "linux/arm64": [layer("tm-arm64", 1600)],
-    }, tag="v1")
+    images["token/multi"] = push_index(
+        token,
+        "tok/multi",
+        {
+            "linux/amd64": [layer("tm-amd64", 1500)],
+            "linux/arm64": [layer("tm-arm64", 1600)],
+        },
+        tag="v1",
+    )
 
     mtls = lab.pusher("mtls")
     images["mtls/app"] = push_image(mtls, "mtls/app", [layer("mtls", 555)], tag="v1")

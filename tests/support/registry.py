@@ -28,8 +28,14 @@ def registry_binary() -> str:
     return os.environ.get("DOCKER_REGISTRY_BINARY") or shutil.which("docker-registry") or "/usr/bin/docker-registry"
 
 
-def registry_config(data_dir: str, addr: str, *, tls: dict[str, str] | None = None, auth: dict[str, Any] | None = None,
-                    log: dict[str, Any] | None = None) -> dict[str, Any]:
+def registry_config(
+    data_dir: str,
+    addr: str,
+    *,
+    tls: dict[str, str] | None = None,
+    auth: dict[str, Any] | None = None,
+    log: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A docker-registry configuration serving ``data_dir`` on ``addr``.
 
     ``tls``: ``certificate``, ``key`` and optionally ``clientcas`` (a CA that client certificates must chain to);
@@ -113,8 +119,9 @@ class RegistryProcess:
             self.process.wait()
 
 
-def start_registry(directory: str, *, tls: dict[str, str] | None = None, auth: dict[str, Any] | None = None,
-                   access_log: bool = False) -> RegistryProcess:
+def start_registry(
+    directory: str, *, tls: dict[str, str] | None = None, auth: dict[str, Any] | None = None, access_log: bool = False
+) -> RegistryProcess:
     """Start docker-registry on a free port with its storage, configuration and log under ``directory``; return
     once it listens. ``tls`` and ``auth`` as in ``registry_config``; ``access_log`` writes one line per request
     (method, path, status, user agent) to the log."""

@@ -25,13 +25,23 @@ def _started_expression() -> str:
 
 def test_node_started_is_the_epoch_on_a_controller_east_of_utc(tmp_path):
     ansible = Path(sys.executable).with_name("ansible")
-    env = dict(os.environ, TZ="Europe/Berlin", ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_LOCAL_TEMP=str(tmp_path),
-               ANSIBLE_HOME=str(tmp_path))
+    env = dict(
+        os.environ,
+        TZ="Europe/Berlin",
+        ANSIBLE_LOCALHOST_WARNING="false",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path),
+        ANSIBLE_HOME=str(tmp_path),
+    )
     before = time.time()
-    out = subprocess.run([str(ansible), "localhost", "-m", "ansible.builtin.debug", "-a",
-                          f"msg=started={_started_expression()}"], env=env, check=True, capture_output=True,
-                         text=True, cwd=tmp_path).stdout
+    out = subprocess.run(
+        [str(ansible), "localhost", "-m", "ansible.builtin.debug", "-a", f"msg=started={_started_expression()}"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    ).stdout
     after = time.time()
     started = float(out.split("started=", 1)[1].split('"', 1)[0])
     assert before - OFFSET_BOUND < started < after + OFFSET_BOUND, (before, started, after)

@@ -173,9 +173,15 @@ def _same_device(first: str, second: str) -> bool:
         return False
 
 
-def atomic_write(path: StrPath, content: Union[str, bytes], mode: int = DEFAULT_MODE, check_mode: bool = False,
-                 same: Optional[Callable[[bytes, bytes], bool]] = None, tmp_dir: Optional[str] = None,
-                 _before_replace: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
+def atomic_write(
+    path: StrPath,
+    content: Union[str, bytes],
+    mode: int = DEFAULT_MODE,
+    check_mode: bool = False,
+    same: Optional[Callable[[bytes, bytes], bool]] = None,
+    tmp_dir: Optional[str] = None,
+    _before_replace: Optional[Callable[[str], None]] = None,
+) -> Dict[str, Any]:
     """Replace ``path`` with ``content`` atomically; see the module docstring."""
     path = os.fspath(path)
     data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
@@ -195,7 +201,12 @@ def atomic_write(path: StrPath, content: Union[str, bytes], mode: int = DEFAULT_
         diff["after_header"] = f"{path} (mode {mode:04o})"
         return {"changed": True, "created": False, "content_changed": False, "diff": diff}
 
-    result: Dict[str, Any] = {"changed": True, "created": before is None, "content_changed": True, "diff": _diff(path, before, data)}
+    result: Dict[str, Any] = {
+        "changed": True,
+        "created": before is None,
+        "content_changed": True,
+        "diff": _diff(path, before, data),
+    }
     if oversize:
         result["diff"]["before"] = f"({oversize} bytes, far more than the new content: not shown)\n"
     if check_mode:

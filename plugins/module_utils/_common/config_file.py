@@ -24,6 +24,7 @@ def toml_module() -> Any:
             continue
     return None
 
+
 # A path as os.fspath and open() take it.
 StrPath = Union[str, "os.PathLike[str]"]
 
@@ -41,8 +42,9 @@ def short_value(value: object, limit: int = 100) -> str:
     return repr(text) if isinstance(value, str) else text
 
 
-def read_config_text(path: StrPath, what: str, max_size: int, error_class: Callable[[str], Exception],
-                     encoding: str = "utf-8") -> str:
+def read_config_text(
+    path: StrPath, what: str, max_size: int, error_class: Callable[[str], Exception], encoding: str = "utf-8"
+) -> str:
     """The text of ``path``; ``error_class("<what> <path> ...")`` when it is missing, unreadable, too big or not text.
 
     The size cap keeps a wrong path (a device, a huge file) from being read whole.

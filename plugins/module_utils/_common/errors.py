@@ -37,8 +37,12 @@ def join_problems(problems: Iterable[str]) -> str:
 class CollectionError(Exception):
     """An error of this collection: ``message``, ``problems`` (list of str) and ``details`` (dict of fields)."""
 
-    def __init__(self, problems: Union[str, Iterable[str]], message: Optional[str] = None,
-                 details: Optional[Mapping[str, Any]] = None) -> None:
+    def __init__(
+        self,
+        problems: Union[str, Iterable[str]],
+        message: Optional[str] = None,
+        details: Optional[Mapping[str, Any]] = None,
+    ) -> None:
         self.problems = [problems] if isinstance(problems, str) else list(problems)
         self.message = join_problems(self.problems) if message is None else message
         self.details = dict(details or {})

@@ -72,7 +72,9 @@ class ImageRef:
 def _split_domain(name: str) -> tuple[str, str]:
     first, sep, rest = name.partition("/")
     # A first component is a registry host when it looks like one; otherwise Docker Hub is meant.
-    if sep and ("." in first or ":" in first or first == "localhost" or first.startswith("[") or first != first.lower()):
+    if sep and (
+        "." in first or ":" in first or first == "localhost" or first.startswith("[") or first != first.lower()
+    ):
         return first, rest
     return DOCKER_HUB, name
 
@@ -106,7 +108,7 @@ def parse_image_ref(value: object, require_digest: bool = True) -> ImageRef:
     last_slash = remainder.rfind("/")
     colon = remainder.rfind(":")
     if colon > last_slash:
-        remainder, tag = remainder[:colon], remainder[colon + 1:]
+        remainder, tag = remainder[:colon], remainder[colon + 1 :]
         if not _TAG_RE.match(tag):
             raise ImageReferenceError(
                 f"image reference {_describe(value)} has invalid tag {_describe(tag)}; "
@@ -151,7 +153,9 @@ def parse_image_ref(value: object, require_digest: bool = True) -> ImageRef:
 
 # Go's unicode.IsSpace, which strings/bytes.TrimSpace use: Python's str.strip() also removes U+001C..U+001F,
 # which Go keeps.
-GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000"
+GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000"
+)
 
 
 def go_trim_space(text: str) -> str:

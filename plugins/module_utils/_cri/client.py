@@ -54,8 +54,17 @@ _CALL_TIMEOUT = object()
 # pass registry errors through as UNKNOWN with the text of the underlying Go error.
 _MESSAGE_KINDS = (
     (NO_SPACE, ("no space left on device", "enospc")),
-    (AUTH, ("401 unauthorized", "unauthorized", "authentication required", "403 forbidden",
-            "access to the requested resource is not authorized", "denied:")),
+    (
+        AUTH,
+        (
+            "401 unauthorized",
+            "unauthorized",
+            "authentication required",
+            "403 forbidden",
+            "access to the requested resource is not authorized",
+            "denied:",
+        ),
+    ),
     (NOT_FOUND, ("manifest unknown", "not found", "name unknown", "404 not found")),
     (INVALID, ("invalid reference format", "failed to parse image", "invalid image name")),
 )
@@ -90,25 +99,27 @@ def resolve_endpoint(socket: str | None) -> tuple[str, str | None]:
             if os.path.exists(path):
                 return "unix://" + path, path
         looked = ", ".join(path for _runtime, path in DEFAULT_SOCKETS)
-        raise CriError(f"no CRI socket found (looked for {looked}): is crio or containerd running? Set cri_socket.", UNAVAILABLE)
+        raise CriError(
+            f"no CRI socket found (looked for {looked}): is crio or containerd running? Set cri_socket.", UNAVAILABLE
+        )
     if socket.startswith("unix://"):
-        path = socket[len("unix://"):]
+        path = socket[len("unix://") :]
         return "unix://" + path, path
     if socket.startswith("/"):
         return "unix://" + socket, socket
     host, sep, port = socket.rpartition(":")
     if sep and host and port.isdigit():
         return socket, None
-    raise CriError(
-        f"cri_socket {socket!r} is neither a unix socket path (/path, unix:///path) nor host:port", INVALID
-    )
+    raise CriError(f"cri_socket {socket!r} is neither a unix socket path (/path, unix:///path) nor host:port", INVALID)
 
 
 def _check_socket_path(path: str) -> None:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise CriError(f"nothing is listening at {path} (no such file): is crio or containerd running?", UNAVAILABLE) from None
+        raise CriError(
+            f"nothing is listening at {path} (no such file): is crio or containerd running?", UNAVAILABLE
+        ) from None
     except PermissionError:
         raise CriError(f"permission denied reading {path}: run as root (become: true)", PERMISSION) from None
     if not stat.S_ISSOCK(mode):
@@ -259,8 +270,9 @@ class CriClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _call(self, what: str, method: Callable[..., Any], request: Any,
-              timeout: Union[float, None, object] = _CALL_TIMEOUT) -> Any:
+    def _call(
+        self, what: str, method: Callable[..., Any], request: Any, timeout: Union[float, None, object] = _CALL_TIMEOUT
+    ) -> Any:
         """``timeout``: seconds, None for no deadline, default ``self.timeout``."""
         deadline = self.timeout if timeout is _CALL_TIMEOUT else cast(Optional[float], timeout)
         self.connect()
@@ -283,7 +295,9 @@ class CriClient:
         if code == grpc.StatusCode.INVALID_ARGUMENT:
             return CriError(f"{what}: {details}", INVALID)
         if code == grpc.StatusCode.UNIMPLEMENTED:
-            return CriError(f"{what}: the runtime at {self.endpoint} does not implement CRI runtime.v1: {details}", INVALID)
+            return CriError(
+                f"{what}: the runtime at {self.endpoint} does not implement CRI runtime.v1: {details}", INVALID
+            )
         return CriError(f"{what}: {details}", classify_message(details))
 
     def version(self) -> RuntimeVersion:
@@ -308,7 +322,9 @@ class CriClient:
     def image_status(self, image: str) -> Optional[CriImage]:
         """The image, or None when the runtime does not have it."""
         response = self._call(
-            f"ImageStatus {image}", self._image_stub().ImageStatus, pb.ImageStatusRequest(image=pb.ImageSpec(image=image))
+            f"ImageStatus {image}",
+            self._image_stub().ImageStatus,
+            pb.ImageStatusRequest(image=pb.ImageSpec(image=image)),
         )
         return _image_to_dict(response.image) if response.HasField("image") and response.image.id else None
 
@@ -322,7 +338,11 @@ class CriClient:
 
     def remove_image(self, image: str) -> None:
         """Remove the image from the runtime."""
-        self._call(f"RemoveImage {image}", self._image_stub().RemoveImage, pb.RemoveImageRequest(image=pb.ImageSpec(image=image)))
+        self._call(
+            f"RemoveImage {image}",
+            self._image_stub().RemoveImage,
+            pb.RemoveImageRequest(image=pb.ImageSpec(image=image)),
+        )
 
     def image_fs_info(self) -> List[ImageFsUsage]:
         """The image filesystems and what images use on them."""

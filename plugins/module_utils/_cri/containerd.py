@@ -50,8 +50,13 @@ def _record(image: Any) -> Dict[str, Any]:
 class ContainerdClient(CriClient):
     """CRI plus containerd's images API on one connection."""
 
-    def __init__(self, socket: Optional[str] = None, connect_timeout: float = 5.0, timeout: float = 60.0,
-                 namespace: str = CRI_NAMESPACE) -> None:
+    def __init__(
+        self,
+        socket: Optional[str] = None,
+        connect_timeout: float = 5.0,
+        timeout: float = 60.0,
+        namespace: str = CRI_NAMESPACE,
+    ) -> None:
         super().__init__(socket, connect_timeout, timeout)
         self.namespace = namespace
         self._records: Any = None
@@ -63,8 +68,11 @@ class ContainerdClient(CriClient):
     def _images_call(self, what: str, name: str, request: Any) -> Any:
         self.connect()
         method = getattr(self._records, name)
-        return self._call(what, lambda req, timeout: method(
-            req, timeout=timeout, metadata=((NAMESPACE_HEADER, self.namespace),)), request)
+        return self._call(
+            what,
+            lambda req, timeout: method(req, timeout=timeout, metadata=((NAMESPACE_HEADER, self.namespace),)),
+            request,
+        )
 
     def list_records(self, filters: Iterable[str] = ()) -> List[Dict[str, Any]]:
         """Every image record of the namespace (``filters`` in containerd's syntax, any of them matching)."""
@@ -81,8 +89,9 @@ class ContainerdClient(CriClient):
             raise
         return _record(response.image)
 
-    def update_labels(self, record: Mapping[str, Any], labels: Mapping[str, str],
-                      keys: Iterable[str]) -> Dict[str, Any]:
+    def update_labels(
+        self, record: Mapping[str, Any], labels: Mapping[str, str], keys: Iterable[str]
+    ) -> Dict[str, Any]:
         """Set ``keys`` on ``record`` (as listed) to their values in ``labels``; keys ``labels`` lacks are deleted."""
         name = record["name"]
         request = cpb.UpdateImageRequest(

@@ -138,7 +138,9 @@ def _is_timeout(exc: Optional[BaseException]) -> bool:
     if isinstance(exc, urllib3.exceptions.MaxRetryError):
         exc = exc.reason
     # NewConnectionError derives from ConnectTimeoutError, but means "refused" or "unreachable".
-    return isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(exc, urllib3.exceptions.NewConnectionError)
+    return isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(
+        exc, urllib3.exceptions.NewConnectionError
+    )
 
 
 def _is_retryable(exc: Optional[BaseException], method: str) -> bool:
@@ -168,8 +170,14 @@ class K8sClient:
     and up to :data:`MAX_ATTEMPTS` attempts share that time; a server that does not answer gives K8sError status 0.
     """
 
-    def __init__(self, configuration: Any, secrets: Iterable[str] = (), tmpdir: Optional[str] = None,
-                 timeout: float = DEFAULT_TIMEOUT, remove_tmpdir: bool = False) -> None:
+    def __init__(
+        self,
+        configuration: Any,
+        secrets: Iterable[str] = (),
+        tmpdir: Optional[str] = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        remove_tmpdir: bool = False,
+    ) -> None:
         require_kubernetes()
         self.configuration = configuration
         # urllib3 would retry 3 more times with the full timeout each; the attempts are counted here instead.
@@ -189,8 +197,9 @@ class K8sClient:
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def connect(cls, connection: Optional[K8sConnection], tmpdir: Optional[str] = None,
-                timeout: Optional[float] = None) -> K8sClient:
+    def connect(
+        cls, connection: Optional[K8sConnection], tmpdir: Optional[str] = None, timeout: Optional[float] = None
+    ) -> K8sClient:
         """Build a client for ``connection`` (None: every option unset).
 
         ``tmpdir`` receives the discovery cache and certificate files the kubeconfig loader writes; give the module's
@@ -344,8 +353,9 @@ class K8sClient:
     def _resource_label(resource: Any) -> str:
         return f"{resource.name}.{resource.group}" if resource.group else str(resource.name)
 
-    def _api_error(self, exc: BaseException, verb: str, what: str, resource: Any = None,
-                   rbac_verb: Optional[str] = None) -> K8sError:
+    def _api_error(
+        self, exc: BaseException, verb: str, what: str, resource: Any = None, rbac_verb: Optional[str] = None
+    ) -> K8sError:
         status = getattr(exc, "status", 0) or 0
         body = getattr(exc, "body", None)
         status_obj: Any = {}
@@ -395,12 +405,23 @@ class K8sClient:
             if problems and not all(p in server_message for p in problems):
                 message += " [" + "; ".join(problems) + "]"
         else:
-            message = f"cannot {verb} {what} on {self.host}: HTTP {status} {reason or ''}: {server_message}".rstrip(": ")
+            message = f"cannot {verb} {what} on {self.host}: HTTP {status} {reason or ''}: {server_message}".rstrip(
+                ": "
+            )
         return K8sError(self._scrub(message), status=status, reason=reason, causes=causes)
 
-    def _request(self, verb: str, what: str, method: str, resource: Any, name: Optional[str] = None,
-                 namespace: Optional[str] = None, body: Any = None, rbac_verb: Optional[str] = None,
-                 **query: Any) -> KubeObject:
+    def _request(
+        self,
+        verb: str,
+        what: str,
+        method: str,
+        resource: Any,
+        name: Optional[str] = None,
+        namespace: Optional[str] = None,
+        body: Any = None,
+        rbac_verb: Optional[str] = None,
+        **query: Any,
+    ) -> KubeObject:
         dyn = self._dyn()
         path = resource.path(name=name, namespace=namespace)
         try:
@@ -420,7 +441,9 @@ class K8sClient:
             answer: KubeObject = json.loads(data) if data else {}
             return answer
         except ValueError:
-            raise K8sError(self._scrub(f"the API server at {self.host} answered {verb} {what} with a non-JSON body")) from None
+            raise K8sError(
+                self._scrub(f"the API server at {self.host} answered {verb} {what} with a non-JSON body")
+            ) from None
 
     @staticmethod
     def _what(kind: str, name: Optional[str] = None, namespace: Optional[str] = None) -> str:
@@ -445,8 +468,13 @@ class K8sClient:
         return dict(version.get("kubernetes") or {})
 
     @_within_timeout
-    def apply(self, obj: KubeObject, field_manager: str = DEFAULT_FIELD_MANAGER, force_conflicts: bool = False,
-              dry_run: bool = False) -> KubeObject:
+    def apply(
+        self,
+        obj: KubeObject,
+        field_manager: str = DEFAULT_FIELD_MANAGER,
+        force_conflicts: bool = False,
+        dry_run: bool = False,
+    ) -> KubeObject:
         """Server-side apply ``obj`` (create or update); return the object the server stored (or would store)."""
         if not isinstance(obj, dict):
             raise K8sError("apply needs the object as a dict", status=400)
@@ -459,7 +487,11 @@ class K8sClient:
         resource = self._resource(api_version, kind)
         namespace = self._namespace_for(resource, metadata.get("namespace"), kind)
         # A string: older clients would send Python's "True"/"False".
-        query = {"content_type": APPLY_PATCH, "field_manager": field_manager, "force_conflicts": "true" if force_conflicts else "false"}
+        query = {
+            "content_type": APPLY_PATCH,
+            "field_manager": field_manager,
+            "force_conflicts": "true" if force_conflicts else "false",
+        }
         if dry_run:
             query["dry_run"] = "All"
         return self._request(
@@ -488,8 +520,9 @@ class K8sClient:
             raise
 
     @_within_timeout
-    def list(self, api_version: str, kind: str, label_selector: LabelSelector = None,
-             namespace: Optional[str] = None) -> List[KubeObject]:
+    def list(
+        self, api_version: str, kind: str, label_selector: LabelSelector = None, namespace: Optional[str] = None
+    ) -> List[KubeObject]:
         """Every object of ``kind`` (in ``namespace`` when given), optionally filtered by a label selector."""
         resource = self._resource(api_version, kind)
         if not resource.namespaced:
@@ -510,8 +543,9 @@ class K8sClient:
         return items
 
     @_within_timeout
-    def delete(self, api_version: str, kind: str, name: str, namespace: Optional[str] = None,
-               dry_run: bool = False) -> bool:
+    def delete(
+        self, api_version: str, kind: str, name: str, namespace: Optional[str] = None, dry_run: bool = False
+    ) -> bool:
         """Delete the object; False when it was already absent."""
         resource = self._resource(api_version, kind)
         namespace = self._namespace_for(resource, namespace, kind)
@@ -525,8 +559,16 @@ class K8sClient:
         return True
 
     @_within_timeout
-    def patch_merge(self, api_version: str, kind: str, name: str, patch: KubeObject, namespace: Optional[str] = None,
-                    dry_run: bool = False, field_manager: str = DEFAULT_FIELD_MANAGER) -> KubeObject:
+    def patch_merge(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        patch: KubeObject,
+        namespace: Optional[str] = None,
+        dry_run: bool = False,
+        field_manager: str = DEFAULT_FIELD_MANAGER,
+    ) -> KubeObject:
         """JSON merge patch (RFC 7386; ``None`` removes a key), e.g. ``{"metadata": {"annotations": {...}}}``."""
         if not isinstance(patch, dict):
             raise K8sError("patch_merge needs the patch as a dict", status=400)
@@ -535,11 +577,21 @@ class K8sClient:
         query = {"content_type": MERGE_PATCH, "field_manager": field_manager}
         if dry_run:
             query["dry_run"] = "All"
-        return self._request("patch", self._what(kind, name, namespace), "patch", resource, name, namespace, body=patch, **query)
+        return self._request(
+            "patch", self._what(kind, name, namespace), "patch", resource, name, namespace, body=patch, **query
+        )
 
-    def annotate(self, api_version: str, kind: str, name: str, annotations: Mapping[str, Optional[str]],
-                 namespace: Optional[str] = None, dry_run: bool = False, field_manager: str = DEFAULT_FIELD_MANAGER,
-                 resource_version: Optional[str] = None) -> KubeObject:
+    def annotate(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        annotations: Mapping[str, Optional[str]],
+        namespace: Optional[str] = None,
+        dry_run: bool = False,
+        field_manager: str = DEFAULT_FIELD_MANAGER,
+        resource_version: Optional[str] = None,
+    ) -> KubeObject:
         """Set (value) or remove (None) annotations with a merge patch; return the patched object.
 
         With ``resource_version`` the patch applies only to that version of the object: K8sError status 409 when

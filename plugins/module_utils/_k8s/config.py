@@ -28,9 +28,18 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K
 # Shorter values are not scrubbed from messages: they would blank out unrelated words.
 _MIN_SECRET_LENGTH = 4
 # Keys of a kubeconfig whose string values are credentials.
-_KUBECONFIG_SECRET_KEYS = frozenset((
-    "token", "password", "client-key-data", "access-token", "refresh-token", "id-token", "client-secret", "secret",
-))
+_KUBECONFIG_SECRET_KEYS = frozenset(
+    (
+        "token",
+        "password",
+        "client-key-data",
+        "access-token",
+        "refresh-token",
+        "id-token",
+        "client-secret",
+        "secret",
+    )
+)
 _USERINFO_RE = re.compile(r"(?<=://)[^/\s]*@")
 
 

@@ -18,8 +18,9 @@ class K8sError(CollectionError):
     (``Forbidden``, ``Conflict``, ``NotFound``, ``Invalid``, ...) and ``causes`` the ``Status.details.causes`` list.
     """
 
-    def __init__(self, message: str, status: int = 0, reason: Optional[str] = None,
-                 causes: Optional[List[Dict[str, Any]]] = None) -> None:
+    def __init__(
+        self, message: str, status: int = 0, reason: Optional[str] = None, causes: Optional[List[Dict[str, Any]]] = None
+    ) -> None:
         super().__init__(message, details={"status": status, "reason": reason})
         self.status = status
         self.reason = reason

@@ -134,7 +134,9 @@ def _activate(environ: Mapping[str, str]) -> Tuple[Optional[str], Optional[str]]
     # Code on sys.path must be writable by this user only.
     if owner.st_uid != os.geteuid() or owner.st_mode & 0o022:
         return None, "%s belongs to another user than %d or is writable by others; not using it" % (
-            tag_dir, os.geteuid())
+            tag_dir,
+            os.geteuid(),
+        )
     problem = verify(tag_dir)
     if problem:
         return None, problem
@@ -157,11 +159,19 @@ class NodeDepsState(TypedDict):
 
 def _probe(environ: Mapping[str, str]) -> NodeDepsState:
     site, site_problem = _activate(environ)
-    state: NodeDepsState = {"site": site, "site_problem": site_problem, "error": None, "traceback": None,
-                            "versions": {}}
+    state: NodeDepsState = {
+        "site": site,
+        "site_problem": site_problem,
+        "error": None,
+        "traceback": None,
+        "versions": {},
+    }
     if sys.version_info[:2] < MIN_PYTHON:
         state["error"] = "Python %s is older than %d.%d, the oldest the node modules support" % (
-            platform.python_version(), MIN_PYTHON[0], MIN_PYTHON[1])
+            platform.python_version(),
+            MIN_PYTHON[0],
+            MIN_PYTHON[1],
+        )
         return state
     try:
         import grpc
@@ -174,7 +184,10 @@ def _probe(environ: Mapping[str, str]) -> NodeDepsState:
     for name, floor in sorted(FLOORS.items()):
         if _version(state["versions"][name]) < floor:
             state["error"] = "%s %s is older than %s, the oldest the CRI stubs accept" % (
-                name, state["versions"][name], ".".join(str(part) for part in floor))
+                name,
+                state["versions"][name],
+                ".".join(str(part) for part in floor),
+            )
     return state
 
 
@@ -206,9 +219,16 @@ class NodeDepsMissing(CollectionError):
             "Provide them with the role pinned.images.node (node_python_deps: auto), once with the playbook "
             "pinned.images.node_deps (then PINNED_IMAGES_PYTHON_DIR=<its node_python_deps_dir> when that is not %s), "
             "or with pip install -r requirements-node.txt for that Python (docs/nodes.md)."
-            % (report["executable"], report["tag"], report["problem"], where, report["private_dir_problem"]
-               or "not used", DEFAULT_DIR),
-            details={"node_deps": report, "exception": NODE_DEPS_ERROR})
+            % (
+                report["executable"],
+                report["tag"],
+                report["problem"],
+                where,
+                report["private_dir_problem"] or "not used",
+                DEFAULT_DIR,
+            ),
+            details={"node_deps": report, "exception": NODE_DEPS_ERROR},
+        )
 
 
 def check_node_deps() -> None:
@@ -225,8 +245,9 @@ def require_node_deps() -> None:
     except NodeDepsMissing as missing:
         if not os.environ.get(ENV_DIR):
             raise
-        raise RunStopped(missing.message, details=dict(changed=False, node_deps_missing=True,
-                                                        node_deps=missing.details["node_deps"])) from None
+        raise RunStopped(
+            missing.message, details=dict(changed=False, node_deps_missing=True, node_deps=missing.details["node_deps"])
+        ) from None
 
 
 def _extract(wheel: str, site: str) -> None:
@@ -266,15 +287,24 @@ def provision(base: str, tag: str, wheels: Sequence[Mapping[str, str]], check_mo
         digest = file_sha256(wheel["path"])
         if digest != wheel["sha256"]:
             raise NodeDepsError(
-                "wheel %s has sha256 %s, the wheelhouse has %s" % (wheel["path"], digest, wheel["sha256"]))
+                "wheel %s has sha256 %s, the wheelhouse has %s" % (wheel["path"], digest, wheel["sha256"])
+            )
         wanted.append({"name": os.path.basename(wheel["path"]), "sha256": digest})
     wanted.sort(key=lambda item: item["name"])
     manifest = read_manifest(tag_dir)
     before = verify(tag_dir) if manifest is not None else "%s is not provisioned" % tag_dir
     if manifest is not None and manifest.get("wheels") == wanted and before is None:
         return dict(changed=False, path=tag_dir, reason=None, files=len(manifest.get("files", {})))
-    result = dict(changed=True, path=tag_dir, reason=before if manifest and manifest.get("wheels") == wanted
-                  else "the wheels changed" if manifest else before, files=None)
+    result = dict(
+        changed=True,
+        path=tag_dir,
+        reason=before
+        if manifest and manifest.get("wheels") == wanted
+        else "the wheels changed"
+        if manifest
+        else before,
+        files=None,
+    )
     if check_mode:
         return result
     for directory in (base, tag_dir):
@@ -296,8 +326,11 @@ def provision(base: str, tag: str, wheels: Sequence[Mapping[str, str]], check_mo
             os.rename(site, os.path.join(old, SITE))
         os.rename(new_site, site)
         staging = None
-        atomic_write(os.path.join(tag_dir, MANIFEST),
-                     json.dumps({"tag": tag, "wheels": wanted, "files": files}, indent=1, sort_keys=True), mode=0o600)
+        atomic_write(
+            os.path.join(tag_dir, MANIFEST),
+            json.dumps({"tag": tag, "wheels": wanted, "files": files}, indent=1, sort_keys=True),
+            mode=0o600,
+        )
         if old:
             shutil.rmtree(old)
     except (OSError, zipfile.BadZipFile) as exc:
@@ -317,7 +350,8 @@ def remove(base: str, check_mode: bool = False) -> Dict[str, Any]:
     for entry in entries:
         tag_dir = os.path.join(base, entry)
         if not os.path.isdir(tag_dir) or not set(os.listdir(tag_dir)) <= {MANIFEST, SITE, WHEELS} | {
-                name for name in os.listdir(tag_dir) if name.startswith(".")}:
+            name for name in os.listdir(tag_dir) if name.startswith(".")
+        }:
             raise NodeDepsError("%s holds %s, which pinned.images did not write; not removing it" % (base, entry))
     if not check_mode:
         shutil.rmtree(base)

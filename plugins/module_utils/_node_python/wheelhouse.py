@@ -112,8 +112,11 @@ def select(directory: str, requirements: Sequence[Requirement]) -> Tuple[List[st
     for requirement in requirements:
         by_name.setdefault(canonicalize_name(requirement.name), []).append(requirement)
     for project, needed in sorted(by_name.items()):
-        candidates = [(version, name) for version, name in wheels.get(project, [])
-                      if all(requirement.specifier.contains(version, prereleases=True) for requirement in needed)]
+        candidates = [
+            (version, name)
+            for version, name in wheels.get(project, [])
+            if all(requirement.specifier.contains(version, prereleases=True) for requirement in needed)
+        ]
         if candidates:
             chosen[project] = max(candidates)[1]
         else:
@@ -121,12 +124,22 @@ def select(directory: str, requirements: Sequence[Requirement]) -> Tuple[List[st
     return sorted(chosen.values()), unmet
 
 
-def download_command(pip: Sequence[str], directory: str, target: Mapping[str, str],
-                     requirements: Sequence[Requirement]) -> List[str]:
+def download_command(
+    pip: Sequence[str], directory: str, target: Mapping[str, str], requirements: Sequence[Requirement]
+) -> List[str]:
     """``pip download`` of exactly the target's wheels into ``directory``."""
-    command = list(pip) + ["download", "--only-binary=:all:", "--disable-pip-version-check", "--no-input",
-                           "--dest", directory, "--python-version", target["python"],
-                           "--implementation", target["implementation"]]
+    command = list(pip) + [
+        "download",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--dest",
+        directory,
+        "--python-version",
+        target["python"],
+        "--implementation",
+        target["implementation"],
+    ]
     for platform in PLATFORMS[target["libc"]]:
         command += ["--platform", platform.format(machine=target["machine"])]
     return command + [str(requirement) for requirement in requirements]
@@ -143,8 +156,15 @@ def _locked(path: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def fill(path: str, tag: str, requirement_lines: Sequence[str], download: bool = True,
-         pip: Optional[Sequence[str]] = None, timeout: float = 600, check_mode: bool = False) -> Dict[str, Any]:
+def fill(
+    path: str,
+    tag: str,
+    requirement_lines: Sequence[str],
+    download: bool = True,
+    pip: Optional[Sequence[str]] = None,
+    timeout: float = 600,
+    check_mode: bool = False,
+) -> Dict[str, Any]:
     """Make sure ``<path>/<tag>`` has a wheel for each requirement; return ``{changed, path, wheels}``.
 
     ``wheels`` is ``[{name, path, sha256, size}]``. Raises WheelhouseError naming the tag and the fix when a
@@ -171,14 +191,14 @@ def fill(path: str, tag: str, requirement_lines: Sequence[str], download: bool =
                     f"wheelhouse {directory} has no wheel of {', '.join(unmet)} for {tag} and pip download failed "
                     f"(rc={proc.returncode}: {output[-1] if output else 'no output'}); "
                     f"fill it where an index is reachable: ansible-playbook pinned.images.wheelhouse "
-                    f"-e '{{\"wheelhouse_targets\": [\"{tag}\"]}}' and copy {path} here (variable node_wheelhouse)"
+                    f'-e \'{{"wheelhouse_targets": ["{tag}"]}}\' and copy {path} here (variable node_wheelhouse)'
                 )
         elif unmet and download:
             changed = True
         elif unmet:
             raise WheelhouseError(
                 f"wheelhouse {directory} has no wheel of {', '.join(unmet)} for {tag} and downloads are off; fill it "
-                f"with: ansible-playbook pinned.images.wheelhouse -e '{{\"wheelhouse_targets\": [\"{tag}\"]}}' "
+                f'with: ansible-playbook pinned.images.wheelhouse -e \'{{"wheelhouse_targets": ["{tag}"]}}\' '
                 f"(variable node_wheelhouse)"
             )
     wheels = []

@@ -83,8 +83,9 @@ class RebootRefused(DisruptionPolicyError):
 
     def __init__(self, message: str, reason: str, pools: Sequence[Mapping[str, Any]]) -> None:
         nodes = sum(int(p["nodes"]) for p in pools)
-        super().__init__(message, details={"reboot": {"reason": reason, "nodes": nodes,
-                                                      "pools": [dict(p) for p in pools]}})
+        super().__init__(
+            message, details={"reboot": {"reason": reason, "nodes": nodes, "pools": [dict(p) for p in pools]}}
+        )
 
 
 def policy_entry(path: str = DEFAULT_PATH) -> Dict[str, Any]:
@@ -94,8 +95,12 @@ def policy_entry(path: str = DEFAULT_PATH) -> Dict[str, Any]:
 
 def render_policy(path: str = DEFAULT_PATH) -> Dict[str, Any]:
     """The MachineConfiguration holding only the collection's entry (for server-side apply, and as a file)."""
-    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": NAME},
-            "spec": {"nodeDisruptionPolicy": {"files": [policy_entry(path)]}}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": NAME},
+        "spec": {"nodeDisruptionPolicy": {"files": [policy_entry(path)]}},
+    }
 
 
 # In the GitOps file only: a GitOps tool must never delete the MCO's singleton (pruning it when the file leaves the
@@ -155,17 +160,22 @@ def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return status if isinstance(status, Mapping) else {}
 
 
-def reboot_reason(obj: Optional[Mapping[str, Any]], path: str = DEFAULT_PATH,
-                  pending: Optional[Mapping[str, Any]] = None) -> Optional[str]:
+def reboot_reason(
+    obj: Optional[Mapping[str, Any]], path: str = DEFAULT_PATH, pending: Optional[Mapping[str, Any]] = None
+) -> Optional[str]:
     """Why the MCO would still reboot a node for a change of ``path``; None when it would not."""
     if obj is None:
-        return (f"the cluster has no {KIND} {NAME!r} ({API_VERSION}): its machine-config-operator predates node "
-                "disruption policies (OpenShift 4.17)")
+        return (
+            f"the cluster has no {KIND} {NAME!r} ({API_VERSION}): its machine-config-operator predates node "
+            "disruption policies (OpenShift 4.17)"
+        )
     status = _status(obj)
     policy_status = status.get("nodeDisruptionPolicyStatus")
     if not isinstance(policy_status, Mapping):
-        return (f"{KIND} {NAME!r} has no status.nodeDisruptionPolicyStatus: the machine-config-operator does not "
-                "apply node disruption policies (OpenShift before 4.17, or the feature is off)")
+        return (
+            f"{KIND} {NAME!r} has no status.nodeDisruptionPolicyStatus: the machine-config-operator does not "
+            "apply node disruption policies (OpenShift before 4.17, or the feature is off)"
+        )
     files: List[Mapping[str, Any]] = list(_files(policy_status, "clusterPolicies", "files"))
     if pending is not None:
         files = _merged(files, pending)
@@ -173,8 +183,10 @@ def reboot_reason(obj: Optional[Mapping[str, Any]], path: str = DEFAULT_PATH,
         generation = (obj.get("metadata") or {}).get("generation")
         observed = status.get("observedGeneration")
         if generation is not None and observed != generation:
-            return (f"{KIND} {NAME!r} is not reconciled yet (status.observedGeneration {observed} of generation "
-                    f"{generation}): its policies are not in effect")
+            return (
+                f"{KIND} {NAME!r} is not reconciled yet (status.observedGeneration {observed} of generation "
+                f"{generation}): its policies are not in effect"
+            )
     entry = closest_policy(files, path)
     if entry is None:
         return f"status.nodeDisruptionPolicyStatus.clusterPolicies of {KIND} {NAME!r} has no policy for {path}"
@@ -209,8 +221,9 @@ def _conflict_owners(error: K8sError) -> str:
     return "; ".join(str(c.get("message") or c.get("field") or "") for c in error.causes) or error.message
 
 
-def sync_policy(client: Any, path: str = DEFAULT_PATH, check_mode: bool = False,
-                field_manager: str = DEFAULT_FIELD_MANAGER) -> Dict[str, Any]:
+def sync_policy(
+    client: Any, path: str = DEFAULT_PATH, check_mode: bool = False, field_manager: str = DEFAULT_FIELD_MANAGER
+) -> Dict[str, Any]:
     """Server-side apply the collection's entry when the cluster's entry for ``path`` differs (dry run in check
     mode). ``client`` is a ``_k8s.client.K8sClient``. Returns ``{changed, diff, object}`` (``object``: the
     MachineConfiguration after the apply, as stored or as it would be)."""
@@ -243,8 +256,12 @@ def sync_policy(client: Any, path: str = DEFAULT_PATH, check_mode: bool = False,
             "to true to roll the MachineConfigs out with reboots (or pin through PinnedImageSets instead)"
         )
     header = f"{KIND}/{NAME} spec.nodeDisruptionPolicy.files[path={path}]"
-    diff = {"before": dump_yaml(current) if current is not None else "", "after": dump_yaml(desired),
-            "before_header": header + ("" if current is not None else " (absent)"), "after_header": header}
+    diff = {
+        "before": dump_yaml(current) if current is not None else "",
+        "after": dump_yaml(desired),
+        "before_header": header + ("" if current is not None else " (absent)"),
+        "after_header": header,
+    }
     return {"changed": True, "diff": diff, "object": stored}
 
 
@@ -263,8 +280,9 @@ def pool_node_counts(client: Any, pools: Sequence[str]) -> List[Dict[str, Any]]:
         if nodes is None:
             nodes = client.list("v1", "Node")
         # An empty selector selects nothing for a pool: the MCO skips such a pool.
-        matched = [n for n in nodes if selector and label_selector_matches(
-            selector, (n.get("metadata") or {}).get("labels"))]
+        matched = [
+            n for n in nodes if selector and label_selector_matches(selector, (n.get("metadata") or {}).get("labels"))
+        ]
         counts.append({"pool": name, "nodes": len(matched)})
     return counts
 
@@ -275,18 +293,25 @@ def refuse_reboot(client: Any, pools: Sequence[str], reason: str, advice: str = 
     counts = pool_node_counts(client, pools)
     total = sum(c["nodes"] for c in counts)
     per_pool = ", ".join(f"{c['nodes']} of pool {c['pool']}" for c in counts)
-    advice = advice or ("apply the node disruption policy first (disruption_policy: true, OpenShift 4.17+), or set "
-                        "allow_reboot to true to roll out with reboots")
+    advice = advice or (
+        "apply the node disruption policy first (disruption_policy: true, OpenShift 4.17+), or set "
+        "allow_reboot to true to roll out with reboots"
+    )
     raise RebootRefused(
         f"applying the MachineConfigs would drain and reboot {total} node{'' if total == 1 else 's'} ({per_pool}): "
         f"{reason}. Nothing was applied to the pools; {advice}",
-        reason, counts,
+        reason,
+        counts,
     )
 
 
-def await_no_reboot(client: Any, path: str = DEFAULT_PATH, timeout: float = 0.0,
-                    sleep: Callable[[float], None] = time.sleep,
-                    clock: Callable[[], float] = time.monotonic) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+def await_no_reboot(
+    client: Any,
+    path: str = DEFAULT_PATH,
+    timeout: float = 0.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """Read the MachineConfiguration until a change of ``path`` would not reboot (reason None) or ``timeout``
     seconds have passed; the MCO's controller updates the status a moment after the spec changes."""
     deadline = clock() + max(timeout, 0.0)
@@ -310,20 +335,28 @@ def _reconciled(obj: Optional[Mapping[str, Any]]) -> bool:
     return generation is None or status.get("observedGeneration") == generation
 
 
-def check_no_reboot(client: Any, pools: Sequence[str], pending: bool, check_mode: bool, timeout: float,
-                    path: str = DEFAULT_PATH, sleep: Callable[[float], None] = time.sleep) -> None:
+def check_no_reboot(
+    client: Any,
+    pools: Sequence[str],
+    pending: bool,
+    check_mode: bool,
+    timeout: float,
+    path: str = DEFAULT_PATH,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
     """RebootRefused when a change of ``path`` on ``pools`` would still reboot their nodes. ``pending``: the
     collection's entry is (or in check mode would be) in the spec; check mode predicts the MCO's merge with it, a
     real run waits up to ``timeout`` seconds for the MCO to show it in the status."""
     advice = ""
     if check_mode:
-        reason = reboot_reason(_get_configuration(client), path,
-                               pending=policy_entry(path) if pending else None)
+        reason = reboot_reason(_get_configuration(client), path, pending=policy_entry(path) if pending else None)
     else:
         obj, reason = await_no_reboot(client, path, timeout, sleep)
         if reason is not None and not _reconciled(obj):
-            advice = (f"the machine-config-operator did not show the policy within disruption_policy_timeout "
-                      f"({timeout:g} s): run again, or give it longer, once the MCO is reconciling")
+            advice = (
+                f"the machine-config-operator did not show the policy within disruption_policy_timeout "
+                f"({timeout:g} s): run again, or give it longer, once the MCO is reconciling"
+            )
     if reason is not None:
         refuse_reboot(client, pools, reason, advice)
 

@@ -132,8 +132,9 @@ def machine_config_name(pool_name: str, template: str = DEFAULT_NAME_TEMPLATE) -
         raise MachineConfigError("the name template must be a non-empty string")
     name = template.replace("{pool}", pool_name)
     if file_path("", name) == disruption_policy.POLICY_FILE_NAME:
-        raise MachineConfigError(f"MachineConfig name {name!r} would be the file of the node disruption policy; "
-                                 "choose another name template")
+        raise MachineConfigError(
+            f"MachineConfig name {name!r} would be the file of the node disruption policy; choose another name template"
+        )
     if check_dns_subdomain(name, "MachineConfig name") is not None:
         raise MachineConfigError(
             f"MachineConfig name {name!r} (from template {template!r}) is not a valid RFC 1123 subdomain "
@@ -149,9 +150,13 @@ def data_url(content: Any) -> str:
     return DATA_URL_PREFIX + base64.b64encode(content).decode("ascii")
 
 
-def render_machine_config(pool_name: str, images: Iterable[str], name_template: str = DEFAULT_NAME_TEMPLATE,
-                          ignition_version: str = DEFAULT_IGNITION_VERSION,
-                          path: str = DEFAULT_PATH) -> Dict[str, Any]:
+def render_machine_config(
+    pool_name: str,
+    images: Iterable[str],
+    name_template: str = DEFAULT_NAME_TEMPLATE,
+    ignition_version: str = DEFAULT_IGNITION_VERSION,
+    path: str = DEFAULT_PATH,
+) -> Dict[str, Any]:
     """One MachineConfig that writes the drop-in for ``images`` on the pool's nodes."""
     check_ignition_version(ignition_version)
     names = list(images)
@@ -182,9 +187,14 @@ def render_machine_config(pool_name: str, images: Iterable[str], name_template: 
     }
 
 
-def render_for_pools(pools: Iterable[Any], sets: Optional[List[PinnedImageSet]] = None,
-                     images: Optional[List[str]] = None, name_template: str = DEFAULT_NAME_TEMPLATE,
-                     ignition_version: str = DEFAULT_IGNITION_VERSION, path: str = DEFAULT_PATH) -> List[Dict[str, Any]]:
+def render_for_pools(
+    pools: Iterable[Any],
+    sets: Optional[List[PinnedImageSet]] = None,
+    images: Optional[List[str]] = None,
+    name_template: str = DEFAULT_NAME_TEMPLATE,
+    ignition_version: str = DEFAULT_IGNITION_VERSION,
+    path: str = DEFAULT_PATH,
+) -> List[Dict[str, Any]]:
     """Render per pool; see the module docstring."""
     check_ignition_version(ignition_version)
     results: List[Dict[str, Any]] = []
@@ -207,8 +217,13 @@ def render_for_pools(pools: Iterable[Any], sets: Optional[List[PinnedImageSet]] 
         if pool_images:
             machine_config = render_machine_config(pool.name, pool_images, name_template, ignition_version, path)
         results.append(
-            {"pool": pool.name, "name": name, "images": pool_images, "set_names": set_names,
-             "machine_config": machine_config}
+            {
+                "pool": pool.name,
+                "name": name,
+                "images": pool_images,
+                "set_names": set_names,
+                "machine_config": machine_config,
+            }
         )
     return results
 
@@ -230,7 +245,7 @@ def images_in_machine_config(obj: Any) -> List[str]:
     try:
         files = obj["spec"]["config"]["storage"]["files"]
         source = next(f["contents"]["source"] for f in files if f.get("path") == DEFAULT_PATH)
-        text = base64.b64decode(source[len(DATA_URL_PREFIX):], validate=True).decode("utf-8")
+        text = base64.b64decode(source[len(DATA_URL_PREFIX) :], validate=True).decode("utf-8")
         match = _PINNED_IMAGES_LINE.search(text)
         # The MCO's basic strings hold no escapes JSON reads differently (validated references only).
         images = json.loads(match.group(1)) if match else []
@@ -255,8 +270,9 @@ def image_changes(before: Iterable[str], after: Iterable[str]) -> Dict[str, List
     return {"added": sorted(after - before), "removed": sorted(before - after)}
 
 
-def sync_files(entries: List[Dict[str, Any]], dest: str, state: str = "present",
-               check_mode: bool = False) -> Dict[str, Any]:
+def sync_files(
+    entries: List[Dict[str, Any]], dest: str, state: str = "present", check_mode: bool = False
+) -> Dict[str, Any]:
     """Write ``<dest>/<name>.yaml`` for entries with a MachineConfig; remove it for the others or when absent.
 
     Returns ``{changed, files, diffs, file_changes, previous_images}``; ``files`` lists the paths written or up
@@ -296,8 +312,13 @@ def sync_files(entries: List[Dict[str, Any]], dest: str, state: str = "present",
         if outcome["changed"]:
             changed = True
             diffs.append(outcome["diff"])
-    return {"changed": changed, "files": files, "diffs": diffs, "file_changes": file_changes,
-            "previous_images": previous_images}
+    return {
+        "changed": changed,
+        "files": files,
+        "diffs": diffs,
+        "file_changes": file_changes,
+        "previous_images": previous_images,
+    }
 
 
 def _managed_view(obj: Dict[str, Any]) -> Dict[str, Any]:
@@ -312,9 +333,14 @@ def _managed_view(obj: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
-def sync_cluster(entries: List[Dict[str, Any]], client: Any, state: str = "present", check_mode: bool = False,
-                 field_manager: str = DEFAULT_FIELD_MANAGER,
-                 before_change: Optional[Callable[[List[str]], None]] = None) -> Dict[str, Any]:
+def sync_cluster(
+    entries: List[Dict[str, Any]],
+    client: Any,
+    state: str = "present",
+    check_mode: bool = False,
+    field_manager: str = DEFAULT_FIELD_MANAGER,
+    before_change: Optional[Callable[[List[str]], None]] = None,
+) -> Dict[str, Any]:
     """Server-side apply the entries' MachineConfigs (only when they differ); delete those of empty pools or
     all of them when absent. ``client`` has ``get``, ``apply`` and ``delete`` as ``_k8s.client.K8sClient``.
     ``before_change(pools)`` is called with the pools whose MachineConfig would change before any is touched
@@ -343,18 +369,33 @@ def sync_cluster(entries: List[Dict[str, Any]], client: Any, state: str = "prese
             client.apply(desired, field_manager=field_manager, dry_run=check_mode)
             applied.append(name)
             before = dump_yaml(_managed_view(existing)) if existing is not None else ""
-            diffs.append({"before": before, "after": dump_yaml(desired),
-                          "before_header": f"MachineConfig/{name}" + ("" if existing else " (absent)"),
-                          "after_header": f"MachineConfig/{name}"})
+            diffs.append(
+                {
+                    "before": before,
+                    "after": dump_yaml(desired),
+                    "before_header": f"MachineConfig/{name}" + ("" if existing else " (absent)"),
+                    "after_header": f"MachineConfig/{name}",
+                }
+            )
             changed = True
         elif client.delete(API_VERSION, MACHINE_CONFIG_KIND, name, dry_run=check_mode):
             deleted.append(name)
-            diffs.append({"before": dump_yaml(_managed_view(existing)), "after": "",
-                          "before_header": f"MachineConfig/{name}",
-                          "after_header": f"MachineConfig/{name} (absent)"})
+            diffs.append(
+                {
+                    "before": dump_yaml(_managed_view(existing)),
+                    "after": "",
+                    "before_header": f"MachineConfig/{name}",
+                    "after_header": f"MachineConfig/{name} (absent)",
+                }
+            )
             changed = True
-    return {"changed": changed, "applied": applied, "deleted": deleted, "diffs": diffs,
-            "previous_images": previous_images}
+    return {
+        "changed": changed,
+        "applied": applied,
+        "deleted": deleted,
+        "diffs": diffs,
+        "previous_images": previous_images,
+    }
 
 
 # --------------------------------------------------------------------------- the module's run
@@ -398,15 +439,20 @@ def plan(request: MachineConfigRequest) -> List[Dict[str, Any]]:
         images = []
     elif request.sets is None:
         images = validate_pinned_images(request.images or [], require_digest=request.require_digest)
-    return render_for_pools(pools, sets=sets, images=images, name_template=request.name,
-                            ignition_version=request.ignition_version)
+    return render_for_pools(
+        pools, sets=sets, images=images, name_template=request.name, ignition_version=request.ignition_version
+    )
 
 
 def pool_summary(entry: Dict[str, Any], previous: Optional[List[str]], with_images: bool) -> Dict[str, Any]:
     """A pool of the module's result: ``pool``, ``name``, ``image_count``, ``set_names``; ``added`` and ``removed``
     against ``previous`` (the images pinned before) when known; ``images`` with ``with_images``."""
-    row: Dict[str, Any] = {"pool": entry["pool"], "name": entry["name"], "image_count": len(entry["images"]),
-                           "set_names": entry["set_names"]}
+    row: Dict[str, Any] = {
+        "pool": entry["pool"],
+        "name": entry["name"],
+        "image_count": len(entry["images"]),
+        "set_names": entry["set_names"],
+    }
     if previous is not None:
         row.update(image_changes(previous, entry["images"]))
     if with_images:
@@ -414,14 +460,16 @@ def pool_summary(entry: Dict[str, Any], previous: Optional[List[str]], with_imag
     return row
 
 
-def run_machine_config(request: MachineConfigRequest, check_mode: bool, diff: bool,
-                       tmpdir: Optional[str] = None) -> Dict[str, Any]:
+def run_machine_config(
+    request: MachineConfigRequest, check_mode: bool, diff: bool, tmpdir: Optional[str] = None
+) -> Dict[str, Any]:
     """The machine_config module's run: render, then write into ``dest`` and/or apply (see the module's docs)."""
     entries = plan(request)
     if request.apply and not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
-    result: Dict[str, Any] = dict(changed=False, files=[], applied=[], deleted=[],
-                                  file_changes=dict(created=[], changed=[], removed=[]))
+    result: Dict[str, Any] = dict(
+        changed=False, files=[], applied=[], deleted=[], file_changes=dict(created=[], changed=[], removed=[])
+    )
     diffs: List[Dict[str, Any]] = []
     # added/removed: against the files in dest, else against the cluster; unknown with neither.
     previous: Optional[Dict[str, List[str]]] = None
@@ -454,11 +502,17 @@ def run_machine_config(request: MachineConfigRequest, check_mode: bool, diff: bo
                         diffs.append(policy["diff"])
 
                 def no_reboot(pools: List[str]) -> None:
-                    disruption_policy.check_no_reboot(client, pools, with_policy, check_mode,
-                                                      request.disruption_policy_timeout)
+                    disruption_policy.check_no_reboot(
+                        client, pools, with_policy, check_mode, request.disruption_policy_timeout
+                    )
 
-                outcome = sync_cluster(entries, client, state=request.state, check_mode=check_mode,
-                                       before_change=None if request.allow_reboot else no_reboot)
+                outcome = sync_cluster(
+                    entries,
+                    client,
+                    state=request.state,
+                    check_mode=check_mode,
+                    before_change=None if request.allow_reboot else no_reboot,
+                )
         except CollectionError as exc:
             # The files in dest are written by then: the failure says which.
             raise MachineConfigError(exc.problems, message=exc.message, details=dict(result, **exc.details)) from exc
@@ -467,8 +521,9 @@ def run_machine_config(request: MachineConfigRequest, check_mode: bool, diff: bo
         diffs.extend(outcome["diffs"])
         if previous is None:
             previous = outcome["previous_images"]
-    result["pools"] = [pool_summary(e, None if previous is None else previous[e["name"]], request.return_images)
-                       for e in entries]
+    result["pools"] = [
+        pool_summary(e, None if previous is None else previous[e["name"]], request.return_images) for e in entries
+    ]
     if request.return_objects:
         result["machine_configs"] = [e["machine_config"] for e in entries if e["machine_config"] is not None]
     if diff and diffs:

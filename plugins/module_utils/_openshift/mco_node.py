@@ -82,8 +82,12 @@ def dropin_decision(auto: bool, directory: str = DEFAULT_DIRECTORY) -> Tuple[boo
         return True, None, []
     if auto:
         return False, sign, []
-    return True, sign, [
-        f"pin=dropin on a node managed by the machine-config-operator ({sign}): the MCO writes the same drop-in "
-        "from the PinnedImageSets and the last writer wins until its next reconcile; pin through PinnedImageSets "
-        "or MachineConfigs (pin=auto prefetches and leaves the drop-in to the MCO)"
-    ]
+    return (
+        True,
+        sign,
+        [
+            f"pin=dropin on a node managed by the machine-config-operator ({sign}): the MCO writes the same drop-in "
+            "from the PinnedImageSets and the last writer wins until its next reconcile; pin through PinnedImageSets "
+            "or MachineConfigs (pin=auto prefetches and leaves the drop-in to the MCO)"
+        ],
+    )

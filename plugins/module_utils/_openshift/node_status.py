@@ -143,8 +143,12 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def desired_generation(previous_item: Optional[Mapping[str, Any]], previous_hash: Optional[str], images: Iterable[str],
-                       cluster_generation: Optional[int] = None) -> int:
+def desired_generation(
+    previous_item: Optional[Mapping[str, Any]],
+    previous_hash: Optional[str],
+    images: Iterable[str],
+    cluster_generation: Optional[int] = None,
+) -> int:
     """The generation the node should reach for a set; never lower than the one recorded before."""
     base = _int((previous_item or {}).get("desiredGeneration"))
     same = base > 0 and previous_hash == image_list_hash(images)
@@ -159,8 +163,9 @@ def _has_work(item: Mapping[str, Any]) -> bool:
     return desired > current or bool(failed and failed >= desired)
 
 
-def set_failures(sets: Sequence[Mapping[str, Any]], images: Optional[Sequence[Mapping[str, Any]]],
-                 node_error: Optional[str]) -> Failures:
+def set_failures(
+    sets: Sequence[Mapping[str, Any]], images: Optional[Sequence[Mapping[str, Any]]], node_error: Optional[str]
+) -> Failures:
     """``{set name: error or None}``: a set fails when the node failed or one of its images is not there."""
     if node_error:
         return {s["name"]: str(node_error) for s in sets}
@@ -185,8 +190,9 @@ def set_failures(sets: Sequence[Mapping[str, Any]], images: Optional[Sequence[Ma
     return failures
 
 
-def _condition(previous: Optional[Mapping[str, Any]], kind: str, status: bool, reason: str, message: str,
-               now: str) -> Dict[str, str]:
+def _condition(
+    previous: Optional[Mapping[str, Any]], kind: str, status: bool, reason: str, message: str, now: str
+) -> Dict[str, str]:
     value = "True" if status else "False"
     condition = {
         "type": kind,
@@ -200,9 +206,15 @@ def _condition(previous: Optional[Mapping[str, Any]], kind: str, status: bool, r
     return condition
 
 
-def update_status(previous: Status, sets: Sequence[Mapping[str, Any]], state: str, now: str,
-                  failures: Optional[Failures] = None, cluster_generations: Optional[ClusterGenerations] = None,
-                  node_error: Optional[str] = None) -> Status:
+def update_status(
+    previous: Status,
+    sets: Sequence[Mapping[str, Any]],
+    state: str,
+    now: str,
+    failures: Optional[Failures] = None,
+    cluster_generations: Optional[ClusterGenerations] = None,
+    node_error: Optional[str] = None,
+) -> Status:
     """The new status of a node.
 
     ``sets``: ``[{"name", "images", "generation" (optional)}]``, every set the node has now (others are dropped).
@@ -265,10 +277,17 @@ def update_status(previous: Status, sets: Sequence[Mapping[str, Any]], state: st
 
     if state == STATE_PROGRESSING:
         if working:
-            progressing = _condition(old_conditions.get(PROGRESSING_CONDITION), PROGRESSING_CONDITION, True,
-                                     "ImagePrefetch", "prefetching the images of " + ", ".join(sorted(working)), now)
-            degraded = _condition(old_conditions.get(DEGRADED_CONDITION), DEGRADED_CONDITION, False,
-                                  "ImagePrefetch", "", now)
+            progressing = _condition(
+                old_conditions.get(PROGRESSING_CONDITION),
+                PROGRESSING_CONDITION,
+                True,
+                "ImagePrefetch",
+                "prefetching the images of " + ", ".join(sorted(working)),
+                now,
+            )
+            degraded = _condition(
+                old_conditions.get(DEGRADED_CONDITION), DEGRADED_CONDITION, False, "ImagePrefetch", "", now
+            )
             conditions = [progressing, degraded]
         else:
             conditions = list(previous.get("conditions", []))
@@ -278,15 +297,18 @@ def update_status(previous: Status, sets: Sequence[Mapping[str, Any]], state: st
                     _condition(None, DEGRADED_CONDITION, False, "AsExpected", "", now),
                 ]
     else:
-        progressing = _condition(old_conditions.get(PROGRESSING_CONDITION), PROGRESSING_CONDITION, False,
-                                 "AsExpected", "", now)
+        progressing = _condition(
+            old_conditions.get(PROGRESSING_CONDITION), PROGRESSING_CONDITION, False, "AsExpected", "", now
+        )
         if failed or node_error:
             message = "; ".join(f"{name}: {failures[name]}" for name in sorted(failed)) or str(node_error)
-            degraded = _condition(old_conditions.get(DEGRADED_CONDITION), DEGRADED_CONDITION, True,
-                                  "PrefetchFailed", message, now)
+            degraded = _condition(
+                old_conditions.get(DEGRADED_CONDITION), DEGRADED_CONDITION, True, "PrefetchFailed", message, now
+            )
         else:
-            degraded = _condition(old_conditions.get(DEGRADED_CONDITION), DEGRADED_CONDITION, False,
-                                  "AsExpected", "", now)
+            degraded = _condition(
+                old_conditions.get(DEGRADED_CONDITION), DEGRADED_CONDITION, False, "AsExpected", "", now
+            )
         conditions = [progressing, degraded]
     return {"pinnedImageSets": items, "conditions": conditions, "imageListHashes": hashes}
 
@@ -339,15 +361,24 @@ def cluster_generations(client: K8sClient, warnings: List[str]) -> ClusterGenera
     generations: ClusterGenerations = {}
     for item in items:
         metadata = item.get("metadata") or {}
-        images = [entry.get("name") for entry in (item.get("spec") or {}).get("pinnedImages") or [] if entry.get("name")]
+        images = [
+            entry.get("name") for entry in (item.get("spec") or {}).get("pinnedImages") or [] if entry.get("name")
+        ]
         if metadata.get("name") and metadata.get("generation"):
             generations[metadata["name"]] = (metadata["generation"], image_list_hash(images))
     return generations
 
 
-def write_node_status(client: K8sClient, node: NodeParams, live: Optional[LiveNode], annotation: str, now: str,
-                      generations: ClusterGenerations, check_mode: bool,
-                      warnings: List[str]) -> Optional[Tuple[Dict[str, Any], bool, LiveNode]]:
+def write_node_status(
+    client: K8sClient,
+    node: NodeParams,
+    live: Optional[LiveNode],
+    annotation: str,
+    now: str,
+    generations: ClusterGenerations,
+    check_mode: bool,
+    warnings: List[str],
+) -> Optional[Tuple[Dict[str, Any], bool, LiveNode]]:
     """(status, changed, the Node's annotation and resourceVersion now) after writing one node's annotation; None
     when the cluster has no such node.
 
@@ -367,8 +398,9 @@ def write_node_status(client: K8sClient, node: NodeParams, live: Optional[LiveNo
         if unreadable:
             warnings.append(f"node {name}: {unreadable}; its generation counters start again")
         try:
-            status = update_status(previous, node["sets"], node["state"], now, failures, generations,
-                                   node_error=node_error)
+            status = update_status(
+                previous, node["sets"], node["state"], now, failures, generations, node_error=node_error
+            )
         except StatusError as exc:
             raise StatusError(f"node {name}: {exc}") from exc
         value = render_status(status)
@@ -383,8 +415,10 @@ def write_node_status(client: K8sClient, node: NodeParams, live: Optional[LiveNo
                 raise
         fresh = client.get("v1", "Node", name)
         live = _live(fresh, annotation) if fresh is not None else None
-    raise StatusError(f"node {name}: its status annotation changed {WRITE_ATTEMPTS} times while this task wrote it; "
-                      "is another run writing it too?")
+    raise StatusError(
+        f"node {name}: its status annotation changed {WRITE_ATTEMPTS} times while this task wrote it; "
+        "is another run writing it too?"
+    )
 
 
 @dataclass(frozen=True)
@@ -398,8 +432,9 @@ class StatusRequest:
     connection: K8sConnection
 
 
-def publish_statuses(request: StatusRequest, check_mode: bool, tmpdir: Optional[str], warnings: List[str],
-                     now: Optional[str] = None) -> Dict[str, Any]:
+def publish_statuses(
+    request: StatusRequest, check_mode: bool, tmpdir: Optional[str], warnings: List[str], now: Optional[str] = None
+) -> Dict[str, Any]:
     """The pinned_image_status module: write each node's status annotation; the module's result.
 
     Warnings are appended to ``warnings`` as they come, so a failure keeps them. A failure is a CollectionError
@@ -414,23 +449,27 @@ def publish_statuses(request: StatusRequest, check_mode: bool, tmpdir: Optional[
     try:
         with K8sClient.connect(request.connection, tmpdir=tmpdir) as client:
             generations = cluster_generations(client, warnings) if request.cluster_generations else {}
-            live = {(node.get("metadata") or {}).get("name"): _live(node, annotation)
-                    for node in client.list("v1", "Node")}
+            live = {
+                (node.get("metadata") or {}).get("name"): _live(node, annotation) for node in client.list("v1", "Node")
+            }
             for node in request.nodes:
                 name = node["name"]
-                written = write_node_status(client, node, live.get(name), annotation, now, generations, check_mode,
-                                            warnings)
+                written = write_node_status(
+                    client, node, live.get(name), annotation, now, generations, check_mode, warnings
+                )
                 if written is None:
                     result["missing"].append(name)
                     continue
                 status, changed, live[name] = written
                 result["changed"] |= changed
-                result["nodes"].append({"name": name, "changed": changed, "summary": summarise(status),
-                                        "status": status})
+                result["nodes"].append(
+                    {"name": name, "changed": changed, "summary": summarise(status), "status": status}
+                )
             warnings.extend(f"API server: {warning}" for warning in client.warnings)
     except CollectionError as exc:
         raise CollectionError(exc.problems, message=exc.message, details=dict(result, **exc.details)) from exc
     if result["missing"]:
-        warnings.append("the cluster has no node named " + ", ".join(result["missing"])
-                        + "; their status was not written")
+        warnings.append(
+            "the cluster has no node named " + ", ".join(result["missing"]) + "; their status was not written"
+        )
     return result

@@ -172,8 +172,10 @@ def parse_image_references(data: bytes, image: str) -> Dict[str, str]:
             problems.append(f"{label} has no name")
             continue
         if not isinstance(source, dict) or source.get("kind", "DockerImage") != "DockerImage":
-            problems.append(f"{label}: from.kind is {source.get('kind') if isinstance(source, dict) else None!r}; "
-                            "only DockerImage is read")
+            problems.append(
+                f"{label}: from.kind is {source.get('kind') if isinstance(source, dict) else None!r}; "
+                "only DockerImage is read"
+            )
             continue
         try:
             ref = parse_image_ref(value, require_digest=True)
@@ -201,8 +203,14 @@ def parse_release_metadata(data: bytes, image: str) -> Dict[str, Any]:
     return document
 
 
-def _config_labels(client: RegistryClient, source: PullSource, info: ManifestInfo,
-                   credentials: Optional[RegistryCredentials], insecure: bool, image: str) -> Dict[str, Any]:
+def _config_labels(
+    client: RegistryClient,
+    source: PullSource,
+    info: ManifestInfo,
+    credentials: Optional[RegistryCredentials],
+    insecure: bool,
+    image: str,
+) -> Dict[str, Any]:
     data = client.read_blob(source.reference, info.config_digest, credentials, insecure, MAX_CONFIG_SIZE)
     try:
         config = json.loads(data.decode("utf-8"))
@@ -212,8 +220,14 @@ def _config_labels(client: RegistryClient, source: PullSource, info: ManifestInf
     return labels if isinstance(labels, dict) else {}
 
 
-def _read_from(client: RegistryClient, source: PullSource, credentials: Optional[RegistryCredentials],
-               insecure: bool, platform: Optional[Platform], image: str) -> ReleasePayload:
+def _read_from(
+    client: RegistryClient,
+    source: PullSource,
+    credentials: Optional[RegistryCredentials],
+    insecure: bool,
+    platform: Optional[Platform],
+    image: str,
+) -> ReleasePayload:
     info = client.manifest_info(source.reference, credentials, insecure, platform)
     labels = _config_labels(client, source, info, credentials, insecure, image)
     if RELEASE_LABEL not in labels:
@@ -243,13 +257,25 @@ def _read_from(client: RegistryClient, source: PullSource, credentials: Optional
     if not isinstance(version, str) or not version:
         raise ReleasePayloadError(f"release image {image} names no version ({RELEASE_LABEL} is empty)")
     return ReleasePayload(
-        reference="", digest=info.digest, version=version, components=components, metadata=metadata,
-        source=str(source.reference), platform=info.platform, layer=layer, bytes_read=read,
+        reference="",
+        digest=info.digest,
+        version=version,
+        components=components,
+        metadata=metadata,
+        source=str(source.reference),
+        platform=info.platform,
+        layer=layer,
+        bytes_read=read,
     )
 
 
-def read_release(client: RegistryClient, ref: ImageRef, registries: RegistriesConf, docker_config: DockerConfig,
-                 platform: Optional[Platform] = None) -> ReleasePayload:
+def read_release(
+    client: RegistryClient,
+    ref: ImageRef,
+    registries: RegistriesConf,
+    docker_config: DockerConfig,
+    platform: Optional[Platform] = None,
+) -> ReleasePayload:
     """Read release image ``ref`` (an ImageRef, by digest or tag) from its first pull source that answers.
 
     Raises ReleasePayloadError (not a release image, bad payload), RegistriesConfError, SourcesFailedError.
@@ -257,18 +283,23 @@ def read_release(client: RegistryClient, ref: ImageRef, registries: RegistriesCo
     image = str(ref)
     payload: ReleasePayload
     payload, _source = read_from_sources(
-        ref, registries, docker_config,
-        lambda source, credentials, insecure: _read_from(client, source, credentials, insecure, platform, image))
+        ref,
+        registries,
+        docker_config,
+        lambda source, credentials, insecure: _read_from(client, source, credentials, insecure, platform, image),
+    )
     # Sets name the release by its own repository; the runtime applies mirrors to pulls.
     payload.reference = f"{ref.name}@{payload.digest}"
     return payload
 
 
-def select_components(components: Mapping[str, str], include: Optional[Sequence[str]] = None,
-                      exclude: Optional[Sequence[str]] = None) -> Dict[str, str]:
+def select_components(
+    components: Mapping[str, str], include: Optional[Sequence[str]] = None, exclude: Optional[Sequence[str]] = None
+) -> Dict[str, str]:
     """Components whose tag name matches a pattern of ``include`` (all when empty) and none of ``exclude``."""
     return {
-        name: image for name, image in sorted(components.items())
+        name: image
+        for name, image in sorted(components.items())
         if (not include or any(fnmatch.fnmatchcase(name, p) for p in include))
         and not any(fnmatch.fnmatchcase(name, p) for p in exclude or ())
     }
@@ -280,8 +311,9 @@ def default_set_name(version: str) -> str:
     return name[:200].rstrip("-.")
 
 
-def build_sets(images: Iterable[str], name: str, labels: Optional[Mapping[str, str]] = None,
-               pools: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
+def build_sets(
+    images: Iterable[str], name: str, labels: Optional[Mapping[str, str]] = None, pools: Optional[Sequence[str]] = None
+) -> List[Dict[str, Any]]:
     """One PinnedImageSet object, or one per pool (``<name>-<pool>``, labelled for the pool's role); validated."""
     unique = sorted(set(images))
     if len(unique) > MAX_PINNED_IMAGES:
@@ -292,8 +324,11 @@ def build_sets(images: Iterable[str], name: str, labels: Optional[Mapping[str, s
     problem = check_dns_subdomain(name, "name")
     if problem:
         raise ReleasePayloadError(problem)
-    targets = [(f"{name}-{pool}", dict(labels or {}, **{ROLE_LABEL: pool})) for pool in pools] if pools else \
-        [(name, dict(labels or {}))]
+    targets = (
+        [(f"{name}-{pool}", dict(labels or {}, **{ROLE_LABEL: pool})) for pool in pools]
+        if pools
+        else [(name, dict(labels or {}))]
+    )
     sets: List[Dict[str, Any]] = []
     for set_name, set_labels in targets:
         obj = {
@@ -307,9 +342,14 @@ def build_sets(images: Iterable[str], name: str, labels: Optional[Mapping[str, s
     return sets
 
 
-def estimate_payload(client: RegistryClient, images: Iterable[str], registries: RegistriesConf,
-                     docker_config: DockerConfig, platform: Optional[Platform],
-                     expansion_factor: float) -> Dict[str, Any]:
+def estimate_payload(
+    client: RegistryClient,
+    images: Iterable[str],
+    registries: RegistriesConf,
+    docker_config: DockerConfig,
+    platform: Optional[Platform],
+    expansion_factor: float,
+) -> Dict[str, Any]:
     """The disk guard's estimate for ``images`` on one node, with the manifests that could not be read."""
     estimator = PullEstimator(client, registries, docker_config, RetryPolicy(retries=2), platform)
     before = client.request_count

@@ -60,8 +60,9 @@ class PinClient(Protocol):
 
     def list_records(self, filters: Iterable[str] = ()) -> List[Dict[str, Any]]: ...
 
-    def update_labels(self, record: Mapping[str, Any], labels: Mapping[str, str],
-                      keys: Iterable[str]) -> Dict[str, Any]: ...
+    def update_labels(
+        self, record: Mapping[str, Any], labels: Mapping[str, str], keys: Iterable[str]
+    ) -> Dict[str, Any]: ...
 
 
 class OldRuntimeError(CollectionError):
@@ -82,9 +83,11 @@ def runtime_problem(version: Mapping[str, Any]) -> Optional[str]:
     """Why the runtime described by a CRI ``Version`` result will not honour the pin label; None when it will."""
     name, text = version.get("runtime_name", ""), version.get("runtime_version", "")
     if name != "containerd":
-        return (f"the runtime is {name or 'unknown'} {text}, not containerd; pin CRI-O images with "
-                "pinned.images.crio_pinned_images, or with pinned.images.prefetch's pin=dropin or pin=auto "
-                "(node_pin in the pinned.images.node role)")
+        return (
+            f"the runtime is {name or 'unknown'} {text}, not containerd; pin CRI-O images with "
+            "pinned.images.crio_pinned_images, or with pinned.images.prefetch's pin=dropin or pin=auto "
+            "(node_pin in the pinned.images.node role)"
+        )
     parsed = parse_version(text)
     wanted = ".".join(map(str, MIN_VERSION))
     if parsed is None:
@@ -104,8 +107,10 @@ def auto_pin_problem(wanted: str, version: Mapping[str, Any]) -> Optional[str]:
     problem = runtime_problem(version)
     if problem is None:
         return None
-    return (f"{problem}; pin=auto pins nothing on this node, so the kubelet may remove these images. Upgrade "
-            f"containerd to {'.'.join(map(str, MIN_VERSION))} or later")
+    return (
+        f"{problem}; pin=auto pins nothing on this node, so the kubelet may remove these images. Upgrade "
+        f"containerd to {'.'.join(map(str, MIN_VERSION))} or later"
+    )
 
 
 def validate_images(images: object, require_digest: bool = True) -> List[str]:
@@ -113,7 +118,9 @@ def validate_images(images: object, require_digest: bool = True) -> List[str]:
     names = validate_pinned_images(images, require_digest=require_digest)
     patterns = [name for name in names if is_pattern(name)]
     if patterns:
-        raise PinnedImagesError([f"{name!r} is a pattern; containerd pins image records, name each image" for name in patterns])
+        raise PinnedImagesError(
+            [f"{name!r} is a pattern; containerd pins image records, name each image" for name in patterns]
+        )
     return names
 
 
@@ -136,10 +143,16 @@ def _render(records: Iterable[str]) -> str:
     return "".join(f"{name}\n" for name in sorted(records))
 
 
-def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], state: str = "present",
-                         check_mode: bool = False, force: bool = False, old_runtime: str = "fail",
-                         settle_timeout: float = 10.0, known: Optional[Mapping[str, CriImage]] = None,
-                         ) -> Dict[str, Any]:
+def sync_containerd_pins(
+    client: PinClient,
+    images: Optional[Iterable[str]],
+    state: str = "present",
+    check_mode: bool = False,
+    force: bool = False,
+    old_runtime: str = "fail",
+    settle_timeout: float = 10.0,
+    known: Optional[Mapping[str, CriImage]] = None,
+) -> Dict[str, Any]:
     """Label every record of each of ``images`` (validated) as pinned; unpin the records this collection pinned
     that no wanted image has any more. ``state=absent`` unpins everything this collection pinned.
 
@@ -196,8 +209,9 @@ def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], sta
     still = {image_ids[n] for n in after}
     lost = [n for n in to_unpin if image_ids[n] not in still]
     # What CRI reports per wanted image: read before any change, then what the wait after the change saw.
-    reported: Dict[str, Optional[bool]] = {name: bool(status.get("pinned")) if status else None
-                                           for name, status in statuses.items()}
+    reported: Dict[str, Optional[bool]] = {
+        name: bool(status.get("pinned")) if status else None for name, status in statuses.items()
+    }
     if not check_mode:
         for name in to_pin:
             client.update_labels(records[name], {PIN_LABEL: PIN_VALUE, OWNER_LABEL: OWNER_VALUE}, PIN_KEYS)
@@ -210,9 +224,14 @@ def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], sta
                 reported.update(wait_reported(client, expected, settle_timeout, "the labels are written"))
             except NotReportedError as exc:
                 # The labels are written: the failure result says what changed.
-                raise NotReportedError(exc.message, details={
-                    "changed": True, "images": sorted(present), "records": {"pinned": to_pin, "unpinned": to_unpin},
-                }) from exc
+                raise NotReportedError(
+                    exc.message,
+                    details={
+                        "changed": True,
+                        "images": sorted(present),
+                        "records": {"pinned": to_pin, "unpinned": to_unpin},
+                    },
+                ) from exc
 
     newly = {name for name in present if found[name]["id"] not in was}
     unpinned_groups: Dict[str, List[str]] = {}
@@ -229,8 +248,12 @@ def sync_containerd_pins(client: PinClient, images: Optional[Iterable[str]], sta
         "cri_pinned": reported,
         "runtime": version,
         "warnings": warnings,
-        "diff": {"before": _render(before), "after": _render(after),
-                 "before_header": "pinned image records", "after_header": "pinned image records"},
+        "diff": {
+            "before": _render(before),
+            "after": _render(after),
+            "before_header": "pinned image records",
+            "after_header": "pinned image records",
+        },
     }
 
 
@@ -243,14 +266,28 @@ class LabelSettings:
     settle_timeout: float = 10.0
 
 
-def pin_labels(client: PinClient, images: List[str], settings: LabelSettings, check_mode: bool,
-               state: str = "present", known: Optional[Mapping[str, CriImage]] = None) -> Dict[str, Any]:
+def pin_labels(
+    client: PinClient,
+    images: List[str],
+    settings: LabelSettings,
+    check_mode: bool,
+    state: str = "present",
+    known: Optional[Mapping[str, CriImage]] = None,
+) -> Dict[str, Any]:
     """``sync_containerd_pins`` for ``containerd_pinned_images`` and the prefetch's pin; a CRI error, or CRI not
     reporting the pins, is raised as a CollectionError that names the pin (its details kept)."""
     try:
-        return sync_containerd_pins(client, images, state=state, check_mode=check_mode, force=settings.force,
-                                    old_runtime=settings.old_runtime, settle_timeout=settings.settle_timeout,
-                                    known=known)
+        return sync_containerd_pins(
+            client,
+            images,
+            state=state,
+            check_mode=check_mode,
+            force=settings.force,
+            old_runtime=settings.old_runtime,
+            settle_timeout=settings.settle_timeout,
+            known=known,
+        )
     except (CriError, NotReportedError) as exc:
-        raise CollectionError(exc.problems, message="cannot pin on containerd: " + exc.message,
-                              details=exc.details) from exc
+        raise CollectionError(
+            exc.problems, message="cannot pin on containerd: " + exc.message, details=exc.details
+        ) from exc

@@ -224,9 +224,14 @@ def _reported_pinned(client: ImageStatusClient, name: str) -> Optional[bool]:
     return bool(status.get("pinned", False)) if status else None
 
 
-def wait_reported(client: ImageStatusClient, expected: Mapping[str, bool], timeout: float,
-                  what: str = "the pins are written", interval: float = 0.1,
-                  first: Optional[Mapping[str, Optional[bool]]] = None) -> Dict[str, Optional[bool]]:
+def wait_reported(
+    client: ImageStatusClient,
+    expected: Mapping[str, bool],
+    timeout: float,
+    what: str = "the pins are written",
+    interval: float = 0.1,
+    first: Optional[Mapping[str, Optional[bool]]] = None,
+) -> Dict[str, Optional[bool]]:
     """Poll CRI ImageStatus until every image name in ``expected`` reports that ``pinned`` value; return what CRI
     reports per image (None: the image is absent). ``first`` is a first reading the caller made already.
 
@@ -336,12 +341,13 @@ def check_overrides(path: str, images: List[str]) -> Tuple[List[str], List[str]]
     if not images or source == path or source is None:
         return kept, []
     lost = [name for name in images if not is_pattern(name) and not covers(kept, name)]
-    what = (f"CRI-O reads {source} after {path}, and its pinned_images ({len(kept)} entries) replaces the whole "
-            "list")
+    what = f"CRI-O reads {source} after {path}, and its pinned_images ({len(kept)} entries) replaces the whole list"
     if lost:
         raise OverriddenError(
             f"{what}: {len(lost)} of the {len(images)} images would not be pinned ({', '.join(lost)}); remove "
-            f"pinned_images from {source}, or put these images in it", [source])
+            f"pinned_images from {source}, or put these images in it",
+            [source],
+        )
     return kept, [f"{what}; it pins every image of {path} too, so they stay pinned while it does"]
 
 
@@ -365,8 +371,9 @@ class LazyStatusClient:
             self._client = None
 
 
-def reload_crio(method: str, run_command: Optional[RunCommand] = None, pid_file: Optional[str] = None,
-                service: str = "crio") -> None:
+def reload_crio(
+    method: str, run_command: Optional[RunCommand] = None, pid_file: Optional[str] = None, service: str = "crio"
+) -> None:
     """``systemd``: ``systemctl reload <service>`` through ``run_command(argv) -> (rc, out, err)``;
     ``signal``: SIGHUP to the pid in ``pid_file``; ``none``: nothing."""
     import os
@@ -395,16 +402,27 @@ def reload_crio(method: str, run_command: Optional[RunCommand] = None, pid_file:
         try:
             os.kill(int(text), signal.SIGHUP)
         except OSError as exc:
-            raise ReloadError(f"cannot send SIGHUP to CRI-O (pid {text} from {pid_file}): {exc.strerror or exc}") from exc
+            raise ReloadError(
+                f"cannot send SIGHUP to CRI-O (pid {text} from {pid_file}): {exc.strerror or exc}"
+            ) from exc
         return
     raise ReloadError(f"unknown reload method {method!r}; use none, systemd or signal")
 
 
-def sync_pinned_images(path: str, images: Optional[Iterable[str]], state: str = "present", check_mode: bool = False,
-                       force: bool = False, check_presence: Optional[CheckPresence] = None, reload: str = "none",
-                       run_command: Optional[RunCommand] = None, pid_file: Optional[str] = None,
-                       client: Optional[ImageStatusClient] = None, settle_timeout: float = 10.0,
-                       known: Optional[Mapping[str, Mapping[str, Any]]] = None) -> Dict[str, Any]:
+def sync_pinned_images(
+    path: str,
+    images: Optional[Iterable[str]],
+    state: str = "present",
+    check_mode: bool = False,
+    force: bool = False,
+    check_presence: Optional[CheckPresence] = None,
+    reload: str = "none",
+    run_command: Optional[RunCommand] = None,
+    pid_file: Optional[str] = None,
+    client: Optional[ImageStatusClient] = None,
+    settle_timeout: float = 10.0,
+    known: Optional[Mapping[str, Mapping[str, Any]]] = None,
+) -> Dict[str, Any]:
     """Bring the drop-in at ``path`` to ``images`` (already validated and sorted), as the MCO does, and prove it.
 
     Present with images: first the other drop-ins of the directory, in CRI-O's order: one read after ``path`` that
@@ -460,20 +478,41 @@ def sync_pinned_images(path: str, images: Optional[Iterable[str]], state: str = 
             raise ReloadError(f"{path} was written, but CRI-O was not reloaded: {exc.message}", result=result) from exc
         result["reloaded"] = True
     if client is not None:
-        result["cri_pinned"] = _read_back(client, path, names, previous, kept, result, settle_timeout,
-                                          reload != "none" and not check_mode, known or {})
+        result["cri_pinned"] = _read_back(
+            client,
+            path,
+            names,
+            previous,
+            kept,
+            result,
+            settle_timeout,
+            reload != "none" and not check_mode,
+            known or {},
+        )
     return result
 
 
-def _read_back(client: ImageStatusClient, path: str, names: List[str], previous: List[str], kept: List[str],
-               result: Mapping[str, Any], settle_timeout: float, verify: bool,
-               known: Mapping[str, Mapping[str, Any]]) -> Dict[str, Optional[bool]]:
+def _read_back(
+    client: ImageStatusClient,
+    path: str,
+    names: List[str],
+    previous: List[str],
+    kept: List[str],
+    result: Mapping[str, Any],
+    settle_timeout: float,
+    verify: bool,
+    known: Mapping[str, Mapping[str, Any]],
+) -> Dict[str, Optional[bool]]:
     """What CRI reports for the wanted and the removed images; with ``verify``, NotReportedError when that is not
     what the drop-ins say (waited for after a reload)."""
     wanted = [name for name in names if not is_pattern(name)]
     removed = [name for name in previous if not is_pattern(name) and name not in names]
-    statuses = {name: bool(known[name].get("pinned")) if name in known and not result["reloaded"]
-                else _reported_pinned(client, name) for name in wanted + removed}
+    statuses = {
+        name: bool(known[name].get("pinned"))
+        if name in known and not result["reloaded"]
+        else _reported_pinned(client, name)
+        for name in wanted + removed
+    }
     present = {name: status for name, status in statuses.items() if status is not None}
     expected = {name: covers(kept, name) for name in present}
     if not verify:
@@ -483,13 +522,16 @@ def _read_back(client: ImageStatusClient, path: str, names: List[str], previous:
     else:
         what = f"{path} is as wanted (CRI-O not reloaded: nothing changed)"
     try:
-        statuses.update(wait_reported(client, expected, settle_timeout if result["reloaded"] else 0, what,
-                                      first=statuses))
+        statuses.update(
+            wait_reported(client, expected, settle_timeout if result["reloaded"] else 0, what, first=statuses)
+        )
     except NotReportedError as exc:
         fields = {key: result[key] for key in ("changed", "path", "images", "reloaded")}
         raise NotReportedError(
             exc.message + "; CRI-O did not apply the drop-in (see its log, and the other files of "
-            f"{os.path.dirname(path) or '.'})", details=dict(exc.details, **fields)) from exc
+            f"{os.path.dirname(path) or '.'})",
+            details=dict(exc.details, **fields),
+        ) from exc
     return statuses
 
 
@@ -507,20 +549,37 @@ class DropinSettings:
     settle_timeout: float = 10.0
 
 
-def pin_dropin(images: List[str], settings: DropinSettings, check_mode: bool,
-               check_presence: Optional[CheckPresence], run_command: Optional[RunCommand],
-               state: str = "present", client: Optional[ImageStatusClient] = None,
-               known: Optional[Mapping[str, Mapping[str, Any]]] = None) -> Dict[str, Any]:
+def pin_dropin(
+    images: List[str],
+    settings: DropinSettings,
+    check_mode: bool,
+    check_presence: Optional[CheckPresence],
+    run_command: Optional[RunCommand],
+    state: str = "present",
+    client: Optional[ImageStatusClient] = None,
+    known: Optional[Mapping[str, Mapping[str, Any]]] = None,
+) -> Dict[str, Any]:
     """``sync_pinned_images`` for ``crio_pinned_images`` and the prefetch's pin, its CRI read-back through
     ``client``: the same result; a CRI error is raised as a CollectionError that says so (its details kept)."""
     # Here, not at the top: the drop-in's rendering (machine_config, on the controller) must not import grpc.
     from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 
     try:
-        return sync_pinned_images(settings.path, images, state=state, check_mode=check_mode, force=settings.force,
-                                  check_presence=check_presence, reload=settings.reload, run_command=run_command,
-                                  pid_file=settings.pid_file, client=client, settle_timeout=settings.settle_timeout,
-                                  known=known)
+        return sync_pinned_images(
+            settings.path,
+            images,
+            state=state,
+            check_mode=check_mode,
+            force=settings.force,
+            check_presence=check_presence,
+            reload=settings.reload,
+            run_command=run_command,
+            pid_file=settings.pid_file,
+            client=client,
+            settle_timeout=settings.settle_timeout,
+            known=known,
+        )
     except CriError as exc:
-        raise CollectionError(exc.problems, message="cannot read the images' state through CRI: " + exc.message,
-                              details=exc.details) from exc
+        raise CollectionError(
+            exc.problems, message="cannot read the images' state through CRI: " + exc.message, details=exc.details
+        ) from exc

@@ -27,13 +27,26 @@ DEFAULT_EXPANSION_FACTOR = 2
 LARGEST_SHOWN = 5
 _UNITS = {
     "": 1,
-    "k": 10 ** 3, "K": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18,
-    "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
+    "k": 10**3,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
 }
 _SIZE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(|[kKMGTPE]i?)B?$")
 _PERCENT_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*%$")
-_ALLOWED = "bytes (1073741824), binary units (500Mi, 16Gi, 1.5Gi), decimal units (1G, 500M) or a percent of " \
-           "the filesystem size (10%)"
+_ALLOWED = (
+    "bytes (1073741824), binary units (500Mi, 16Gi, 1.5Gi), decimal units (1G, 500M) or a percent of "
+    "the filesystem size (10%)"
+)
 
 
 class DiskGuardError(CollectionError):
@@ -110,15 +123,20 @@ class Estimate(TypedDict):
     per_image: List[ImageEstimate]
 
 
-def estimate(manifests: Union[Mapping[Any, Any], Iterable[Tuple[Any, Any]]],
-             expansion_factor: float = DEFAULT_EXPANSION_FACTOR) -> Estimate:
+def estimate(
+    manifests: Union[Mapping[Any, Any], Iterable[Tuple[Any, Any]]], expansion_factor: float = DEFAULT_EXPANSION_FACTOR
+) -> Estimate:
     """Bytes needed to pull ``manifests``: {image: ManifestInfo} or [(image, ManifestInfo)].
 
     Each layer digest counts once across the set. ``per_image`` gives each image's own compressed size and the
     part of it first seen in that image (``new_bytes``; order-dependent, in the given order).
     """
-    if isinstance(expansion_factor, bool) or not isinstance(expansion_factor, (int, float)) or \
-            not math.isfinite(expansion_factor) or expansion_factor <= 0:
+    if (
+        isinstance(expansion_factor, bool)
+        or not isinstance(expansion_factor, (int, float))
+        or not math.isfinite(expansion_factor)
+        or expansion_factor <= 0
+    ):
         raise DiskGuardError(f"expansion_factor {_describe(expansion_factor)} must be a finite number above 0")
     items = manifests.items() if isinstance(manifests, dict) else manifests
     seen: Dict[str, int] = {}
@@ -129,13 +147,15 @@ def estimate(manifests: Union[Mapping[Any, Any], Iterable[Tuple[Any, Any]]],
             own.setdefault(digest, size)
         new = {d: s for d, s in own.items() if d not in seen}
         seen.update(new)
-        per_image.append({
-            "image": str(image),
-            "layers": len(own),
-            "compressed_bytes": sum(own.values()),
-            "new_bytes": sum(new.values()),
-            "required_bytes": int(sum(own.values()) * expansion_factor),
-        })
+        per_image.append(
+            {
+                "image": str(image),
+                "layers": len(own),
+                "compressed_bytes": sum(own.values()),
+                "new_bytes": sum(new.values()),
+                "required_bytes": int(sum(own.values()) * expansion_factor),
+            }
+        )
     compressed = sum(seen.values())
     return {
         "images": len(per_image),
@@ -149,12 +169,20 @@ def estimate(manifests: Union[Mapping[Any, Any], Iterable[Tuple[Any, Any]]],
 
 def _largest(estimated: Mapping[str, Any]) -> List[Dict[str, Any]]:
     ranked = sorted(estimated.get("per_image", []), key=lambda i: (-i["required_bytes"], i["image"]))
-    return [{"image": i["image"], "required_bytes": i["required_bytes"], "required": human_size(i["required_bytes"])}
-            for i in ranked[:LARGEST_SHOWN]]
+    return [
+        {"image": i["image"], "required_bytes": i["required_bytes"], "required": human_size(i["required_bytes"])}
+        for i in ranked[:LARGEST_SHOWN]
+    ]
 
 
-def check(estimated: Mapping[str, Any], total: int, free: int, min_free: Union[str, int] = DEFAULT_MIN_FREE,
-          mode: str = "estimate", pulls: Optional[int] = None) -> Dict[str, Any]:
+def check(
+    estimated: Mapping[str, Any],
+    total: int,
+    free: int,
+    min_free: Union[str, int] = DEFAULT_MIN_FREE,
+    mode: str = "estimate",
+    pulls: Optional[int] = None,
+) -> Dict[str, Any]:
     """Decide whether the pull fits. ``min_free`` is bytes or a size string (``16Gi``, ``10%`` of ``total``).
 
     ``estimate``: fail when free - reserve < required; ``free_only``: fail when free < reserve; ``off``: never.
@@ -183,20 +211,25 @@ def check(estimated: Mapping[str, Any], total: int, free: int, min_free: Union[s
         result["message"] = "disk guard is off"
         return result
     if pulls == 0:
-        result["message"] = (f"nothing to pull, the disk guard passes: {human_size(free)} free of "
-                             f"{human_size(total)}, reserve {human_size(reserve)}")
+        result["message"] = (
+            f"nothing to pull, the disk guard passes: {human_size(free)} free of "
+            f"{human_size(total)}, reserve {human_size(reserve)}"
+        )
         return result
     if mode == "free_only":
         result["ok"] = free >= reserve
         verdict = "enough" if result["ok"] else "not enough"
-        result["message"] = (f"{verdict} free disk space: {human_size(free)} free of {human_size(total)}, "
-                             f"reserve {human_size(reserve)}")
+        result["message"] = (
+            f"{verdict} free disk space: {human_size(free)} free of {human_size(total)}, reserve {human_size(reserve)}"
+        )
         return result
     result["ok"] = free - reserve >= required
     factor = estimated.get("expansion_factor", DEFAULT_EXPANSION_FACTOR)
-    message = (f"{result['images']} image(s) need {human_size(required)} "
-               f"({human_size(estimated.get('compressed_bytes', 0))} compressed x{factor:g}); "
-               f"{human_size(free)} free of {human_size(total)}, reserve {human_size(reserve)}")
+    message = (
+        f"{result['images']} image(s) need {human_size(required)} "
+        f"({human_size(estimated.get('compressed_bytes', 0))} compressed x{factor:g}); "
+        f"{human_size(free)} free of {human_size(total)}, reserve {human_size(reserve)}"
+    )
     if result["ok"]:
         result["message"] = f"enough disk space: {message}"
     else:

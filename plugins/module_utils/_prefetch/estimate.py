@@ -98,9 +98,14 @@ class ManifestReader(Protocol):
 
     request_count: int
 
-    def manifest_info(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
-                      platform: Union[str, Platform, None] = None,
-                      endpoint: Optional[HostEndpoint] = None) -> ManifestInfo: ...
+    def manifest_info(
+        self,
+        ref: ImageRef,
+        credentials: Optional[RegistryCredentials] = None,
+        insecure: bool = False,
+        platform: Union[str, Platform, None] = None,
+        endpoint: Optional[HostEndpoint] = None,
+    ) -> ManifestInfo: ...
 
 
 class PullSources(Protocol):
@@ -120,9 +125,15 @@ def source_credentials(docker_config: DockerConfig, source: PullSource, ref: Ima
 class PullEstimator:
     """Reads manifests for a set of images; ``requests`` and ``seconds`` measure the overhead."""
 
-    def __init__(self, registry_client: ManifestReader, registries: PullSources, docker_config: DockerConfig,
-                 retry: RetrySchedule, platform: Optional[Platform] = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        registry_client: ManifestReader,
+        registries: PullSources,
+        docker_config: DockerConfig,
+        retry: RetrySchedule,
+        platform: Optional[Platform] = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.client = registry_client
         self.registries = registries
         self.docker_config = docker_config
@@ -158,10 +169,15 @@ class PullEstimator:
     def _read_one(self, ref: ImageRef) -> Tuple[Optional[Tuple[ManifestInfo, PullSource]], Optional[Failure]]:
         try:
             read = read_from_sources(
-                ref, self.registries, self.docker_config,
+                ref,
+                self.registries,
+                self.docker_config,
                 lambda source, credentials, insecure: self.client.manifest_info(
-                    source.reference, credentials, insecure, self.platform, source.endpoint),
-                self.retry, self.sleep)
+                    source.reference, credentials, insecure, self.platform, source.endpoint
+                ),
+                self.retry,
+                self.sleep,
+            )
         except RegistriesConfError as err:
             return None, (str(err), INVALID)
         except SourcesFailedError as err:
@@ -181,10 +197,14 @@ class SourcesFailedError(CollectionError):
         self.attempts = attempts
 
 
-def read_from_sources(ref: ImageRef, registries: PullSources, docker_config: DockerConfig,
-                      read: Callable[[PullSource, Optional[RegistryCredentials], bool], _T],
-                      retry: RetrySchedule = RetryPolicy(),
-                      sleep: Callable[[float], None] = time.sleep) -> Tuple[_T, PullSource]:
+def read_from_sources(
+    ref: ImageRef,
+    registries: PullSources,
+    docker_config: DockerConfig,
+    read: Callable[[PullSource, Optional[RegistryCredentials], bool], _T],
+    retry: RetrySchedule = RetryPolicy(),
+    sleep: Callable[[float], None] = time.sleep,
+) -> Tuple[_T, PullSource]:
     """``read(source, credentials, insecure)`` on the first pull source that answers; ``(value, source)``.
 
     Sources are tried as the runtime tries them (mirrors first): a mirror that fails with a RegistryError is

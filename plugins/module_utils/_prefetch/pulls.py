@@ -46,8 +46,9 @@ class PrefetchClient(Protocol):
 
     def image_status(self, image: str) -> Optional[CriImage]: ...
 
-    def pull_image(self, image: str, auth: Optional[Mapping[str, str]] = None,
-                   timeout: Optional[float] = None) -> str: ...
+    def pull_image(
+        self, image: str, auth: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None
+    ) -> str: ...
 
 
 class PrefetchReport(TypedDict):
@@ -112,8 +113,18 @@ def _tally(results: List[ImageResult]) -> Tuple[Dict[str, int], int]:
 
 
 def _new_result(image: str) -> ImageResult:
-    return dict(image=image, status=None, image_id=None, size=None, attempts=0, seconds=0.0, error=None,
-                error_kind=None, started=None, finished=None)
+    return dict(
+        image=image,
+        status=None,
+        image_id=None,
+        size=None,
+        attempts=0,
+        seconds=0.0,
+        error=None,
+        error_kind=None,
+        started=None,
+        finished=None,
+    )
 
 
 class _Progress:
@@ -154,9 +165,15 @@ class _Progress:
                     os.unlink(tmp)
 
 
-def prefetch(client: PrefetchClient, refs: List[ImageRef], auth_for: AuthFor, options: PrefetchOptions,
-             present: Mapping[str, CriImage], failed: Optional[Mapping[str, KnownFailure]] = None,
-             sleep: Callable[[float], None] = time.sleep) -> PrefetchReport:
+def prefetch(
+    client: PrefetchClient,
+    refs: List[ImageRef],
+    auth_for: AuthFor,
+    options: PrefetchOptions,
+    present: Mapping[str, CriImage],
+    failed: Optional[Mapping[str, KnownFailure]] = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> PrefetchReport:
     """Pull the ``refs`` (already de-duplicated) that are not in ``present`` (from find_present).
 
     ``failed`` maps images known to be unpullable to (error, error_kind); they are reported, not pulled.
@@ -240,8 +257,15 @@ def failure_message(images: List[ImageResult]) -> Optional[str]:
     return message
 
 
-def _fetch_one(client: PrefetchClient, ref: ImageRef, result: ImageResult, auth_for: AuthFor,
-               options: PrefetchOptions, stop: threading.Event, sleep: Callable[[float], None]) -> None:
+def _fetch_one(
+    client: PrefetchClient,
+    ref: ImageRef,
+    result: ImageResult,
+    auth_for: AuthFor,
+    options: PrefetchOptions,
+    stop: threading.Event,
+    sleep: Callable[[float], None],
+) -> None:
     image = str(ref)
     auth_source = "no pull attempted"
     result["started"] = time.time()

@@ -47,9 +47,15 @@ class RegistryCredentials:
 
     __slots__ = ("username", "password", "identity_token", "registry_token", "server_address", "_extra_secrets")
 
-    def __init__(self, username: Optional[str] = "", password: Optional[str] = "", identity_token: Optional[str] = "",
-                 registry_token: Optional[str] = "", server_address: Optional[str] = "",
-                 extra_secrets: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        username: Optional[str] = "",
+        password: Optional[str] = "",
+        identity_token: Optional[str] = "",
+        registry_token: Optional[str] = "",
+        server_address: Optional[str] = "",
+        extra_secrets: Iterable[str] = (),
+    ) -> None:
         self.username = username or ""
         self.password = password or ""
         self.identity_token = identity_token or ""
@@ -111,7 +117,7 @@ def _split_key(key: str) -> Tuple[str, Tuple[str, ...]]:
     lowered = text.lower()
     for scheme in ("https://", "http://"):
         if lowered.startswith(scheme):
-            text = text[len(scheme):]
+            text = text[len(scheme) :]
             break
     host, _sep, path = text.partition("/")
     components = [c for c in path.split("/") if c]
@@ -176,8 +182,10 @@ class DockerConfig:
         host = _normalise_host(host)
         components = tuple(c for c in path.split("/") if c)
         candidates = [
-            entry for entry in self._entries
-            if len(entry.path) <= len(components) and components[: len(entry.path)] == entry.path
+            entry
+            for entry in self._entries
+            if len(entry.path) <= len(components)
+            and components[: len(entry.path)] == entry.path
             and _host_matches(entry.host, host)
         ]
         if not candidates:

@@ -118,8 +118,12 @@ class RegistryClient:
     Safe to share between threads: connections are per thread, token and scheme caches are shared.
     """
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT, certs_dirs: Optional[Iterable[str]] = DEFAULT_CERTS_DIRS,
-                 user_agent: str = "pinned.images") -> None:
+    def __init__(
+        self,
+        timeout: float = DEFAULT_TIMEOUT,
+        certs_dirs: Optional[Iterable[str]] = DEFAULT_CERTS_DIRS,
+        user_agent: str = "pinned.images",
+    ) -> None:
         self.timeout = timeout
         self.certs_dirs = tuple(certs_dirs or ())
         self.user_agent = user_agent
@@ -136,9 +140,14 @@ class RegistryClient:
 
     # --- public API -------------------------------------------------------------------------------------------
 
-    def get_manifest(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
-                     reference: Optional[str] = None,
-                     endpoint: Optional[HostEndpoint] = None) -> Tuple[bytes, str, str]:
+    def get_manifest(
+        self,
+        ref: ImageRef,
+        credentials: Optional[RegistryCredentials] = None,
+        insecure: bool = False,
+        reference: Optional[str] = None,
+        endpoint: Optional[HostEndpoint] = None,
+    ) -> Tuple[bytes, str, str]:
         """GET one manifest of ``ref`` (an ImageRef), from ``endpoint`` when given: ``(body, media_type, digest)``,
         digest verified."""
         wanted = reference or ref.digest or ref.tag or "latest"
@@ -160,8 +169,9 @@ class RegistryClient:
         media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip()
         return body, media_type, digest
 
-    def open_blob(self, ref: ImageRef, digest: str, credentials: Optional[RegistryCredentials] = None,
-                  insecure: bool = False) -> BlobStream:
+    def open_blob(
+        self, ref: ImageRef, digest: str, credentials: Optional[RegistryCredentials] = None, insecure: bool = False
+    ) -> BlobStream:
         """Start downloading blob ``digest`` of ``ref``'s repository; redirects (to a CDN) are followed."""
         if not re.match(r"^sha256:[0-9a-f]{64}$", digest or ""):
             raise ManifestFormatError(f"{ref}: blob digest {str(digest)[:80]!r} is not sha256:<64 hex>", ref.registry)
@@ -171,8 +181,14 @@ class RegistryClient:
         raw, connection = response.stream
         return BlobStream(raw, connection, digest, f"blob {digest} of {ref.name}", ref.registry, self._count_bytes)
 
-    def read_blob(self, ref: ImageRef, digest: str, credentials: Optional[RegistryCredentials] = None,
-                  insecure: bool = False, limit: int = MAX_SMALL_BODY) -> bytes:
+    def read_blob(
+        self,
+        ref: ImageRef,
+        digest: str,
+        credentials: Optional[RegistryCredentials] = None,
+        insecure: bool = False,
+        limit: int = MAX_SMALL_BODY,
+    ) -> bytes:
         """A small blob (an image config) whole, digest verified; RegistryError above ``limit`` bytes."""
         with self.open_blob(ref, digest, credentials, insecure) as blob:
             data = blob.read(limit + 1)
@@ -191,9 +207,14 @@ class RegistryClient:
         with self._lock:
             self.blob_bytes_read += count
 
-    def manifest_info(self, ref: ImageRef, credentials: Optional[RegistryCredentials] = None, insecure: bool = False,
-                      platform: Union[str, Platform, None] = None,
-                      endpoint: Optional[HostEndpoint] = None) -> ManifestInfo:
+    def manifest_info(
+        self,
+        ref: ImageRef,
+        credentials: Optional[RegistryCredentials] = None,
+        insecure: bool = False,
+        platform: Union[str, Platform, None] = None,
+        endpoint: Optional[HostEndpoint] = None,
+    ) -> ManifestInfo:
         """Layers of ``ref`` for ``platform`` (default: this host), read from ``endpoint`` when given (else the
         registry itself); an index is resolved to that platform."""
         wanted = parse_platform(platform)
@@ -203,8 +224,9 @@ class RegistryClient:
         chosen_platform = ""
         for _depth in range(MAX_INDEX_DEPTH):
             document = decode_manifest(ref, digest, body)
-            media_type = document.get("mediaType") or (media_type if media_type in KNOWN_TYPES else "") or \
-                guess_type(document)
+            media_type = (
+                document.get("mediaType") or (media_type if media_type in KNOWN_TYPES else "") or guess_type(document)
+            )
             if top_type is None:
                 top_type = media_type
             if media_type in INDEX_TYPES:
@@ -215,8 +237,16 @@ class RegistryClient:
             if media_type in MANIFEST_TYPES:
                 layers, config_size = manifest_layers(ref, digest, document)
                 config_digest = (document.get("config") or {}).get("digest") or ""
-                return ManifestInfo(top_digest, top_type, digest, layers, config_size, chosen_platform, str(ref),
-                                    config_digest if isinstance(config_digest, str) else "")
+                return ManifestInfo(
+                    top_digest,
+                    top_type,
+                    digest,
+                    layers,
+                    config_size,
+                    chosen_platform,
+                    str(ref),
+                    config_digest if isinstance(config_digest, str) else "",
+                )
             if media_type in DOCKER_SCHEMA1:
                 raise ManifestFormatError(
                     f"{ref}: registry {ref.registry} serves only a Docker schema 1 manifest, which is not supported",
@@ -229,9 +259,16 @@ class RegistryClient:
 
     # --- requests with authentication -------------------------------------------------------------------------
 
-    def _registry_request(self, method: str, ref: ImageRef, wanted: str, credentials: Optional[RegistryCredentials],
-                          insecure: bool, kind: str = "manifests",
-                          endpoint: Optional[HostEndpoint] = None) -> Response:
+    def _registry_request(
+        self,
+        method: str,
+        ref: ImageRef,
+        wanted: str,
+        credentials: Optional[RegistryCredentials],
+        insecure: bool,
+        kind: str = "manifests",
+        endpoint: Optional[HostEndpoint] = None,
+    ) -> Response:
         """A manifest (read whole) or, with ``kind="blobs"``, a blob (a streamed 200 answer)."""
         registry = ref.registry
         path = f"/v2/{quote(ref.repository)}/{kind}/{quote(wanted, safe=':')}"
@@ -247,22 +284,25 @@ class RegistryClient:
         authorization = self._known_authorization(registry, scope, credentials, insecure, endpoint)
         if authorization:
             headers["Authorization"] = authorization
-        response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream,
-                              endpoint=endpoint)
+        response = self._send(
+            registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream, endpoint=endpoint
+        )
         # Basic credentials that were sent and refused stay refused; a bearer token may have expired.
         if response.status == 401 and not (authorization and authorization.startswith("Basic ")):
             challenge = self._remember_challenge(registry, response)
             if authorization:
                 self._drop_tokens(registry)
             headers["Authorization"] = self._authorize(registry, challenge, scope, credentials, insecure, endpoint)
-            response = self._send(registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream,
-                                  endpoint=endpoint)
+            response = self._send(
+                registry, insecure, method, path, headers, MAX_MANIFEST_SIZE, stream=stream, endpoint=endpoint
+            )
         if stream and response.status in (301, 302, 303, 307, 308):
             response = self._follow_redirect(registry, insecure, path, response)
         # A mirror is named beside the image's registry.
         elsewhere = endpoint is not None and endpoint.netloc != _API_HOSTS.get(ref.registry, ref.registry)
-        self._raise_for_status(response, ref, wanted, credentials, secrets,
-                               f"{ref.registry} at {endpoint}" if elsewhere else ref.registry)
+        self._raise_for_status(
+            response, ref, wanted, credentials, secrets, f"{ref.registry} at {endpoint}" if elsewhere else ref.registry
+        )
         return response
 
     def _follow_redirect(self, registry: str, insecure: bool, path: str, response: Response) -> Response:
@@ -274,15 +314,30 @@ class RegistryClient:
             if split.scheme not in ("http", "https") or not split.netloc:
                 raise RegistryError(f"registry {registry} redirected {path} to an unusable location", registry)
             target = split.path + (f"?{split.query}" if split.query else "")
-            response = self._send(split.netloc, insecure, "GET", target, {}, MAX_SMALL_BODY, scheme=split.scheme,
-                                  registry=registry, stream=True)
+            response = self._send(
+                split.netloc,
+                insecure,
+                "GET",
+                target,
+                {},
+                MAX_SMALL_BODY,
+                scheme=split.scheme,
+                registry=registry,
+                stream=True,
+            )
             if response.status not in (301, 302, 303, 307, 308):
                 return response
             base, path = f"{split.scheme}://{split.netloc}", target
         raise RegistryError(f"registry {registry} redirected {path} more than {_MAX_REDIRECTS} times", registry)
 
-    def _known_authorization(self, registry: str, scope: str, credentials: Optional[RegistryCredentials],
-                             insecure: bool, endpoint: Optional[HostEndpoint] = None) -> Optional[str]:
+    def _known_authorization(
+        self,
+        registry: str,
+        scope: str,
+        credentials: Optional[RegistryCredentials],
+        insecure: bool,
+        endpoint: Optional[HostEndpoint] = None,
+    ) -> Optional[str]:
         """Authorization for a registry whose challenge is already known, saving the 401 round trip."""
         challenge = self._challenges.get(registry)
         if challenge is None:
@@ -303,8 +358,15 @@ class RegistryClient:
             registry,
         )
 
-    def _authorize(self, registry: str, challenge: Challenge, scope: str, credentials: Optional[RegistryCredentials],
-                   insecure: bool, endpoint: Optional[HostEndpoint] = None) -> str:
+    def _authorize(
+        self,
+        registry: str,
+        challenge: Challenge,
+        scope: str,
+        credentials: Optional[RegistryCredentials],
+        insecure: bool,
+        endpoint: Optional[HostEndpoint] = None,
+    ) -> str:
         scheme, fields = challenge
         if scheme == "basic":
             if credentials is None or not (credentials.username or credentials.password):
@@ -323,24 +385,34 @@ class RegistryClient:
             for key in [k for k in self._tokens if k[0] == registry]:
                 del self._tokens[key]
 
-    def _token(self, registry: str, fields: Dict[str, str], scope: str, credentials: Optional[RegistryCredentials],
-               insecure: bool, endpoint: Optional[HostEndpoint] = None) -> str:
+    def _token(
+        self,
+        registry: str,
+        fields: Dict[str, str],
+        scope: str,
+        credentials: Optional[RegistryCredentials],
+        insecure: bool,
+        endpoint: Optional[HostEndpoint] = None,
+    ) -> str:
         realm = fields.get("realm", "")
         service = fields.get("service", "")
         # Our own scope, not the challenge's: a remembered challenge names the repository that triggered it.
         scopes = [scope]
-        identity = None if credentials is None else (credentials.username, credentials.password,
-                                                     credentials.identity_token)
+        identity = (
+            None if credentials is None else (credentials.username, credentials.password, credentials.identity_token)
+        )
         key: _TokenKey = (registry, realm, service, tuple(scopes), identity)
         cached = self._tokens.get(key)
         if cached and cached[1] > time.monotonic():
             return cached[0]
         split = urlsplit(realm)
         if split.scheme not in ("http", "https") or not split.netloc:
-            raise RegistryAuthRejected(f"registry {registry} announced an unusable token realm {realm[:100]!r}",
-                                       registry)
+            raise RegistryAuthRejected(
+                f"registry {registry} announced an unusable token realm {realm[:100]!r}", registry
+            )
         has_secret = credentials is not None and bool(
-            credentials.username or credentials.password or credentials.identity_token)
+            credentials.username or credentials.password or credentials.identity_token
+        )
         if has_secret and split.scheme == "http" and not insecure:
             raise RegistryAuthRejected(
                 f"registry {registry} announced a plain-HTTP token realm {split.netloc}; credentials are sent "
@@ -356,8 +428,11 @@ class RegistryClient:
         if credentials is not None and credentials.identity_token:
             # OAuth2 refresh-token grant, as docker does with identity tokens.
             who = "the identity token"
-            form = [("grant_type", "refresh_token"), ("refresh_token", credentials.identity_token),
-                    ("client_id", self.user_agent)] + query
+            form = [
+                ("grant_type", "refresh_token"),
+                ("refresh_token", credentials.identity_token),
+                ("client_id", self.user_agent),
+            ] + query
             body = urlencode(form).encode("ascii")
             headers["Content-Type"] = "application/x-www-form-urlencoded"
             method = "POST"
@@ -371,8 +446,18 @@ class RegistryClient:
                 raw = f"{credentials.username}:{credentials.password}".encode("utf-8")
                 headers["Authorization"] = "Basic " + base64.b64encode(raw).decode("ascii")
             path += "?" + "&".join(q for q in (split.query, urlencode(query)) if q)
-        response = self._send(split.netloc, insecure, method, path, headers, MAX_SMALL_BODY,
-                              scheme=split.scheme, body=body, registry=registry, endpoint=endpoint)
+        response = self._send(
+            split.netloc,
+            insecure,
+            method,
+            path,
+            headers,
+            MAX_SMALL_BODY,
+            scheme=split.scheme,
+            body=body,
+            registry=registry,
+            endpoint=endpoint,
+        )
         if response.status in (401, 403):
             raise RegistryAuthRejected(
                 f"token server {split.netloc} of registry {registry} rejected {who} "
@@ -395,8 +480,15 @@ class RegistryClient:
             self._tokens[key] = (token, time.monotonic() + max(lifetime - _TOKEN_MARGIN, 1.0))
         return token
 
-    def _raise_for_status(self, response: Response, ref: ImageRef, wanted: str,
-                          credentials: Optional[RegistryCredentials], secrets: Set[str], registry: str) -> None:
+    def _raise_for_status(
+        self,
+        response: Response,
+        ref: ImageRef,
+        wanted: str,
+        credentials: Optional[RegistryCredentials],
+        secrets: Set[str],
+        registry: str,
+    ) -> None:
         status = response.status
         if status == 200:
             return
@@ -429,16 +521,16 @@ class RegistryClient:
         if context is not None:
             return context
         if isinstance(host, HostEndpoint):
-            context = endpoint_tls_context(host.netloc, host.ca_files, host.client_pairs, host.skip_verify,
-                                           host.source)
+            context = endpoint_tls_context(host.netloc, host.ca_files, host.client_pairs, host.skip_verify, host.source)
         else:
             context = tls_context(host, insecure, self.certs_dirs)
         with self._lock:
             self._contexts[key] = context
         return context
 
-    def _connection(self, scheme: str, netloc: str, tls_host: Union[str, HostEndpoint],
-                    insecure: bool) -> Tuple[http.client.HTTPConnection, bool]:
+    def _connection(
+        self, scheme: str, netloc: str, tls_host: Union[str, HostEndpoint], insecure: bool
+    ) -> Tuple[http.client.HTTPConnection, bool]:
         pool: Optional[_Pool] = getattr(self._local, "pool", None)
         if pool is None:
             pool = self._local.pool = {}
@@ -449,8 +541,9 @@ class RegistryClient:
         if connection is not None:
             return connection, True
         if scheme == "https":
-            connection = http.client.HTTPSConnection(netloc, timeout=self.timeout,
-                                                     context=self._context(tls_host, insecure))
+            connection = http.client.HTTPSConnection(
+                netloc, timeout=self.timeout, context=self._context(tls_host, insecure)
+            )
         else:
             connection = http.client.HTTPConnection(netloc, timeout=self.timeout)
         pool[key] = connection
@@ -461,9 +554,20 @@ class RegistryClient:
         if connection is not None:
             connection.close()
 
-    def _send(self, host: str, insecure: bool, method: str, path: str, headers: Dict[str, str], limit: int,
-              scheme: Optional[str] = None, body: Optional[bytes] = None, registry: Optional[str] = None,
-              stream: bool = False, endpoint: Optional[HostEndpoint] = None) -> Response:
+    def _send(
+        self,
+        host: str,
+        insecure: bool,
+        method: str,
+        path: str,
+        headers: Dict[str, str],
+        limit: int,
+        scheme: Optional[str] = None,
+        body: Optional[bytes] = None,
+        registry: Optional[str] = None,
+        stream: bool = False,
+        endpoint: Optional[HostEndpoint] = None,
+    ) -> Response:
         """One request to ``host`` (a registry name, or a token realm's netloc when ``scheme`` is given); with
         ``endpoint``, to that host (or the realm) with its TLS settings and headers."""
         registry = registry or host
@@ -494,9 +598,19 @@ class RegistryClient:
             except (OSError, http.client.HTTPException) as exc:
                 raise self._connection_error(exc, registry, scheme, netloc, tls) from None
 
-    def _exchange(self, scheme: str, netloc: str, tls_host: Union[str, HostEndpoint], insecure: bool, method: str,
-                  path: str, headers: Dict[str, str], body: Optional[bytes], limit: int,
-                  stream: bool = False) -> Response:
+    def _exchange(
+        self,
+        scheme: str,
+        netloc: str,
+        tls_host: Union[str, HostEndpoint],
+        insecure: bool,
+        method: str,
+        path: str,
+        headers: Dict[str, str],
+        body: Optional[bytes],
+        limit: int,
+        stream: bool = False,
+    ) -> Response:
         for attempt in (1, 2):
             connection, reused = self._connection(scheme, netloc, tls_host, insecure)
             with self._lock:
@@ -520,24 +634,33 @@ class RegistryClient:
                 raise
             if len(data) > limit:
                 self._discard(scheme, netloc, insecure)
-                raise RegistryError(f"registry {tls_host} sent a response larger than {limit} bytes for {path}",
-                                    str(tls_host))
+                raise RegistryError(
+                    f"registry {tls_host} sent a response larger than {limit} bytes for {path}", str(tls_host)
+                )
             if response.will_close:
                 self._discard(scheme, netloc, insecure)
             return Response(response.status, response.headers, data)
         raise AssertionError("unreachable")
 
-    def _connection_error(self, exc: BaseException, registry: str, scheme: str, netloc: str,
-                          tls_host: Union[str, HostEndpoint]) -> RegistryError:
+    def _connection_error(
+        self, exc: BaseException, registry: str, scheme: str, netloc: str, tls_host: Union[str, HostEndpoint]
+    ) -> RegistryError:
         where = f"registry {registry} at {scheme}://{netloc}"
         if isinstance(exc, ssl.SSLCertVerificationError):
-            hint = f"add its CA as certs.d/{tls_host}/ca.crt or mark the registry insecure" if isinstance(
-                tls_host, str) else f"name its CA in {tls_host.source} (ca = \"...\")"
+            hint = (
+                f"add its CA as certs.d/{tls_host}/ca.crt or mark the registry insecure"
+                if isinstance(tls_host, str)
+                else f'name its CA in {tls_host.source} (ca = "...")'
+            )
             return RegistryTLSError(
-                f"TLS verification failed for {where}: {exc.verify_message or exc.reason}; {hint}", registry)
+                f"TLS verification failed for {where}: {exc.verify_message or exc.reason}; {hint}", registry
+            )
         if isinstance(exc, ssl.SSLError):
-            hint = "; it may speak plain HTTP, which is used only for insecure registries" if (
-                exc.reason == "WRONG_VERSION_NUMBER") else ""
+            hint = (
+                "; it may speak plain HTTP, which is used only for insecure registries"
+                if (exc.reason == "WRONG_VERSION_NUMBER")
+                else ""
+            )
             return RegistryTLSError(f"TLS handshake failed with {where}: {exc.reason or exc}{hint}", registry)
         if isinstance(exc, ConnectionRefusedError):
             return RegistryConnectionError(f"cannot connect to {where}: connection refused", registry)

@@ -34,8 +34,10 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.registries
 
 DEFAULT_CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 # Where k3s and RKE2 write the config of the containerd they run; tried, in order, when the default is absent.
-DISTRIBUTION_CONFIGS = ("/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
-                        "/var/lib/rancher/rke2/agent/etc/containerd/config.toml")
+DISTRIBUTION_CONFIGS = (
+    "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
+    "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
+)
 # containerd 2.2 and later use this list when neither config_path nor the deprecated mirrors is set.
 DEFAULT_CONFIG_PATH_2_2 = "/etc/containerd/certs.d:/etc/docker/certs.d"
 ALL_CAPABILITIES = frozenset(("pull", "resolve", "push", "referrers"))
@@ -71,7 +73,7 @@ def host_directory(host: str) -> str:
     """``host:port`` as containerd names its directory, ``host_port_`` (``hostDirectory``)."""
     index = host.rfind(":")
     if index > 0:
-        return host[:index] + "_" + host[index + 1:] + "_"
+        return host[:index] + "_" + host[index + 1 :] + "_"
     return host
 
 
@@ -96,7 +98,7 @@ def is_loopback(host: str) -> bool:
     """containerd's ``IsLocalhost``: ``localhost`` or a loopback IP, with or without a port."""
     name = host
     if host.startswith("["):
-        name = host[1:host.find("]")] if "]" in host else host
+        name = host[1 : host.find("]")] if "]" in host else host
     elif host.count(":") == 1:
         name = host.split(":", 1)[0]
     if name == "localhost":
@@ -109,7 +111,7 @@ def is_loopback(host: str) -> bool:
 
 def _port(host: str) -> str:
     if host.startswith("["):
-        rest = host[host.find("]") + 1:] if "]" in host else ""
+        rest = host[host.find("]") + 1 :] if "]" in host else ""
         return rest[1:] if rest.startswith(":") else ""
     return host.rsplit(":", 1)[1] if host.count(":") == 1 else ""
 
@@ -130,8 +132,9 @@ def _client_pairs(value: object, where: str, base: str) -> Tuple[Tuple[str, str]
     if isinstance(value, str):
         return ((_absolute(value, base), ""),)
     if not isinstance(value, list):
-        raise ContainerdHostsError(f"{where}: must be a path, a list of paths or a list of [cert, key] pairs, "
-                                   f"got {short_value(value)}")
+        raise ContainerdHostsError(
+            f"{where}: must be a path, a list of paths or a list of [cert, key] pairs, got {short_value(value)}"
+        )
     pairs = []
     for item in value:
         if isinstance(item, str):
@@ -179,8 +182,9 @@ def _parse_host_config(server: str, base: str, table: Mapping[str, Any], where: 
             raise ContainerdHostsError(f"{where}.capabilities: must be a list of strings")
         unknown = [name for name in names if name.lower() not in ALL_CAPABILITIES]
         if unknown:
-            raise ContainerdHostsError(f"{where}.capabilities: unknown capability {unknown[0]!r}; allowed: "
-                                       "pull, resolve, push, referrers")
+            raise ContainerdHostsError(
+                f"{where}.capabilities: unknown capability {unknown[0]!r}; allowed: pull, resolve, push, referrers"
+            )
         capabilities = frozenset(name.lower() for name in names)
     ca = _strings(table["ca"], f"{where}.ca", base) if "ca" in table else None
     client = _client_pairs(table["client"], f"{where}.client", base) if "client" in table else None
@@ -210,7 +214,7 @@ def parse_hosts_file(base: str, text: str, source: str = "hosts.toml") -> List[H
         raise ContainerdHostsError(f"{source}: server must be a string, got {short_value(server)}")
     tables = data.get("host") or {}
     if not isinstance(tables, dict):
-        raise ContainerdHostsError(f"{source}: host must be a table of [host.\"<url>\"] tables")
+        raise ContainerdHostsError(f'{source}: host must be a table of [host."<url>"] tables')
     hosts = []
     # The [host."..."] tables in file order (containerd's getSortedHosts): TOML readers keep the order of tables.
     for name, table in tables.items():
@@ -265,8 +269,18 @@ def configure_hosts(host: str, roots: Sequence[str]) -> List[HostConfig]:
             scheme = "https" if port in ("", "443") else "http"
             if port != "80":
                 skip_verify = True
-        hosts[-1] = HostConfig(scheme, name, "/v2", ALL_CAPABILITIES, last.ca, last.client, skip_verify,
-                               last.header, last.dial_timeout, last.source)
+        hosts[-1] = HostConfig(
+            scheme,
+            name,
+            "/v2",
+            ALL_CAPABILITIES,
+            last.ca,
+            last.client,
+            skip_verify,
+            last.header,
+            last.dial_timeout,
+            last.source,
+        )
     return hosts
 
 
@@ -276,8 +290,9 @@ def uses_http_fallback(config: HostConfig) -> bool:
     return config.scheme == "http" and explicit_tls and _port(config.host) != "80"
 
 
-def endpoints(host: str, roots: Sequence[str], digest: bool,
-              headers: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()) -> List[HostEndpoint]:
+def endpoints(
+    host: str, roots: Sequence[str], digest: bool, headers: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+) -> List[HostEndpoint]:
     """The hosts a manifest of registry ``host`` is read from, in containerd's order: those with ``pull`` (and
     ``resolve`` for a tag), with ``?ns=<host>`` on mirrors, their TLS files checked."""
     wanted = {"pull"} if digest else {"pull", "resolve"}
@@ -288,19 +303,21 @@ def endpoints(host: str, roots: Sequence[str], digest: bool,
         check_tls_files(config)
         fallback = uses_http_fallback(config)
         proxy = config.host != host and not (host == "docker.io" and config.host == "registry-1.docker.io")
-        found.append(HostEndpoint(
-            scheme=config.scheme,
-            netloc=config.host,
-            path=config.path,
-            namespace=host if proxy else "",
-            # The CRI plugin's registry.headers go to every host, before the host's own (dockerBase.request).
-            headers=_merge_headers(headers, config.header),
-            ca_files=config.ca,
-            client_pairs=config.client or (),
-            skip_verify=bool(config.skip_verify),
-            http_fallback=fallback,
-            source=config.source,
-        ))
+        found.append(
+            HostEndpoint(
+                scheme=config.scheme,
+                netloc=config.host,
+                path=config.path,
+                namespace=host if proxy else "",
+                # The CRI plugin's registry.headers go to every host, before the host's own (dockerBase.request).
+                headers=_merge_headers(headers, config.header),
+                ca_files=config.ca,
+                client_pairs=config.client or (),
+                skip_verify=bool(config.skip_verify),
+                http_fallback=fallback,
+                source=config.source,
+            )
+        )
     return found
 
 
@@ -316,7 +333,8 @@ def registry_headers(registry: Mapping[str, Any], where: str) -> Tuple[Tuple[str
     """The CRI plugin's ``registry.headers`` (name -> list of values)."""
     headers = registry.get("headers") or {}
     if not isinstance(headers, dict) or not all(
-            isinstance(values, list) and all(isinstance(v, str) for v in values) for values in headers.values()):
+        isinstance(values, list) and all(isinstance(v, str) for v in values) for values in headers.values()
+    ):
         raise ContainerdHostsError(f"{where} headers: must map each header name to a list of strings")
     return tuple((str(name), tuple(values)) for name, values in headers.items())
 
@@ -353,13 +371,17 @@ def _deprecated_warnings(where: str, registry: Mapping[str, Any], config_path: o
     without config_path) and ``configs`` (TLS without config_path; credentials for pulls given none)."""
     warnings = []
     if registry.get("mirrors") and not config_path:
-        warnings.append(f"{where} sets the deprecated registry.mirrors; the disk guard cannot follow it and reads "
-                        "manifests from each image's own registry: move the mirrors to hosts.toml files under "
-                        "config_path")
+        warnings.append(
+            f"{where} sets the deprecated registry.mirrors; the disk guard cannot follow it and reads "
+            "manifests from each image's own registry: move the mirrors to hosts.toml files under "
+            "config_path"
+        )
     if registry.get("configs"):
-        warnings.append(f"{where} sets the deprecated registry.configs (TLS, credentials per registry); the disk "
-                        "guard does not use them: move TLS settings to hosts.toml files under config_path and "
-                        "credentials to the pull secret")
+        warnings.append(
+            f"{where} sets the deprecated registry.configs (TLS, credentials per registry); the disk "
+            "guard does not use them: move TLS settings to hosts.toml files under config_path and "
+            "credentials to the pull secret"
+        )
     return warnings
 
 
@@ -375,8 +397,12 @@ def from_cri_status(info: Mapping[str, str]) -> Optional[RegistryHostsConfig]:
         return None
     path = registry.get("configPath") or ""
     warnings = tuple(_deprecated_warnings("containerd's CRI config (Status)", registry, path))
-    return RegistryHostsConfig(split_config_path(path) if isinstance(path, str) else (), "CRI Status", warnings,
-                               registry_headers(registry, "containerd's CRI config (Status) registry"))
+    return RegistryHostsConfig(
+        split_config_path(path) if isinstance(path, str) else (),
+        "CRI Status",
+        warnings,
+        registry_headers(registry, "containerd's CRI config (Status) registry"),
+    )
 
 
 def _table(data: Mapping[str, Any], keys: Sequence[str]) -> Mapping[str, Any]:
@@ -412,9 +438,11 @@ def from_config_file(path: str, runtime_version: str = "", must_exist: bool = Fa
     roots = split_config_path(value)
     if len(roots) > 1 and not _table(data, keys[:2]).get("use_local_image_pull"):
         # The transfer service (2.x's default pull path) takes config_path as one directory (containerd #12415).
-        warnings.append(f"{where} config_path {value!r} is a list, which containerd's transfer service takes as "
-                        "one directory name, so containerd reads none of its hosts.toml files (containerd #12415); "
-                        "the disk guard does the same: set one directory, or use_local_image_pull = true")
+        warnings.append(
+            f"{where} config_path {value!r} is a list, which containerd's transfer service takes as "
+            "one directory name, so containerd reads none of its hosts.toml files (containerd #12415); "
+            "the disk guard does the same: set one directory, or use_local_image_pull = true"
+        )
         roots = (value,)
     return RegistryHostsConfig(roots, path, tuple(warnings), registry_headers(registry, where))
 
@@ -424,9 +452,13 @@ def _version_at_least(version: str, wanted: Tuple[int, int]) -> bool:
     return match is not None and (int(match.group(1)), int(match.group(2))) >= wanted
 
 
-def locate(status_info: Optional[Mapping[str, str]], runtime_version: str, config_file: Optional[str] = None,
-           config_path: Optional[str] = None,
-           candidates: Sequence[str] = (DEFAULT_CONTAINERD_CONFIG,) + DISTRIBUTION_CONFIGS) -> RegistryHostsConfig:
+def locate(
+    status_info: Optional[Mapping[str, str]],
+    runtime_version: str,
+    config_file: Optional[str] = None,
+    config_path: Optional[str] = None,
+    candidates: Sequence[str] = (DEFAULT_CONTAINERD_CONFIG,) + DISTRIBUTION_CONFIGS,
+) -> RegistryHostsConfig:
     """The node's registry hosts: ``config_path`` when given (the option), else CRI Status (1.6/1.7), else the
     config file (2.x): ``config_file``, or the first of ``candidates`` that exists (containerd's default, k3s,
     RKE2); none: containerd's defaults."""
@@ -482,7 +514,9 @@ class ContainerdHosts:
         found = endpoints(ref.registry, self.config.roots, ref.digest is not None, self.config.headers)
         if not found:
             needed = "pull" if ref.digest else "pull and resolve"
-            raise ContainerdHostsError(f"no host of {ref.registry} has the capabilities {needed} that a pull of "
-                                       f"{ref} needs (containerd: no resolve hosts)")
+            raise ContainerdHostsError(
+                f"no host of {ref.registry} has the capabilities {needed} that a pull of "
+                f"{ref} needs (containerd: no resolve hosts)"
+            )
         last = len(found) - 1
         return [PullSource(ref, endpoint.netloc, False, index < last, endpoint) for index, endpoint in enumerate(found)]

@@ -23,8 +23,10 @@ OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_SCHEMA1 = ("application/vnd.docker.distribution.manifest.v1+json",
-                  "application/vnd.docker.distribution.manifest.v1+prettyjws")
+DOCKER_SCHEMA1 = (
+    "application/vnd.docker.distribution.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.v1+prettyjws",
+)
 INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
 MANIFEST_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
 ACCEPT = ", ".join(INDEX_TYPES + MANIFEST_TYPES)
@@ -78,8 +80,7 @@ def _size(value: object) -> int:
     return value
 
 
-def manifest_layers(ref: ImageRef, digest: str,
-                    document: Dict[str, Any]) -> Tuple[Tuple[Tuple[str, int], ...], int]:
+def manifest_layers(ref: ImageRef, digest: str, document: Dict[str, Any]) -> Tuple[Tuple[Tuple[str, int], ...], int]:
     try:
         config = document.get("config") or {}
         config_size = _size(config.get("size", 0))
@@ -102,8 +103,14 @@ def select_platform(ref: ImageRef, digest: str, document: Dict[str, Any], wanted
         plat = entry.get("platform") if isinstance(entry, dict) else None
         if not isinstance(plat, dict) or not isinstance(entry.get("digest"), str):
             continue
-        candidates.append((str(plat.get("os", "")), str(plat.get("architecture", "")),
-                           str(plat.get("variant", "") or ""), entry["digest"]))
+        candidates.append(
+            (
+                str(plat.get("os", "")),
+                str(plat.get("architecture", "")),
+                str(plat.get("variant", "") or ""),
+                entry["digest"],
+            )
+        )
     for variant in variant_preference(wanted):
         for os_name, arch, entry_variant, entry_digest in candidates:
             if os_name == wanted.os and arch == wanted.architecture and entry_variant == variant:
@@ -115,7 +122,6 @@ def select_platform(ref: ImageRef, digest: str, document: Dict[str, Any], wanted
                 return entry_digest
     available = sorted({str(Platform(o, a, v)) for o, a, v, _digest in candidates if o != "unknown"})
     raise PlatformNotFoundError(
-        f"{ref}: index {digest} has no manifest for platform {wanted}; "
-        f"available: {', '.join(available) or 'none'}",
+        f"{ref}: index {digest} has no manifest for platform {wanted}; available: {', '.join(available) or 'none'}",
         ref.registry,
     )

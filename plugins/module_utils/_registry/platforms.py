@@ -29,12 +29,20 @@ class Platform:
 
 # uname -m -> GOARCH and variant, as image indexes name platforms.
 _MACHINE_TO_GOARCH = {
-    "x86_64": ("amd64", ""), "amd64": ("amd64", ""),
-    "aarch64": ("arm64", ""), "arm64": ("arm64", ""),
-    "armv7l": ("arm", "v7"), "armv6l": ("arm", "v6"), "armv5tel": ("arm", "v5"),
-    "i386": ("386", ""), "i686": ("386", ""),
-    "ppc64le": ("ppc64le", ""), "s390x": ("s390x", ""), "riscv64": ("riscv64", ""),
-    "mips64": ("mips64", ""), "loongarch64": ("loong64", ""),
+    "x86_64": ("amd64", ""),
+    "amd64": ("amd64", ""),
+    "aarch64": ("arm64", ""),
+    "arm64": ("arm64", ""),
+    "armv7l": ("arm", "v7"),
+    "armv6l": ("arm", "v6"),
+    "armv5tel": ("arm", "v5"),
+    "i386": ("386", ""),
+    "i686": ("386", ""),
+    "ppc64le": ("ppc64le", ""),
+    "s390x": ("s390x", ""),
+    "riscv64": ("riscv64", ""),
+    "mips64": ("mips64", ""),
+    "loongarch64": ("loong64", ""),
 }
 
 

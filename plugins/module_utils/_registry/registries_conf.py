@@ -37,10 +37,17 @@ DEFAULT_REGISTRIES_CONF_D = "/etc/containers/registries.conf.d"
 MAX_CONF_SIZE = 4 * 1024 * 1024
 PULL_FROM_MIRROR_VALUES = ("", "all", "digest-only", "tag-only")
 # The keys containers/image decodes (sysregistriesv2); others are ignored by it and here, with a warning.
-_CONF_KEYS = frozenset((
-    "registry", "registries", "unqualified-search-registries", "short-name-mode", "credential-helpers", "aliases",
-    "additional-layer-store-auth-helper",
-))
+_CONF_KEYS = frozenset(
+    (
+        "registry",
+        "registries",
+        "unqualified-search-registries",
+        "short-name-mode",
+        "credential-helpers",
+        "aliases",
+        "additional-layer-store-auth-helper",
+    )
+)
 _REGISTRY_KEYS = frozenset(("prefix", "location", "insecure", "blocked", "mirror", "mirror-by-digest-only"))
 _CONF_MIRROR_KEYS = frozenset(("location", "insecure", "pull-from-mirror", "pull_from_mirror"))
 
@@ -153,8 +160,15 @@ def _check_bool(value: object, where: str, what: str) -> bool:
     return value
 
 
-def _build_registry(prefix: object, location: object, insecure: object, blocked: object, mirrors: Any,
-                    by_digest_only: object, where: str) -> Registry:
+def _build_registry(
+    prefix: object,
+    location: object,
+    insecure: object,
+    blocked: object,
+    mirrors: Any,
+    by_digest_only: object,
+    where: str,
+) -> Registry:
     location = _check_location(location or "", where, "location")
     prefix = _check_location(prefix or "", where, "prefix")
     if not prefix:
@@ -167,7 +181,9 @@ def _build_registry(prefix: object, location: object, insecure: object, blocked:
                 f"{where}: prefix {short_value(prefix)}: a wildcard prefix must look like *.example.com"
             )
     elif not location:
-        raise RegistriesConfError(f"{where}: location is unset and prefix {short_value(prefix)} is not a *.example.com wildcard")
+        raise RegistriesConfError(
+            f"{where}: location is unset and prefix {short_value(prefix)} is not a *.example.com wildcard"
+        )
     if mirrors is None:
         mirrors = []
     _require(mirrors, list, f"{where}: mirror", "a list")
@@ -236,8 +252,9 @@ def load_toml(text: str, source: str, error_class: Type[CollectionError] = Regis
     return document
 
 
-def parse_registries_conf(text: str, source: str = "<registries.conf>",
-                          warnings: Optional[List[str]] = None) -> List[Registry]:
+def parse_registries_conf(
+    text: str, source: str = "<registries.conf>", warnings: Optional[List[str]] = None
+) -> List[Registry]:
     """The ``[[registry]]`` entries of a v2 registries.conf document.
 
     Keys that containers/image does not know are ignored, as it does; ``warnings`` (when given) receives one line
@@ -271,8 +288,13 @@ def parse_registries_conf(text: str, source: str = "<registries.conf>",
                 _unknown_keys(mirror, _CONF_MIRROR_KEYS, f"{where} mirror[{mindex}]", warnings)
         registries.append(
             _build_registry(
-                entry.get("prefix"), entry.get("location"), entry.get("insecure"), entry.get("blocked"),
-                entry.get("mirror"), entry.get("mirror-by-digest-only"), where,
+                entry.get("prefix"),
+                entry.get("location"),
+                entry.get("insecure"),
+                entry.get("blocked"),
+                entry.get("mirror"),
+                entry.get("mirror-by-digest-only"),
+                where,
             )
         )
     _check_conflicts(registries, source)
@@ -294,8 +316,9 @@ def registries_from_list(items: Any, source: str = "registry_mirrors") -> List[R
         _require(item, dict, where, "a dict")
         unknown = sorted(set(item) - _LIST_KEYS)
         if unknown:
-            raise RegistriesConfError(f"{where}: unknown keys {', '.join(map(str, unknown))}; "
-                                      f"allowed are {', '.join(sorted(_LIST_KEYS))}")
+            raise RegistriesConfError(
+                f"{where}: unknown keys {', '.join(map(str, unknown))}; allowed are {', '.join(sorted(_LIST_KEYS))}"
+            )
         mirrors = item.get("mirrors")
         for mindex, mirror in enumerate(mirrors or []):
             if isinstance(mirror, dict):
@@ -306,8 +329,15 @@ def registries_from_list(items: Any, source: str = "registry_mirrors") -> List[R
                         f"allowed are {', '.join(sorted(_MIRROR_KEYS))}"
                     )
         registries.append(
-            _build_registry(item.get("prefix"), item.get("location"), item.get("insecure"), item.get("blocked"),
-                            mirrors, item.get("mirror_by_digest_only"), where)
+            _build_registry(
+                item.get("prefix"),
+                item.get("location"),
+                item.get("insecure"),
+                item.get("blocked"),
+                mirrors,
+                item.get("mirror_by_digest_only"),
+                where,
+            )
         )
     _check_conflicts(registries, source)
     return registries
@@ -355,9 +385,7 @@ class RegistriesConf:
         if reg is None:
             return [PullSource(ref, ref.registry, False, False)]
         if reg.blocked:
-            raise RegistryBlockedError(
-                f"image {ref} is blocked by registry entry prefix {reg.prefix!r} ({reg.source})"
-            )
+            raise RegistryBlockedError(f"image {ref} is blocked by registry entry prefix {reg.prefix!r} ({reg.source})")
         digested = ref.digest is not None
         sources = []
         for mirror in reg.mirrors:
@@ -377,7 +405,7 @@ class RegistriesConf:
             # A wildcard entry without location pulls from the image's own host.
             return PullSource(ref, ref.registry, insecure, mirror)
         text = str(ref)
-        rewritten = location + text[_matching_prefix_length(text, reg.prefix):]
+        rewritten = location + text[_matching_prefix_length(text, reg.prefix) :]
         problem = f"image {ref} rewritten by prefix {reg.prefix!r} ({reg.source}) to location {location!r} gives {rewritten!r}"
         try:
             new_ref = parse_image_ref(rewritten, require_digest=False)
@@ -392,9 +420,13 @@ class RegistriesConf:
         return PullSource(new_ref, new_ref.registry, insecure, mirror)
 
 
-def load_registries_conf(path: Optional[StrPath] = None, mirrors: object = None,
-                         default_path: str = DEFAULT_REGISTRIES_CONF, conf_d: Optional[str] = None,
-                         default_conf_d: str = DEFAULT_REGISTRIES_CONF_D) -> RegistriesConf:
+def load_registries_conf(
+    path: Optional[StrPath] = None,
+    mirrors: object = None,
+    default_path: str = DEFAULT_REGISTRIES_CONF,
+    conf_d: Optional[str] = None,
+    default_conf_d: str = DEFAULT_REGISTRIES_CONF_D,
+) -> RegistriesConf:
     """Read registries.conf and its drop-in directory, then apply ``mirrors`` (the explicit list) on top.
 
     ``path`` None means ``default_path`` when it exists, with ``default_conf_d``; an explicit ``path`` must exist.

@@ -41,8 +41,13 @@ def tls_context(host: str, insecure: bool, certs_dirs: Iterable[str]) -> ssl.SSL
     return context
 
 
-def endpoint_tls_context(netloc: str, ca_files: Optional[Iterable[str]], client_pairs: Iterable[Tuple[str, str]],
-                         skip_verify: bool, source: str) -> ssl.SSLContext:
+def endpoint_tls_context(
+    netloc: str,
+    ca_files: Optional[Iterable[str]],
+    client_pairs: Iterable[Tuple[str, str]],
+    skip_verify: bool,
+    source: str,
+) -> ssl.SSLContext:
     """containerd's TLS for a hosts.toml host (named in ``source``): the system roots plus its ``ca`` files, its
     ``client`` pairs ((cert, key); an empty key is in the cert file); ``skip_verify`` verifies nothing."""
     context = ssl.create_default_context()

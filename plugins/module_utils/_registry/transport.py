@@ -40,8 +40,13 @@ class Response:
 
     __slots__ = ("status", "headers", "body", "stream")
 
-    def __init__(self, status: int, headers: http.client.HTTPMessage, body: bytes,
-                 stream: Optional[Tuple[http.client.HTTPResponse, http.client.HTTPConnection]] = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        headers: http.client.HTTPMessage,
+        body: bytes,
+        stream: Optional[Tuple[http.client.HTTPResponse, http.client.HTTPConnection]] = None,
+    ) -> None:
         self.status = status
         self.headers = headers
         self.body = body
@@ -55,8 +60,15 @@ class BlobStream:
     Reading to the end verifies the digest; closing early drops the connection (the rest is never sent).
     """
 
-    def __init__(self, response: http.client.HTTPResponse, connection: http.client.HTTPConnection, digest: str,
-                 what: str, registry: str, counter: Optional[Callable[[int], None]] = None) -> None:
+    def __init__(
+        self,
+        response: http.client.HTTPResponse,
+        connection: http.client.HTTPConnection,
+        digest: str,
+        what: str,
+        registry: str,
+        counter: Optional[Callable[[int], None]] = None,
+    ) -> None:
         self._response = response
         self._connection = connection
         self._digest = digest
@@ -71,16 +83,18 @@ class BlobStream:
         try:
             data = self._response.read(size if size is not None and size >= 0 else None)
         except (OSError, http.client.HTTPException) as exc:
-            raise RegistryConnectionError(f"reading {self._what} from registry {self._registry} failed: "
-                                          f"{type(exc).__name__}", self._registry) from None
+            raise RegistryConnectionError(
+                f"reading {self._what} from registry {self._registry} failed: {type(exc).__name__}", self._registry
+            ) from None
         self.bytes_read += len(data)
         if self._counter is not None:
             self._counter(len(data))
         self._hash.update(data)
         if not data or (size is not None and size < 0):
             if self._digest.startswith("sha256:") and "sha256:" + self._hash.hexdigest() != self._digest:
-                raise DigestMismatchError(f"registry {self._registry} sent {self._what} whose sha256 is not "
-                                          f"{self._digest}", self._registry)
+                raise DigestMismatchError(
+                    f"registry {self._registry} sent {self._what} whose sha256 is not {self._digest}", self._registry
+                )
         return data
 
     def close(self) -> None:

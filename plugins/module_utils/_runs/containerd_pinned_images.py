@@ -23,8 +23,16 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import
 def run(invocation: Invocation) -> Outcome:
     """The module's run: its result, or the failure with the fields of a run that changed nothing."""
     params = invocation.params
-    before: Mapping[str, Any] = dict(changed=False, images=[], pinned=[], unchanged=[], unpinned=[], missing=[],
-                                     records=dict(pinned=[], unpinned=[]), set_names=[])
+    before: Mapping[str, Any] = dict(
+        changed=False,
+        images=[],
+        pinned=[],
+        unchanged=[],
+        unpinned=[],
+        missing=[],
+        records=dict(pinned=[], unpinned=[]),
+        set_names=[],
+    )
     try:
         images, set_names = selected_images(params, validate_images, "unpin every image pinned.images pinned")
         settings = LabelSettings(params["force"], params["old_runtime"], params["settle_timeout"])

@@ -44,8 +44,13 @@ def describe_runtime(params: Mapping[str, Any]) -> Dict[str, Any]:
                 else:
                     by_id.setdefault(image["id"], dict(image, requested=[]))["requested"].append(name)
             images = list(by_id.values())
-    return {"changed": False, "runtime": runtime, "images": images, "missing": missing,
-            "image_filesystems": filesystems}
+    return {
+        "changed": False,
+        "runtime": runtime,
+        "images": images,
+        "missing": missing,
+        "image_filesystems": filesystems,
+    }
 
 
 def run(invocation: Invocation) -> Outcome:

@@ -39,14 +39,16 @@ def run(invocation: Invocation) -> Outcome:
     client = LazyStatusClient(connect)
     try:
         images, set_names = selected_images(params, validate_pinned_images, f"remove the drop-in {params['path']}")
-        settings = DropinSettings(params["path"], params["reload"], params["pid_file"], params["force"],
-                                  params["settle_timeout"])
+        settings = DropinSettings(
+            params["path"], params["reload"], params["pid_file"], params["force"], params["settle_timeout"]
+        )
 
         def check_presence(wanted: List[str]) -> List[str]:
             return missing_images(client, wanted)
 
-        result: Dict[str, Any] = pin_dropin(images, settings, invocation.check_mode, check_presence,
-                                            invocation.run_command, params["state"], client)
+        result: Dict[str, Any] = pin_dropin(
+            images, settings, invocation.check_mode, check_presence, invocation.run_command, params["state"], client
+        )
     except CollectionError as error:
         return Outcome(before, failure=error)
     finally:

@@ -42,20 +42,28 @@ class NodeDepsRequest:
             problems.append("state=present needs at least one wheel")
         if problems:
             raise NodeDepsError(problems, details={"changed": False})
-        return cls(params["path"], params["state"],
-                   tuple((wheel["name"], wheel["sha256"]) for wheel in params["wheels"]))
+        return cls(
+            params["path"], params["state"], tuple((wheel["name"], wheel["sha256"]) for wheel in params["wheels"])
+        )
 
 
 def python_deps(request: NodeDepsRequest, check_mode: bool = False) -> Dict[str, Any]:
     """The module's result. NodeDepsError, with the result so far in its details, on a failed write."""
     info = interpreter()
     tag_dir = os.path.join(request.path, info["tag"])
-    result: Dict[str, Any] = dict(changed=False, interpreter=info, pythonpath=os.path.join(tag_dir, SITE),
-                                  importable=HAS_NODE_DEPS and NODE_DEPS["site"] is None, problem=NODE_DEPS["error"])
+    result: Dict[str, Any] = dict(
+        changed=False,
+        interpreter=info,
+        pythonpath=os.path.join(tag_dir, SITE),
+        importable=HAS_NODE_DEPS and NODE_DEPS["site"] is None,
+        problem=NODE_DEPS["error"],
+    )
     try:
         if request.state == "present":
-            wheels = [dict(path=os.path.join(tag_dir, WHEELS, os.path.basename(name)), sha256=sha256)
-                      for name, sha256 in request.wheels]
+            wheels = [
+                dict(path=os.path.join(tag_dir, WHEELS, os.path.basename(name)), sha256=sha256)
+                for name, sha256 in request.wheels
+            ]
             outcome = provision(request.path, info["tag"], wheels, check_mode)
             result.update(changed=outcome["changed"], reason=outcome["reason"], files=outcome["files"])
         elif request.state == "absent":

@@ -35,8 +35,14 @@ class WheelhouseRequest:
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> "WheelhouseRequest":
         """The options as the argument spec checked them; the wheelhouse defaults to ``default_path()``."""
-        return cls(params["path"] or default_path(), tuple(params["targets"]), tuple(params["requirements"]),
-                   params["download"], params["pip"], params["timeout"])
+        return cls(
+            params["path"] or default_path(),
+            tuple(params["targets"]),
+            tuple(params["requirements"]),
+            params["download"],
+            params["pip"],
+            params["timeout"],
+        )
 
 
 def fill_targets(request: WheelhouseRequest, check_mode: bool = False) -> Dict[str, Any]:
@@ -48,12 +54,20 @@ def fill_targets(request: WheelhouseRequest, check_mode: bool = False) -> Dict[s
     changed = False
     try:
         for tag in request.targets:
-            outcome = fill(request.path, tag, list(request.requirements), request.download, request.pip,
-                           request.timeout, check_mode)
+            outcome = fill(
+                request.path,
+                tag,
+                list(request.requirements),
+                request.download,
+                request.pip,
+                request.timeout,
+                check_mode,
+            )
             changed = changed or outcome["changed"]
             checksums = [dict(name=wheel["name"], sha256=wheel["sha256"]) for wheel in outcome["wheels"]]
-            targets[tag] = dict(path=outcome["path"], wheels=outcome["wheels"], checksums=checksums,
-                                unmet=outcome["unmet"])
+            targets[tag] = dict(
+                path=outcome["path"], wheels=outcome["wheels"], checksums=checksums, unmet=outcome["unmet"]
+            )
     except (ValueError, WheelhouseError, OSError) as err:
         # ValueError: a requirement marker naming an unknown variable (packaging's UndefinedEnvironmentName).
         raise WheelhouseError(str(err), details={"path": request.path, "targets": targets}) from err

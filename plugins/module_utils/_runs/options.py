@@ -92,8 +92,12 @@ def containerd_client(params: Mapping[str, Any]) -> ContainerdClient:
     """A containerd client on the socket, timeouts and ``containerd_namespace`` of the module parameters."""
     from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import CRI_NAMESPACE, ContainerdClient
 
-    return ContainerdClient(params.get("cri_socket"), params["cri_connect_timeout"], params["cri_timeout"],
-                            params.get("containerd_namespace") or CRI_NAMESPACE)
+    return ContainerdClient(
+        params.get("cri_socket"),
+        params["cri_connect_timeout"],
+        params["cri_timeout"],
+        params.get("containerd_namespace") or CRI_NAMESPACE,
+    )
 
 
 REGISTRY_ARGUMENT_SPEC = dict(
@@ -138,8 +142,9 @@ class RegistryOptions:
         """The options, or None with their problems recorded."""
         problems.above_zero(params, "registry_timeout")
         docker_config = problems.attempt(lambda: load_docker_config(params["auth_file"]))
-        registries = problems.attempt(lambda: load_registries_conf(params["registries_conf"],
-                                                                   params["registry_mirrors"]))
+        registries = problems.attempt(
+            lambda: load_registries_conf(params["registries_conf"], params["registry_mirrors"])
+        )
         if docker_config is None or registries is None:
             return None
         return cls(docker_config, registries, tuple(params["registry_certs_dirs"] or ()), params["registry_timeout"])
@@ -156,8 +161,9 @@ SELECTION_MUTUALLY_EXCLUSIVE = [("images", "sets")]
 SELECTION_REQUIRED_BY = {"pools": "sets", "node_labels": "sets"}
 
 
-def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]],
-                    emptied: str) -> Tuple[List[str], List[str]]:
+def selected_images(
+    params: Mapping[str, Any], validate: Callable[..., List[str]], emptied: str
+) -> Tuple[List[str], List[str]]:
     """(images, set_names) that a pinning module's options select (``images``, or ``sets`` with ``pools`` /
     ``node_labels``), each checked by ``validate(names, require_digest=...)``; none with ``state=absent``.
 
@@ -171,13 +177,21 @@ def selected_images(params: Mapping[str, Any], validate: Callable[..., List[str]
         wanted_images,
     )
 
-    images, set_names = wanted_images(params["images"], params["sets"], params["pools"], params["node_labels"],
-                                      lambda names: validate(names, require_digest=params["require_digest"]))
+    images, set_names = wanted_images(
+        params["images"],
+        params["sets"],
+        params["pools"],
+        params["node_labels"],
+        lambda names: validate(names, require_digest=params["require_digest"]),
+    )
     if not images and not params["allow_empty"]:
-        looked = empty_selection_message(params["images"], params["sets"], params["pools"], params["node_labels"],
-                                         set_names)
-        raise CollectionError(f"{looked}: that would {emptied}; nothing was changed. Give the images to pin, "
-                              "allow_empty=true to empty the pins, or state=absent to remove them")
+        looked = empty_selection_message(
+            params["images"], params["sets"], params["pools"], params["node_labels"], set_names
+        )
+        raise CollectionError(
+            f"{looked}: that would {emptied}; nothing was changed. Give the images to pin, "
+            "allow_empty=true to empty the pins, or state=absent to remove them"
+        )
     return images, set_names
 
 

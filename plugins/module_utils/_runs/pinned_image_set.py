@@ -69,8 +69,18 @@ class SetRequest:
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> "SetRequest":
         """The options as the argument spec checked them; the set itself is checked by ``publish_set``."""
-        return cls(params["name"], params["images"], params["labels"], params["pool_selector"], params["definition"],
-                   params["state"], params["dest"], params["apply"], params["force_conflicts"], k8s_connection(params))
+        return cls(
+            params["name"],
+            params["images"],
+            params["labels"],
+            params["pool_selector"],
+            params["definition"],
+            params["state"],
+            params["dest"],
+            params["apply"],
+            params["force_conflicts"],
+            k8s_connection(params),
+        )
 
 
 def build_object(request: SetRequest) -> Tuple[KubeObject, str]:
@@ -135,13 +145,21 @@ def _validated(obj: KubeObject, source: str) -> Tuple[str, KubeObject]:
     except PinnedImageSetError as exc:
         problems = list(exc.problems) + problems
     if problems or image_set is None:
-        raise CollectionError(problems, message="invalid PinnedImageSet, nothing was applied or written: "
-                              + join_problems(problems))
+        raise CollectionError(
+            problems, message="invalid PinnedImageSet, nothing was applied or written: " + join_problems(problems)
+        )
     return image_set.name, render(image_set, obj)
 
 
-def _apply(request: SetRequest, name: str, rendered: Optional[KubeObject], check_mode: bool,
-           tmpdir: Optional[str], result: Dict[str, Any], warnings: List[str]) -> Dict[str, Any]:
+def _apply(
+    request: SetRequest,
+    name: str,
+    rendered: Optional[KubeObject],
+    check_mode: bool,
+    tmpdir: Optional[str],
+    result: Dict[str, Any],
+    warnings: List[str],
+) -> Dict[str, Any]:
     """Apply or delete the set in the cluster; the diff entry."""
     with K8sClient.connect(request.connection, tmpdir=tmpdir) as client:
         before = client.get(API_VERSION, PINNED_IMAGE_SET_KIND, name)
@@ -165,8 +183,9 @@ def _apply(request: SetRequest, name: str, rendered: Optional[KubeObject], check
     }
 
 
-def _write(dest: str, path: str, rendered: Optional[KubeObject], check_mode: bool,
-           result: Dict[str, Any]) -> Dict[str, str]:
+def _write(
+    dest: str, path: str, rendered: Optional[KubeObject], check_mode: bool, result: Dict[str, Any]
+) -> Dict[str, str]:
     """Write or remove the set's file; the diff entry."""
     result["path"] = path
     try:
@@ -188,8 +207,9 @@ def _write(dest: str, path: str, rendered: Optional[KubeObject], check_mode: boo
     return diff
 
 
-def publish_set(request: SetRequest, check_mode: bool = False, diff: bool = False,
-                tmpdir: Optional[str] = None) -> Outcome:
+def publish_set(
+    request: SetRequest, check_mode: bool = False, diff: bool = False, tmpdir: Optional[str] = None
+) -> Outcome:
     """Validate the set the request describes, then apply it and/or write it (or remove it for ``absent``)."""
     dest = request.dest
     do_apply = request.apply if request.apply is not None else dest is None
@@ -209,7 +229,9 @@ def publish_set(request: SetRequest, check_mode: bool = False, diff: bool = Fals
     else:
         given = _mapping(obj, "metadata").get("name")
         if check_dns_subdomain(given, "metadata.name") is not None:
-            raise CollectionError([], message=f"invalid PinnedImageSet name {given!r}: it must be an RFC 1123 subdomain")
+            raise CollectionError(
+                [], message=f"invalid PinnedImageSet name {given!r}: it must be an RFC 1123 subdomain"
+            )
         name = str(given)
     if dest is not None and os.path.exists(dest) and not os.path.isdir(dest):
         raise CollectionError(f"dest {dest} is not a directory; nothing was applied or written")
@@ -219,7 +241,9 @@ def publish_set(request: SetRequest, check_mode: bool = False, diff: bool = Fals
     diffs = []
     if do_apply:
         if not HAS_KUBERNETES:
-            raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
+            raise CollectionError(
+                missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)}
+            )
         diffs.append(_apply(request, name, rendered, check_mode, tmpdir, result, warnings))
     if dest is not None:
         diffs.append(_write(dest, os.path.join(dest, name + ".yaml"), rendered, check_mode, result))
@@ -231,5 +255,7 @@ def publish_set(request: SetRequest, check_mode: bool = False, diff: bool = Fals
 def run(invocation: Invocation) -> Outcome:
     """The module's run; the connection's secrets are hidden from its result and its failure."""
     request = SetRequest.from_params(invocation.params)
-    return hiding(request.connection.secrets(),
-                  lambda: publish_set(request, invocation.check_mode, invocation.diff, invocation.tmpdir))
+    return hiding(
+        request.connection.secrets(),
+        lambda: publish_set(request, invocation.check_mode, invocation.diff, invocation.tmpdir),
+    )

@@ -81,12 +81,14 @@ class InfoRequest:
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> "InfoRequest":
         """The options as the argument spec checked them; the sets and pools are checked as they are read."""
-        return cls(params["cluster"], params["paths"], params["sets"], params["pools"], params["nodes"],
-                   k8s_connection(params))
+        return cls(
+            params["cluster"], params["paths"], params["sets"], params["pools"], params["nodes"], k8s_connection(params)
+        )
 
 
-def _read_cluster(connection: K8sConnection, tmpdir: Optional[str], want_nodes: bool,
-                  warnings: List[str]) -> Tuple[List[KubeObject], List[KubeObject], Optional[List[NodeLabels]]]:
+def _read_cluster(
+    connection: K8sConnection, tmpdir: Optional[str], want_nodes: bool, warnings: List[str]
+) -> Tuple[List[KubeObject], List[KubeObject], Optional[List[NodeLabels]]]:
     """(set objects, pool objects, nodes or None) from the cluster."""
     if not HAS_KUBERNETES:
         raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
@@ -103,8 +105,9 @@ def _read_cluster(connection: K8sConnection, tmpdir: Optional[str], want_nodes: 
     return sets, pools, nodes
 
 
-def _cluster_items(objects: List[KubeObject], kind: str, validate: Callable[..., _Item],
-                   warnings: List[str]) -> List[_Item]:
+def _cluster_items(
+    objects: List[KubeObject], kind: str, validate: Callable[..., _Item], warnings: List[str]
+) -> List[_Item]:
     """The valid cluster objects; an invalid one is skipped with a warning (the cluster is not ours to fix)."""
     items = []
     for obj in objects:
@@ -115,8 +118,9 @@ def _cluster_items(objects: List[KubeObject], kind: str, validate: Callable[...,
     return items
 
 
-def merge_by_name(kind: str, base: Sequence[_Item], overrides: Sequence[_Item], key: Callable[[_Item], object],
-                  warnings: List[str]) -> List[_Item]:
+def merge_by_name(
+    kind: str, base: Sequence[_Item], overrides: Sequence[_Item], key: Callable[[_Item], object], warnings: List[str]
+) -> List[_Item]:
     """Items of ``overrides`` replace ``base`` items of the same name; order: base order, then new ones."""
     merged = {item.name: item for item in base}
     order = [item.name for item in base]
@@ -174,7 +178,9 @@ def describe_sets(request: InfoRequest, tmpdir: Optional[str] = None) -> Outcome
     cluster_pools: List[MachineConfigPool] = []
     cluster_nodes = None
     if request.cluster:
-        set_objects, pool_objects, cluster_nodes = _read_cluster(request.connection, tmpdir, request.nodes is None, warnings)
+        set_objects, pool_objects, cluster_nodes = _read_cluster(
+            request.connection, tmpdir, request.nodes is None, warnings
+        )
         cluster_sets = _cluster_items(set_objects, PINNED_IMAGE_SET_KIND, validate_set, warnings)
         cluster_pools = _cluster_items(pool_objects, MACHINE_CONFIG_POOL_KIND, validate_pool, warnings)
     sources = list(request.sets) + list(request.paths)

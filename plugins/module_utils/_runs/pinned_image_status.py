@@ -22,8 +22,9 @@ def run(invocation: Invocation) -> Outcome:
     """The module's run. The warnings are given on failure too: an unreadable annotation seen before the failure is
     still worth one."""
     params = invocation.params
-    request = StatusRequest(params["nodes"], params["annotation"], params["cluster_generations"],
-                            k8s_connection(params))
+    request = StatusRequest(
+        params["nodes"], params["annotation"], params["cluster_generations"], k8s_connection(params)
+    )
     secrets = frozenset(request.connection.secrets())
     warnings: List[str] = []
     try:

@@ -81,8 +81,14 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
 # Options with a lower bound (inclusive), and options that must be above 0.
-_AT_LEAST = (("concurrency", 1), ("retries", 0), ("throttle", 0), ("retry_delay", 0), ("retry_max_delay", 0),
-             ("pull_timeout", 0))
+_AT_LEAST = (
+    ("concurrency", 1),
+    ("retries", 0),
+    ("throttle", 0),
+    ("retry_delay", 0),
+    ("retry_max_delay", 0),
+    ("pull_timeout", 0),
+)
 _ABOVE_ZERO = ("expansion_factor", "cri_timeout", "cri_connect_timeout", "settle_timeout")
 _RUNTIME_OPTIONS = ("cri_socket", "cri_connect_timeout", "cri_timeout", "containerd_namespace")
 
@@ -97,8 +103,9 @@ class DiskGuardRefused(CollectionError):
     """The missing images do not fit; ``disk_guard`` (the guard's report) is in the details."""
 
     def __init__(self, guard: Dict[str, Any]) -> None:
-        super().__init__(f"disk guard refused the prefetch, nothing was pulled: {guard['message']}",
-                         details={"disk_guard": guard})
+        super().__init__(
+            f"disk guard refused the prefetch, nothing was pulled: {guard['message']}", details={"disk_guard": guard}
+        )
 
 
 def parse_images(images: List[str], require_digest: bool) -> List[ImageRef]:
@@ -122,12 +129,17 @@ def parse_images(images: List[str], require_digest: bool) -> List[ImageRef]:
 
 def image_diff(images: List[ImageResult]) -> Dict[str, str]:
     """Which of the requested images the node has, before and after."""
+
     def lines(statuses: Tuple[str, ...]) -> str:
         names = sorted(r["image"] for r in images if r["status"] in statuses)
         return "".join(name + "\n" for name in names)
 
-    return dict(before_header="requested images on the node", before=lines((PRESENT,)),
-                after_header="requested images on the node", after=lines((PRESENT, PULLED, WOULD_PULL)))
+    return dict(
+        before_header="requested images on the node",
+        before=lines((PRESENT,)),
+        after_header="requested images on the node",
+        after=lines((PRESENT, PULLED, WOULD_PULL)),
+    )
 
 
 @dataclass(frozen=True)
@@ -189,7 +201,11 @@ class PrefetchRequest:
             problems.at_least(params, name, low)
         for name in _ABOVE_ZERO:
             problems.above_zero(params, name)
-        if params["pin"] in (PIN_AUTO, PIN_DROPIN) and params["crio_reload"] == "signal" and not params["crio_pid_file"]:
+        if (
+            params["pin"] in (PIN_AUTO, PIN_DROPIN)
+            and params["crio_reload"] == "signal"
+            and not params["crio_pid_file"]
+        ):
             problems.add("crio_reload=signal needs crio_pid_file")
         progress_dir = os.path.dirname(os.path.abspath(params["progress_file"] or "."))
         if params["progress_file"] and not os.path.isdir(progress_dir):
@@ -199,31 +215,57 @@ class PrefetchRequest:
             problems.add(
                 f"images is empty: with pin={params['pin']} that would remove every pin of this node (the drop-in "
                 f"{params['dropin_path']}, or the labels pinned.images set); nothing was changed. Give the images, "
-                "allow_empty=true to empty the pins, or pin=none")
+                "allow_empty=true to empty the pins, or pin=none"
+            )
         problems.attempt(lambda: parse_size(params["min_free"], total=0))
         platform = problems.attempt(lambda: parse_platform(params["platform"]) if params["platform"] else None)
         registry = RegistryOptions.from_params(params, problems)
-        overrides = problems.attempt(lambda: load_registries_conf(params["registries_conf"],
-                                                                  params["registry_mirrors"], default_path="",
-                                                                  default_conf_d=""))
+        overrides = problems.attempt(
+            lambda: load_registries_conf(
+                params["registries_conf"], params["registry_mirrors"], default_path="", default_conf_d=""
+            )
+        )
         problems.raise_any()
         lock_file = params["lock_file"] or (params["progress_file"] + ".lock" if params["progress_file"] else None)
         pulls = PrefetchOptions(
-            concurrency=params["concurrency"], throttle=params["throttle"], retries=params["retries"],
-            retry_delay=params["retry_delay"], retry_max_delay=params["retry_max_delay"],
-            pull_timeout=params["pull_timeout"] or None, check_mode=check_mode,
-            progress_file=params["progress_file"], run_id=params["run_id"],
+            concurrency=params["concurrency"],
+            throttle=params["throttle"],
+            retries=params["retries"],
+            retry_delay=params["retry_delay"],
+            retry_max_delay=params["retry_max_delay"],
+            pull_timeout=params["pull_timeout"] or None,
+            check_mode=check_mode,
+            progress_file=params["progress_file"],
+            run_id=params["run_id"],
         )
         # raise_any() raised when a reader failed: refs and registry are set.
-        return cls(tuple(cast(List[ImageRef], refs)), platform, cast(RegistryOptions, registry), check_mode, pulls, params["disk_guard"],
-                   params["image_store_path"], params["min_free"], params["expansion_factor"], lock_file,
-                   params["pin"], params["require_digest"],
-                   DropinSettings(params["dropin_path"], params["crio_reload"], params["crio_pid_file"],
-                                  settle_timeout=params["settle_timeout"]),
-                   LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"]),
-                   {name: params.get(name) for name in _RUNTIME_OPTIONS}, params["fail_on_error"],
-                   cast(RegistriesConf, overrides), params["mco_dir"], params["containerd_config"],
-                   params["containerd_config_path"])
+        return cls(
+            tuple(cast(List[ImageRef], refs)),
+            platform,
+            cast(RegistryOptions, registry),
+            check_mode,
+            pulls,
+            params["disk_guard"],
+            params["image_store_path"],
+            params["min_free"],
+            params["expansion_factor"],
+            lock_file,
+            params["pin"],
+            params["require_digest"],
+            DropinSettings(
+                params["dropin_path"],
+                params["crio_reload"],
+                params["crio_pid_file"],
+                settle_timeout=params["settle_timeout"],
+            ),
+            LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"]),
+            {name: params.get(name) for name in _RUNTIME_OPTIONS},
+            params["fail_on_error"],
+            cast(RegistriesConf, overrides),
+            params["mco_dir"],
+            params["containerd_config"],
+            params["containerd_config_path"],
+        )
 
     def auth_for(self, ref: ImageRef) -> Tuple[Optional[Dict[str, str]], str]:
         """(CRI auth fields or None, where they came from, without a secret) for pulling ``ref``."""
@@ -234,8 +276,9 @@ class PrefetchRequest:
         return credentials.cri_auth_fields(), f"credentials for {credentials.server_address} from {source}"
 
 
-def pull_sources(request: PrefetchRequest, runtime: Mapping[str, Any],
-                 status_info: Callable[[], Dict[str, str]]) -> Tuple[PullSources, str, List[str]]:
+def pull_sources(
+    request: PrefetchRequest, runtime: Mapping[str, Any], status_info: Callable[[], Dict[str, str]]
+) -> Tuple[PullSources, str, List[str]]:
     """(the runtime's pull sources, which files they come from, their warnings): registries.conf on CRI-O and
     any other runtime, hosts.toml on containerd (``status_info()``: its CRI Status info, asked only when needed)."""
     if runtime.get("runtime_name") != "containerd":
@@ -243,13 +286,15 @@ def pull_sources(request: PrefetchRequest, runtime: Mapping[str, Any],
         return request.registries, f"registries.conf: {files}", []
     override = request.containerd_config_path
     info = status_info() if override is None and not request.containerd_config else None
-    hosts = ContainerdHosts(locate(info, runtime.get("runtime_version", ""), request.containerd_config, override),
-                            request.overrides)
+    hosts = ContainerdHosts(
+        locate(info, runtime.get("runtime_version", ""), request.containerd_config, override), request.overrides
+    )
     return hosts, hosts.describe(), list(hosts.config.warnings)
 
 
-def guard_disk(request: PrefetchRequest, image_fs: Optional[str], missing: List[ImageRef],
-               sources: Optional[PullSources] = None) -> Tuple[Optional[Dict[str, Any]], Dict[str, KnownFailure]]:
+def guard_disk(
+    request: PrefetchRequest, image_fs: Optional[str], missing: List[ImageRef], sources: Optional[PullSources] = None
+) -> Tuple[Optional[Dict[str, Any]], Dict[str, KnownFailure]]:
     """(the guard's report or None when off, {image: (error, kind)} of unreadable manifests); raise
     DiskGuardRefused before any pull when the missing images do not fit. ``sources``: the runtime's pull sources
     (default: registries.conf)."""
@@ -271,11 +316,13 @@ def guard_disk(request: PrefetchRequest, image_fs: Optional[str], missing: List[
         with RegistryClient(request.registry.timeout, request.registry.certs_dirs) as registry_client:
             pulls = request.pulls
             retry = RetryPolicy(pulls.retries, pulls.retry_delay, max_delay=pulls.retry_max_delay)
-            estimator = PullEstimator(registry_client, sources or request.registries, request.auth_config, retry,
-                                      request.platform)
+            estimator = PullEstimator(
+                registry_client, sources or request.registries, request.auth_config, retry, request.platform
+            )
             manifests, unreadable = estimator.read(missing)
-    guard = check(estimate(manifests, request.expansion_factor), total, free, request.min_free, mode,
-                  pulls=len(missing))
+    guard = check(
+        estimate(manifests, request.expansion_factor), total, free, request.min_free, mode, pulls=len(missing)
+    )
     guard.update(
         filesystem=path,
         registry_requests=estimator.requests if estimator else 0,
@@ -314,10 +361,15 @@ def mco_pin_method(wanted: str, method: str, mco_dir: str) -> Tuple[str, Optiona
     return (method if write else PIN_NONE), sign, warnings
 
 
-def pin_images(client: Any, request: PrefetchRequest, method: str,
-               images: List[ImageResult], run_command: Optional[RunCommand],
-               present: Optional[Mapping[str, CriImage]] = None, runtime: Optional[Mapping[str, Any]] = None,
-               ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]], List[str]]:
+def pin_images(
+    client: Any,
+    request: PrefetchRequest,
+    method: str,
+    images: List[ImageResult],
+    run_command: Optional[RunCommand],
+    present: Optional[Mapping[str, CriImage]] = None,
+    runtime: Optional[Mapping[str, Any]] = None,
+) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]], List[str]]:
     """Pin the requested images with ``method`` once every one is on the node (the same step as
     ``crio_pinned_images`` / ``containerd_pinned_images``), else leave the pins as they are. ``present`` (the run's
     present check) spares the label pin an ImageStatus call for each image that was already there.
@@ -326,8 +378,9 @@ def pin_images(client: Any, request: PrefetchRequest, method: str,
     ``records``, ``cri_pinned`` (what CRI reports per image after the pin), and ``reason`` when ``auto`` found a
     runtime that cannot pin; the pin's diff or None; warnings). Raises the pin step's CollectionError.
     """
-    pin: Dict[str, Any] = dict(method=method, ran=False, changed=False, images=[], path=None, reloaded=False,
-                               records=None, cri_pinned={})
+    pin: Dict[str, Any] = dict(
+        method=method, ran=False, changed=False, images=[], path=None, reloaded=False, records=None, cri_pinned={}
+    )
     if method == PIN_NONE:
         reason = auto_pin_problem(request.pin, runtime or {})
         if reason:
@@ -337,15 +390,30 @@ def pin_images(client: Any, request: PrefetchRequest, method: str,
         return pin, None, []
     names = [str(ref) for ref in request.refs]
     if method == PIN_DROPIN:
-        done = pin_dropin(validate_images(names, request.require_digest), request.dropin, request.check_mode,
-                          lambda wanted: missing_images(client, wanted), run_command, client=client, known=present)
-        pin.update(ran=True, changed=done["changed"], images=done["images"], path=done["path"],
-                   reloaded=done["reloaded"], cri_pinned=done["cri_pinned"])
+        done = pin_dropin(
+            validate_images(names, request.require_digest),
+            request.dropin,
+            request.check_mode,
+            lambda wanted: missing_images(client, wanted),
+            run_command,
+            client=client,
+            known=present,
+        )
+        pin.update(
+            ran=True,
+            changed=done["changed"],
+            images=done["images"],
+            path=done["path"],
+            reloaded=done["reloaded"],
+            cri_pinned=done["cri_pinned"],
+        )
         return pin, done["diff"], done["warnings"]
-    done = pin_labels(client, validate_images(names, request.require_digest), request.label, request.check_mode,
-                      known=present)
-    pin.update(ran=True, changed=done["changed"], images=done["images"], records=done["records"],
-               cri_pinned=done["cri_pinned"])
+    done = pin_labels(
+        client, validate_images(names, request.require_digest), request.label, request.check_mode, known=present
+    )
+    pin.update(
+        ran=True, changed=done["changed"], images=done["images"], records=done["records"], cri_pinned=done["cri_pinned"]
+    )
     return pin, done["diff"], done["warnings"]
 
 
@@ -360,9 +428,12 @@ class PrefetchOutcome:
     pin_failure: Optional[str] = None
 
 
-def run_prefetch(request: PrefetchRequest, diff: bool = False,
-                 client_factory: Optional[Callable[[Any], Any]] = None,
-                 run_command: Optional[RunCommand] = None) -> PrefetchOutcome:
+def run_prefetch(
+    request: PrefetchRequest,
+    diff: bool = False,
+    client_factory: Optional[Callable[[Any], Any]] = None,
+    run_command: Optional[RunCommand] = None,
+) -> PrefetchOutcome:
     """Lock the node, find the present images, guard the disk, pull the rest, pin; the module's result.
 
     ``client_factory(request.runtime)`` opens the runtime (default: a containerd client when the pin may set the
@@ -391,23 +462,39 @@ def run_prefetch(request: PrefetchRequest, diff: bool = False,
             guard, unreadable = guard_disk(request, image_fs, missing, guard_sources)
             if guard is not None and guard_sources is not None:
                 guard["sources_from"] = sources_from
-            report = prefetch(client, list(request.refs), request.auth_for,
-                              replace(request.pulls, image_fs=image_fs), present, unreadable)
-            method, mco_sign, mco_warnings = mco_pin_method(request.pin, pin_method(request.pin, runtime),
-                                                            request.mco_dir)
+            report = prefetch(
+                client,
+                list(request.refs),
+                request.auth_for,
+                replace(request.pulls, image_fs=image_fs),
+                present,
+                unreadable,
+            )
+            method, mco_sign, mco_warnings = mco_pin_method(
+                request.pin, pin_method(request.pin, runtime), request.mco_dir
+            )
             pin_started = time.time()
             try:
-                pin, pin_diff, pin_warnings = pin_images(client, request, method, report["images"],
-                                                         run_command, present, runtime)
+                pin, pin_diff, pin_warnings = pin_images(
+                    client, request, method, report["images"], run_command, present, runtime
+                )
                 pin["mco_managed"] = mco_sign
                 pin_warnings = mco_warnings + pin_warnings
             except CollectionError as err:
                 # A drop-in written before a failed reload, or labels CRI did not report in time, changed the node.
                 written = err.details
-                pin = dict(method=method, ran=True, changed=bool(written.get("changed")),
-                           images=written.get("images", []), path=written.get("path"),
-                           reloaded=bool(written.get("reloaded")), records=written.get("records"),
-                           cri_pinned=written.get("cri_pinned", {}), mco_managed=mco_sign, error=err.message)
+                pin = dict(
+                    method=method,
+                    ran=True,
+                    changed=bool(written.get("changed")),
+                    images=written.get("images", []),
+                    path=written.get("path"),
+                    reloaded=bool(written.get("reloaded")),
+                    records=written.get("records"),
+                    cri_pinned=written.get("cri_pinned", {}),
+                    mco_managed=mco_sign,
+                    error=err.message,
+                )
                 pin_warnings = mco_warnings
                 pin_failure = f"pinning with the {method} method failed: {err.message}"
             # Wall-clock times, as the images' started and finished: the report draws the pin on the same axis.
@@ -416,15 +503,21 @@ def run_prefetch(request: PrefetchRequest, diff: bool = False,
         if lock is not None:
             lock.release()
     totals = dict(report["totals"], seconds=round(time.monotonic() - started, 3))
-    result: Dict[str, Any] = dict(changed=totals[PULLED] > 0 or totals[WOULD_PULL] > 0 or pin["changed"],
-                                  images=report["images"], totals=totals, runtime=runtime, pin=pin)
+    result: Dict[str, Any] = dict(
+        changed=totals[PULLED] > 0 or totals[WOULD_PULL] > 0 or pin["changed"],
+        images=report["images"],
+        totals=totals,
+        runtime=runtime,
+        pin=pin,
+    )
     if diff:
         # Ansible shows a list of diffs one after the other.
         result["diff"] = image_diff(report["images"]) if pin_diff is None else [image_diff(report["images"]), pin_diff]
     if guard is not None:
         result["disk_guard"] = guard
-    return PrefetchOutcome(result, source_warnings + report["warnings"] + pin_warnings,
-                           failure_message(report["images"]), pin_failure)
+    return PrefetchOutcome(
+        result, source_warnings + report["warnings"] + pin_warnings, failure_message(report["images"]), pin_failure
+    )
 
 
 def run(invocation: Invocation) -> Outcome:
@@ -438,5 +531,9 @@ def run(invocation: Invocation) -> Outcome:
     except CollectionError as error:
         return Outcome(warnings=request.warnings, secrets=secrets, failure=error)
     failure = outcome.pin_failure or (outcome.failure if request.fail_on_error else None)
-    return Outcome(outcome.result, request.warnings + outcome.warnings, secrets,
-                   None if failure is None else CollectionError(failure))
+    return Outcome(
+        outcome.result,
+        request.warnings + outcome.warnings,
+        secrets,
+        None if failure is None else CollectionError(failure),
+    )

@@ -73,9 +73,20 @@ class ReleaseRequest:
         platform = problems.attempt(lambda: parse_platform(params["platform"]) if params["platform"] else None)
         problems.raise_any()
         # raise_any() raised when a reader failed: ref and registry are set.
-        return cls(cast(ImageRef, ref), platform, tuple(params["include"]), tuple(params["exclude"]),
-                   params["include_release_image"], params["name"], dict(params["labels"]), tuple(params["pools"]),
-                   params["estimate"], params["expansion_factor"], params["dest"], cast(RegistryOptions, registry))
+        return cls(
+            cast(ImageRef, ref),
+            platform,
+            tuple(params["include"]),
+            tuple(params["exclude"]),
+            params["include_release_image"],
+            params["name"],
+            dict(params["labels"]),
+            tuple(params["pools"]),
+            params["estimate"],
+            params["expansion_factor"],
+            params["dest"],
+            cast(RegistryOptions, registry),
+        )
 
 
 def release_sets(request: ReleaseRequest, check_mode: bool = False, diff: bool = False) -> Dict[str, Any]:
@@ -87,27 +98,44 @@ def release_sets(request: ReleaseRequest, check_mode: bool = False, diff: bool =
         try:
             payload = read_release(client, ref, registry.registries, registry.docker_config, request.platform)
             components = select_components(payload.components, list(request.include), list(request.exclude))
-            images = sorted(set(components.values()) | ({payload.reference} if request.include_release_image
-                                                        else set()))
+            images = sorted(
+                set(components.values()) | ({payload.reference} if request.include_release_image else set())
+            )
             if not images:
                 raise ReleasePayloadError(f"include and exclude leave no image of release {payload.reference}")
-            sets = build_sets(images, request.name or default_set_name(payload.version), request.labels,
-                              list(request.pools))
+            sets = build_sets(
+                images, request.name or default_set_name(payload.version), request.labels, list(request.pools)
+            )
             result: Dict[str, Any] = dict(
-                changed=False, release_image=payload.reference, version=payload.version, metadata=payload.metadata,
-                images=images, components=components, sets=sets, source=payload.source, platform=payload.platform,
-                layer=payload.layer, bytes_read=payload.bytes_read,
+                changed=False,
+                release_image=payload.reference,
+                version=payload.version,
+                metadata=payload.metadata,
+                images=images,
+                components=components,
+                sets=sets,
+                source=payload.source,
+                platform=payload.platform,
+                layer=payload.layer,
+                bytes_read=payload.bytes_read,
             )
             if len(sets) == 1:
                 result["set"] = sets[0]
             if request.estimate:
-                result["estimate"] = estimate_payload(client, images, registry.registries, registry.docker_config,
-                                                      request.platform, request.expansion_factor)
+                result["estimate"] = estimate_payload(
+                    client,
+                    images,
+                    registry.registries,
+                    registry.docker_config,
+                    request.platform,
+                    request.expansion_factor,
+                )
         except SourcesFailedError as err:
             raise CollectionError(f"cannot read release image {ref}: {err.last_error}") from err
     if request.dest:
-        written = atomic_write(request.dest, "".join("---\n" + dump_yaml(obj) for obj in sets), mode=0o644,
-                               check_mode=check_mode)
+        written = atomic_write(
+            request.dest, "".join("---\n" + dump_yaml(obj) for obj in sets), mode=0o644, check_mode=check_mode
+        )
         result.update(changed=written["changed"], dest=request.dest)
         if diff:
             result["diff"] = written["diff"]
@@ -119,5 +147,7 @@ def run(invocation: Invocation) -> Outcome:
     if not HAS_YAML:
         raise CollectionError(missing_required_lib("PyYAML"), details={"exception": YAML_IMPORT_ERROR})
     request = ReleaseRequest.from_params(invocation.params)
-    return hiding(request.registry.docker_config.secrets(),
-                  lambda: Outcome(release_sets(request, invocation.check_mode, invocation.diff)))
+    return hiding(
+        request.registry.docker_config.secrets(),
+        lambda: Outcome(release_sets(request, invocation.check_mode, invocation.diff)),
+    )

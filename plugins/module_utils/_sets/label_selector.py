@@ -79,7 +79,12 @@ def check_labels(labels: Any, what: str) -> List[str]:
             problems.append(f"{what} key {short_value(key)} must be a string")
             continue
         prefix, slash, name = key.rpartition("/")
-        if (slash and check_dns_subdomain(prefix, "prefix")) or not name or len(name) > 63 or not _LABEL_NAME_RE.fullmatch(name):
+        if (
+            (slash and check_dns_subdomain(prefix, "prefix"))
+            or not name
+            or len(name) > 63
+            or not _LABEL_NAME_RE.fullmatch(name)
+        ):
             problems.append(f"{what} key {short_value(key)} is not a valid label key")
         if not isinstance(value, str):
             problems.append(f"{what}[{key!r}] must be a string, got {type_name(value)} (quote it in YAML)")
@@ -97,7 +102,9 @@ def check_selector(selector: Any, what: str) -> List[str]:
     problems = []
     unknown = sorted(str(k) for k in selector if k not in ("matchLabels", "matchExpressions"))
     if unknown:
-        problems.append(f"{what} has unknown field(s) {', '.join(unknown)}; allowed are matchLabels and matchExpressions")
+        problems.append(
+            f"{what} has unknown field(s) {', '.join(unknown)}; allowed are matchLabels and matchExpressions"
+        )
     problems.extend(check_labels(selector.get("matchLabels"), what + ".matchLabels"))
     expressions = selector.get("matchExpressions")
     if expressions is None:

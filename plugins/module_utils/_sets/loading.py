@@ -122,8 +122,14 @@ def _yaml_documents(path: str) -> Tuple[List[Any], List[str]]:
     return ([], [problem]) if problem else (documents, [])
 
 
-def _expand(obj: Any, source: str, from_file: bool, sets: List[PinnedImageSet], pools: List[MachineConfigPool],
-            problems: List[str]) -> None:
+def _expand(
+    obj: Any,
+    source: str,
+    from_file: bool,
+    sets: List[PinnedImageSet],
+    pools: List[MachineConfigPool],
+    problems: List[str],
+) -> None:
     """Sort one object into sets or pools; files ignore other kinds, direct input does not."""
     if obj is None and from_file:
         return
@@ -180,8 +186,9 @@ def pool_fields(pool: MachineConfigPool) -> Tuple[Any, ...]:
     return (pool.labels, pool.machine_config_selector, pool.node_selector, pool.pinned_image_sets)
 
 
-def _unique_by_name(items: List[T], kind: str, fields: Callable[[T], Tuple[Any, ...]], note: str,
-                    problems: List[str]) -> List[T]:
+def _unique_by_name(
+    items: List[T], kind: str, fields: Callable[[T], Tuple[Any, ...]], note: str, problems: List[str]
+) -> List[T]:
     """``items`` without exact repeats of a name; a name defined twice differently is a problem."""
     unique: List[T] = []
     by_name: Dict[str, T] = {}
@@ -191,8 +198,10 @@ def _unique_by_name(items: List[T], kind: str, fields: Callable[[T], Tuple[Any, 
             by_name[item.name] = item
             unique.append(item)
         elif fields(first) != fields(item):
-            problems.append(f"{item.source or 'input'}: {kind} {item.name!r} is also defined, differently, "
-                            f"in {first.source or 'input'}{note}")
+            problems.append(
+                f"{item.source or 'input'}: {kind} {item.name!r} is also defined, differently, "
+                f"in {first.source or 'input'}{note}"
+            )
     return unique
 
 
@@ -232,8 +241,9 @@ def load_sets(sources: Any) -> Tuple[List[PinnedImageSet], List[MachineConfigPoo
             else:
                 _expand(item, f"sets[{position}]", False, sets, pools, problems)
 
-    unique_sets = _unique_by_name(sets, PINNED_IMAGE_SET_KIND, set_fields,
-                                  "; set names are cluster-wide and must be unique", problems)
+    unique_sets = _unique_by_name(
+        sets, PINNED_IMAGE_SET_KIND, set_fields, "; set names are cluster-wide and must be unique", problems
+    )
     unique_pools = _unique_by_name(pools, MACHINE_CONFIG_POOL_KIND, pool_fields, "", problems)
     if problems:
         raise PinnedImageSetError(problems)

@@ -281,7 +281,9 @@ def check_pool(obj: Any, source: Any) -> Tuple[Optional[MachineConfigPool], List
             problems.append(f"spec.pinnedImageSets must be a list, got {type_name(raw_refs)}")
         else:
             if len(raw_refs) > MAX_POOL_SET_REFS:
-                problems.append(f"spec.pinnedImageSets has {len(raw_refs)} items; at most {MAX_POOL_SET_REFS} are allowed")
+                problems.append(
+                    f"spec.pinnedImageSets has {len(raw_refs)} items; at most {MAX_POOL_SET_REFS} are allowed"
+                )
             for index, ref in enumerate(raw_refs):
                 where = f"spec.pinnedImageSets[{index}]"
                 ref_name = ref.get("name") if isinstance(ref, dict) else None

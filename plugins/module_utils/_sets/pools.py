@@ -124,8 +124,9 @@ def images_for_pool(pool: Any, sets: Iterable[PinnedImageSet]) -> Tuple[List[str
     return images_for_sets(chosen), [s.name for s in chosen]
 
 
-def images_for_node(node_labels: Optional[Mapping[str, str]], pools: Iterable[Any],
-                    sets: Iterable[PinnedImageSet]) -> Tuple[List[str], List[str]]:
+def images_for_node(
+    node_labels: Optional[Mapping[str, str]], pools: Iterable[Any], sets: Iterable[PinnedImageSet]
+) -> Tuple[List[str], List[str]]:
     """(images, set_names): the union over the sets of every pool the node belongs to."""
     chosen, seen = [], set()
     for pool in pools_for_node(node_labels, pools):
@@ -143,9 +144,13 @@ def resolve_pools(values: Iterable[Any], known: Iterable[MachineConfigPool]) -> 
     return [by_name[value] if isinstance(value, str) and value in by_name else as_pool(value) for value in values]
 
 
-def wanted_images(images: Optional[List[str]], sets: Any, pools: Optional[List[Any]],
-                  node_labels: Optional[Mapping[str, str]],
-                  validate: Callable[[List[str]], List[str]]) -> Tuple[List[str], List[str]]:
+def wanted_images(
+    images: Optional[List[str]],
+    sets: Any,
+    pools: Optional[List[Any]],
+    node_labels: Optional[Mapping[str, str]],
+    validate: Callable[[List[str]], List[str]],
+) -> Tuple[List[str], List[str]]:
     """(images, set_names) selected by a pinning module's options; raises PinnedImageSetError.
 
     Without ``sets``: ``validate(images or [])`` and no set names. With ``node_labels``: the sets of the node's
@@ -185,8 +190,13 @@ def describe_sources(sets: Iterable[Any]) -> str:
     return ", ".join(described) or "no source"
 
 
-def empty_selection_message(images: Optional[List[str]], sets: Any, pools: Optional[List[Any]],
-                            node_labels: Optional[Mapping[str, str]], set_names: List[str]) -> str:
+def empty_selection_message(
+    images: Optional[List[str]],
+    sets: Any,
+    pools: Optional[List[Any]],
+    node_labels: Optional[Mapping[str, str]],
+    set_names: List[str],
+) -> str:
     """What a selection that resolved to no image looked at, for the error that refuses to empty the pins."""
     if sets is None:
         return "images is empty"

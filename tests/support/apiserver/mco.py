@@ -34,7 +34,11 @@ def cluster_policies(spec):
         else:
             files[index] = copy.deepcopy(entry)
     sshkey = (user.get("sshkey") or {}).get("actions") or list(DEFAULT_SSHKEY_ACTIONS)
-    return {"files": files, "units": copy.deepcopy(user.get("units") or []), "sshkey": {"actions": copy.deepcopy(sshkey)}}
+    return {
+        "files": files,
+        "units": copy.deepcopy(user.get("units") or []),
+        "sshkey": {"actions": copy.deepcopy(sshkey)},
+    }
 
 
 def reconcile(server):
@@ -55,8 +59,12 @@ def add_machine_configuration(server, spec=None, supports_policies=True, reconci
     """Seed ``cluster`` as the MCO creates it (owned by ``machine-config-operator``). ``supports_policies``: its
     status has ``nodeDisruptionPolicyStatus`` (OpenShift 4.17+); ``reconciling``: the controller updates the status
     whenever a request follows a change (a moment after it, as the real one does)."""
-    obj = {"apiVersion": "operator.openshift.io/v1", "kind": KIND, "metadata": {"name": NAME},
-           "spec": copy.deepcopy(spec) if spec is not None else {"managementState": "Managed"}}
+    obj = {
+        "apiVersion": "operator.openshift.io/v1",
+        "kind": KIND,
+        "metadata": {"name": NAME},
+        "spec": copy.deepcopy(spec) if spec is not None else {"managementState": "Managed"},
+    }
     server.add(obj, manager="machine-config-operator")
     if supports_policies:
         reconcile(server)

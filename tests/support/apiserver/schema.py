@@ -53,12 +53,16 @@ _PIS_NAME_RE = re.compile(r"^([a-zA-Z0-9-]+\.)+[a-zA-Z0-9-]+(:[0-9]{2,5})?/([a-z
 # The CEL rules of MachineConfiguration's node disruption policy actions, written out by hand (messages as in the CRD).
 _SERVICE_TYPE_RE = re.compile(r"\.(service|socket|device|mount|automount|swap|target|path|timer|snapshot|slice|scope)$")
 _SERVICE_NAME_RE = re.compile(r"^[a-zA-Z0-9:._\\-]+\..")
-_SERVICE_TYPE_MESSAGE = ('Invalid ${SERVICETYPE} in service name. Expected format is ${NAME}${SERVICETYPE}, where '
-                         '${SERVICETYPE} must be one of ".service", ".socket", ".device", ".mount", ".automount", '
-                         '".swap", ".target", ".path", ".timer",".snapshot", ".slice" or ".scope".')
-_SERVICE_NAME_MESSAGE = ('Invalid ${NAME} in service name. Expected format is ${NAME}${SERVICETYPE}, where {NAME} '
-                         'must be atleast 1 character long and can only consist of alphabets, digits, ":", "-", "_", '
-                         '".", and "\\"')
+_SERVICE_TYPE_MESSAGE = (
+    "Invalid ${SERVICETYPE} in service name. Expected format is ${NAME}${SERVICETYPE}, where "
+    '${SERVICETYPE} must be one of ".service", ".socket", ".device", ".mount", ".automount", '
+    '".swap", ".target", ".path", ".timer",".snapshot", ".slice" or ".scope".'
+)
+_SERVICE_NAME_MESSAGE = (
+    "Invalid ${NAME} in service name. Expected format is ${NAME}${SERVICETYPE}, where {NAME} "
+    'must be atleast 1 character long and can only consist of alphabets, digits, ":", "-", "_", '
+    '".", and "\\"'
+)
 
 
 def node_disruption_causes(spec):
@@ -80,16 +84,30 @@ def node_disruption_causes(spec):
         types = [a.get("type") for a in actions if isinstance(a, dict)]
         for alone in ("Reboot", "None"):
             if alone in types and len(actions) != 1:
-                causes.append((where, f'Invalid value: "array": {alone} action can only be specified standalone, '
-                                      "as it will override any other actions"))
+                causes.append(
+                    (
+                        where,
+                        f'Invalid value: "array": {alone} action can only be specified standalone, '
+                        "as it will override any other actions",
+                    )
+                )
         for index, action in enumerate(actions):
             if not isinstance(action, dict):
                 continue
             for word, field_name in (("Reload", "reload"), ("Restart", "restart")):
                 if (action.get("type") == word) != (field_name in action):
-                    causes.append((f"{where}[{index}]", f'Invalid value: "object": {field_name} is required when '
-                                                        f"type is {word}, and forbidden otherwise"))
-                service = (action.get(field_name) or {}).get("serviceName") if isinstance(action.get(field_name), dict) else None
+                    causes.append(
+                        (
+                            f"{where}[{index}]",
+                            f'Invalid value: "object": {field_name} is required when '
+                            f"type is {word}, and forbidden otherwise",
+                        )
+                    )
+                service = (
+                    (action.get(field_name) or {}).get("serviceName")
+                    if isinstance(action.get(field_name), dict)
+                    else None
+                )
                 if isinstance(service, str):
                     at = f"{where}[{index}].{field_name}.serviceName"
                     if not _SERVICE_TYPE_RE.search(service):
@@ -406,9 +424,13 @@ def _merge_patch(target, patch):
 
 def _reason_of(message):
     """The ``details.causes[].reason`` kube-apiserver gives a field error with this message."""
-    for prefix, reason in (("Required value", "FieldValueRequired"), ("Duplicate value", "FieldValueDuplicate"),
-                           ("Too many", "FieldValueTooMany"), ("Too long", "FieldValueTooLong"),
-                           ("Unsupported value", "FieldValueNotSupported")):
+    for prefix, reason in (
+        ("Required value", "FieldValueRequired"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Too many", "FieldValueTooMany"),
+        ("Too long", "FieldValueTooLong"),
+        ("Unsupported value", "FieldValueNotSupported"),
+    ):
         if message.startswith(prefix):
             return reason
     return "FieldValueInvalid"
@@ -430,9 +452,17 @@ def _schema_cause(error, path):
     if error.validator == "maxLength":
         return path, f"Too long: may not be more than {error.validator_value} bytes", "FieldValueTooLong"
     if error.validator == "minItems":
-        return path, f"Invalid value: {len(instance)}: {where} in body should have at least {error.validator_value} items", "FieldValueInvalid"
+        return (
+            path,
+            f"Invalid value: {len(instance)}: {where} in body should have at least {error.validator_value} items",
+            "FieldValueInvalid",
+        )
     if error.validator == "minLength":
-        return path, f"Invalid value: {shown}: {where} in body should be at least {error.validator_value} chars long", "FieldValueInvalid"
+        return (
+            path,
+            f"Invalid value: {shown}: {where} in body should be at least {error.validator_value} chars long",
+            "FieldValueInvalid",
+        )
     if error.validator == "type":
         word = _type_word(instance)
         message = f'Invalid value: "{word}": {where} in body must be of type {error.validator_value}: "{word}"'
@@ -441,7 +471,11 @@ def _schema_cause(error, path):
         allowed = ", ".join(json.dumps(v) for v in error.validator_value)
         return path, f"Unsupported value: {shown}: supported values: {allowed}", "FieldValueNotSupported"
     if error.validator == "pattern":
-        return path, f"Invalid value: {shown}: {where} in body should match '{error.validator_value}'", "FieldValueInvalid"
+        return (
+            path,
+            f"Invalid value: {shown}: {where} in body should match '{error.validator_value}'",
+            "FieldValueInvalid",
+        )
     return path, f"Invalid value: {shown}: {error.message[:200]}", "FieldValueInvalid"
 
 
@@ -538,7 +572,7 @@ def _parse_field_selector(text):
             raise ApiError(400, "BadRequest", f"invalid selector: '{text}'; can't understand '{term}'")
         label, operator, value = match.groups()
         if label not in ("metadata.name", "metadata.namespace"):
-            raise ApiError(400, "BadRequest", f'field label not supported: {label}')
+            raise ApiError(400, "BadRequest", f"field label not supported: {label}")
 
         def predicate(obj, label=label, operator=operator, value=value):
             actual = (obj.get("metadata") or {}).get(label.split(".", 1)[1]) or ""
@@ -611,7 +645,9 @@ def _parse_selector(text):
         if re.match(r"^[^\s!=,()]+$", part):
             predicates.append(lambda labels, k=part: k in labels)
             continue
-        raise ApiError(400, "BadRequest", f"unable to parse requirement: found '{part}', expected: in, notin, =, ==, !=")
+        raise ApiError(
+            400, "BadRequest", f"unable to parse requirement: found '{part}', expected: in, notin, =, ==, !="
+        )
     return predicates
 
 

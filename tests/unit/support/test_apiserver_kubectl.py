@@ -32,8 +32,9 @@ def kubectl(fake_apiserver_tls, tmp_path):
         command = [str(KUBECTL), "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "cache")]
         if context:
             command += ["--context", context]
-        proc = subprocess.run(command + list(args), input=stdin, capture_output=True, text=True, timeout=60,
-                              check=False)
+        proc = subprocess.run(
+            command + list(args), input=stdin, capture_output=True, text=True, timeout=60, check=False
+        )
         return proc.returncode, proc.stdout + proc.stderr
 
     run.server = server
@@ -63,7 +64,7 @@ def test_create_apply_replace_and_generation(kubectl, crd_schemas):
     rc, out = kubectl("create", "--validate=false", "-f", "-", stdin=manifest())
     assert rc == 0 and f"{PIS}/s1 created" in out.replace("pinnedimageset.", "pinnedimagesets.")
     rc, out = kubectl("create", "--validate=false", "-f", "-", stdin=manifest())
-    assert rc == 1 and '(AlreadyExists)' in out and f'{PIS} "s1" already exists' in out
+    assert rc == 1 and "(AlreadyExists)" in out and f'{PIS} "s1" already exists' in out
     rc, out = kubectl("apply", "--server-side", "--validate=false", "-f", "-", stdin=manifest())
     assert rc == 0 and "serverside-applied" in out
     assert kubectl.server.get("PinnedImageSet", "s1")["metadata"]["generation"] == 1
@@ -71,8 +72,16 @@ def test_create_apply_replace_and_generation(kubectl, crd_schemas):
     rc, out = kubectl("replace", "--validate=false", "-f", "-", stdin=yaml.safe_dump(changed))
     assert rc == 0 and "replaced" in out
     assert kubectl.server.get("PinnedImageSet", "s1")["metadata"]["generation"] == 2
-    rc, out = kubectl("apply", "--server-side", "--validate=false", "--field-manager", "other", "-f", "-",
-                      stdin=manifest(metadata={"name": "s1", "labels": {"team": "b"}}))
+    rc, out = kubectl(
+        "apply",
+        "--server-side",
+        "--validate=false",
+        "--field-manager",
+        "other",
+        "-f",
+        "-",
+        stdin=manifest(metadata={"name": "s1", "labels": {"team": "b"}}),
+    )
     # The label is owned by kubectl's apply and by the create (the replace left it as it was): one conflict per owner.
     assert rc == 1 and "Apply failed with 2 conflicts" in out
     assert 'conflict with "kubectl" using machineconfiguration.openshift.io/v1: .metadata.labels.team' in out
@@ -96,11 +105,19 @@ def test_stale_resource_versions_are_conflicts(kubectl):
 
 
 def test_json_patch_and_delete_dry_run(kubectl):
-    rc, out = kubectl("patch", "node", "n1", "--type=json", "-p",
-                      '[{"op": "add", "path": "/metadata/labels/x", "value": "y"}, {"op": "remove", "path": "/metadata/labels/role"}]')
+    rc, out = kubectl(
+        "patch",
+        "node",
+        "n1",
+        "--type=json",
+        "-p",
+        '[{"op": "add", "path": "/metadata/labels/x", "value": "y"}, {"op": "remove", "path": "/metadata/labels/role"}]',
+    )
     assert rc == 0, out
     assert kubectl.server.get("Node", "n1")["metadata"]["labels"] == {"x": "y"}
-    rc, out = kubectl("patch", "node", "n1", "--type=json", "-p", '[{"op": "test", "path": "/metadata/labels/x", "value": "no"}]')
+    rc, out = kubectl(
+        "patch", "node", "n1", "--type=json", "-p", '[{"op": "test", "path": "/metadata/labels/x", "value": "no"}]'
+    )
     assert rc == 1 and "testing value /metadata/labels/x failed" in out
     rc, out = kubectl("delete", "node", "n1", "--dry-run=server")
     assert rc == 0 and "(server dry run)" in out
@@ -118,7 +135,9 @@ def test_auth_errors(kubectl):
 
 
 def test_validation_errors_read_as_the_real_server_s(kubectl, crd_schemas):
-    rc, out = kubectl("create", "--validate=false", "-f", "-", stdin=yaml.safe_dump(pinned_image_set("t", ["quay.io/a/b:v1"])))
+    rc, out = kubectl(
+        "create", "--validate=false", "-f", "-", stdin=yaml.safe_dump(pinned_image_set("t", ["quay.io/a/b:v1"]))
+    )
     assert rc == 1 and 'The PinnedImageSet "t" is invalid: \n* spec.pinnedImages[0].name: Invalid value' in out
     many = pinned_image_set("many", ["quay.io/a/b@sha256:%064x" % n for n in range(501)])
     rc, out = kubectl("create", "--validate=false", "-f", "-", stdin=yaml.safe_dump(many))
@@ -133,11 +152,26 @@ def test_list_map_entries_of_the_machine_configuration_have_one_owner_each(kubec
     add_machine_configuration(kubectl.server)
 
     def policy(path, service, manager):
-        body = {"apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration", "metadata": {"name": "cluster"},
-                "spec": {"nodeDisruptionPolicy": {"files": [
-                    {"path": path, "actions": [{"type": "Reload", "reload": {"serviceName": service}}]}]}}}
-        return kubectl("apply", "--server-side", "--validate=false", "--field-manager", manager, "-f", "-",
-                       stdin=yaml.safe_dump(body))
+        body = {
+            "apiVersion": "operator.openshift.io/v1",
+            "kind": "MachineConfiguration",
+            "metadata": {"name": "cluster"},
+            "spec": {
+                "nodeDisruptionPolicy": {
+                    "files": [{"path": path, "actions": [{"type": "Reload", "reload": {"serviceName": service}}]}]
+                }
+            },
+        }
+        return kubectl(
+            "apply",
+            "--server-side",
+            "--validate=false",
+            "--field-manager",
+            manager,
+            "-f",
+            "-",
+            stdin=yaml.safe_dump(body),
+        )
 
     assert policy("/etc/a", "a.service", "team-a")[0] == 0
     assert policy("/etc/b", "b.service", "team-b")[0] == 0

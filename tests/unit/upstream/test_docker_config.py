@@ -46,7 +46,7 @@ def _lookup_order(case: dict, root) -> list:
         creds = _lookup(text, case["key"], root).credentials_for(case["key"])
         if creds is None:
             break
-        winner = creds.username[len("user-"):]
+        winner = creds.username[len("user-") :]
         order.append(winner)
         keys.remove(winner)
     return order

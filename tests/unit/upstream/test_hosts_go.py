@@ -49,8 +49,10 @@ def compare(case: dict, tmp_path: Path) -> tuple:
         want = dict(expect, capabilities=sorted(expect["capabilities"]))
         return got == want, f"{got}"
     if case["kind"] == "default_hosts":
-        got = [{"scheme": c.scheme, "host": c.host, "path": c.path, "capabilities": sorted(c.capabilities)}
-               for c in configure_hosts(case["host"], [])]
+        got = [
+            {"scheme": c.scheme, "host": c.host, "path": c.path, "capabilities": sorted(c.capabilities)}
+            for c in configure_hosts(case["host"], [])
+        ]
         want = [dict(e, capabilities=sorted(e["capabilities"])) for e in expect]
         return got == want, f"{got}"
     if case["kind"] == "http_fallback":
@@ -64,8 +66,10 @@ def compare(case: dict, tmp_path: Path) -> tuple:
         for name in case["files"]:
             (directory / name).write_text("not read: only the names count\n")
         configs = load_host_dir(str(directory))
-        got = {"ca": [Path(p).name for p in configs[0].ca or ()],
-               "client": [[Path(p).name for p in pair] for pair in configs[0].client or ()]}
+        got = {
+            "ca": [Path(p).name for p in configs[0].ca or ()],
+            "client": [[Path(p).name for p in pair] for pair in configs[0].client or ()],
+        }
         return len(configs) == 1 and got == expect, f"{len(configs)} entries, first {got}"
     raise AssertionError(f"unknown case kind {case['kind']!r}")
 

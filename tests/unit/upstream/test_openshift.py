@@ -43,7 +43,10 @@ ORACLE = ("openshift", "mco", "golden", "oracle.json")
 VECTORS = ("openshift", "mco", "vectors.yaml")
 # The rewrite test's inputs, named as the oracle names them: the rendered file plus what the name says.
 TRIM_SUFFIX = {
-    "exact": "", "extra-newlines": "\n\n\n", "trailing-nbsp": "\u00a0", "trailing-nel": "\u0085",
+    "exact": "",
+    "extra-newlines": "\n\n\n",
+    "trailing-nbsp": "\u00a0",
+    "trailing-nel": "\u0085",
     "trailing-0x1c": "\x1c",
 }
 
@@ -107,8 +110,12 @@ def test_api_suites(case_id):
         got = "accepted"
     except PinnedImageSetError as exc:
         got = f"refused: {exc}"
-    check("openshift", f"api:{case_id}", (got == "accepted") == accepted,
-          f"{case['name']!r}: upstream {'accepts' if accepted else 'refuses'}, the collection {got}")
+    check(
+        "openshift",
+        f"api:{case_id}",
+        (got == "accepted") == accepted,
+        f"{case['name']!r}: upstream {'accepts' if accepted else 'refuses'}, the collection {got}",
+    )
 
 
 def _pool(vectors: dict, key: str) -> dict:
@@ -119,16 +126,25 @@ def _pool(vectors: dict, key: str) -> dict:
             spec[field] = copy.deepcopy(pool[field])
     if pool.get("pinnedImageSets"):
         spec["pinnedImageSets"] = [{"name": name} for name in pool["pinnedImageSets"]]
-    return {"apiVersion": API_VERSION, "kind": "MachineConfigPool",
-            "metadata": {"name": pool["name"], "labels": dict(pool["labels"])}, "spec": spec}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "MachineConfigPool",
+        "metadata": {"name": pool["name"], "labels": dict(pool["labels"])},
+        "spec": spec,
+    }
 
 
 def _set(vectors: dict, key: str):
     item = vectors["sets"][key]
     digest = "@sha256:" + "0" * 64
-    return validate_set({"apiVersion": API_VERSION, "kind": "PinnedImageSet",
-                         "metadata": {"name": item["name"], "labels": dict(item["labels"])},
-                         "spec": {"pinnedImages": [{"name": f"quay.io/test/{i}{digest}"} for i in item["images"]]}})
+    return validate_set(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "PinnedImageSet",
+            "metadata": {"name": item["name"], "labels": dict(item["labels"])},
+            "spec": {"pinnedImages": [{"name": f"quay.io/test/{i}{digest}"} for i in item["images"]]},
+        }
+    )
 
 
 def _primary(labels: dict, pools: list):
@@ -181,15 +197,25 @@ def test_cel_rules(case_id):
     rule2 = bool(_CEL_NAME_RE.fullmatch(parts[0]))
     api_accepts = rule["rule1"] and rule["rule2"] and 1 <= rule["runes"] <= MAX_IMAGE_NAME_LENGTH
     try:
-        validate_set({"apiVersion": API_VERSION, "kind": "PinnedImageSet", "metadata": {"name": "s"},
-                      "spec": {"pinnedImages": [{"name": rule["input"]}]}})
+        validate_set(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "PinnedImageSet",
+                "metadata": {"name": "s"},
+                "spec": {"pinnedImages": [{"name": rule["input"]}]},
+            }
+        )
         got = "accepted"
     except PinnedImageSetError as exc:
         got = f"refused: {exc}"
     agrees = (rule1, rule2) == (rule["rule1"], rule["rule2"]) and (got == "accepted") == api_accepts
-    check("openshift", case_id, agrees,
-          f"{rule['input']!r}: rules {(rule1, rule2)} vs Go {(rule['rule1'], rule['rule2'])}; API "
-          f"{'accepts' if api_accepts else 'refuses'}, the collection {got}")
+    check(
+        "openshift",
+        case_id,
+        agrees,
+        f"{rule['input']!r}: rules {(rule1, rule2)} vs Go {(rule['rule1'], rule['rule2'])}; API "
+        f"{'accepts' if api_accepts else 'refuses'}, the collection {got}",
+    )
 
 
 def _dropin_input(key: str, oracle: dict, vectors: dict) -> list:
@@ -218,8 +244,12 @@ def test_dropin_bytes(key):
     if reference_available(*UPSTREAM_VECTORS_PARTS, "openshift", "mco", "golden", name):
         golden = vectors_path("openshift", "mco", "golden", name).read_bytes()
         assert golden == oracle["dropin"][key].encode("utf-8"), f"{name} and oracle.json disagree"
-    check("dropin", f"dropin:{key}", got.encode("utf-8") == oracle["dropin"][key].encode("utf-8"),
-          f"rendered {got!r}, the MCO wrote {oracle['dropin'][key]!r}")
+    check(
+        "dropin",
+        f"dropin:{key}",
+        got.encode("utf-8") == oracle["dropin"][key].encode("utf-8"),
+        f"rendered {got!r}, the MCO wrote {oracle['dropin'][key]!r}",
+    )
 
 
 @pytest.mark.parametrize("key", _ids("unique"))

@@ -40,8 +40,9 @@ def _load(case: dict, root):
     conf_d = str(root / case["conf_d"]) if case.get("conf_d") else None
     try:
         # An unset conf means upstream's default path, absent in its test: a default path that does not exist.
-        return load_registries_conf(conf, conf_d=conf_d, default_path=str(root / "absent.conf"),
-                                    default_conf_d=str(root / "absent.d")), None
+        return load_registries_conf(
+            conf, conf_d=conf_d, default_path=str(root / "absent.conf"), default_conf_d=str(root / "absent.d")
+        ), None
     except RegistriesConfError as exc:
         return None, str(exc)
 
@@ -89,8 +90,12 @@ def compare(case: dict, root) -> tuple:
             return reg is None, f"found {reg}"
         if reg is None:
             return False, "found nothing"
-        got = {"prefix": reg.prefix, "location": reg.location, "blocked": reg.blocked,
-               "mirrors": [[m.location, m.insecure] for m in reg.mirrors]}
+        got = {
+            "prefix": reg.prefix,
+            "location": reg.location,
+            "blocked": reg.blocked,
+            "mirrors": [[m.location, m.insecure] for m in reg.mirrors],
+        }
         return all(got[key] == value for key, value in expect.items() if key != "found"), f"found {got}"
     if kind == "pull_sources":
         try:

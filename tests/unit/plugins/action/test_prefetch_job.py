@@ -40,7 +40,7 @@ class Node:
 
     def __call__(self, cmd, sudoable=True, **kwargs):
         self.commands.append(cmd)
-        verb, path = cmd.split(" ", 1) if not cmd.startswith("rm -f ") else ("rm", cmd[len("rm -f "):])
+        verb, path = cmd.split(" ", 1) if not cmd.startswith("rm -f ") else ("rm", cmd[len("rm -f ") :])
         if verb == "rm":
             return dict(rc=0, stdout="", stderr="")
         text = self.reads.pop(0) if path == "/p.json" else self.statuses.pop(0)
@@ -52,8 +52,9 @@ class Node:
 def follow(prefetch_job, node: Node, **args):
     task = importlib.import_module("ansible.playbook.task").Task()
     task.args = dict(dict(jid="j1", progress_file="/p.json", run_id="run-1", interval=0.01, poll=0.01), **args)
-    action = prefetch_job.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
-                                       shared_loader_obj=None)
+    action = prefetch_job.ActionModule(
+        task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None, shared_loader_obj=None
+    )
     action._low_level_execute_command = node  # pylint: disable=protected-access
     action._remote_expand_user = lambda path: path.replace("~", "/root")  # pylint: disable=protected-access
     action.get_shell_option = lambda name, default=None: default
@@ -64,8 +65,10 @@ def follow(prefetch_job, node: Node, **args):
 
 
 def test_progress_line(prefetch_job):
-    assert prefetch_job.progress_line(dict(done=2, total=4, bytes=1073741824 // 4, elapsed=3.6)) == \
-        "2/4 images, 0.250 GiB, 3 s elapsed"
+    assert (
+        prefetch_job.progress_line(dict(done=2, total=4, bytes=1073741824 // 4, elapsed=3.6))
+        == "2/4 images, 0.250 GiB, 3 s elapsed"
+    )
 
 
 def test_follows_until_the_job_ends_prints_changes_once_and_cleans_up(prefetch_job, monkeypatch):
@@ -98,8 +101,9 @@ def test_a_failed_job_is_the_result(prefetch_job):
     assert result["failed"] and result["msg"] == "could not connect"
 
 
-@pytest.mark.parametrize("status, message", [(None, "could not find job j1"),
-                                             ("{not json", "could not parse the result of job j1")])
+@pytest.mark.parametrize(
+    "status, message", [(None, "could not find job j1"), ("{not json", "could not parse the result of job j1")]
+)
 def test_an_unknown_or_unreadable_job_is_reported_without_cleanup(prefetch_job, status, message):
     node = Node([status], [])
     result, _shown = follow(prefetch_job, node)
@@ -136,8 +140,11 @@ def module_output(result: dict) -> str:
 SUMMARIES = ansible_internal is not None
 
 
-@pytest.mark.parametrize("summary", [True, False] if SUMMARIES else [False],
-                         ids=["2.19-summary", "plain-string"] if SUMMARIES else ["plain-string"])
+@pytest.mark.parametrize(
+    "summary",
+    [True, False] if SUMMARIES else [False],
+    ids=["2.19-summary", "plain-string"] if SUMMARIES else ["plain-string"],
+)
 def test_the_job_result_warnings_reach_the_user_as_their_text(prefetch_job, summary):
     text = "label pins need containerd 1.7"
     if summary:

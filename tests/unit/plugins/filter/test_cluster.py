@@ -27,8 +27,15 @@ def test_plan_without_info_keeps_every_host_with_its_own_sets():
     plan = F["cluster_plan"](["cp", "w"], {"cp": {}, "w": {"cluster_node_name": "worker-0"}}, ["cp"])
     assert plan == [
         {"host": "cp", "node": "cp", "added": False, "control_plane": True, "pools": [], "sets": None, "error": ""},
-        {"host": "w", "node": "worker-0", "added": False, "control_plane": False, "pools": [], "sets": None,
-         "error": ""},
+        {
+            "host": "w",
+            "node": "worker-0",
+            "added": False,
+            "control_plane": False,
+            "pools": [],
+            "sets": None,
+            "error": "",
+        },
     ]
 
 
@@ -45,19 +52,33 @@ def test_plan_maps_cluster_nodes_to_hosts_and_adds_or_leaves_out_the_others():
     hostvars = {"m": {"cluster_node_name": "master-0"}, "worker-0": {}, "odd": {}}
     plan = F["cluster_plan"](["m", "worker-0", "odd"], hostvars, [], info=info)
     assert [(p["host"], p["node"], p["control_plane"], p["added"]) for p in plan] == [
-        ("m", "master-0", True, False), ("worker-0", "worker-0", False, False), ("odd", "odd", False, False)]
+        ("m", "master-0", True, False),
+        ("worker-0", "worker-0", False, False),
+        ("odd", "odd", False, False),
+    ]
     assert plan[1]["sets"] == [{"name": "worker-set", "images": [A]}, {"name": "gone", "images": []}]
     assert plan[2]["error"] == "two custom pools select it"
     added = F["cluster_plan"](["m"], hostvars, [], info=info, add_hosts=True)
-    assert [(p["host"], p["added"]) for p in added] == [("m", False), ("worker-0", True), ("extra", True),
-                                                        ("odd", True)]
+    assert [(p["host"], p["added"]) for p in added] == [
+        ("m", False),
+        ("worker-0", True),
+        ("extra", True),
+        ("odd", True),
+    ]
 
 
 def test_phases_follow_the_order_and_pad_to_two():
-    phases = F["cluster_phases"](["workers", "control_plane"], control_plane_serial=1, worker_serial="25%",
-                                 control_plane_max_fail_percentage="0", worker_max_fail_percentage=10)
-    assert phases == [{"group": "workers", "serial": "25%", "max_fail_percentage": 10},
-                      {"group": "control_plane", "serial": 1, "max_fail_percentage": 0}]
+    phases = F["cluster_phases"](
+        ["workers", "control_plane"],
+        control_plane_serial=1,
+        worker_serial="25%",
+        control_plane_max_fail_percentage="0",
+        worker_max_fail_percentage=10,
+    )
+    assert phases == [
+        {"group": "workers", "serial": "25%", "max_fail_percentage": 10},
+        {"group": "control_plane", "serial": 1, "max_fail_percentage": 0},
+    ]
     padding = F["cluster_phases"](["workers"], worker_serial=2)[1]
     assert padding == {"group": "", "serial": 1, "max_fail_percentage": 100}
 
@@ -76,14 +97,42 @@ def test_phase_order_reads_a_list_or_a_survey_text(order):
 
 
 PLAN = [
-    {"host": "cp", "node": "master-0", "added": False, "control_plane": True, "pools": ["master"], "sets": None,
-     "error": ""},
-    {"host": "w", "node": "worker-0", "added": False, "control_plane": False, "pools": ["worker"],
-     "sets": [{"name": "s", "images": [A]}], "error": ""},
-    {"host": "extra", "node": "extra", "added": True, "control_plane": False, "pools": ["worker"], "sets": [],
-     "error": ""},
-    {"host": "odd", "node": "odd", "added": False, "control_plane": False, "pools": [], "sets": [],
-     "error": "two custom pools"},
+    {
+        "host": "cp",
+        "node": "master-0",
+        "added": False,
+        "control_plane": True,
+        "pools": ["master"],
+        "sets": None,
+        "error": "",
+    },
+    {
+        "host": "w",
+        "node": "worker-0",
+        "added": False,
+        "control_plane": False,
+        "pools": ["worker"],
+        "sets": [{"name": "s", "images": [A]}],
+        "error": "",
+    },
+    {
+        "host": "extra",
+        "node": "extra",
+        "added": True,
+        "control_plane": False,
+        "pools": ["worker"],
+        "sets": [],
+        "error": "",
+    },
+    {
+        "host": "odd",
+        "node": "odd",
+        "added": False,
+        "control_plane": False,
+        "pools": [],
+        "sets": [],
+        "error": "two custom pools",
+    },
 ]
 
 
@@ -102,7 +151,8 @@ def test_node_groups_follow_the_kind_the_phase_and_the_added_hosts():
 
 def test_plan_message_counts_the_nodes_and_names_those_left_out():
     assert F["cluster_plan_message"](PLAN, ["control_plane", "workers"]) == (
-        "1 control-plane and 3 worker nodes; phases: control_plane then workers; left out (pools ambiguous): odd")
+        "1 control-plane and 3 worker nodes; phases: control_plane then workers; left out (pools ambiguous): odd"
+    )
     assert F["cluster_plan_message"](PLAN[:1], "workers") == "1 control-plane and 0 worker nodes; phases: workers"
 
 
@@ -125,44 +175,90 @@ def test_progressing_statuses_skip_unresolved_nodes_and_add_own_images():
         {"host": "b", "node": "node-b", "sets": [{"name": "s", "images": [A]}], "error": ""},
         {"host": "c", "node": "node-c", "sets": [], "error": "ambiguous"},
     ]
-    hostvars = {"a": {"node_sets": [{"name": "t", "images": [B]}], "node_images": [A],
-                      "node_images_set_name": "own"}, "b": {}, "c": {}}
+    hostvars = {
+        "a": {"node_sets": [{"name": "t", "images": [B]}], "node_images": [A], "node_images_set_name": "own"},
+        "b": {},
+        "c": {},
+    }
     assert F["cluster_progressing"](plan, hostvars) == [
-        {"name": "node-a", "state": "progressing",
-         "sets": [{"name": "t", "images": [B]}, {"name": "own", "images": [A]}]},
+        {
+            "name": "node-a",
+            "state": "progressing",
+            "sets": [{"name": "t", "images": [B]}, {"name": "own", "images": [A]}],
+        },
         {"name": "node-b", "state": "progressing", "sets": [{"name": "s", "images": [A]}]},
     ]
 
 
 def _result(**kwargs):
-    base = {"node": "n", "status": "ok", "error": "", "node_error": "", "requested": 2, "present": 1, "pulled": 1,
-            "failed": 0, "would_pull": 0, "bytes": 3 * 1048576, "seconds": 1.25, "changed": True, "pinned": 2,
-            "pin_method": "dropin", "sets": [{"name": "s", "images": [A, B]}], "images": [{"image": A}]}
+    base = {
+        "node": "n",
+        "status": "ok",
+        "error": "",
+        "node_error": "",
+        "requested": 2,
+        "present": 1,
+        "pulled": 1,
+        "failed": 0,
+        "would_pull": 0,
+        "bytes": 3 * 1048576,
+        "seconds": 1.25,
+        "changed": True,
+        "pinned": 2,
+        "pin_method": "dropin",
+        "sets": [{"name": "s", "images": [A, B]}],
+        "images": [{"image": A}],
+    }
     return dict(base, **kwargs)
 
 
 def test_results_mark_nodes_without_a_result_and_unresolved_nodes():
-    hostvars = {"a": {"node_result": _result(node="a")},
-                "b": {"node_sets": [{"name": "s", "images": [A]}], "node_control_plane": True},
-                "c": {"cluster_node_name": "node-c", "cluster_node_error": "ambiguous"}}
+    hostvars = {
+        "a": {"node_result": _result(node="a")},
+        "b": {"node_sets": [{"name": "s", "images": [A]}], "node_control_plane": True},
+        "c": {"cluster_node_name": "node-c", "cluster_node_error": "ambiguous"},
+    }
     results = F["cluster_results"](["a", "b"], hostvars, ["c"])
     assert [(r["host"], r["node_name"], r["status"]) for r in results] == [
-        ("a", "a", "ok"), ("b", "b", "not_run"), ("c", "node-c", "failed")]
+        ("a", "a", "ok"),
+        ("b", "b", "not_run"),
+        ("c", "node-c", "failed"),
+    ]
     assert results[1]["error"].startswith("not attempted") and results[1]["sets"] == [{"name": "s", "images": [A]}]
     assert results[2]["error"] == results[2]["node_error"] == "ambiguous"
     # The report page puts nodes without a result in their phase.
     assert (results[1]["control_plane"], results[2]["control_plane"]) == (True, False)
     summary = F["cluster_summary"](results)
-    assert summary == {"nodes": 3, "ok": 1, "failed": 1, "not_run": 1, "pulled": 1, "would_pull": 0, "present": 1,
-                       "failed_images": 0, "bytes": 3 * 1048576, "node_seconds": 1.25, "failed_nodes": ["b", "c"], "excluded": []}
+    assert summary == {
+        "nodes": 3,
+        "ok": 1,
+        "failed": 1,
+        "not_run": 1,
+        "pulled": 1,
+        "would_pull": 0,
+        "present": 1,
+        "failed_images": 0,
+        "bytes": 3 * 1048576,
+        "node_seconds": 1.25,
+        "failed_nodes": ["b", "c"],
+        "excluded": [],
+    }
 
 
 def test_report_lines_show_rows_totals_check_note_and_errors():
-    results = [dict(_result(), host="a", node_name="a"),
-               dict(_result(status="failed", error="boom", pinned=None, pulled=0, would_pull=1, bytes=0,
-                            seconds=0.0), host="b", node_name="b"),
-               dict(_result(pinned=None, pin_method="none", pin_reason="containerd 1.6.20 will not honour the pin"),
-                    host="c", node_name="c")]
+    results = [
+        dict(_result(), host="a", node_name="a"),
+        dict(
+            _result(status="failed", error="boom", pinned=None, pulled=0, would_pull=1, bytes=0, seconds=0.0),
+            host="b",
+            node_name="b",
+        ),
+        dict(
+            _result(pinned=None, pin_method="none", pin_reason="containerd 1.6.20 will not honour the pin"),
+            host="c",
+            node_name="c",
+        ),
+    ]
     lines = F["cluster_report_lines"](results, F["cluster_summary"](results), check_mode=True)
     assert lines[0].split() == ["node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned"]
     assert lines[1].split() == ["a", "ok", "1", "1", "0", "3.0", "MiB", "1.2", "dropin", "2"]
@@ -175,85 +271,143 @@ def test_report_lines_show_rows_totals_check_note_and_errors():
 
 
 def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
-    results = [dict(_result(started=10.0, finished=14.0), host="a"),
-               dict(_result(sets=[{"name": "s", "images": [A, B]}, {"name": "own", "images": [A]}], started=15.0,
-                            finished=16.5), host="b"),
-               dict(_result(status="not_run", sets=[]), host="c")]
+    results = [
+        dict(_result(started=10.0, finished=14.0), host="a"),
+        dict(
+            _result(
+                sets=[{"name": "s", "images": [A, B]}, {"name": "own", "images": [A]}], started=15.0, finished=16.5
+            ),
+            host="b",
+        ),
+        dict(_result(status="not_run", sets=[]), host="c"),
+    ]
     phases = F["cluster_phases"](["control_plane"], 1, "100%", 100, 100)
     plan = [{"host": "a", "pools": ["master"]}, {"host": "b", "pools": ["master", "infra"]}, {"host": "c", "pools": []}]
     run = F["cluster_run"](results, phases, plan, forks="5", check_mode="")
-    assert run == {"phases": [{"group": "control_plane", "serial": 1, "max_fail_percentage": 100}], "forks": 5,
-                   "check_mode": False, "sets": [{"name": "own", "images": 1, "nodes": 1},
-                                                 {"name": "s", "images": 2, "nodes": 2}],
-                   "pools": [{"name": "infra", "nodes": 1}, {"name": "master", "nodes": 2}],
-                   "started": 10.0, "finished": 16.5}
+    assert run == {
+        "phases": [{"group": "control_plane", "serial": 1, "max_fail_percentage": 100}],
+        "forks": 5,
+        "check_mode": False,
+        "sets": [{"name": "own", "images": 1, "nodes": 1}, {"name": "s", "images": 2, "nodes": 2}],
+        "pools": [{"name": "infra", "nodes": 1}, {"name": "master", "nodes": 2}],
+        "started": 10.0,
+        "finished": 16.5,
+    }
     # The report entry point on its own: no plan, no phases, no times.
     assert F["cluster_run"]([dict(_result(), host="a")]) == {
-        "phases": [], "forks": None, "check_mode": False, "sets": [{"name": "s", "images": 2, "nodes": 1}],
-        "pools": [], "started": None, "finished": None}
+        "phases": [],
+        "forks": None,
+        "check_mode": False,
+        "sets": [{"name": "s", "images": 2, "nodes": 1}],
+        "pools": [],
+        "started": None,
+        "finished": None,
+    }
 
 
 def test_done_statuses_carry_sets_images_and_errors():
     results = [dict(_result(node_error="boom"), node_name="node-a"), dict(_result(sets=None), node_name="node-b")]
     done = F["cluster_done"](results)
-    assert done[0] == {"name": "node-a", "state": "done", "sets": [{"name": "s", "images": [A, B]}],
-                       "images": [{"image": A}], "error": "boom"}
+    assert done[0] == {
+        "name": "node-a",
+        "state": "done",
+        "sets": [{"name": "s", "images": [A, B]}],
+        "images": [{"image": A}],
+        "error": "boom",
+    }
     assert done[1]["sets"] == [] and done[1]["error"] == ""
 
 
 def test_render_objects_are_valid_api_objects_that_load_back_the_same():
     info = {
-        "sets": [{"name": "worker-set", "labels": {"machineconfiguration.openshift.io/role": "worker"},
-                  "images": [B, A], "pool_selector": None},
-                 {"name": "seed", "labels": {}, "images": [A],
-                  "pool_selector": {"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}}}],
-        "pools": [{"name": "worker", "labels": {"pools.operator.machineconfiguration.openshift.io/worker": ""},
-                   "machine_config_selector": {"matchLabels": {"machineconfiguration.openshift.io/role": "worker"}},
-                   "node_selector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
-                   "pinned_image_sets": ["worker-set"]},
-                  {"name": "bare", "labels": {}, "machine_config_selector": None, "node_selector": None,
-                   "pinned_image_sets": []}],
+        "sets": [
+            {
+                "name": "worker-set",
+                "labels": {"machineconfiguration.openshift.io/role": "worker"},
+                "images": [B, A],
+                "pool_selector": None,
+            },
+            {
+                "name": "seed",
+                "labels": {},
+                "images": [A],
+                "pool_selector": {"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}},
+            },
+        ],
+        "pools": [
+            {
+                "name": "worker",
+                "labels": {"pools.operator.machineconfiguration.openshift.io/worker": ""},
+                "machine_config_selector": {"matchLabels": {"machineconfiguration.openshift.io/role": "worker"}},
+                "node_selector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
+                "pinned_image_sets": ["worker-set"],
+            },
+            {
+                "name": "bare",
+                "labels": {},
+                "machine_config_selector": None,
+                "node_selector": None,
+                "pinned_image_sets": [],
+            },
+        ],
     }
     objects = F["render_objects"](info)
     assert objects["sets"][0] == {
-        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "PinnedImageSet",
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "PinnedImageSet",
         "metadata": {"name": "worker-set", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
-        "spec": {"pinnedImages": [{"name": B}, {"name": A}]}}
+        "spec": {"pinnedImages": [{"name": B}, {"name": A}]},
+    }
     assert objects["pools"][1]["spec"] == {"machineConfigSelector": {}, "nodeSelector": {}}
     sets, pools = load_sets(objects["sets"] + objects["pools"])
     assert [(s.name, list(s.images), s.pool_selector) for s in sets] == [
-        (s["name"], s["images"], s["pool_selector"]) for s in info["sets"]]
+        (s["name"], s["images"], s["pool_selector"]) for s in info["sets"]
+    ]
     assert [(p.name, list(p.pinned_image_sets)) for p in pools] == [("worker", ["worker-set"]), ("bare", [])]
 
 
 def test_release_plan_message_gives_the_estimate_or_says_there_is_none():
-    release = {"version": "4.99.1", "release_image": "quay.io/ocp/release@sha256:" + "1" * 64, "images": [A, B],
-               "sets": [{"metadata": {"name": "release-4.99.1-master"}}, {"metadata": {"name": "release-4.99.1-worker"}}]}
-    head = f"Release 4.99.1 (quay.io/ocp/release@sha256:{'1' * 64}): 2 images in sets release-4.99.1-master, " \
-           "release-4.99.1-worker; "
+    release = {
+        "version": "4.99.1",
+        "release_image": "quay.io/ocp/release@sha256:" + "1" * 64,
+        "images": [A, B],
+        "sets": [{"metadata": {"name": "release-4.99.1-master"}}, {"metadata": {"name": "release-4.99.1-worker"}}],
+    }
+    head = (
+        f"Release 4.99.1 (quay.io/ocp/release@sha256:{'1' * 64}): 2 images in sets release-4.99.1-master, "
+        "release-4.99.1-worker; "
+    )
     assert F["release_plan_message"](release) == head + "size not estimated"
     estimate = {"required": "2.0 MiB", "compressed_bytes": 1048576, "expansion_factor": 2.0, "unreadable": {}}
-    assert F["release_plan_message"](dict(release, estimate=estimate)) == \
-        head + "each node needs up to 2.0 MiB for them (1048576 compressed bytes x2)"
+    assert (
+        F["release_plan_message"](dict(release, estimate=estimate))
+        == head + "each node needs up to 2.0 MiB for them (1048576 compressed bytes x2)"
+    )
     assert F["release_plan_message"](dict(release, estimate=dict(estimate, expansion_factor=2.5))).endswith(
-        "(1048576 compressed bytes x2.5)")
+        "(1048576 compressed bytes x2.5)"
+    )
     estimate["unreadable"] = {A: "404"}
     assert F["release_plan_message"](dict(release, estimate=estimate)).endswith(", 1 manifests unreadable")
 
 
-@pytest.mark.parametrize("statuses, limit, stopped", [
-    (["ok", "failed"], 50, False),
-    (["ok", "failed", "failed"], 50, True),
-    (["failed"], 0, True),
-    (["ok"], 0, False),
-    (["failed"], 99, True),
-    (["failed"], 100, False),
-    ([None, "ok"], 49, True),
-    ([None, "ok"], "50", False),
-])
+@pytest.mark.parametrize(
+    "statuses, limit, stopped",
+    [
+        (["ok", "failed"], 50, False),
+        (["ok", "failed", "failed"], 50, True),
+        (["failed"], 0, True),
+        (["ok"], 0, False),
+        (["failed"], 99, True),
+        (["failed"], 100, False),
+        ([None, "ok"], 49, True),
+        ([None, "ok"], "50", False),
+    ],
+)
 def test_a_batch_stops_the_phase_above_its_failure_limit(statuses, limit, stopped):
     hosts = [f"h{index}" for index in range(len(statuses))]
-    hostvars = {host: ({} if status is None else {"node_result": {"status": status}}) for host, status in zip(hosts, statuses)}
+    hostvars = {
+        host: ({} if status is None else {"node_result": {"status": status}}) for host, status in zip(hosts, statuses)
+    }
     assert F["cluster_batch_stopped"](hosts, hostvars, limit) is stopped
 
 
@@ -262,15 +416,22 @@ def test_a_host_with_an_empty_result_is_not_counted_as_failed():
 
 
 GROUPS = {"cluster_control_plane_group": "control_plane", "cluster_worker_group": "workers"}
-NO_SOURCE = {"cluster_sets": [], "cluster_pools": [], "cluster_read_cluster": False,
-             "inventory_groups": ["all", "ungrouped", "nodes"], "excluded": []}
+NO_SOURCE = {
+    "cluster_sets": [],
+    "cluster_pools": [],
+    "cluster_read_cluster": False,
+    "inventory_groups": ["all", "ungrouped", "nodes"],
+    "excluded": [],
+}
 
 
 def test_a_plan_of_no_node_fails_naming_the_group_variables_and_the_inventorys_groups():
     problem = F["cluster_plan_problem"]([], {}, GROUPS, NO_SOURCE)
-    assert problem.startswith("no inventory host is in the groups control_plane (cluster_control_plane_group), "
-                              "workers (cluster_worker_group), so nothing would run; the inventory has the groups: "
-                              "nodes. Put the nodes in those groups, or name yours")
+    assert problem.startswith(
+        "no inventory host is in the groups control_plane (cluster_control_plane_group), "
+        "workers (cluster_worker_group), so nothing would run; the inventory has the groups: "
+        "nodes. Put the nodes in those groups, or name yours"
+    )
     limited = F["cluster_plan_problem"]([], {}, GROUPS, dict(NO_SOURCE, excluded=["cp-0", "w-0"]))
     assert limited.startswith("the --limit leaves out every node of the groups") and "-l 'localhost,cp-0'" in limited
 
@@ -278,8 +439,10 @@ def test_a_plan_of_no_node_fails_naming_the_group_variables_and_the_inventorys_g
 def test_a_plan_that_selects_no_image_fails_unless_allowed():
     plan = F["cluster_plan"](["cp", "w"], {"cp": {}, "w": {}}, ["cp"])
     problem = F["cluster_plan_problem"](plan, {"cp": {}, "w": {}}, GROUPS, NO_SOURCE)
-    assert problem.startswith("nothing selects an image: cluster_sets and cluster_pools are empty, "
-                              "cluster_read_cluster is false and no host has node_images")
+    assert problem.startswith(
+        "nothing selects an image: cluster_sets and cluster_pools are empty, "
+        "cluster_read_cluster is false and no host has node_images"
+    )
     assert F["cluster_plan_problem"](plan, {"cp": {}, "w": {}}, GROUPS, NO_SOURCE, allow_empty=True) == ""
     # A host's own images are a selection.
     assert F["cluster_plan_problem"](plan, {"cp": {"node_images": [A]}, "w": {}}, GROUPS, NO_SOURCE) == ""
@@ -290,14 +453,28 @@ def test_sources_that_hold_no_set_fail_naming_them():
     info = {"sets": [], "pools": [], "nodes": [{"name": "cp", "pools": ["master"], "sets": []}]}
     plan = F["cluster_plan"](["cp"], {"cp": {}}, ["cp"], info=info)
     assert F["cluster_plan_problem"](plan, {"cp": {}}, GROUPS, sources, info).startswith(
-        "the sources hold no PinnedImageSet: looked at cluster_sets (sets/), so every node's sets would be empty")
+        "the sources hold no PinnedImageSet: looked at cluster_sets (sets/), so every node's sets would be empty"
+    )
     with_sets = dict(info, sets=[{"name": "s", "images": [A]}])
     assert F["cluster_plan_problem"](plan, {"cp": {}}, GROUPS, sources, with_sets) == ""
 
 
 def test_nodes_a_limit_excludes_are_listed_and_not_counted():
-    results = [dict(node="cp", host="cp", status="ok", pulled=1, present=0, failed=0, bytes=10, seconds=1.0,
-                    pinned=1, pin_method="dropin", error="")]
+    results = [
+        dict(
+            node="cp",
+            host="cp",
+            status="ok",
+            pulled=1,
+            present=0,
+            failed=0,
+            bytes=10,
+            seconds=1.0,
+            pinned=1,
+            pin_method="dropin",
+            error="",
+        )
+    ]
     totals = F["cluster_summary"](results, ["w-1", "w-2"])
     assert totals["nodes"] == 1 and totals["not_run"] == 0 and totals["excluded"] == ["w-1", "w-2"]
     lines = F["cluster_report_lines"](results, totals)
@@ -305,8 +482,14 @@ def test_nodes_a_limit_excludes_are_listed_and_not_counted():
 
 
 def test_a_node_whose_host_a_limit_excludes_is_neither_planned_nor_added():
-    info = {"sets": [], "pools": [], "nodes": [{"name": "cp", "pools": ["master"], "sets": []},
-                                               {"name": "worker-1", "pools": ["worker"], "sets": []}]}
+    info = {
+        "sets": [],
+        "pools": [],
+        "nodes": [
+            {"name": "cp", "pools": ["master"], "sets": []},
+            {"name": "worker-1", "pools": ["worker"], "sets": []},
+        ],
+    }
     hostvars = {"cp": {}, "w1": {"cluster_node_name": "worker-1"}}
     plan = F["cluster_plan"](["cp"], hostvars, ["cp"], info=info, add_hosts=True, excluded=["w1"])
     assert [item["host"] for item in plan] == ["cp"]

@@ -14,10 +14,36 @@ B = "quay.io/org/b@sha256:" + "b" * 64
 C = "quay.io/org/c@sha256:" + "c" * 64
 TOTALS = dict(requested=2, present=1, pulled=1, failed=0, skipped=0, would_pull=0, bytes_pulled=3145728, seconds=1.25)
 RUNTIME = dict(runtime_name="containerd", runtime_version="1.7.24")
-KEYS = {"node", "control_plane", "runtime", "status", "error", "node_error", "requested", "present", "pulled",
-        "failed", "would_pull", "bytes", "seconds", "started", "finished", "changed", "pinned", "pin_method",
-        "pin_reason", "dropin", "mco_managed", "sets", "images", "runtime_version", "pull_started", "pull_finished",
-        "pin_started", "pin_finished"}
+KEYS = {
+    "node",
+    "control_plane",
+    "runtime",
+    "status",
+    "error",
+    "node_error",
+    "requested",
+    "present",
+    "pulled",
+    "failed",
+    "would_pull",
+    "bytes",
+    "seconds",
+    "started",
+    "finished",
+    "changed",
+    "pinned",
+    "pin_method",
+    "pin_reason",
+    "dropin",
+    "mco_managed",
+    "sets",
+    "images",
+    "runtime_version",
+    "pull_started",
+    "pull_finished",
+    "pin_started",
+    "pin_finished",
+}
 
 
 def result(results, error="", check_mode=False, images=(A, B)):
@@ -25,17 +51,24 @@ def result(results, error="", check_mode=False, images=(A, B)):
 
 
 def prefetch(totals=None, images=None, pin=None, **extra):
-    return dict(changed=False, totals=dict(TOTALS, **(totals or {})), runtime=RUNTIME,
-                images=images or [dict(image=A, status="present"), dict(image=B, status="pulled")],
-                pin=pin or dict(method="none", ran=False, changed=False, images=[], path=None), **extra)
+    return dict(
+        changed=False,
+        totals=dict(TOTALS, **(totals or {})),
+        runtime=RUNTIME,
+        images=images or [dict(image=A, status="present"), dict(image=B, status="pulled")],
+        pin=pin or dict(method="none", ran=False, changed=False, images=[], path=None),
+        **extra,
+    )
 
 
 def test_wanted_images_keep_the_own_images_first_and_each_once():
     assert F["node_wanted_images"]([B, A], [{"name": "s", "images": [A, C]}, {"name": "t"}]) == [B, A, C]
 
 
-@pytest.mark.parametrize("node_pin, option", [("auto", "auto"), ("true", "dropin"), (True, "dropin"),
-                                              ("false", "none"), (False, "none"), ("label", "label")])
+@pytest.mark.parametrize(
+    "node_pin, option",
+    [("auto", "auto"), ("true", "dropin"), (True, "dropin"), ("false", "none"), (False, "none"), ("label", "label")],
+)
 def test_pin_option(node_pin, option):
     assert F["node_pin_option"](node_pin) == option
 
@@ -70,14 +103,17 @@ def test_the_last_call_that_ran_is_the_result():
     assert (out["changed"], out["pinned"], out["pin_method"], out["dropin"]) == (True, 2, "label", None)
     assert out["sets"] == [{"name": "s", "images": [A]}] and out["started"] == 10.0 and out["finished"] > 10.0
     assert F["node_result_line"](out) == (
-        "ok: 1 pulled, 1 present, 0 failed of 2 images (3.0 MiB) in 1.2 s; 2 pinned by the containerd image label")
+        "ok: 1 pulled, 1 present, 0 failed of 2 images (3.0 MiB) in 1.2 s; 2 pinned by the containerd image label"
+    )
     assert out["runtime_version"] == "1.7.24"
 
 
 def test_the_timeline_spans_the_pulls_and_the_pin_step():
-    images = [dict(image=A, status="present", started=None, finished=None),
-              dict(image=B, status="pulled", started=12.0, finished=13.5),
-              dict(image=C, status="failed", started=11.5, finished=12.5)]
+    images = [
+        dict(image=A, status="present", started=None, finished=None),
+        dict(image=B, status="pulled", started=12.0, finished=13.5),
+        dict(image=C, status="failed", started=11.5, finished=12.5),
+    ]
     pin = dict(method="label", ran=True, changed=True, images=[], path=None, started=13.6, finished=13.9)
     out = result([prefetch(images=images, pin=pin)], images=(A, B, C))
     assert (out["pull_started"], out["pull_finished"]) == (11.5, 13.5)
@@ -109,12 +145,24 @@ def test_a_node_the_mco_manages_says_the_pins_are_left_to_it():
     pin = dict(method="none", ran=False, changed=False, images=[], path=None, mco_managed=sign)
     out = result([prefetch(pin=pin)])
     assert (out["pinned"], out["mco_managed"]) == (None, sign)
-    assert F["node_result_line"](out).endswith("; pins left to the machine-config-operator (PinnedImageSets or "
-                                               "MachineConfigs)")
+    assert F["node_result_line"](out).endswith(
+        "; pins left to the machine-config-operator (PinnedImageSets or MachineConfigs)"
+    )
     row = dict(out, host="w1")
     report_lines = ClusterFilters().filters()["cluster_report_lines"]
-    lines = report_lines([row], {"nodes": 1, "ok": 1, "pulled": 1, "would_pull": 0, "present": 1, "failed_images": 0,
-                                 "bytes": 0, "node_seconds": 0.0})
+    lines = report_lines(
+        [row],
+        {
+            "nodes": 1,
+            "ok": 1,
+            "pulled": 1,
+            "would_pull": 0,
+            "present": 1,
+            "failed_images": 0,
+            "bytes": 0,
+            "node_seconds": 0.0,
+        },
+    )
     assert lines[1].split()[-1] == "mco"
     # The page's pinned column says the same.
     page = ClusterFilters().filters()["cluster_report_html"]({"nodes": [dict(row, started=1.0, finished=2.0)]})
@@ -129,8 +177,19 @@ def test_an_explicit_drop_in_on_an_mco_node_that_failed_or_did_not_run_is_no_mco
     assert out["pinned"] is None and out["pin_method"] == "dropin"
     assert "machine-config-operator" not in F["node_result_line"](out)
     filters = ClusterFilters().filters()
-    lines = filters["cluster_report_lines"]([out], {"nodes": 1, "ok": 0, "pulled": 1, "would_pull": 0, "present": 1,
-                                                    "failed_images": 0, "bytes": 0, "node_seconds": 0.0})
+    lines = filters["cluster_report_lines"](
+        [out],
+        {
+            "nodes": 1,
+            "ok": 0,
+            "pulled": 1,
+            "would_pull": 0,
+            "present": 1,
+            "failed_images": 0,
+            "bytes": 0,
+            "node_seconds": 0.0,
+        },
+    )
     assert lines[1].split()[-1] == "-"
     page = filters["cluster_report_html"]({"nodes": [dict(out, started=1.0, finished=2.0)]})
     assert "<td>mco</td>" not in page and "<td>-</td>" in page
@@ -178,12 +237,15 @@ def test_the_shared_prefetch_options_leave_out_the_unset_ones():
 
 
 def test_a_failed_argument_check_is_one_line_naming_each_variable():
-    failed = {"msg": "Validation of arguments failed:\nvalue of node_pin must be one of: auto, true, false, label, got: yes",
-              "argument_errors": ["value of node_pin must be one of: auto, true, false, label, got: yes"],
-              "argument_spec_data": {"node_pin": {"choices": ["auto", "true", "false", "label"]}}}
+    failed = {
+        "msg": "Validation of arguments failed:\nvalue of node_pin must be one of: auto, true, false, label, got: yes",
+        "argument_errors": ["value of node_pin must be one of: auto, true, false, label, got: yes"],
+        "argument_spec_data": {"node_pin": {"choices": ["auto", "true", "false", "label"]}},
+    }
     assert F["node_failure_line"](failed) == (
         "invalid input of the pinned.images.node role: value of node_pin must be one of: auto, true, false, label, "
-        "got: yes")
+        "got: yes"
+    )
     assert F["node_failure_line"]({"msg": "cannot\n  connect"}) == "cannot connect"
 
 
@@ -192,8 +254,19 @@ def test_a_runtime_that_cannot_pin_reads_not_pinned_in_the_table_and_the_page():
     pin = dict(method="none", ran=False, changed=False, images=[], path=None, reason=reason)
     out = dict(result([prefetch(pin=pin)]), host="w1")
     filters = ClusterFilters().filters()
-    lines = filters["cluster_report_lines"]([out], {"nodes": 1, "ok": 1, "pulled": 1, "would_pull": 0, "present": 1,
-                                                    "failed_images": 0, "bytes": 0, "node_seconds": 0.0})
+    lines = filters["cluster_report_lines"](
+        [out],
+        {
+            "nodes": 1,
+            "ok": 1,
+            "pulled": 1,
+            "would_pull": 0,
+            "present": 1,
+            "failed_images": 0,
+            "bytes": 0,
+            "node_seconds": 0.0,
+        },
+    )
     assert lines[1].endswith("not pinned")
     page = filters["cluster_report_html"]({"nodes": [dict(out, started=1.0, finished=2.0)]})
     assert "<td>not pinned</td>" in page

@@ -86,7 +86,7 @@ def _upward_imports(path: Path, own: int) -> list:
     for line, module in sorted(_imports(path), key=lambda found: found[0]):
         if not module or not module.startswith(PREFIX):
             continue
-        parts = module[len(PREFIX):].split(".")
+        parts = module[len(PREFIX) :].split(".")
         if parts[0] != "module_utils":
             upward.append(f"line {line}: {module} (plugins/{parts[0]} is above module_utils)")
             continue
@@ -115,16 +115,21 @@ def _params_reads(path: Path) -> list:
     return sorted(set(lines))
 
 
-@pytest.mark.parametrize("path", [p for p in _module_utils_files() if _layer_of(p) != "_runs"],
-                         ids=lambda p: str(p.relative_to(MODULE_UTILS)))
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _module_utils_files() if _layer_of(p) != "_runs"],
+    ids=lambda p: str(p.relative_to(MODULE_UTILS)),
+)
 def test_only_runs_read_module_parameters(path):
     assert _params_reads(path) == [], "move the reading of module parameters into _runs/<module>.py"
 
 
 def test_the_params_check_sees_subscripts_gets_and_module_params(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("def f(params, module, other):\n    a = params['x']\n    b = params.get('y')\n"
-                   "    c = module.params\n    d = other['x'], other.get('y')\n")
+    bad.write_text(
+        "def f(params, module, other):\n    a = params['x']\n    b = params.get('y')\n"
+        "    c = module.params\n    d = other['x'], other.get('y')\n"
+    )
     assert _params_reads(bad) == [2, 3, 4]
 
 
@@ -158,8 +163,11 @@ def test_every_main_is_its_argument_spec_and_end_module(name, main):
     last = main.body[-1]
     assert isinstance(last, ast.Expr) and isinstance(last.value, ast.Call), f"{name}: main() must end in end_module"
     assert getattr(last.value.func, "id", None) == "end_module", f"{name}: main() must end in end_module"
-    calls = {getattr(node.func, "attr", getattr(node.func, "id", None))
-             for node in ast.walk(main) if isinstance(node, ast.Call)}
+    calls = {
+        getattr(node.func, "attr", getattr(node.func, "id", None))
+        for node in ast.walk(main)
+        if isinstance(node, ast.Call)
+    }
     assert not calls & {"exit_json", "fail_json", "warn"}, f"{name}: only end_module ends the module"
 
 

@@ -42,8 +42,9 @@ def run_timed(module, args, capsys):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_silent_server_fails_the_module_within_the_timeout(name, silent_listener, capsys):
     module, args, _expected = CASES[name]
-    result, elapsed = run_timed(module, {**args, "host": silent_listener, "api_key": "t0ken-value",
-                                         "request_timeout": TIMEOUT}, capsys)
+    result, elapsed = run_timed(
+        module, {**args, "host": silent_listener, "api_key": "t0ken-value", "request_timeout": TIMEOUT}, capsys
+    )
     assert result["failed"] is True
     assert f"the Kubernetes API server at {silent_listener} did not answer within {TIMEOUT:g} s" in result["msg"]
     assert elapsed < TIMEOUT + MARGIN
@@ -51,8 +52,9 @@ def test_a_silent_server_fails_the_module_within_the_timeout(name, silent_listen
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_a_server_that_hangs_after_discovery_fails_the_module_within_the_timeout(name, fake_apiserver, capsys,
-                                                                                 monkeypatch):
+def test_a_server_that_hangs_after_discovery_fails_the_module_within_the_timeout(
+    name, fake_apiserver, capsys, monkeypatch
+):
     module, args, (method, prefix) = CASES[name]
     fake_apiserver.add(pinned_image_set("s", [IMAGE]))
     fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})

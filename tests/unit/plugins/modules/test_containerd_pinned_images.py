@@ -31,8 +31,9 @@ class ScriptedContainerd(ScriptedRuntime):
         for name, labels in images.items():
             image_id = "sha256:" + name[-64:]
             for record in (name, image_id):
-                self.records[record] = dict(name=record, labels=dict(labels),
-                                            target=dict(media_type="m", digest=name.split("@")[1], size=1))
+                self.records[record] = dict(
+                    name=record, labels=dict(labels), target=dict(media_type="m", digest=name.split("@")[1], size=1)
+                )
         self.updates = []
 
     def image_status(self, name):
@@ -42,8 +43,13 @@ class ScriptedContainerd(ScriptedRuntime):
         group = [r for r in self.records.values() if r["target"]["digest"] == digest]
         pinned = self.report_pins and any(r["labels"].get(PIN_LABEL) == "pinned" for r in group)
         names = sorted(r["name"] for r in group)
-        return dict(id=names[-1] if names[-1].startswith("sha256:") else names[0], repo_tags=[],
-                    repo_digests=[n for n in names if "@" in n], size=1, pinned=pinned)
+        return dict(
+            id=names[-1] if names[-1].startswith("sha256:") else names[0],
+            repo_tags=[],
+            repo_digests=[n for n in names if "@" in n],
+            size=1,
+            pinned=pinned,
+        )
 
     def list_records(self):
         return [dict(r, labels=dict(r["labels"])) for r in self.records.values()]
@@ -65,6 +71,7 @@ def runtime(monkeypatch):
         fake = ScriptedContainerd(images, version)
         monkeypatch.setattr(containerd_run, "containerd_client", lambda params: fake)
         return fake
+
     return install
 
 
@@ -105,7 +112,8 @@ def test_an_empty_list_unpins_nothing_unless_allowed(runtime, capsys):
     fake = runtime({A: dict(OWN)})
     refused = run_module(module, dict(images=[]), capsys)
     assert refused["rc"] == 1 and refused["msg"].startswith(
-        "images is empty: that would unpin every image pinned.images pinned; nothing was changed.")
+        "images is empty: that would unpin every image pinned.images pinned; nothing was changed."
+    )
     assert fake.updates == [] and fake.records[A]["labels"] == OWN
     allowed = run_module(module, dict(images=[], allow_empty=True), capsys)
     assert allowed["rc"] == 0 and allowed["unpinned"] == [A]
@@ -147,10 +155,13 @@ def test_a_pin_cri_never_reports_fails_after_the_settle_timeout(runtime, capsys,
     assert result["changed"] and result["images"] == [A] and A in result["records"]["pinned"]
 
 
-@pytest.mark.parametrize("images, problem", [
-    (["quay.io/org/*"], "is a pattern"),
-    (["quay.io/org/a:v1"], "not pinned by digest"),
-])
+@pytest.mark.parametrize(
+    "images, problem",
+    [
+        (["quay.io/org/*"], "is a pattern"),
+        (["quay.io/org/a:v1"], "not pinned by digest"),
+    ],
+)
 def test_bad_images_fail_before_the_runtime_is_asked(runtime, capsys, images, problem):
     fake = runtime({A: {}})
     result = run_module(module, dict(images=images, require_digest=False if "*" in images[0] else True), capsys)
@@ -161,11 +172,17 @@ def test_bad_images_fail_before_the_runtime_is_asked(runtime, capsys, images, pr
 
 def test_sets_select_the_images(runtime, capsys):
     runtime({A: {}, B: {}})
-    worker = dict(apiVersion="machineconfiguration.openshift.io/v1", kind="PinnedImageSet",
-                  metadata=dict(name="worker-set", labels={"machineconfiguration.openshift.io/role": "worker"}),
-                  spec=dict(pinnedImages=[dict(name=A)]))
-    master = dict(worker, metadata=dict(name="master-set", labels={"machineconfiguration.openshift.io/role": "master"}),
-                  spec=dict(pinnedImages=[dict(name=B)]))
+    worker = dict(
+        apiVersion="machineconfiguration.openshift.io/v1",
+        kind="PinnedImageSet",
+        metadata=dict(name="worker-set", labels={"machineconfiguration.openshift.io/role": "worker"}),
+        spec=dict(pinnedImages=[dict(name=A)]),
+    )
+    master = dict(
+        worker,
+        metadata=dict(name="master-set", labels={"machineconfiguration.openshift.io/role": "master"}),
+        spec=dict(pinnedImages=[dict(name=B)]),
+    )
     result = run_module(module, dict(sets=[worker, master], pools=["worker"]), capsys)
     assert result["rc"] == 0, result
     assert (result["images"], result["set_names"]) == ([A], ["worker-set"])

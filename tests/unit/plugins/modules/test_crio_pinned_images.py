@@ -25,8 +25,11 @@ A = "quay.io/org/a@sha256:" + "a" * 64
 B = "quay.io/org/b@sha256:" + "b" * 64
 C = "registry.example.com/c@sha256:" + "c" * 64
 EXPECTED_AB = (
-    '[crio]\n  [crio.image]\n    pinned_images = ["quay.io/org/a@sha256:' + "a" * 64
-    + '", "quay.io/org/b@sha256:' + "b" * 64 + '"]\n'
+    '[crio]\n  [crio.image]\n    pinned_images = ["quay.io/org/a@sha256:'
+    + "a" * 64
+    + '", "quay.io/org/b@sha256:'
+    + "b" * 64
+    + '"]\n'
 )
 
 
@@ -160,8 +163,9 @@ def test_bad_images_fail_with_every_problem(tmp_path, capsys, cri):
 
 def test_patterns_without_require_digest(tmp_path, capsys, cri):
     path = tmp_path / "f"
-    result = run({"images": ["quay.io/y/*", "*pause*", A], "require_digest": False, "path": str(path),
-                  "reload": "none"}, capsys)
+    result = run(
+        {"images": ["quay.io/y/*", "*pause*", A], "require_digest": False, "path": str(path), "reload": "none"}, capsys
+    )
     assert result["rc"] == 0 and result["images"] == ["*pause*", A, "quay.io/y/*"]
     # Patterns name no image: neither checked for presence nor read back.
     assert cri.asked == [A, A] and result["cri_pinned"] == {A: True}
@@ -174,7 +178,9 @@ def write_sets(tmp_path, *docs):
 
 
 def test_sets_union_and_pool_selection(tmp_path, capsys, cri):
-    sets_file = write_sets(tmp_path, pinned_image_set("w", [B, A], {ROLE: "worker"}), pinned_image_set("m", [C], {ROLE: "master"}))
+    sets_file = write_sets(
+        tmp_path, pinned_image_set("w", [B, A], {ROLE: "worker"}), pinned_image_set("m", [C], {ROLE: "master"})
+    )
     path = tmp_path / "f"
     base = {"sets": [sets_file], "path": str(path), "reload": "none"}
     everything = run(base, capsys, check_mode=True)
@@ -183,27 +189,47 @@ def test_sets_union_and_pool_selection(tmp_path, capsys, cri):
     assert worker["images"] == [A, B] and worker["set_names"] == ["w"]
     alias = run(dict(base, pool="master"), capsys, check_mode=True)
     assert alias["images"] == [C]
-    node = run(dict(base, node_labels={"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/worker": ""}),
-               capsys)
+    node = run(
+        dict(base, node_labels={"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/worker": ""}), capsys
+    )
     assert node["images"] == [C] and node["set_names"] == ["m"]
     assert path.read_text() == '[crio]\n  [crio.image]\n    pinned_images = ["' + C + '"]\n'
 
 
 def test_node_labels_with_pools_from_the_set_files(tmp_path, capsys, cri):
-    infra = {"apiVersion": API, "kind": "MachineConfigPool", "metadata": {"name": "infra"},
-             "spec": {"nodeSelector": {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
-                      "machineConfigSelector": {"matchLabels": {ROLE: "infra"}}}}
-    sets_file = write_sets(tmp_path, infra, pinned_image_set("i", [A], {ROLE: "infra"}), pinned_image_set("w", [B], {ROLE: "worker"}))
+    infra = {
+        "apiVersion": API,
+        "kind": "MachineConfigPool",
+        "metadata": {"name": "infra"},
+        "spec": {
+            "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
+            "machineConfigSelector": {"matchLabels": {ROLE: "infra"}},
+        },
+    }
+    sets_file = write_sets(
+        tmp_path, infra, pinned_image_set("i", [A], {ROLE: "infra"}), pinned_image_set("w", [B], {ROLE: "worker"})
+    )
     labels = {"node-role.kubernetes.io/infra": "", "node-role.kubernetes.io/worker": ""}
-    result = run({"sets": [sets_file], "node_labels": labels,
-                  "pools": ["worker"], "path": str(tmp_path / "f"), "reload": "none"}, capsys, check_mode=True)
+    result = run(
+        {
+            "sets": [sets_file],
+            "node_labels": labels,
+            "pools": ["worker"],
+            "path": str(tmp_path / "f"),
+            "reload": "none",
+        },
+        capsys,
+        check_mode=True,
+    )
     assert result["images"] == [A, B] and result["set_names"] == ["i", "w"]
 
 
 def test_bad_sets_fail_with_every_problem_and_nothing_is_written(tmp_path, capsys, cri, systemctl):
     path = tmp_path / "f"
     path.write_text(EXPECTED_AB)
-    bad = pinned_image_set("Bad_Name", ["quay.io/org/a:latest", A, A] + [f"quay.io/org/x@sha256:{n:064x}" for n in range(498)])
+    bad = pinned_image_set(
+        "Bad_Name", ["quay.io/org/a:latest", A, A] + [f"quay.io/org/x@sha256:{n:064x}" for n in range(498)]
+    )
     result = run({"sets": [write_sets(tmp_path, bad)], "path": str(path)}, capsys)
     assert result["rc"] == 1
     text = "\n".join(result["problems"])
@@ -221,11 +247,13 @@ def test_an_empty_selection_fails_and_touches_nothing(tmp_path, capsys, cri, sys
     listed = run({"images": [], "path": str(path)}, capsys)
     assert listed["rc"] == 1 and listed["msg"] == (
         f"images is empty: that would remove the drop-in {path}; nothing was changed. Give the images to pin, "
-        "allow_empty=true to empty the pins, or state=absent to remove them")
+        "allow_empty=true to empty the pins, or state=absent to remove them"
+    )
     (tmp_path / "sets").mkdir()
     from_sets = run({"sets": [str(tmp_path / "sets")], "pools": ["worker"], "path": str(path)}, capsys)
     assert from_sets["rc"] == 1 and from_sets["msg"].startswith(
-        f"sets ({tmp_path / 'sets'}) selected no image for the pools worker (sets found: none): that would remove")
+        f"sets ({tmp_path / 'sets'}) selected no image for the pools worker (sets found: none): that would remove"
+    )
     assert path.read_text() == EXPECTED_AB and systemctl == [] and cri.opened == 0
 
 
@@ -256,14 +284,23 @@ def test_absent_also_removes_a_dead_writers_leftover(tmp_path, capsys, cri, syst
 
 
 def test_reload_by_signal(tmp_path, capsys, cri):
-    child = subprocess.Popen([sys.executable, "-c", "import signal, sys, time\n"
-                              "signal.signal(signal.SIGHUP, lambda *a: sys.exit(42))\n"
-                              "print('ready', flush=True)\ntime.sleep(30)\n"], stdout=subprocess.PIPE)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, sys, time\n"
+            "signal.signal(signal.SIGHUP, lambda *a: sys.exit(42))\n"
+            "print('ready', flush=True)\ntime.sleep(30)\n",
+        ],
+        stdout=subprocess.PIPE,
+    )
     try:
         assert child.stdout.readline().strip() == b"ready"
         pid_file = tmp_path / "crio.pid"
         pid_file.write_text(str(child.pid))
-        result = run({"images": [A], "path": str(tmp_path / "f"), "reload": "signal", "pid_file": str(pid_file)}, capsys)
+        result = run(
+            {"images": [A], "path": str(tmp_path / "f"), "reload": "signal", "pid_file": str(pid_file)}, capsys
+        )
         assert result["rc"] == 0 and result["reloaded"]
         assert child.wait(timeout=10) == 42
     finally:

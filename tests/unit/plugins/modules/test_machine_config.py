@@ -22,8 +22,11 @@ from support.apiserver.mco import add_machine_configuration
 A = "quay.io/org/a@sha256:" + "a" * 64
 B = "quay.io/org/b@sha256:" + "b" * 64
 DROP_IN_AB = (
-    '[crio]\n  [crio.image]\n    pinned_images = ["quay.io/org/a@sha256:' + "a" * 64
-    + '", "quay.io/org/b@sha256:' + "b" * 64 + '"]\n'
+    '[crio]\n  [crio.image]\n    pinned_images = ["quay.io/org/a@sha256:'
+    + "a" * 64
+    + '", "quay.io/org/b@sha256:'
+    + "b" * 64
+    + '"]\n'
 )
 
 
@@ -34,7 +37,7 @@ def run(args, capsys, check_mode=False, diff=False):
 def drop_in(mc) -> str:
     source = mc["spec"]["config"]["storage"]["files"][0]["contents"]["source"]
     assert source.startswith("data:;base64,")
-    return base64.b64decode(source[len("data:;base64,"):]).decode()
+    return base64.b64decode(source[len("data:;base64,") :]).decode()
 
 
 def test_render_only(capsys):
@@ -45,16 +48,25 @@ def test_render_only(capsys):
     assert mc["metadata"] == {"name": "99-worker-pinned-images", "labels": {ROLE: "worker"}}
     assert mc["spec"]["config"]["ignition"]["version"] == "3.2.0"
     assert drop_in(mc) == DROP_IN_AB
-    assert result["pools"] == [{"pool": "worker", "name": "99-worker-pinned-images", "image_count": 2,
-                                "set_names": [], "images": [A, B]}]
+    assert result["pools"] == [
+        {"pool": "worker", "name": "99-worker-pinned-images", "image_count": 2, "set_names": [], "images": [A, B]}
+    ]
 
 
 def test_the_result_is_a_summary_unless_images_or_objects_are_asked_for(tmp_path, capsys):
     images = [f"quay.io/org/app-{n}@sha256:{n:064x}" for n in range(300)]
     result = run({"pools": ["worker"], "images": images, "dest": str(tmp_path)}, capsys)
     assert "machine_configs" not in result
-    assert result["pools"] == [{"pool": "worker", "name": "99-worker-pinned-images", "image_count": 300,
-                                "set_names": [], "added": sorted(images), "removed": []}]
+    assert result["pools"] == [
+        {
+            "pool": "worker",
+            "name": "99-worker-pinned-images",
+            "image_count": 300,
+            "set_names": [],
+            "added": sorted(images),
+            "removed": [],
+        }
+    ]
     again = run({"pools": ["worker"], "images": images[1:], "dest": str(tmp_path)}, capsys)
     assert (again["pools"][0]["added"], again["pools"][0]["removed"]) == ([], [images[0]])
     # No image is repeated in the result (Ansible's invocation echoes the options): it stays small.
@@ -65,15 +77,23 @@ def test_the_result_is_a_summary_unless_images_or_objects_are_asked_for(tmp_path
 
 def test_dest_files_are_written_once_and_stable(tmp_path, capsys):
     dest = tmp_path / "gitops" / "machineconfigs"
-    args = {"pools": ["worker", "master"], "images": [A, B], "dest": str(dest), "ignition_version": "3.4.0",
-            "name": "50-{pool}-pins"}
+    args = {
+        "pools": ["worker", "master"],
+        "images": [A, B],
+        "dest": str(dest),
+        "ignition_version": "3.4.0",
+        "name": "50-{pool}-pins",
+    }
     check = run(args, capsys, check_mode=True, diff=True)
     # Two MachineConfigs and the node disruption policy.
     assert check["changed"] and not dest.exists() and len(check["diff"]) == 3
     first = run(dict(args, return_objects=True), capsys)
     assert first["changed"]
-    assert first["files"] == [str(dest / "50-worker-pins.yaml"), str(dest / "50-master-pins.yaml"),
-                              str(dest / POLICY_FILE_NAME)]
+    assert first["files"] == [
+        str(dest / "50-worker-pins.yaml"),
+        str(dest / "50-master-pins.yaml"),
+        str(dest / POLICY_FILE_NAME),
+    ]
     assert first["disruption_policy"] == {"file": str(dest / POLICY_FILE_NAME), "applied": False}
     content = (dest / "50-worker-pins.yaml").read_bytes()
     loaded = yaml.safe_load(content)
@@ -93,19 +113,40 @@ def test_sets_pick_images_per_pool(tmp_path, capsys):
     sets_dir.mkdir()
     (sets_dir / "w.yaml").write_text(yaml.safe_dump(pinned_image_set("w", [B, A], {ROLE: "worker"})))
     (sets_dir / "m.yml").write_text(yaml.safe_dump(pinned_image_set("m", [A], {ROLE: "master"})))
-    result = run({"pools": ["worker", "master", "infra"], "sets": [str(sets_dir)], "return_objects": True,
-                  "return_images": True}, capsys)
+    result = run(
+        {
+            "pools": ["worker", "master", "infra"],
+            "sets": [str(sets_dir)],
+            "return_objects": True,
+            "return_images": True,
+        },
+        capsys,
+    )
     assert [(p["pool"], p["images"], p["image_count"], p["set_names"]) for p in result["pools"]] == [
-        ("worker", [A, B], 2, ["w"]), ("master", [A], 1, ["m"]), ("infra", [], 0, [])]
+        ("worker", [A, B], 2, ["w"]),
+        ("master", [A], 1, ["m"]),
+        ("infra", [], 0, []),
+    ]
     names = [mc["metadata"]["name"] for mc in result["machine_configs"]]
     assert names == ["99-worker-pinned-images", "99-master-pinned-images"]
 
 
 def test_bad_sets_fail_with_every_problem_and_nothing_is_written(tmp_path, capsys, fake_apiserver):
     dest = tmp_path / "out"
-    bad = pinned_image_set("Bad_Name", ["quay.io/org/a:v1", A, A] + [f"quay.io/org/x@sha256:{n:064x}" for n in range(498)])
-    result = run({"pools": ["worker"], "sets": [bad], "dest": str(dest), "apply": True,
-                  "host": fake_apiserver.url, "api_key": fake_apiserver.token}, capsys)
+    bad = pinned_image_set(
+        "Bad_Name", ["quay.io/org/a:v1", A, A] + [f"quay.io/org/x@sha256:{n:064x}" for n in range(498)]
+    )
+    result = run(
+        {
+            "pools": ["worker"],
+            "sets": [bad],
+            "dest": str(dest),
+            "apply": True,
+            "host": fake_apiserver.url,
+            "api_key": fake_apiserver.token,
+        },
+        capsys,
+    )
     assert result["rc"] == 1
     assert len(result["problems"]) == 4
     text = "\n".join(result["problems"])
@@ -180,16 +221,29 @@ def test_empty_pool_deletes_its_machine_config(capsys, fake_apiserver):
 def test_api_errors_are_reported_without_the_token(tmp_path, capsys, fake_apiserver):
     add_machine_configuration(fake_apiserver)
     fake_apiserver.forbid("patch", "machineconfigs")
-    result = run({"host": fake_apiserver.url, "api_key": fake_apiserver.token, "pools": ["worker"], "images": [A],
-                  "apply": True, "dest": str(tmp_path)}, capsys)
+    result = run(
+        {
+            "host": fake_apiserver.url,
+            "api_key": fake_apiserver.token,
+            "pools": ["worker"],
+            "images": [A],
+            "apply": True,
+            "dest": str(tmp_path),
+        },
+        capsys,
+    )
     assert result["rc"] == 1 and ("403" in result["msg"] or "forbidden" in result["msg"].lower())
     assert result["status"] == 403 and result["changed"]
     # The file was written before the cluster refused: the failure says so.
-    assert result["file_changes"]["created"] == [str(tmp_path / "99-worker-pinned-images.yaml"),
-                                                 str(tmp_path / POLICY_FILE_NAME)]
+    assert result["file_changes"]["created"] == [
+        str(tmp_path / "99-worker-pinned-images.yaml"),
+        str(tmp_path / POLICY_FILE_NAME),
+    ]
     assert fake_apiserver.token not in json.dumps(result)
-    wrong = run({"host": fake_apiserver.url, "api_key": "wrong-token-value", "pools": ["worker"], "images": [A],
-                 "apply": True}, capsys)
+    wrong = run(
+        {"host": fake_apiserver.url, "api_key": "wrong-token-value", "pools": ["worker"], "images": [A], "apply": True},
+        capsys,
+    )
     assert wrong["rc"] == 1 and "wrong-token-value" not in json.dumps(wrong)
 
 
@@ -223,8 +277,17 @@ def test_a_proxy_password_is_never_shown(capsys, fake_apiserver):
     from support.ports import free_port
 
     proxy = f"http://proxy-user:pr0xy-pa55word@127.0.0.1:{free_port()}"
-    result = run({"host": fake_apiserver.url, "api_key": fake_apiserver.token, "proxy": proxy, "pools": ["worker"],
-                  "images": [A], "apply": True}, capsys)
+    result = run(
+        {
+            "host": fake_apiserver.url,
+            "api_key": fake_apiserver.token,
+            "proxy": proxy,
+            "pools": ["worker"],
+            "images": [A],
+            "apply": True,
+        },
+        capsys,
+    )
     assert result["rc"] == 1 and "cannot reach the Kubernetes API server" in result["msg"]
     assert "pr0xy-pa55word" not in result["_raw"] and fake_apiserver.token not in result["_raw"]
 
@@ -245,9 +308,10 @@ def test_dest_reports_each_file_and_the_images_added_and_removed_per_pool(tmp_pa
 
 def test_importing_the_module_imports_no_grpc():
     # The render path runs on the controller: grpc costs about 0.6 s cold, and only the node needs it.
-    code = ("import sys\nimport ansible_collections.pinned.images.plugins.modules.machine_config\n"
-            "print(sorted(name for name in sys.modules if name.split('.')[0] in ('grpc', 'google')))")
+    code = (
+        "import sys\nimport ansible_collections.pinned.images.plugins.modules.machine_config\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('grpc', 'google')))"
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
-                          check=True)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"

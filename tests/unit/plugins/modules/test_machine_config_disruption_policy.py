@@ -19,7 +19,10 @@ B = "quay.io/org/b@sha256:" + "b" * 64
 DROPIN = "/etc/crio/crio.conf.d/50-pinned-images"
 # Written out here, not taken from the code under test.
 OUR_ENTRY = {"path": DROPIN, "actions": [{"type": "Reload", "reload": {"serviceName": "crio.service"}}]}
-ADMIN_ENTRY = {"path": "/etc/chrony.conf", "actions": [{"type": "Restart", "restart": {"serviceName": "chronyd.service"}}]}
+ADMIN_ENTRY = {
+    "path": "/etc/chrony.conf",
+    "actions": [{"type": "Restart", "restart": {"serviceName": "chronyd.service"}}],
+}
 OUR_KEY = 'k:{"path":"/etc/crio/crio.conf.d/50-pinned-images"}'
 
 
@@ -27,18 +30,32 @@ OUR_KEY = 'k:{"path":"/etc/crio/crio.conf.d/50-pinned-images"}'
 def cluster(fake_apiserver, crd_schemas):
     """The fake with the real CRDs, three workers and a control-plane node."""
     for name, role in (("w1", "worker"), ("w2", "worker"), ("w3", "worker"), ("m1", "master")):
-        fake_apiserver.add({"apiVersion": "v1", "kind": "Node",
-                            "metadata": {"name": name, "labels": {f"node-role.kubernetes.io/{role}": ""}}})
+        fake_apiserver.add(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {f"node-role.kubernetes.io/{role}": ""}},
+            }
+        )
     fake_apiserver.auth = {"host": fake_apiserver.url, "api_key": fake_apiserver.token}
     return fake_apiserver
 
 
 def admin_apply(server, entry, manager="admin"):
     """An admin's server-side apply of their own entry."""
-    server.handle("PATCH", "/apis/operator.openshift.io/v1/machineconfigurations/cluster", {"fieldManager": manager},
-                  "application/apply-patch+yaml",
-                  {"apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
-                   "metadata": {"name": "cluster"}, "spec": {"nodeDisruptionPolicy": {"files": [entry]}}}, manager)
+    server.handle(
+        "PATCH",
+        "/apis/operator.openshift.io/v1/machineconfigurations/cluster",
+        {"fieldManager": manager},
+        "application/apply-patch+yaml",
+        {
+            "apiVersion": "operator.openshift.io/v1",
+            "kind": "MachineConfiguration",
+            "metadata": {"name": "cluster"},
+            "spec": {"nodeDisruptionPolicy": {"files": [entry]}},
+        },
+        manager,
+    )
 
 
 def run(args, capsys, check_mode=False, diff=False):
@@ -95,9 +112,14 @@ def test_an_edited_entry_is_drift_and_is_not_fought_over(cluster, capsys):
     assert run(args, capsys)["rc"] == 0
     edited = dict(OUR_ENTRY, actions=[{"type": "Restart", "restart": {"serviceName": "crio.service"}}])
     # kubectl edit: a merge patch of the whole list.
-    cluster.handle("PATCH", "/apis/operator.openshift.io/v1/machineconfigurations/cluster",
-                   {"fieldManager": "kubectl-edit"}, "application/merge-patch+json",
-                   {"spec": {"nodeDisruptionPolicy": {"files": [edited]}}}, "admin")
+    cluster.handle(
+        "PATCH",
+        "/apis/operator.openshift.io/v1/machineconfigurations/cluster",
+        {"fieldManager": "kubectl-edit"},
+        "application/merge-patch+json",
+        {"spec": {"nodeDisruptionPolicy": {"files": [edited]}}},
+        "admin",
+    )
 
     drift = run(args, capsys, check_mode=True, diff=True)
     assert drift["rc"] == 1 and "was changed by another field manager" in drift["msg"]
@@ -115,16 +137,24 @@ def test_an_edited_entry_is_drift_and_is_not_fought_over(cluster, capsys):
 
 def test_refused_with_the_number_of_nodes_when_the_status_lacks_the_path(cluster, capsys):
     add_machine_configuration(cluster)
-    cluster.add({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-                 "metadata": {"name": "master"}, "spec": {"nodeSelector": {"matchLabels": {"node-role.kubernetes.io/master": ""}}},
-                 "status": {"machineCount": 3}})
+    cluster.add(
+        {
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfigPool",
+            "metadata": {"name": "master"},
+            "spec": {"nodeSelector": {"matchLabels": {"node-role.kubernetes.io/master": ""}}},
+            "status": {"machineCount": 3},
+        }
+    )
     args = dict(cluster.auth, pools=["worker", "master"], images=[A], apply=True, disruption_policy=False)
 
     refused = run(args, capsys)
     assert refused["rc"] == 1
-    assert refused["msg"].startswith("applying the MachineConfigs would drain and reboot 6 nodes (3 of pool worker, "
-                                     "3 of pool master): status.nodeDisruptionPolicyStatus.clusterPolicies of "
-                                     f"MachineConfiguration 'cluster' has no policy for {DROPIN}")
+    assert refused["msg"].startswith(
+        "applying the MachineConfigs would drain and reboot 6 nodes (3 of pool worker, "
+        "3 of pool master): status.nodeDisruptionPolicyStatus.clusterPolicies of "
+        f"MachineConfiguration 'cluster' has no policy for {DROPIN}"
+    )
     assert "allow_reboot" in refused["msg"]
     assert refused["reboot"]["nodes"] == 6
     assert refused["reboot"]["pools"] == [{"pool": "worker", "nodes": 3}, {"pool": "master", "nodes": 3}]
@@ -149,13 +179,22 @@ def test_refused_on_a_cluster_that_predates_the_policy(cluster, capsys):
 def test_refused_with_the_nodes_per_pool_when_the_cluster_does_not_serve_the_kind(cluster, capsys):
     # OpenShift before 4.14, or plain Kubernetes: no MachineConfiguration kind at all.
     cluster.remove_kind("MachineConfiguration")
-    cluster.add({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-                 "metadata": {"name": "master"}, "spec": {}, "status": {"machineCount": 1}})
+    cluster.add(
+        {
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfigPool",
+            "metadata": {"name": "master"},
+            "spec": {},
+            "status": {"machineCount": 1},
+        }
+    )
     args = dict(cluster.auth, pools=["worker", "master"], images=[A], apply=True, disruption_policy=False)
     refused = run(args, capsys)
     assert refused["rc"] == 1
-    assert refused["msg"].startswith("applying the MachineConfigs would drain and reboot 4 nodes (3 of pool worker, "
-                                     "1 of pool master): the cluster has no MachineConfiguration 'cluster'")
+    assert refused["msg"].startswith(
+        "applying the MachineConfigs would drain and reboot 4 nodes (3 of pool worker, "
+        "1 of pool master): the cluster has no MachineConfiguration 'cluster'"
+    )
     assert refused["reboot"]["pools"] == [{"pool": "worker", "nodes": 3}, {"pool": "master", "nodes": 1}]
     assert run(args, capsys, check_mode=True)["reboot"]["nodes"] == 4
     assert cluster.mutating_requests() == []
@@ -174,9 +213,11 @@ def test_a_crd_without_the_policy_field_is_an_error_not_applied_every_run(cluste
     args = dict(cluster.auth, pools=["worker"], images=[A], apply=True, allow_reboot=True)
     failed = run(args, capsys, check_mode=check_mode)
     assert failed["rc"] == 1
-    assert failed["msg"].startswith(f"the API server dropped the node disruption policy for {DROPIN}: its "
-                                    "MachineConfiguration 'cluster' (operator.openshift.io/v1) has no "
-                                    "spec.nodeDisruptionPolicy (OpenShift before 4.17)")
+    assert failed["msg"].startswith(
+        f"the API server dropped the node disruption policy for {DROPIN}: its "
+        "MachineConfiguration 'cluster' (operator.openshift.io/v1) has no "
+        "spec.nodeDisruptionPolicy (OpenShift before 4.17)"
+    )
     assert "disruption_policy to false" in failed["msg"] and "allow_reboot" in failed["msg"]
     assert "nodeDisruptionPolicy" not in cluster.get("MachineConfiguration", "cluster")["spec"]
     assert cluster.get("MachineConfig", "99-worker-pinned-images") is None
@@ -187,9 +228,11 @@ def test_refused_when_the_mco_does_not_show_the_policy_in_time(cluster, capsys):
     add_machine_configuration(cluster, reconciling=False)
     refused = run(dict(cluster.auth, pools=["worker"], images=[A], apply=True, disruption_policy_timeout=0), capsys)
     assert refused["rc"] == 1 and "is not reconciled yet" in refused["reboot"]["reason"]
-    assert refused["msg"].endswith("the machine-config-operator did not show the policy within "
-                                   "disruption_policy_timeout (0 s): run again, or give it longer, once the MCO is "
-                                   "reconciling")
+    assert refused["msg"].endswith(
+        "the machine-config-operator did not show the policy within "
+        "disruption_policy_timeout (0 s): run again, or give it longer, once the MCO is "
+        "reconciling"
+    )
     # The entry itself was applied; the MachineConfig was not.
     assert refused["disruption_policy"]["applied"] and files_of(cluster) == [OUR_ENTRY]
     assert cluster.get("MachineConfig", "99-worker-pinned-images") is None
@@ -197,8 +240,9 @@ def test_refused_when_the_mco_does_not_show_the_policy_in_time(cluster, capsys):
 
 @pytest.mark.parametrize("timeout", ["-1", "inf", "nan"])
 def test_a_negative_or_endless_timeout_is_refused_before_anything(cluster, capsys, timeout):
-    failed = run(dict(cluster.auth, pools=["worker"], images=[A], apply=True, disruption_policy_timeout=timeout),
-                 capsys)
+    failed = run(
+        dict(cluster.auth, pools=["worker"], images=[A], apply=True, disruption_policy_timeout=timeout), capsys
+    )
     assert failed["rc"] == 1
     assert f"disruption_policy_timeout must be 0 or more seconds (finite), got {float(timeout)}" in failed["msg"]
     assert cluster.requests == []
@@ -240,25 +284,42 @@ def test_the_policy_file_is_byte_stable_and_valid(cluster, capsys, tmp_path):
     for name, plural in ((path.name, "machineconfigurations"), ("99-worker-pinned-images.yaml", "machineconfigs")):
         obj = yaml.safe_load((dest / name).read_bytes())
         status, stored, warnings = cluster.handle(
-            "PATCH", f"/apis/{obj['apiVersion']}/{plural}/{obj['metadata']['name']}",
-            {"fieldManager": "gitops", "dryRun": "All", "fieldValidation": "Strict"}, "application/apply-patch+yaml",
-            obj, "admin")
+            "PATCH",
+            f"/apis/{obj['apiVersion']}/{plural}/{obj['metadata']['name']}",
+            {"fieldManager": "gitops", "dryRun": "All", "fieldValidation": "Strict"},
+            "application/apply-patch+yaml",
+            obj,
+            "admin",
+        )
         assert (status, stored["kind"], warnings) == (200, obj["kind"], [])
 
 
-@pytest.mark.parametrize("actions, message", [
-    ([{"type": "Reload"}], "reload is required when type is Reload, and forbidden otherwise"),
-    ([{"type": "Reboot"}, {"type": "Drain"}], "Reboot action can only be specified standalone"),
-    ([{"type": "Reload", "reload": {"serviceName": "crio"}}], "Invalid ${SERVICETYPE} in service name"),
-])
+@pytest.mark.parametrize(
+    "actions, message",
+    [
+        ([{"type": "Reload"}], "reload is required when type is Reload, and forbidden otherwise"),
+        ([{"type": "Reboot"}, {"type": "Drain"}], "Reboot action can only be specified standalone"),
+        ([{"type": "Reload", "reload": {"serviceName": "crio"}}], "Invalid ${SERVICETYPE} in service name"),
+    ],
+)
 def test_the_fake_refuses_what_the_crds_cel_rules_refuse(cluster, actions, message):
     from support.apiserver.schema import ApiError
 
     add_machine_configuration(cluster)
-    body = {"apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration", "metadata": {"name": "cluster"},
-            "spec": {"nodeDisruptionPolicy": {"files": [{"path": "/etc/x", "actions": actions}]}}}
+    body = {
+        "apiVersion": "operator.openshift.io/v1",
+        "kind": "MachineConfiguration",
+        "metadata": {"name": "cluster"},
+        "spec": {"nodeDisruptionPolicy": {"files": [{"path": "/etc/x", "actions": actions}]}},
+    }
     with pytest.raises(ApiError) as raised:
-        cluster.handle("PATCH", "/apis/operator.openshift.io/v1/machineconfigurations/cluster", {"fieldManager": "t"},
-                       "application/apply-patch+yaml", body, "admin")
+        cluster.handle(
+            "PATCH",
+            "/apis/operator.openshift.io/v1/machineconfigurations/cluster",
+            {"fieldManager": "t"},
+            "application/apply-patch+yaml",
+            body,
+            "admin",
+        )
     assert raised.value.code == 422 and message in raised.value.message
     assert "spec.nodeDisruptionPolicy.files[0].actions" in raised.value.message

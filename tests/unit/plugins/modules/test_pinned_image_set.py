@@ -125,8 +125,12 @@ def test_state_absent(fake_apiserver, conn, capsys):
 
 def test_conflict_fails_then_force_takes_over(fake_apiserver, conn, capsys):
     fake_apiserver.add(
-        {"apiVersion": API, "kind": KIND, "metadata": {"name": "worker-pins", "labels": {ROLE: "master"}},
-         "spec": {"pinnedImages": [{"name": A}]}},
+        {
+            "apiVersion": API,
+            "kind": KIND,
+            "metadata": {"name": "worker-pins", "labels": {ROLE: "master"}},
+            "spec": {"pinnedImages": [{"name": A}]},
+        },
         manager="argocd",
         operation="Apply",
     )
@@ -173,7 +177,12 @@ def test_kubeconfig_and_context(fake_apiserver, capsys):
 
 
 def test_pool_selector_is_pruned_by_the_v1_api_with_a_warning(fake_apiserver, conn, capsys, crd_schemas):
-    result = run(worker_set(conn, pool_selector={"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}}), capsys)
+    result = run(
+        worker_set(
+            conn, pool_selector={"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}}
+        ),
+        capsys,
+    )
     assert result["rc"] == 0
     assert result["definition"]["spec"]["machineConfigPoolSelector"]
     assert "machineConfigPoolSelector" not in fake_apiserver.get(KIND, "worker-pins")["spec"]
@@ -219,20 +228,23 @@ def test_dest_writes_byte_stable_yaml_without_the_cluster(tmp_path, capsys):
     assert "object" not in first
     content = path.read_bytes()
     assert yaml.safe_load(content) == first["definition"]
-    assert content == (
-        "apiVersion: machineconfiguration.openshift.io/v1\n"
-        "kind: PinnedImageSet\n"
-        "metadata:\n"
-        "  labels:\n"
-        "    a: '1'\n"
-        "    b: '2'\n"
-        "    machineconfiguration.openshift.io/role: worker\n"
-        "  name: worker-pins\n"
-        "spec:\n"
-        "  pinnedImages:\n"
-        f"  - name: {A}\n"
-        f"  - name: {B}\n"
-    ).encode()
+    assert (
+        content
+        == (
+            "apiVersion: machineconfiguration.openshift.io/v1\n"
+            "kind: PinnedImageSet\n"
+            "metadata:\n"
+            "  labels:\n"
+            "    a: '1'\n"
+            "    b: '2'\n"
+            "    machineconfiguration.openshift.io/role: worker\n"
+            "  name: worker-pins\n"
+            "spec:\n"
+            "  pinnedImages:\n"
+            f"  - name: {A}\n"
+            f"  - name: {B}\n"
+        ).encode()
+    )
     assert oct(os.stat(path).st_mode & 0o777) == "0o644"
     reordered = dict(args, labels={"a": "1", ROLE: "worker", "b": "2"})
     second = run(reordered, capsys)
@@ -302,11 +314,15 @@ def test_dest_reports_the_file_as_created_changed_or_removed(tmp_path, capsys):
 def test_a_definition_copied_from_the_cluster_with_a_stale_resource_version_applies(fake_apiserver, conn, capsys):
     # Server-side apply is declarative: the module sends no resourceVersion, so a definition taken from
     # `kubectl get -o yaml` long ago does not meet the API server's 409 for a stale one.
-    fake_apiserver.add({"apiVersion": API, "kind": KIND, "metadata": {"name": "copied"}, "spec": {"pinnedImages": [{"name": A}]}})
+    fake_apiserver.add(
+        {"apiVersion": API, "kind": KIND, "metadata": {"name": "copied"}, "spec": {"pinnedImages": [{"name": A}]}}
+    )
     stale = fake_apiserver.get(KIND, "copied")
     fake_apiserver.add(dict(stale, spec={"pinnedImages": [{"name": A}, {"name": B}]}))
     definition = dict(stale, spec={"pinnedImages": [{"name": B}]})
-    assert definition["metadata"]["resourceVersion"] != fake_apiserver.get(KIND, "copied")["metadata"]["resourceVersion"]
+    assert (
+        definition["metadata"]["resourceVersion"] != fake_apiserver.get(KIND, "copied")["metadata"]["resourceVersion"]
+    )
     result = run({"definition": definition, **conn}, capsys)
     assert result["rc"] == 0, result["msg"] if "msg" in result else result
     applied = [r for r in fake_apiserver.requests if r.method == "PATCH"]

@@ -30,12 +30,20 @@ def pis(name, images, role=None):
 
 
 def pool(name, set_roles=None):
-    return role_pool(name, set_roles or [name], f"node-role.kubernetes.io/{name}",
-                     labels={f"pools.operator.machineconfiguration.openshift.io/{name}": ""})
+    return role_pool(
+        name,
+        set_roles or [name],
+        f"node-role.kubernetes.io/{name}",
+        labels={f"pools.operator.machineconfiguration.openshift.io/{name}": ""},
+    )
 
 
 def node(name, *roles):
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {f"node-role.kubernetes.io/{r}": "" for r in roles}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {f"node-role.kubernetes.io/{r}": "" for r in roles}},
+    }
 
 
 @pytest.fixture
@@ -77,7 +85,9 @@ def test_cluster_nodes_sets_and_pools(fake_apiserver, cluster, capsys):
     assert pools["worker"]["images"] == [A, B] and pools["worker"]["sets"] == ["worker-set"]
     assert pools["worker"]["missing_sets"] == [] and pools["worker"]["source"] == "cluster"
     assert {r.method for r in fake_apiserver.requests} == {"GET"}
-    lists = {r.path for r in fake_apiserver.requests if r.path.endswith(("pinnedimagesets", "machineconfigpools", "nodes"))}
+    lists = {
+        r.path for r in fake_apiserver.requests if r.path.endswith(("pinnedimagesets", "machineconfigpools", "nodes"))
+    }
     assert lists == {
         "/apis/machineconfiguration.openshift.io/v1/pinnedimagesets",
         "/apis/machineconfiguration.openshift.io/v1/machineconfigpools",
@@ -86,7 +96,9 @@ def test_cluster_nodes_sets_and_pools(fake_apiserver, cluster, capsys):
 
 
 def test_given_nodes_replace_the_cluster_nodes(fake_apiserver, cluster, capsys):
-    result = run(dict(cluster, nodes=[{"name": "new-worker", "labels": {"node-role.kubernetes.io/worker": ""}}]), capsys)
+    result = run(
+        dict(cluster, nodes=[{"name": "new-worker", "labels": {"node-role.kubernetes.io/worker": ""}}]), capsys
+    )
     assert result["nodes"] == [{"name": "new-worker", "pools": ["worker"], "images": [A, B], "sets": ["worker-set"]}]
     assert not any(r.path == "/api/v1/nodes" for r in fake_apiserver.requests)
 
@@ -105,15 +117,21 @@ def test_files_override_cluster_sets_with_a_warning(cluster, capsys, tmp_path):
 def test_set_objects_and_paths_together(capsys, tmp_path):
     (tmp_path / "master.yaml").write_text(yaml.safe_dump(pis("master-set", [B], "master")))
     args = {
-        "sets": [{"apiVersion": "v1", "kind": "List", "items": [pis("worker-set", [A], "worker")]},
-                 str(tmp_path / "master.yaml")],
-        "nodes": [{"name": "w", "labels": {"node-role.kubernetes.io/worker": ""}},
-                  {"name": "m", "labels": {"node-role.kubernetes.io/master": ""}}],
+        "sets": [
+            {"apiVersion": "v1", "kind": "List", "items": [pis("worker-set", [A], "worker")]},
+            str(tmp_path / "master.yaml"),
+        ],
+        "nodes": [
+            {"name": "w", "labels": {"node-role.kubernetes.io/worker": ""}},
+            {"name": "m", "labels": {"node-role.kubernetes.io/master": ""}},
+        ],
     }
     result = run(args, capsys)
     assert result["rc"] == 0
     assert [(s["name"], s["source"]) for s in result["sets"]] == [
-        ("worker-set", "sets[0] items[0]"), ("master-set", str(tmp_path / "master.yaml"))]
+        ("worker-set", "sets[0] items[0]"),
+        ("master-set", str(tmp_path / "master.yaml")),
+    ]
     assert [(n["name"], n["images"]) for n in result["nodes"]] == [("w", [A]), ("m", [B])]
 
 
@@ -148,10 +166,17 @@ def test_pools_option_and_pool_files(capsys, tmp_path):
     (tmp_path / "pool.yaml").write_text(yaml.safe_dump(pool("gpu", set_roles=["gpu"])))
     (tmp_path / "set.yaml").write_text(yaml.safe_dump(pis("gpu-set", [C], "gpu")))
     result = run(
-        {"paths": [str(tmp_path)], "pools": ["worker"], "nodes": [{"name": "g", "labels": {"node-role.kubernetes.io/gpu": ""}}]},
+        {
+            "paths": [str(tmp_path)],
+            "pools": ["worker"],
+            "nodes": [{"name": "g", "labels": {"node-role.kubernetes.io/gpu": ""}}],
+        },
         capsys,
     )
-    assert [(p["name"], p["source"]) for p in result["pools"]] == [("gpu", str(tmp_path / "pool.yaml")), ("worker", "pools")]
+    assert [(p["name"], p["source"]) for p in result["pools"]] == [
+        ("gpu", str(tmp_path / "pool.yaml")),
+        ("worker", "pools"),
+    ]
     assert result["nodes"] == [{"name": "g", "pools": ["gpu"], "images": [C], "sets": ["gpu-set"]}]
 
 

@@ -13,16 +13,27 @@ from fixtures.module_runner import run_module
 
 ANNOTATION = "pinned.images/pinned-image-sets"
 IMAGE = "quay.io/openshift/app-a@sha256:" + "a" * 64
-NODES = [{"name": "n1", "state": "done", "sets": [{"name": "s", "images": [IMAGE]}],
-          "images": [{"image": IMAGE, "status": "pulled"}]}]
+NODES = [
+    {
+        "name": "n1",
+        "state": "done",
+        "sets": [{"name": "s", "images": [IMAGE]}],
+        "images": [{"image": IMAGE, "status": "pulled"}],
+    }
+]
 
 
 def other_writer_status(generation):
     """What another run wrote meanwhile: set s at desiredGeneration ``generation`` for the same images."""
     from ansible_collections.pinned.images.plugins.module_utils._openshift.node_status import image_list_hash
 
-    return json.dumps({"pinnedImageSets": [{"name": "s", "desiredGeneration": generation}], "conditions": [],
-                       "imageListHashes": {"s": image_list_hash([IMAGE])}})
+    return json.dumps(
+        {
+            "pinnedImageSets": [{"name": "s", "desiredGeneration": generation}],
+            "conditions": [],
+            "imageListHashes": {"s": image_list_hash([IMAGE])},
+        }
+    )
 
 
 @pytest.fixture
@@ -62,8 +73,9 @@ def test_a_writer_that_never_stops_fails_the_task_clearly(fake_apiserver, cluste
     bump_node_on_patch(fake_apiserver, 99)
     result = run_module(module, dict(cluster, nodes=NODES), capsys)
     assert result["rc"] == 1
-    assert result["msg"] == ("node n1: its status annotation changed 3 times while this task wrote it; is another run "
-                             "writing it too?")
+    assert result["msg"] == (
+        "node n1: its status annotation changed 3 times while this task wrote it; is another run writing it too?"
+    )
     assert [r.status for r in fake_apiserver.requests if r.method == "PATCH"] == [409, 409, 409]
 
 
@@ -91,8 +103,10 @@ def test_an_unreadable_annotation_is_a_warning_not_a_silent_reset(fake_apiserver
     fake_apiserver.objects[("Node", "n1")]["metadata"]["annotations"] = {ANNOTATION: "{not json"}
     result = run_module(module, dict(cluster, nodes=NODES), capsys)
     assert result["rc"] == 0, result
-    assert any("node n1: the status annotation is not JSON; its generation counters start again" in str(w)
-               for w in result.get("warnings", []))
+    assert any(
+        "node n1: the status annotation is not JSON; its generation counters start again" in str(w)
+        for w in result.get("warnings", [])
+    )
     written = json.loads(fake_apiserver.get("Node", "n1")["metadata"]["annotations"][ANNOTATION])
     assert written["pinnedImageSets"] == [{"name": "s", "desiredGeneration": 1, "currentGeneration": 1}]
 

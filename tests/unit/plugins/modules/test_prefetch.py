@@ -18,22 +18,25 @@ DIGEST = "sha256:" + "c" * 64
 GOOD = f"quay.io/org/app@{DIGEST}"
 
 
-@pytest.mark.parametrize("args, message", [
-    (dict(concurrency=0), "concurrency must be at least 1, got 0"),
-    (dict(retries=-1), "retries must be at least 0, got -1"),
-    (dict(pull_timeout=-5), "pull_timeout must be at least 0, got -5.0"),
-    (dict(registry_timeout=0), "registry_timeout must be above 0, got 0.0"),
-    (dict(cri_timeout=0), "cri_timeout must be above 0, got 0.0"),
-    (dict(expansion_factor=-1), "expansion_factor must be above 0, got -1.0"),
-    (dict(min_free="lots"), "size 'lots' is not understood"),
-    (dict(platform="windows"), "windows"),
-    (dict(images=["quay.io/org/app:latest", GOOD, "x y"]), "images[0]"),
-    (dict(auth_file="/nonexistent/config.json"), "auth file /nonexistent/config.json does not exist"),
-    (dict(registry_mirrors=[dict(prefix="quay.io")]), "location is unset"),
-    (dict(pin="sometimes"), "value of pin must be one of: none, auto, dropin, label"),
-    (dict(pin="auto", crio_reload="signal"), "crio_reload=signal needs crio_pid_file"),
-    (dict(pin="label", settle_timeout=0), "settle_timeout must be above 0, got 0.0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (dict(concurrency=0), "concurrency must be at least 1, got 0"),
+        (dict(retries=-1), "retries must be at least 0, got -1"),
+        (dict(pull_timeout=-5), "pull_timeout must be at least 0, got -5.0"),
+        (dict(registry_timeout=0), "registry_timeout must be above 0, got 0.0"),
+        (dict(cri_timeout=0), "cri_timeout must be above 0, got 0.0"),
+        (dict(expansion_factor=-1), "expansion_factor must be above 0, got -1.0"),
+        (dict(min_free="lots"), "size 'lots' is not understood"),
+        (dict(platform="windows"), "windows"),
+        (dict(images=["quay.io/org/app:latest", GOOD, "x y"]), "images[0]"),
+        (dict(auth_file="/nonexistent/config.json"), "auth file /nonexistent/config.json does not exist"),
+        (dict(registry_mirrors=[dict(prefix="quay.io")]), "location is unset"),
+        (dict(pin="sometimes"), "value of pin must be one of: none, auto, dropin, label"),
+        (dict(pin="auto", crio_reload="signal"), "crio_reload=signal needs crio_pid_file"),
+        (dict(pin="label", settle_timeout=0), "settle_timeout must be above 0, got 0.0"),
+    ],
+)
 def test_bad_input_fails_before_contacting_the_runtime(args, message, capsys, tmp_path):
     params = dict(dict(images=[GOOD], cri_socket=str(tmp_path / "no.sock")), **args)
     result = run_module(module, params, capsys)
@@ -94,7 +97,9 @@ class CrioWithEveryImage(ScriptedRuntime):
         return dict(id="sha256:1", repo_tags=[], repo_digests=[image], size=7, pinned=False)
 
 
-def test_a_missing_systemctl_fails_the_pin_and_the_result_keeps_the_pulls_and_the_drop_in(capsys, tmp_path, monkeypatch):
+def test_a_missing_systemctl_fails_the_pin_and_the_result_keeps_the_pulls_and_the_drop_in(
+    capsys, tmp_path, monkeypatch
+):
     (tmp_path / "bin").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     monkeypatch.setattr(CrioWithEveryImage, "image_fs", str(tmp_path))
@@ -102,9 +107,15 @@ def test_a_missing_systemctl_fails_the_pin_and_the_result_keeps_the_pulls_and_th
     dropin = tmp_path / "50-pinned-images"
     (tmp_path / "auth.json").write_text('{"auths": {}}')
     (tmp_path / "registries.conf").write_text("")
-    params = dict(images=[GOOD], pin="dropin", crio_reload="systemd", dropin_path=str(dropin),
-                  auth_file=str(tmp_path / "auth.json"), registries_conf=str(tmp_path / "registries.conf"),
-                  lock_file=str(tmp_path / "lock"))
+    params = dict(
+        images=[GOOD],
+        pin="dropin",
+        crio_reload="systemd",
+        dropin_path=str(dropin),
+        auth_file=str(tmp_path / "auth.json"),
+        registries_conf=str(tmp_path / "registries.conf"),
+        lock_file=str(tmp_path / "lock"),
+    )
     result = run_module(module, params, capsys)
     assert result["rc"] == 1 and "systemctl reload crio failed (rc=127)" in result["msg"]
     assert "systemctl is not on the PATH" in result["msg"]

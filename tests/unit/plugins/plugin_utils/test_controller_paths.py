@@ -24,8 +24,12 @@ def test_resolve_options_lists_strings_and_leaves_objects(tmp_path):
     args = {"sets": ["sets", obj, "/abs"], "dest": "out", "name": "x", "kubeconfig": {"apiVersion": "v1"}}
     resolved, problems = resolve_options(args, ("sets", "dest", "kubeconfig", "ca_cert"), base, ("sets",))
     assert problems == []
-    assert resolved == {"sets": [f"{base}/sets", obj, "/abs"], "dest": f"{base}/out", "name": "x",
-                        "kubeconfig": {"apiVersion": "v1"}}
+    assert resolved == {
+        "sets": [f"{base}/sets", obj, "/abs"],
+        "dest": f"{base}/out",
+        "name": "x",
+        "kubeconfig": {"apiVersion": "v1"},
+    }
     assert "ca_cert" not in resolved and args["dest"] == "out"
 
 
@@ -33,6 +37,7 @@ def test_a_missing_relative_input_names_the_given_path_and_the_directory(tmp_pat
     base = str(tmp_path)
     resolved, problems = resolve_options({"paths": ["nope/", "/abs/missing"]}, ("paths",), base, ("paths",))
     # The absolute one is left for the module, whose message names it already.
-    assert problems == [f"paths: nope/: no such file or directory (resolved against {base}, "
-                        "the directory ansible was started in)"]
+    assert problems == [
+        f"paths: nope/: no such file or directory (resolved against {base}, the directory ansible was started in)"
+    ]
     assert resolved["paths"] == [f"{base}/nope", "/abs/missing"]

@@ -20,33 +20,82 @@ IMAGE = "registry.example.com/org/app@sha256:" + "a" * 64
 
 
 def node(host, control_plane, started, status="ok", **extra):
-    base = dict(host=host, node=host, control_plane=control_plane, status=status, error="", node_error="",
-                requested=3, pulled=2, present=1, failed=0, would_pull=0, bytes=2 * 1048576, seconds=3.0,
-                started=started, finished=started + 4.0, pull_started=started + 1.0, pull_finished=started + 3.0,
-                pin_started=started + 3.1, pin_finished=started + 3.2, pinned=3, pin_method="label", dropin=None,
-                runtime="containerd", runtime_version="1.7.24", sets=[{"name": "s", "images": [IMAGE]}], images=[])
+    base = dict(
+        host=host,
+        node=host,
+        control_plane=control_plane,
+        status=status,
+        error="",
+        node_error="",
+        requested=3,
+        pulled=2,
+        present=1,
+        failed=0,
+        would_pull=0,
+        bytes=2 * 1048576,
+        seconds=3.0,
+        started=started,
+        finished=started + 4.0,
+        pull_started=started + 1.0,
+        pull_finished=started + 3.0,
+        pin_started=started + 3.1,
+        pin_finished=started + 3.2,
+        pinned=3,
+        pin_method="label",
+        dropin=None,
+        runtime="containerd",
+        runtime_version="1.7.24",
+        sets=[{"name": "s", "images": [IMAGE]}],
+        images=[],
+    )
     return dict(base, **extra)
 
 
 def report(nodes, order=("control_plane", "workers")):
     phases = F["cluster_phases"](list(order), 1, "100%", 100, 100)
-    return {"summary": F["cluster_summary"](nodes), "nodes": nodes,
-            "run": F["cluster_run"](nodes, phases, [{"host": n["host"], "pools": ["worker"]} for n in nodes],
-                                    forks=10)}
+    return {
+        "summary": F["cluster_summary"](nodes),
+        "nodes": nodes,
+        "run": F["cluster_run"](nodes, phases, [{"host": n["host"], "pools": ["worker"]} for n in nodes], forks=10),
+    }
 
 
 def run_report():
     """Two control-plane nodes one after the other (the second failed), two workers together, one not run."""
-    return report([
-        node("cp-1", True, 110.0, status="failed", error="1 of 3 images failed", pin_started=None,
-             pin_finished=None, pinned=None, images=[dict(image=IMAGE, status="failed", error="manifest unknown")]),
-        node("cp-0", True, 100.0),
-        node("worker-0", False, 120.0),
-        node("worker-1", False, 120.5),
-        dict(node("worker-2", False, 0.0, status="not_run", error="not attempted"), started=None, finished=None,
-             pull_started=None, pull_finished=None, pin_started=None, pin_finished=None, pulled=0, present=0,
-             bytes=0, seconds=0.0, pinned=None, runtime="", runtime_version=""),
-    ])
+    return report(
+        [
+            node(
+                "cp-1",
+                True,
+                110.0,
+                status="failed",
+                error="1 of 3 images failed",
+                pin_started=None,
+                pin_finished=None,
+                pinned=None,
+                images=[dict(image=IMAGE, status="failed", error="manifest unknown")],
+            ),
+            node("cp-0", True, 100.0),
+            node("worker-0", False, 120.0),
+            node("worker-1", False, 120.5),
+            dict(
+                node("worker-2", False, 0.0, status="not_run", error="not attempted"),
+                started=None,
+                finished=None,
+                pull_started=None,
+                pull_finished=None,
+                pin_started=None,
+                pin_finished=None,
+                pulled=0,
+                present=0,
+                bytes=0,
+                seconds=0.0,
+                pinned=None,
+                runtime="",
+                runtime_version="",
+            ),
+        ]
+    )
 
 
 def parse(page):
@@ -75,8 +124,13 @@ def test_the_page_is_well_formed_self_contained_and_loads_nothing():
 def test_a_bar_per_node_in_phase_order_then_start_order():
     root = parse(F["cluster_report_html"](run_report()))
     rows = [(g.get("data-host"), g.get("data-phase"), g.get("data-status")) for g in bars(root)]
-    assert rows == [("cp-0", "control_plane", "ok"), ("cp-1", "control_plane", "failed"),
-                    ("worker-0", "workers", "ok"), ("worker-1", "workers", "ok"), ("worker-2", "workers", "not_run")]
+    assert rows == [
+        ("cp-0", "control_plane", "ok"),
+        ("cp-1", "control_plane", "failed"),
+        ("worker-0", "workers", "ok"),
+        ("worker-1", "workers", "ok"),
+        ("worker-2", "workers", "not_run"),
+    ]
     phases = [g.get("data-phase") for g in root.iter(SVG + "g") if g.get("class") == "phase"]
     assert phases == ["control_plane", "workers"]
     # Workers first when the run put them first.
@@ -86,8 +140,10 @@ def test_a_bar_per_node_in_phase_order_then_start_order():
 
 def geometry(group):
     """{kind: (x, x + width, y)} of a node's rects."""
-    return {r.get("class"): (float(r.get("x")), float(r.get("x")) + float(r.get("width")), float(r.get("y")))
-            for r in group.iter(SVG + "rect")}
+    return {
+        r.get("class"): (float(r.get("x")), float(r.get("x")) + float(r.get("width")), float(r.get("y")))
+        for r in group.iter(SVG + "rect")
+    }
 
 
 def test_bars_follow_the_times_with_the_pull_and_the_pin_inside():
@@ -108,8 +164,9 @@ def test_bars_follow_the_times_with_the_pull_and_the_pin_inside():
 def test_a_node_clock_ahead_or_behind_the_controller_draws_its_parts_inside_its_bar():
     # The parts come from the node's clock, the bar from the controller's: a skew of a minute either way.
     ahead = node("cp-0", True, 100.0, pull_started=160.0, pull_finished=162.0, pin_started=163.0, pin_finished=163.1)
-    behind = node("worker-0", False, 100.0, pull_started=40.0, pull_finished=42.0, pin_started=103.0,
-                  pin_finished=103.1)
+    behind = node(
+        "worker-0", False, 100.0, pull_started=40.0, pull_finished=42.0, pin_started=103.0, pin_finished=103.1
+    )
     groups = {g.get("data-host"): geometry(g) for g in bars(parse(F["cluster_report_html"](report([ahead, behind]))))}
     for rects in groups.values():
         for part in ("pull", "pin"):
@@ -124,21 +181,25 @@ def test_per_node_counts_pin_runtime_totals_parameters_and_failures():
     assert root.find(XHTML + "body/" + XHTML + "h1").text == "pinned.images rollout: 5 nodes, 1 failed, 1 not run"
     assert "nodes 5: 3 ok, 1 failed, 1 not run" in rows and "images 8 pulled, 4 present, 0 failed" in rows
     assert "seconds 12.0 on the nodes together; 24.5 s from the first node's start to the last's end" in rows
-    assert ("phases Control plane (batches of 1, stop above 100% failed), then Workers (batches of 100%, stop above "
-            "100% failed)") in rows
+    assert (
+        "phases Control plane (batches of 1, stop above 100% failed), then Workers (batches of 100%, stop above "
+        "100% failed)"
+    ) in rows
     assert "forks 10" in rows and "sets s (1 images, 5 nodes)" in rows and "pools worker (5 nodes)" in rows
     failures = {div.get("data-host"): " ".join(" ".join(div.itertext()).split()) for div in root.iter(XHTML + "div")}
-    assert failures == {"cp-1": f"cp-1: failed 1 of 3 images failed {IMAGE}: manifest unknown",
-                        "worker-2": "worker-2: not run not attempted"}
+    assert failures == {
+        "cp-1": f"cp-1: failed 1 of 3 images failed {IMAGE}: manifest unknown",
+        "worker-2": "worker-2: not run not attempted",
+    }
 
 
 def test_everything_is_escaped_and_characters_xml_forbids_are_replaced():
-    hostile = 'cp-<b>&"\'\x00\x1b[31m'
+    hostile = "cp-<b>&\"'\x00\x1b[31m"
     nodes = [node(hostile, True, 1.0, status="failed", error="<script>alert(1)</script> & \x07")]
     page = F["cluster_report_html"](report(nodes))
     root = parse(page)
     assert "<b>" not in page and "<script>" not in page and "\x00" not in page and "\x07" not in page
-    assert bars(root)[0].get("data-host") == 'cp-<b>&"\'\ufffd\ufffd[31m'
+    assert bars(root)[0].get("data-host") == "cp-<b>&\"'\ufffd\ufffd[31m"
     assert "<script>alert(1)</script> & \ufffd" in "".join(root.itertext())
 
 
@@ -147,8 +208,9 @@ def test_no_secret_of_the_run_appears():
     blob = base64.b64encode(f"{user}:{password}".encode()).decode()
     pull_secret = json.dumps({"auths": {"registry.example.com": {"auth": blob}}})
     leaky = f"pull of {IMAGE} failed: {user}:{password} / {blob} / Bearer {token}"
-    nodes = [node("cp-0", True, 1.0, status="failed", error=leaky,
-                  images=[dict(image=IMAGE, status="failed", error=leaky)])]
+    nodes = [
+        node("cp-0", True, 1.0, status="failed", error=leaky, images=[dict(image=IMAGE, status="failed", error=leaky)])
+    ]
     hostvars = {"cp-0": {"node_pull_secret": pull_secret}, "localhost": {}}
     page = F["cluster_report_html"](report(nodes), hostvars=hostvars, k8s_auth={"api_key": token})
     for secret in (password, blob, f"{user}:{password}", token):
@@ -183,8 +245,9 @@ def test_the_published_report_draws_the_same_timeline_and_a_report_without_nodes
     full = run_report()
     published = dict(full, nodes=F["cluster_report_nodes"](full["nodes"]))
     timeline = re.compile(r'<svg [^>]*class="timeline".*?</svg>', re.S)
-    assert timeline.search(F["cluster_report_html"](published)).group(0) == \
-        timeline.search(F["cluster_report_html"](full)).group(0)
+    assert timeline.search(F["cluster_report_html"](published)).group(0) == timeline.search(
+        F["cluster_report_html"](full)
+    ).group(0)
     empty = F["cluster_report_html"]({"summary": {}, "nodes": []})
     assert "nothing to draw" in empty and parse(empty) is not None
 
@@ -194,19 +257,30 @@ def test_the_page_lies_beside_the_report_file():
     assert F["cluster_report_html_path"]("report") == "report.html"
 
 
-@pytest.mark.parametrize("mangle, message", [
-    (lambda r: [r], "the report must be a mapping (summary, nodes, run), got a list"),
-    (lambda r: dict(r, run=[r["run"]]), "the report's run must be a mapping, got a list"),
-    (lambda r: dict(r, summary="ok"), "the report's summary must be a mapping, got str"),
-    (lambda r: dict(r, nodes=r["nodes"] + ["cp-9"]), "the report's nodes must be a list of mappings, got a list "
-                                                     "with str"),
-    (lambda r: dict(r, nodes=[dict(r["nodes"][0], images=[IMAGE])]), "the report's nodes[0].images must be a list "
-                                                                     "of mappings, got a list with str"),
-    (lambda r: dict(r, run=dict(r["run"], sets=[{"name": "s", "images": IMAGE}])),
-     f"the report's run.sets[0].images must be a number, got str {IMAGE!r}"),
-    (lambda r: dict(r, run=dict(r["run"], pools={"worker": 3})), "the report's run.pools must be a list of "
-                                                                 "mappings, got dict"),
-])
+@pytest.mark.parametrize(
+    "mangle, message",
+    [
+        (lambda r: [r], "the report must be a mapping (summary, nodes, run), got a list"),
+        (lambda r: dict(r, run=[r["run"]]), "the report's run must be a mapping, got a list"),
+        (lambda r: dict(r, summary="ok"), "the report's summary must be a mapping, got str"),
+        (
+            lambda r: dict(r, nodes=r["nodes"] + ["cp-9"]),
+            "the report's nodes must be a list of mappings, got a list with str",
+        ),
+        (
+            lambda r: dict(r, nodes=[dict(r["nodes"][0], images=[IMAGE])]),
+            "the report's nodes[0].images must be a list of mappings, got a list with str",
+        ),
+        (
+            lambda r: dict(r, run=dict(r["run"], sets=[{"name": "s", "images": IMAGE}])),
+            f"the report's run.sets[0].images must be a number, got str {IMAGE!r}",
+        ),
+        (
+            lambda r: dict(r, run=dict(r["run"], pools={"worker": 3})),
+            "the report's run.pools must be a list of mappings, got dict",
+        ),
+    ],
+)
 def test_a_malformed_report_is_an_error_naming_the_key(mangle, message):
     with pytest.raises(ValueError) as error:
         F["cluster_report_html"](mangle(run_report()))
@@ -216,19 +290,28 @@ def test_a_malformed_report_is_an_error_naming_the_key(mangle, message):
 def test_nan_and_infinity_draw_nothing_and_end():
     nodes = run_report()["nodes"]
     # A hand-edited JSON report: Python's json reads NaN and Infinity.
-    broken = dict(report(nodes[1:4]), nodes=[dict(nodes[1], finished=float("inf"), pulled=float("nan"),
-                                                  seconds=float("-inf")), dict(nodes[2], started=float("nan")),
-                                             nodes[3]])
+    broken = dict(
+        report(nodes[1:4]),
+        nodes=[
+            dict(nodes[1], finished=float("inf"), pulled=float("nan"), seconds=float("-inf")),
+            dict(nodes[2], started=float("nan")),
+            nodes[3],
+        ],
+    )
     page = F["cluster_report_html"](broken)
     groups = {g.get("data-host"): geometry(g) for g in bars(parse(page))}
     # cp-0 has no end and worker-0 no start: notes, not bars; worker-1 spans the axis alone.
     assert set(groups["cp-0"]) == set() and set(groups["worker-0"]) == set()
     assert "nan" not in page.lower() and "inf" not in page.replace("info", "")
     assert "cp-0 control plane ok 0 1 0 2.0 MiB 0.0" in " ".join(
-        " ".join("".join(c.itertext()) for c in tr) for tr in parse(page).iter(XHTML + "tr"))
+        " ".join("".join(c.itertext()) for c in tr) for tr in parse(page).iter(XHTML + "tr")
+    )
 
 
 def test_a_run_of_years_has_a_few_ticks():
-    ticks = [t for t in parse(F["cluster_report_html"](report([node("cp-0", True, 0.0, finished=1e9)]))).iter(
-        SVG + "text") if t.get("class") == "tick"]
+    ticks = [
+        t
+        for t in parse(F["cluster_report_html"](report([node("cp-0", True, 0.0, finished=1e9)]))).iter(SVG + "text")
+        if t.get("class") == "tick"
+    ]
     assert 2 <= len(ticks) <= 9

@@ -34,8 +34,8 @@ def _collections_root() -> str:
     raise AssertionError("not imported from an ansible_collections tree")
 
 
-OLD = b"[crio]\n  [crio.image]\n    pinned_images = [\"old\"]\n"
-NEW = b"[crio]\n  [crio.image]\n    pinned_images = [\"new\", \"newer\"]\n"
+OLD = b'[crio]\n  [crio.image]\n    pinned_images = ["old"]\n'
+NEW = b'[crio]\n  [crio.image]\n    pinned_images = ["new", "newer"]\n'
 
 
 def mode_of(path) -> int:
@@ -47,8 +47,12 @@ def test_create_then_unchanged(tmp_path):
     result = atomic_write(path, NEW)
     assert result["changed"] and result["created"] and result["content_changed"]
     assert path.read_bytes() == NEW and mode_of(path) == 0o644
-    assert result["diff"] == {"before": "", "after": NEW.decode(), "before_header": f"{path} (absent)",
-                              "after_header": str(path)}
+    assert result["diff"] == {
+        "before": "",
+        "after": NEW.decode(),
+        "before_header": f"{path} (absent)",
+        "after_header": str(path),
+    }
     inode = os.stat(path).st_ino
     again = atomic_write(path, NEW.decode())
     assert not again["changed"] and not again["content_changed"] and os.stat(path).st_ino == inode
@@ -153,8 +157,9 @@ WRITER = textwrap.dedent(
 
 def kill_writer_before_rename(path):
     """Run atomic_write(path, NEW) in a child and SIGKILL it between write and rename; return (temp, pid)."""
-    child = subprocess.Popen([sys.executable, "-c", WRITER, _collections_root(), str(path), NEW.decode()],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", WRITER, _collections_root(), str(path), NEW.decode()], stdout=subprocess.PIPE, text=True
+    )
     try:
         line = child.stdout.readline().strip()
         assert line.startswith("ready "), line
@@ -164,7 +169,7 @@ def kill_writer_before_rename(path):
         if child.poll() is None:
             child.kill()
             child.wait()
-    return Path(line[len("ready "):]), child.pid
+    return Path(line[len("ready ") :]), child.pid
 
 
 def test_writer_killed_between_write_and_rename(tmp_path):
@@ -254,8 +259,11 @@ def test_random_kills_never_leave_a_torn_file(tmp_path):
     path.write_bytes(big_old)
     rng = random.Random(1234)
     for _round in range(12):
-        child = subprocess.Popen([sys.executable, "-c", LOOPER, _collections_root(), str(path),
-                                  big_old.decode(), big_new.decode()], stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", LOOPER, _collections_root(), str(path), big_old.decode(), big_new.decode()],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert child.stdout.readline().strip() == "go"
             time.sleep(rng.uniform(0.0, 0.05))

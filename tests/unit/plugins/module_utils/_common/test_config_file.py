@@ -17,15 +17,19 @@ def test_a_file_is_read_as_text(tmp_path):
 
 
 def test_every_bad_file_is_refused_with_its_name(bad_file):
-    message = error_of(CollectionError, read_config_text, bad_file.path, "the pull secret", TOO_LARGE - 1,
-                       CollectionError)
+    message = error_of(
+        CollectionError, read_config_text, bad_file.path, "the pull secret", TOO_LARGE - 1, CollectionError
+    )
     assert message.startswith(f"the pull secret {bad_file.path}") and bad_file.message in message
 
 
-@pytest.mark.parametrize("value, shown", [
-    ("short", "'short'"),
-    ("x" * 200, repr("x" * 97 + "...")),
-    ([1, [2, [3, [4]]]], "[1, [2, [...]]]"),
-])
+@pytest.mark.parametrize(
+    "value, shown",
+    [
+        ("short", "'short'"),
+        ("x" * 200, repr("x" * 97 + "...")),
+        ([1, [2, [3, [4]]]], "[1, [2, [...]]]"),
+    ],
+)
 def test_values_are_shown_short(value, shown):
     assert short_value(value) == shown

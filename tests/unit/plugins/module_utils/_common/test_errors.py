@@ -35,8 +35,11 @@ def test_details_are_set_at_construction():
 def _exception_classes():
     for path in sorted(MODULE_UTILS.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef) and node.name.endswith(("Error", "Refused", "Rejected")) \
-                    and node.name != "CollectionError":
+            if (
+                isinstance(node, ast.ClassDef)
+                and node.name.endswith(("Error", "Refused", "Rejected"))
+                and node.name != "CollectionError"
+            ):
                 yield str(path.relative_to(MODULE_UTILS)), node
 
 

@@ -30,8 +30,12 @@ VALID = [
     ("docker.io/library/busybox", False, ("docker.io", "library/busybox", None, None), "docker.io/library/busybox"),
     ("index.docker.io/x/y", False, ("docker.io", "x/y", None, None), "docker.io/x/y"),
     ("registry-1.docker.io/x/y", False, ("docker.io", "x/y", None, None), "docker.io/x/y"),
-    ("index.docker.io/library/busybox", False, ("docker.io", "library/busybox", None, None),
-     "docker.io/library/busybox"),
+    (
+        "index.docker.io/library/busybox",
+        False,
+        ("docker.io", "library/busybox", None, None),
+        "docker.io/library/busybox",
+    ),
     # Hosts: dots, ports, localhost, IPv4, IPv6 in brackets, upper case (a host, as in distribution).
     ("localhost/app", False, ("localhost", "app", None, None), "localhost/app"),
     ("localhost:5000/app:t", False, ("localhost:5000", "app", "t", None), "localhost:5000/app:t"),
@@ -44,16 +48,24 @@ VALID = [
     # Without a slash a colon is a tag, never a port.
     ("registry:5000", False, ("docker.io", "library/registry", "5000", None), "docker.io/library/registry:5000"),
     # Path component separators.
-    ("quay.io/a.b/c_d/e__f/g-h/i--j", False, ("quay.io", "a.b/c_d/e__f/g-h/i--j", None, None),
-     "quay.io/a.b/c_d/e__f/g-h/i--j"),
+    (
+        "quay.io/a.b/c_d/e__f/g-h/i--j",
+        False,
+        ("quay.io", "a.b/c_d/e__f/g-h/i--j", None, None),
+        "quay.io/a.b/c_d/e__f/g-h/i--j",
+    ),
     ("quay.io/a/b/c/d/e/f", False, ("quay.io", "a/b/c/d/e/f", None, None), "quay.io/a/b/c/d/e/f"),
     # Tags: 128 characters, letters of both cases, leading underscore or digit.
     ("quay.io/a:" + "T" * 128, False, ("quay.io", "a", "T" * 128, None), "quay.io/a:" + "T" * 128),
     ("quay.io/a:_x.Y-1", False, ("quay.io", "a", "_x.Y-1", None), "quay.io/a:_x.Y-1"),
     ("quay.io/a:0", False, ("quay.io", "a", "0", None), "quay.io/a:0"),
     # Path exactly 255 characters: the host is not counted (distribution/reference v0.6.0).
-    ("quay.example.com/" + "a" * 255, False, ("quay.example.com", "a" * 255, None, None),
-     "quay.example.com/" + "a" * 255),
+    (
+        "quay.example.com/" + "a" * 255,
+        False,
+        ("quay.example.com", "a" * 255, None, None),
+        "quay.example.com/" + "a" * 255,
+    ),
     # Ports are digits, any number of them, as in the grammar.
     ("quay.io:123456/a", False, ("quay.io:123456", "a", None, None), "quay.io:123456/a"),
     # An image id is refused only as the whole reference.

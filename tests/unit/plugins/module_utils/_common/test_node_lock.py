@@ -23,8 +23,13 @@ sys.stdin.read()
 
 
 def holder(path):
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert proc.stdout.readline() == "held\n"
     return proc
 
@@ -44,8 +49,11 @@ def test_a_second_run_is_refused_and_told_who_holds_the_lock(tmp_path):
         assert first.wait(timeout=30) == 0
     # The holder ended: the lock is free again, and the record is the new holder's.
     with NodeLock(str(path), "third-run"):
-        assert json.loads(path.read_text()) == {"pid": os.getpid(), "run_id": "third-run",
-                                                "started": json.loads(path.read_text())["started"]}
+        assert json.loads(path.read_text()) == {
+            "pid": os.getpid(),
+            "run_id": "third-run",
+            "started": json.loads(path.read_text())["started"],
+        }
     assert oct(path.stat().st_mode & 0o777) == "0o600"
 
 

@@ -18,14 +18,50 @@ def _large_document() -> dict:
     """Every shape the collection writes: MachineConfigs, sets, odd scalars, unicode, a shared sub-object."""
     images = [f"registry.example.com:5000/team-{i % 7}/app-{i}@{DIGEST}" for i in range(2000)]
     shared = {"labels": {"pinned-images/role": "worker"}}
-    odd = ["yes", "no", "on", "null", "~", "1.0", "0x1F", "012", "-", "a: b", "# not a comment", " lead", "trail ",
-           "multi\nline\n", "tab\there", "quote'\"", "ünïcödé ✓", "", "*alias", "&anchor", "[x]", "{y}", "%z", "@w",
-           "`v`", "2026-11-30", "1e3", ".inf", "=", "<<", "?q", "!t", "|", ">", "x" * 5000]
+    odd = [
+        "yes",
+        "no",
+        "on",
+        "null",
+        "~",
+        "1.0",
+        "0x1F",
+        "012",
+        "-",
+        "a: b",
+        "# not a comment",
+        " lead",
+        "trail ",
+        "multi\nline\n",
+        "tab\there",
+        "quote'\"",
+        "ünïcödé ✓",
+        "",
+        "*alias",
+        "&anchor",
+        "[x]",
+        "{y}",
+        "%z",
+        "@w",
+        "`v`",
+        "2026-11-30",
+        "1e3",
+        ".inf",
+        "=",
+        "<<",
+        "?q",
+        "!t",
+        "|",
+        ">",
+        "x" * 5000,
+    ]
     return {
-        "machineConfigs": [render_machine_config(f"pool-{i}", images[i * 100:(i + 1) * 100]) for i in range(20)],
+        "machineConfigs": [render_machine_config(f"pool-{i}", images[i * 100 : (i + 1) * 100]) for i in range(20)],
         "dropIn": render_pinned_images(images[:500]),
-        "sets": [{"metadata": dict(shared, name=f"set-{i}"), "spec": {"pinnedImages": [{"name": n} for n in images]}}
-                 for i in range(3)],
+        "sets": [
+            {"metadata": dict(shared, name=f"set-{i}"), "spec": {"pinnedImages": [{"name": n} for n in images]}}
+            for i in range(3)
+        ],
         "odd": odd,
         "numbers": [0, -1, 3.5, 1e100, True, False, None],
         "binaryish": base64.b64encode(bytes(range(256)) * 40).decode(),

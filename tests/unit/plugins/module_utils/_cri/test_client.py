@@ -14,12 +14,19 @@ from ansible_collections.pinned.images.plugins.module_utils._cri import client a
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, CriError
 
 
-@pytest.mark.parametrize("value, target, path", [
-    ("/run/containerd/containerd.sock", "unix:///run/containerd/containerd.sock", "/run/containerd/containerd.sock"),
-    ("unix:///var/run/crio/crio.sock", "unix:///var/run/crio/crio.sock", "/var/run/crio/crio.sock"),
-    ("127.0.0.1:10010", "127.0.0.1:10010", None),
-    ("node1.example:3000", "node1.example:3000", None),
-])
+@pytest.mark.parametrize(
+    "value, target, path",
+    [
+        (
+            "/run/containerd/containerd.sock",
+            "unix:///run/containerd/containerd.sock",
+            "/run/containerd/containerd.sock",
+        ),
+        ("unix:///var/run/crio/crio.sock", "unix:///var/run/crio/crio.sock", "/var/run/crio/crio.sock"),
+        ("127.0.0.1:10010", "127.0.0.1:10010", None),
+        ("node1.example:3000", "node1.example:3000", None),
+    ],
+)
 def test_resolve_endpoint(value, target, path):
     assert cri.resolve_endpoint(value) == (target, path)
 
@@ -62,8 +69,9 @@ def test_nobody_listening_times_out_with_a_clear_error(tmp_path):
         with pytest.raises(CriError, match=r"could not connect to the CRI runtime at .*idle.sock within 0.2s") as info:
             CriClient(path, connect_timeout=0.2).connect()
         assert info.value.kind == cri.UNAVAILABLE
-        assert str(info.value).endswith(": nothing is listening there (connection refused; a socket file left by a "
-                                        "stopped runtime?)")
+        assert str(info.value).endswith(
+            ": nothing is listening there (connection refused; a socket file left by a stopped runtime?)"
+        )
     finally:
         server.close()
         os.unlink(path)
@@ -100,13 +108,23 @@ def serve_once(path, answer):
     return close
 
 
-@pytest.mark.parametrize("name, answer, why", [
-    ("api.sock.ttrpc", None, "something there accepts connections but does not answer gRPC (HTTP/2): not a CRI socket "
-                             "(a .ttrpc socket is containerd's ttrpc API; its CRI socket is the same path without .ttrpc)"),
-    ("http.sock", b"HTTP/1.1 400 Bad Request\r\n\r\n",
-     "something there answered 'HTTP/1.1 400 Bad Request\\r\\n\\r\\n', which is not gRPC (HTTP/2): not a CRI socket"),
-    ("closer.sock", b"", "something there closed the connection without a gRPC (HTTP/2) answer: not a CRI socket"),
-])
+@pytest.mark.parametrize(
+    "name, answer, why",
+    [
+        (
+            "api.sock.ttrpc",
+            None,
+            "something there accepts connections but does not answer gRPC (HTTP/2): not a CRI socket "
+            "(a .ttrpc socket is containerd's ttrpc API; its CRI socket is the same path without .ttrpc)",
+        ),
+        (
+            "http.sock",
+            b"HTTP/1.1 400 Bad Request\r\n\r\n",
+            "something there answered 'HTTP/1.1 400 Bad Request\\r\\n\\r\\n', which is not gRPC (HTTP/2): not a CRI socket",
+        ),
+        ("closer.sock", b"", "something there closed the connection without a gRPC (HTTP/2) answer: not a CRI socket"),
+    ],
+)
 def test_a_socket_that_is_not_cri_says_what_answered(tmp_path, name, answer, why):
     path = str(tmp_path / name)
     close = serve_once(path, answer)
@@ -119,14 +137,17 @@ def test_a_socket_that_is_not_cri_says_what_answered(tmp_path, name, answer, why
     assert "is crio or containerd running" not in str(info.value)
 
 
-@pytest.mark.parametrize("message, kind", [
-    ('failed to pull: write /var/lib/x: no space left on device', cri.NO_SPACE),
-    ('pulling from host q.io failed with status code [manifests sha256:1]: 401 Unauthorized', cri.AUTH),
-    ('unexpected status from HEAD request: 403 Forbidden', cri.AUTH),
-    ('failed to resolve reference "q.io/a@sha256:0": q.io/a@sha256:0: not found', cri.NOT_FOUND),
-    ('reading manifest sha256:0 in q.io/a: manifest unknown', cri.NOT_FOUND),
-    ('dial tcp 127.0.0.1:1: connect: connection refused', cri.UNKNOWN),
-])
+@pytest.mark.parametrize(
+    "message, kind",
+    [
+        ("failed to pull: write /var/lib/x: no space left on device", cri.NO_SPACE),
+        ("pulling from host q.io failed with status code [manifests sha256:1]: 401 Unauthorized", cri.AUTH),
+        ("unexpected status from HEAD request: 403 Forbidden", cri.AUTH),
+        ('failed to resolve reference "q.io/a@sha256:0": q.io/a@sha256:0: not found', cri.NOT_FOUND),
+        ("reading manifest sha256:0 in q.io/a: manifest unknown", cri.NOT_FOUND),
+        ("dial tcp 127.0.0.1:1: connect: connection refused", cri.UNKNOWN),
+    ],
+)
 def test_classify_message(message, kind):
     assert cri.classify_message(message) == kind
     assert CriError(message, kind).retryable is (kind == cri.UNKNOWN)
@@ -164,15 +185,18 @@ def test_deadlines_default_explicit_and_none():
     assert seen == [7, 3, None]
 
 
-@pytest.mark.parametrize("code, details, kind", [
-    (grpc.StatusCode.DEADLINE_EXCEEDED, "", cri.DEADLINE),
-    (grpc.StatusCode.UNAVAILABLE, "connection reset", cri.UNAVAILABLE),
-    (grpc.StatusCode.NOT_FOUND, "image not found", cri.NOT_FOUND),
-    (grpc.StatusCode.PERMISSION_DENIED, "denied", cri.AUTH),
-    (grpc.StatusCode.INVALID_ARGUMENT, "bad ref", cri.INVALID),
-    (grpc.StatusCode.UNIMPLEMENTED, "unknown service runtime.v1.ImageService", cri.INVALID),
-    (grpc.StatusCode.UNKNOWN, "failed to extract layer: no space left on device", cri.NO_SPACE),
-])
+@pytest.mark.parametrize(
+    "code, details, kind",
+    [
+        (grpc.StatusCode.DEADLINE_EXCEEDED, "", cri.DEADLINE),
+        (grpc.StatusCode.UNAVAILABLE, "connection reset", cri.UNAVAILABLE),
+        (grpc.StatusCode.NOT_FOUND, "image not found", cri.NOT_FOUND),
+        (grpc.StatusCode.PERMISSION_DENIED, "denied", cri.AUTH),
+        (grpc.StatusCode.INVALID_ARGUMENT, "bad ref", cri.INVALID),
+        (grpc.StatusCode.UNIMPLEMENTED, "unknown service runtime.v1.ImageService", cri.INVALID),
+        (grpc.StatusCode.UNKNOWN, "failed to extract layer: no space left on device", cri.NO_SPACE),
+    ],
+)
 def test_grpc_errors_become_clear_cri_errors(code, details, kind):
     def method(request, timeout):
         raise _RpcError(code, details)
@@ -198,11 +222,16 @@ def test_connect_answers_without_a_connectivity_watch(tmp_path, status):
             context.abort(status, "not here")
         return pb.VersionResponse(runtime_name="fake", runtime_version="1")
 
-    handler = grpc.method_handlers_generic_handler("runtime.v1.RuntimeService", {
-        "Version": grpc.unary_unary_rpc_method_handler(
-            version, request_deserializer=pb.VersionRequest.FromString,
-            response_serializer=pb.VersionResponse.SerializeToString),
-    })
+    handler = grpc.method_handlers_generic_handler(
+        "runtime.v1.RuntimeService",
+        {
+            "Version": grpc.unary_unary_rpc_method_handler(
+                version,
+                request_deserializer=pb.VersionRequest.FromString,
+                response_serializer=pb.VersionResponse.SerializeToString,
+            ),
+        },
+    )
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=1), handlers=[handler])
     path = str(tmp_path / "cri.sock")
     server.add_insecure_port(f"unix://{path}")

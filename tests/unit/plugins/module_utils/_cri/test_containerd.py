@@ -9,12 +9,18 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_prot
 
 
 def test_a_record_is_its_name_labels_and_target():
-    image = cpb.Image(name="quay.io/a/b@sha256:" + "a" * 64, labels={"io.cri-containerd.pinned": "pinned"},
-                      target=cpb.Descriptor(media_type="application/vnd.oci.image.index.v1+json",
-                                            digest="sha256:" + "a" * 64, size=321))
+    image = cpb.Image(
+        name="quay.io/a/b@sha256:" + "a" * 64,
+        labels={"io.cri-containerd.pinned": "pinned"},
+        target=cpb.Descriptor(
+            media_type="application/vnd.oci.image.index.v1+json", digest="sha256:" + "a" * 64, size=321
+        ),
+    )
     assert containerd._record(image) == dict(
-        name="quay.io/a/b@sha256:" + "a" * 64, labels={"io.cri-containerd.pinned": "pinned"},
-        target=dict(media_type="application/vnd.oci.image.index.v1+json", digest="sha256:" + "a" * 64, size=321))
+        name="quay.io/a/b@sha256:" + "a" * 64,
+        labels={"io.cri-containerd.pinned": "pinned"},
+        target=dict(media_type="application/vnd.oci.image.index.v1+json", digest="sha256:" + "a" * 64, size=321),
+    )
 
 
 def test_the_client_uses_the_cri_namespace_unless_told_otherwise(tmp_path):

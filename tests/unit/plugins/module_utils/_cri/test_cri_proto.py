@@ -87,7 +87,10 @@ def test_every_field_matches_upstream(compiled):
             other = upstream_fields.get(field.number)
             assert other is not None, f"{name}.{field.name} = {field.number} does not exist upstream"
             assert (field.name, field.type, field.label, field.type_name) == (
-                other.name, other.type, other.label, other.type_name
+                other.name,
+                other.type,
+                other.label,
+                other.type_name,
             ), f"{name}.{field.name} differs from upstream"
             checked += 1
         assert message.options.map_entry == upstream_messages[name].options.map_entry, name

@@ -119,9 +119,7 @@ def test_missing_kubeconfig_file_is_named(tmp_path):
 
 def test_unknown_context_is_named(fake_apiserver, tmp_path):
     with pytest.raises(K8sError, match="no-such-context"):
-        connect(
-            {"kubeconfig": str(fake_apiserver.kubeconfig_path), "context": "no-such-context"}, tmpdir=str(tmp_path)
-        )
+        connect({"kubeconfig": str(fake_apiserver.kubeconfig_path), "context": "no-such-context"}, tmpdir=str(tmp_path))
 
 
 def test_private_tmpdir_is_removed_on_close(fake_apiserver):
@@ -139,7 +137,11 @@ def test_private_tmpdir_is_removed_on_close(fake_apiserver):
 
 
 def test_tls_with_ca_cert(fake_apiserver_tls, tmp_path):
-    params = {"host": fake_apiserver_tls.url, "api_key": fake_apiserver_tls.token, "ca_cert": str(fake_apiserver_tls.ca_cert_path)}
+    params = {
+        "host": fake_apiserver_tls.url,
+        "api_key": fake_apiserver_tls.token,
+        "ca_cert": str(fake_apiserver_tls.ca_cert_path),
+    }
     with connect(params, tmpdir=str(tmp_path)) as c:
         assert c.list(MCO, PIS) == []
 
@@ -296,13 +298,18 @@ def test_get_absent_is_none_and_list_filters_by_labels(client, fake_apiserver):
     assert [o["metadata"]["name"] for o in client.list(MCO, PIS)] == ["m", "w", "x"]
     role = "machineconfiguration.openshift.io/role"
     assert [o["metadata"]["name"] for o in client.list(MCO, PIS, label_selector={role: "worker"})] == ["w"]
-    assert [o["metadata"]["name"] for o in client.list(MCO, PIS, label_selector=f"{role} in (master,worker)")] == ["m", "w"]
+    assert [o["metadata"]["name"] for o in client.list(MCO, PIS, label_selector=f"{role} in (master,worker)")] == [
+        "m",
+        "w",
+    ]
     assert [o["metadata"]["name"] for o in client.list(MCO, PIS, label_selector=f"!{role}")] == ["x"]
     assert fake_apiserver.requests[-1].query == {"labelSelector": f"!{role}"}
 
 
 def test_list_nodes_fills_in_kind(client, fake_apiserver):
-    fake_apiserver.add({"kind": "Node", "metadata": {"name": "worker-0", "labels": {"node-role.kubernetes.io/worker": ""}}})
+    fake_apiserver.add(
+        {"kind": "Node", "metadata": {"name": "worker-0", "labels": {"node-role.kubernetes.io/worker": ""}}}
+    )
     nodes = client.list("v1", "Node")
     assert [(n["apiVersion"], n["kind"], n["metadata"]["name"]) for n in nodes] == [("v1", "Node", "worker-0")]
 
@@ -395,8 +402,7 @@ def test_secrets_are_scrubbed_from_messages(tmp_path):
 
 def test_url_user_info_and_proxy_password_are_scrubbed(tmp_path):
     proxy = "http://proxy-user:pr0xy%2Fpa55@127.0.0.1:1"
-    with connect({"host": "http://127.0.0.1:1", "api_key": "tok-123456", "proxy": proxy},
-                 tmpdir=str(tmp_path)) as c:
+    with connect({"host": "http://127.0.0.1:1", "api_key": "tok-123456", "proxy": proxy}, tmpdir=str(tmp_path)) as c:
         text = c._scrub(f"via {proxy} (pr0xy/pa55, pr0xy%2Fpa55) to https://u:p@host.test/x, mail a@b.test")
     assert text == "via http://127.0.0.1:1 (********, ********) to https://host.test/x, mail a@b.test"
 
@@ -462,10 +468,12 @@ def timed_failure(call):
 
 @pytest.mark.parametrize("timeout", [1, 2.5])
 def test_a_server_that_never_answers_ends_within_the_timeout(silent_listener, tmp_path, timeout):
-    with connect({"host": silent_listener, "api_key": "tok", "request_timeout": timeout},
-                 tmpdir=str(tmp_path)) as c:
+    with connect({"host": silent_listener, "api_key": "tok", "request_timeout": timeout}, tmpdir=str(tmp_path)) as c:
         error, elapsed = timed_failure(lambda: c.list("v1", "Node"))
-    assert str(error) == f"the Kubernetes API server at {silent_listener} did not answer within {timeout:g} s (request_timeout)"
+    assert (
+        str(error)
+        == f"the Kubernetes API server at {silent_listener} did not answer within {timeout:g} s (request_timeout)"
+    )
     assert error.status == 0 and error.reason == "Timeout"
     assert elapsed < timeout + MARGIN
 
@@ -479,7 +487,9 @@ def test_a_server_that_hangs_after_discovery_ends_within_the_timeout(fake_apiser
     calls = {
         "get": lambda c: c.get("v1", "Node", "n1"),
         "list": lambda c: c.list("v1", "Node"),
-        "apply": lambda c: c.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"a": "b"}}}),
+        "apply": lambda c: c.apply(
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"a": "b"}}}
+        ),
         "annotate": lambda c: c.annotate("v1", "Node", "n1", {"a": "b"}),
         "delete": lambda c: c.delete("v1", "Node", "n1"),
     }
@@ -545,7 +555,7 @@ def test_a_stale_resource_version_is_a_conflict_on_both_write_paths(client, fake
         client.apply(body)
     assert info.value.status == 409 and info.value.reason == "Conflict"
     assert str(info.value) == (
-        'conflict: cannot server-side apply PinnedImageSet/set-a: Operation cannot be fulfilled on '
+        "conflict: cannot server-side apply PinnedImageSet/set-a: Operation cannot be fulfilled on "
         'pinnedimagesets.machineconfiguration.openshift.io "set-a": the object has been modified; please apply your '
         "changes to the latest version and try again"
     )

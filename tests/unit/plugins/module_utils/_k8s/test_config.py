@@ -21,15 +21,23 @@ def test_explicit_options_make_the_configuration(tmp_path):
     require_kubernetes()
     for name in ("ca.crt", "client.crt", "client.key"):
         (tmp_path / name).write_text("x")
-    connection = K8sConnection(host="https://api.example.test:6443/", api_key="abc", validate_certs=False,
-                               ca_cert=str(tmp_path / "ca.crt"), client_cert=str(tmp_path / "client.crt"),
-                               client_key=str(tmp_path / "client.key"), proxy="http://u:pr0xy-pw@proxy.test:3128")
+    connection = K8sConnection(
+        host="https://api.example.test:6443/",
+        api_key="abc",
+        validate_certs=False,
+        ca_cert=str(tmp_path / "ca.crt"),
+        client_cert=str(tmp_path / "client.crt"),
+        client_key=str(tmp_path / "client.key"),
+        proxy="http://u:pr0xy-pw@proxy.test:3128",
+    )
     configuration, secrets = build_configuration(connection, str(tmp_path))
     assert configuration.host == "https://api.example.test:6443"
     assert configuration.api_key == {"authorization": "Bearer abc"}
     assert (configuration.verify_ssl, configuration.ssl_ca_cert) == (False, str(tmp_path / "ca.crt"))
-    assert (configuration.cert_file, configuration.key_file) == (str(tmp_path / "client.crt"),
-                                                                 str(tmp_path / "client.key"))
+    assert (configuration.cert_file, configuration.key_file) == (
+        str(tmp_path / "client.crt"),
+        str(tmp_path / "client.key"),
+    )
     assert {"abc", "pr0xy-pw", "u:pr0xy-pw"} <= set(secrets)
 
 

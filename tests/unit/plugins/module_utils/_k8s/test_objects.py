@@ -13,10 +13,23 @@ def test_selector_string():
 
 
 def test_clean_object_drops_what_the_server_maintains():
-    live = {"metadata": {"name": "a", "uid": "1", "resourceVersion": "7", "managedFields": [{}], "generation": 2,
-                         "creationTimestamp": "t", "labels": {"x": "y"}},
-            "spec": {"k": 1}, "status": {"ok": True}}
-    assert clean_object(live) == {"metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {"k": 1},
-                                  "status": {"ok": True}}
+    live = {
+        "metadata": {
+            "name": "a",
+            "uid": "1",
+            "resourceVersion": "7",
+            "managedFields": [{}],
+            "generation": 2,
+            "creationTimestamp": "t",
+            "labels": {"x": "y"},
+        },
+        "spec": {"k": 1},
+        "status": {"ok": True},
+    }
+    assert clean_object(live) == {
+        "metadata": {"name": "a", "labels": {"x": "y"}},
+        "spec": {"k": 1},
+        "status": {"ok": True},
+    }
     assert clean_object(live, drop_status=True) == {"metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {"k": 1}}
     assert live["metadata"]["uid"] == "1" and clean_object(None) is None

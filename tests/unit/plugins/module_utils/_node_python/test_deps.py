@@ -62,13 +62,19 @@ def test_provision_unpacks_verifies_and_then_leaves_the_directory_alone(tmp_path
     assert deps.provision(str(base), "cp311-manylinux-x86_64", [wheel])["changed"] is False
 
 
-@pytest.mark.parametrize("tamper, problem", [
-    (lambda site: (site / "fakepkg" / "__init__.py").write_text("VALUE = 666\n"), "was changed"),
-    (lambda site: (site / "fakepkg" / "evil.py").write_text("x = 1\n"), "is not in the manifest"),
-    (lambda site: (site / "fakepkg" / "__init__.py").unlink(), "is missing"),
-    (lambda site: (site / "linked").symlink_to(site / "fakepkg"), "is a symbolic link"),
-    (lambda site: (site / "fakepkg" / "copy.py").symlink_to(site / "fakepkg" / "__init__.py"), "is a symbolic link"),
-])
+@pytest.mark.parametrize(
+    "tamper, problem",
+    [
+        (lambda site: (site / "fakepkg" / "__init__.py").write_text("VALUE = 666\n"), "was changed"),
+        (lambda site: (site / "fakepkg" / "evil.py").write_text("x = 1\n"), "is not in the manifest"),
+        (lambda site: (site / "fakepkg" / "__init__.py").unlink(), "is missing"),
+        (lambda site: (site / "linked").symlink_to(site / "fakepkg"), "is a symbolic link"),
+        (
+            lambda site: (site / "fakepkg" / "copy.py").symlink_to(site / "fakepkg" / "__init__.py"),
+            "is a symbolic link",
+        ),
+    ],
+)
 def test_a_changed_extra_or_missing_file_is_found_and_replaced(tmp_path, wheel, tamper, problem):
     base = tmp_path / "python"
     deps.provision(str(base), "cp39-manylinux-x86_64", [wheel])
@@ -203,7 +209,7 @@ def private_only(tmp_path_factory):
 def test_node_modules_import_their_stubs_from_the_private_directory(private_only, module):
     script = textwrap.dedent(f"""
         import sys
-        sys.path[:0] = {private_only['path']!r}
+        sys.path[:0] = {private_only["path"]!r}
         from ansible_collections.pinned.images.plugins.modules import {module}
         from ansible_collections.pinned.images.plugins.module_utils._node_python import deps as _node_deps
         from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_proto import containerd_images_pb2_grpc
@@ -213,8 +219,9 @@ def test_node_modules_import_their_stubs_from_the_private_directory(private_only
         print(hasattr(containerd_images_pb2_grpc, "ImagesStub"), hasattr(cri_image_pb2_grpc, "ImageServiceStub"))
     """)
     env = {"PATH": os.environ["PATH"], deps.ENV_DIR: str(private_only["base"])}
-    proc = subprocess.run([sys.executable, "-S", "-c", script], env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", script], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     used, stubs = proc.stdout.splitlines()
     site = str(private_only["site"])

@@ -19,4 +19,5 @@ def test_deps_and_the_role_default_use_the_one_directory():
     specs = yaml.safe_load((ROOT / "roles" / "node" / "meta" / "argument_specs.yml").read_text())
     options_ = [entry["options"] for entry in specs["argument_specs"].values()]
     assert {spec["node_python_deps_dir"]["default"] for spec in options_ if "node_python_deps_dir" in spec} == {
-        paths.DEFAULT_DIR}
+        paths.DEFAULT_DIR
+    }

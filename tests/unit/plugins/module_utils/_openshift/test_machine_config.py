@@ -76,12 +76,14 @@ def test_render_is_crd_valid_and_carries_the_drop_in():
     mc = render_machine_config("worker", [A, B])
     assert mc["metadata"] == {"name": "99-worker-pinned-images", "labels": {ROLE_LABEL: "worker"}}
     files = mc["spec"]["config"]["storage"]["files"]
-    assert files == [{
-        "path": "/etc/crio/crio.conf.d/50-pinned-images",
-        "mode": 420,
-        "overwrite": True,
-        "contents": {"source": files[0]["contents"]["source"]},
-    }]
+    assert files == [
+        {
+            "path": "/etc/crio/crio.conf.d/50-pinned-images",
+            "mode": 420,
+            "overwrite": True,
+            "contents": {"source": files[0]["contents"]["source"]},
+        }
+    ]
     assert files[0]["contents"]["source"].startswith("data:;base64,")
     assert drop_in(mc) == render_pinned_images([A, B]).encode()
     jsonschema.validate(mc, schema())  # last: skips without the upstream CRD
@@ -130,9 +132,14 @@ def test_data_urls():
 
 def test_render_for_pools_from_sets():
     sets = [
-        validate_set({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "PinnedImageSet",
-                      "metadata": {"name": "w", "labels": {ROLE_LABEL: "worker"}},
-                      "spec": {"pinnedImages": [{"name": B}, {"name": A}]}}),
+        validate_set(
+            {
+                "apiVersion": "machineconfiguration.openshift.io/v1",
+                "kind": "PinnedImageSet",
+                "metadata": {"name": "w", "labels": {ROLE_LABEL: "worker"}},
+                "spec": {"pinnedImages": [{"name": B}, {"name": A}]},
+            }
+        ),
     ]
     entries = render_for_pools(["worker", "master"], sets=sets)
     assert [(e["pool"], e["name"], e["images"], e["set_names"]) for e in entries] == [
@@ -266,8 +273,9 @@ def test_sync_files_reads_the_images_of_each_previous_file(tmp_path):
     worker = dest / "99-worker-pinned-images.yaml"
     for junk in (b"", b"kind: MachineConfig\n", b"[not yaml", b"spec: {config: {storage: {files: 1}}}"):
         worker.write_bytes(junk)
-        assert sync_files(render_for_pools(["worker"], images=[A]), str(dest), check_mode=True)["previous_images"] \
-            == {"99-worker-pinned-images": []}
+        assert sync_files(render_for_pools(["worker"], images=[A]), str(dest), check_mode=True)["previous_images"] == {
+            "99-worker-pinned-images": []
+        }
     worker.write_text(dump_yaml(render_machine_config("worker", [A, B])))
     for images in ([A], [A, B]):  # a changed file is read back; an unchanged one pins the entry's images
         outcome = sync_files(render_for_pools(["worker"], images=images), str(dest), check_mode=True)

@@ -93,8 +93,13 @@ def test_changed_images_raise_the_generation_and_an_old_failure_keeps_an_empty_e
     assert entry["desiredGeneration"] == 2 and entry["lastFailedGeneration"] == 1
     status = update_status(status, two, "done", T2, failures={"worker": None})
     entry = item(status, "worker")
-    assert entry == {"name": "worker", "desiredGeneration": 2, "currentGeneration": 2, "lastFailedGeneration": 1,
-                     "lastFailedGenerationError": ""}
+    assert entry == {
+        "name": "worker",
+        "desiredGeneration": 2,
+        "currentGeneration": 2,
+        "lastFailedGeneration": 1,
+        "lastFailedGenerationError": "",
+    }
 
 
 def test_cluster_generation_is_used_when_the_images_match():
@@ -105,9 +110,10 @@ def test_cluster_generation_is_used_when_the_images_match():
     other = {"worker": (9, image_list_hash([C]))}
     status = update_status({}, sets, "progressing", T0, cluster_generations=other)
     assert item(status, "worker")["desiredGeneration"] == 1
-    assert update_status({}, [dict(sets[0], generation=4)], "progressing", T0)["pinnedImageSets"][0][
-        "desiredGeneration"
-    ] == 4
+    assert (
+        update_status({}, [dict(sets[0], generation=4)], "progressing", T0)["pinnedImageSets"][0]["desiredGeneration"]
+        == 4
+    )
 
 
 def test_generations_never_go_down():
@@ -132,8 +138,11 @@ def test_sets_that_left_the_node_are_dropped_and_names_are_checked():
 
 def test_set_failures_match_images_by_normalised_name():
     sets = [{"name": "a", "images": [A]}, {"name": "b", "images": [B, C]}]
-    images = [{"image": A, "status": "present"}, {"image": B, "status": "pulled"},
-              {"image": C, "status": "failed", "error": "manifest unknown"}]
+    images = [
+        {"image": A, "status": "present"},
+        {"image": B, "status": "pulled"},
+        {"image": C, "status": "failed", "error": "manifest unknown"},
+    ]
     assert set_failures(sets, images, None) == {"a": None, "b": f"{C}: manifest unknown"}
     assert set_failures(sets, images, "runtime unreachable") == {"a": "runtime unreachable", "b": "runtime unreachable"}
     # A failure no set claims fails every set: nothing can be called done.

@@ -26,10 +26,16 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import M
 
 DIGEST = "sha256:" + "ab" * 32
 IMAGE = "quay.example.com/ocp/release@" + DIGEST
-STREAM = {"kind": "ImageStream", "apiVersion": "image.openshift.io/v1", "spec": {"tags": [
-    {"name": "cli", "from": {"kind": "DockerImage", "name": "quay.example.com/ocp/art@sha256:" + "01" * 32}},
-    {"name": "etcd", "from": {"kind": "DockerImage", "name": "quay.example.com/ocp/art@sha256:" + "02" * 32}},
-]}}
+STREAM = {
+    "kind": "ImageStream",
+    "apiVersion": "image.openshift.io/v1",
+    "spec": {
+        "tags": [
+            {"name": "cli", "from": {"kind": "DockerImage", "name": "quay.example.com/ocp/art@sha256:" + "01" * 32}},
+            {"name": "etcd", "from": {"kind": "DockerImage", "name": "quay.example.com/ocp/art@sha256:" + "02" * 32}},
+        ]
+    },
+}
 
 
 class Counting(io.BytesIO):
@@ -54,8 +60,10 @@ def tar_bytes(files) -> bytes:
 
 
 def manifests(padding: int = 0, prefix: str = ""):
-    files = [(prefix + IMAGE_REFERENCES, json.dumps(STREAM).encode()),
-             (prefix + RELEASE_METADATA, b'{"version": "4.16.3"}')]
+    files = [
+        (prefix + IMAGE_REFERENCES, json.dumps(STREAM).encode()),
+        (prefix + RELEASE_METADATA, b'{"version": "4.16.3"}'),
+    ]
     return files + ([("release-manifests/zz-padding", os.urandom(padding))] if padding else [])
 
 
@@ -74,11 +82,14 @@ def test_dot_slash_names_and_other_files_first():
     assert set(scan_layer(io.BytesIO(gzip.compress(data)), IMAGE, DIGEST)) == {IMAGE_REFERENCES, RELEASE_METADATA}
 
 
-@pytest.mark.parametrize("blob, expected", [
-    (b"this is no archive at all" * 40, "is not a valid tar (nor gzip)"),
-    (gzip.compress(b"x" * 2000)[:40], "is not a valid gzip-compressed tar"),
-    (b"\x28\xb5\x2f\xfd" + b"\0" * 100, "is zstd-compressed, which is not supported"),
-])
+@pytest.mark.parametrize(
+    "blob, expected",
+    [
+        (b"this is no archive at all" * 40, "is not a valid tar (nor gzip)"),
+        (gzip.compress(b"x" * 2000)[:40], "is not a valid gzip-compressed tar"),
+        (b"\x28\xb5\x2f\xfd" + b"\0" * 100, "is zstd-compressed, which is not supported"),
+    ],
+)
 def test_a_layer_that_is_not_gzip_or_tar_is_named(blob, expected):
     with pytest.raises(ReleasePayloadError) as info:
         scan_layer(io.BytesIO(blob), IMAGE, DIGEST)
@@ -92,16 +103,30 @@ def test_image_references_are_read_as_digest_references():
     }
 
 
-@pytest.mark.parametrize("document, expected", [
-    ({"kind": "ConfigMap"}, "is not an ImageStream (kind 'ConfigMap')"),
-    ({"kind": "ImageStream", "spec": {}}, "has no spec.tags"),
-    ({"kind": "ImageStream", "spec": {"tags": [
-        {"name": "cli", "from": {"kind": "DockerImage", "name": "quay.example.com/ocp/art:4.16"}}]}},
-     "every component must be a digest reference: spec.tags[0] (cli): image reference "
-     "'quay.example.com/ocp/art:4.16' is not pinned by digest"),
-    ({"kind": "ImageStream", "spec": {"tags": [{"name": "cli", "from": {"kind": "ImageStreamTag", "name": "x"}}]}},
-     "from.kind is 'ImageStreamTag'; only DockerImage is read"),
-])
+@pytest.mark.parametrize(
+    "document, expected",
+    [
+        ({"kind": "ConfigMap"}, "is not an ImageStream (kind 'ConfigMap')"),
+        ({"kind": "ImageStream", "spec": {}}, "has no spec.tags"),
+        (
+            {
+                "kind": "ImageStream",
+                "spec": {
+                    "tags": [{"name": "cli", "from": {"kind": "DockerImage", "name": "quay.example.com/ocp/art:4.16"}}]
+                },
+            },
+            "every component must be a digest reference: spec.tags[0] (cli): image reference "
+            "'quay.example.com/ocp/art:4.16' is not pinned by digest",
+        ),
+        (
+            {
+                "kind": "ImageStream",
+                "spec": {"tags": [{"name": "cli", "from": {"kind": "ImageStreamTag", "name": "x"}}]},
+            },
+            "from.kind is 'ImageStreamTag'; only DockerImage is read",
+        ),
+    ],
+)
 def test_bad_image_references_are_named(document, expected):
     with pytest.raises(ReleasePayloadError) as info:
         parse_image_references(json.dumps(document).encode(), IMAGE)

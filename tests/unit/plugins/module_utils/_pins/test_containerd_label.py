@@ -16,16 +16,24 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
 A = "quay.io/org/a@sha256:" + "a" * 64
 
 
-@pytest.mark.parametrize("text, parsed", [
-    ("1.7.24~ds1", (1, 7, 24)), ("v1.7.3", (1, 7, 3)), ("1.6.20~ds1", (1, 6, 20)), ("2.0.0-rc.1", (2, 0, 0)),
-    ("", None), ("devel", None),
-])
+@pytest.mark.parametrize(
+    "text, parsed",
+    [
+        ("1.7.24~ds1", (1, 7, 24)),
+        ("v1.7.3", (1, 7, 3)),
+        ("1.6.20~ds1", (1, 6, 20)),
+        ("2.0.0-rc.1", (2, 0, 0)),
+        ("", None),
+        ("devel", None),
+    ],
+)
 def test_parse_version(text, parsed):
     assert parse_version(text) == parsed
 
 
-@pytest.mark.parametrize("version, honoured", [("1.7.3", True), ("v1.7.24", True), ("2.1.0", True),
-                                               ("1.7.2", False), ("1.6.20~ds1", False)])
+@pytest.mark.parametrize(
+    "version, honoured", [("1.7.3", True), ("v1.7.24", True), ("2.1.0", True), ("1.7.2", False), ("1.6.20~ds1", False)]
+)
 def test_only_containerd_173_and_later_honours_the_label(version, honoured):
     problem = runtime_problem(dict(runtime_name="containerd", runtime_version=version))
     assert (problem is None) is honoured
@@ -39,7 +47,8 @@ def test_other_runtimes_and_unreadable_versions_are_named():
     # Both ways to pin on CRI-O: the module, and the prefetch's (and the node role's) drop-in pin.
     assert "pinned.images.crio_pinned_images" in crio and "pin=dropin or pin=auto" in crio and "node_pin" in crio
     assert "cannot read the containerd version 'devel'" in runtime_problem(
-        dict(runtime_name="containerd", runtime_version="devel"))
+        dict(runtime_name="containerd", runtime_version="devel")
+    )
 
 
 def test_images_are_checked_and_patterns_refused():

@@ -86,7 +86,15 @@ def test_validate_sorts_dedupes_and_drops_blanks():
 
 
 def test_validate_lists_every_bad_entry():
-    bad = [A, "quay.io/org/app:latest", "nginx@sha256:" + "0" * 64, "quay.io/org/*", 7, " " + A, "quay.io/UP@sha256:" + "0" * 64]
+    bad = [
+        A,
+        "quay.io/org/app:latest",
+        "nginx@sha256:" + "0" * 64,
+        "quay.io/org/*",
+        7,
+        " " + A,
+        "quay.io/UP@sha256:" + "0" * 64,
+    ]
     with pytest.raises(PinnedImagesError) as info:
         validate_pinned_images(bad)
     problems = info.value.problems
@@ -107,13 +115,16 @@ def test_patterns_and_tags_only_without_require_digest():
     assert len(info.value.problems) == 6
 
 
-@pytest.mark.parametrize("value, canonical, require_digest", [
-    ("docker.io/busybox@sha256:" + "0" * 64, "docker.io/library/busybox@sha256:" + "0" * 64, True),
-    ("index.docker.io/library/busybox@sha256:" + "0" * 64, "docker.io/library/busybox@sha256:" + "0" * 64, True),
-    ("registry-1.docker.io/org/app@sha256:" + "0" * 64, "docker.io/org/app@sha256:" + "0" * 64, True),
-    ("busybox@sha256:" + "0" * 64, "docker.io/library/busybox@sha256:" + "0" * 64, True),
-    ("docker.io/busybox:1.36", "docker.io/library/busybox:1.36", False),
-])
+@pytest.mark.parametrize(
+    "value, canonical, require_digest",
+    [
+        ("docker.io/busybox@sha256:" + "0" * 64, "docker.io/library/busybox@sha256:" + "0" * 64, True),
+        ("index.docker.io/library/busybox@sha256:" + "0" * 64, "docker.io/library/busybox@sha256:" + "0" * 64, True),
+        ("registry-1.docker.io/org/app@sha256:" + "0" * 64, "docker.io/org/app@sha256:" + "0" * 64, True),
+        ("busybox@sha256:" + "0" * 64, "docker.io/library/busybox@sha256:" + "0" * 64, True),
+        ("docker.io/busybox:1.36", "docker.io/library/busybox:1.36", False),
+    ],
+)
 def test_validate_requires_the_name_crio_matches(value, canonical, require_digest):
     # CRI-O compares pinned_images with fully qualified names; any other spelling would silently pin nothing.
     with pytest.raises(PinnedImagesError) as info:
@@ -149,7 +160,11 @@ class FakeCri:
 
     def image_status(self, image):
         self.asked.append(image)
-        return {"id": "sha256:x", "repo_tags": [], "repo_digests": [image], "size": 1, "pinned": False} if image in self.present else None
+        return (
+            {"id": "sha256:x", "repo_tags": [], "repo_digests": [image], "size": 1, "pinned": False}
+            if image in self.present
+            else None
+        )
 
 
 def test_missing_images_uses_image_status_and_skips_patterns():
@@ -202,8 +217,13 @@ def test_sync_refuses_missing_images_and_writes_nothing(tmp_path):
 
 def test_sync_check_mode_writes_nothing_and_returns_a_diff(tmp_path):
     path = tmp_path / "50-pinned-images"
-    result = sync_pinned_images(str(path), [A, B], check_mode=True, reload="systemd",
-                                run_command=lambda argv: pytest.fail("reloaded in check mode"))
+    result = sync_pinned_images(
+        str(path),
+        [A, B],
+        check_mode=True,
+        reload="systemd",
+        run_command=lambda argv: pytest.fail("reloaded in check mode"),
+    )
     assert result["changed"] and not result["reloaded"]
     assert result["diff"]["after"] == EXPECTED_TWO.decode()
     assert not path.exists()
@@ -213,7 +233,9 @@ def test_sync_empty_or_absent_removes(tmp_path):
     path = tmp_path / "50-pinned-images"
     path.write_bytes(EXPECTED_TWO)
     calls = []
-    result = sync_pinned_images(str(path), [], reload="systemd", run_command=lambda argv: calls.append(argv) or (0, "", ""))
+    result = sync_pinned_images(
+        str(path), [], reload="systemd", run_command=lambda argv: calls.append(argv) or (0, "", "")
+    )
     assert result["changed"] and result["reloaded"] and not path.exists()
     assert result["diff"]["before"] == EXPECTED_TWO.decode() and result["diff"]["after"] == ""
     assert not sync_pinned_images(str(path), [A], state="absent")["changed"]
@@ -222,7 +244,9 @@ def test_sync_empty_or_absent_removes(tmp_path):
 def test_reload_failure_carries_the_result(tmp_path):
     path = tmp_path / "50-pinned-images"
     with pytest.raises(ReloadError) as info:
-        sync_pinned_images(str(path), [A], reload="systemd", run_command=lambda argv: (1, "", "Unit crio.service not loaded."))
+        sync_pinned_images(
+            str(path), [A], reload="systemd", run_command=lambda argv: (1, "", "Unit crio.service not loaded.")
+        )
     assert "rc=1" in str(info.value) and "not loaded" in str(info.value)
     assert str(info.value).startswith(f"{path} was written, but CRI-O was not reloaded: ")
     assert info.value.result["changed"] and path.exists()
@@ -240,10 +264,17 @@ def test_a_cri_error_of_the_presence_check_names_the_check(tmp_path):
 
 
 def test_reload_by_signal(tmp_path):
-    child = subprocess.Popen([sys.executable, "-c", "import signal, sys, time\n"
-                              "signal.signal(signal.SIGHUP, lambda *a: sys.exit(42))\n"
-                              "print('ready', flush=True)\n"
-                              "time.sleep(30)\n"], stdout=subprocess.PIPE)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, sys, time\n"
+            "signal.signal(signal.SIGHUP, lambda *a: sys.exit(42))\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(30)\n",
+        ],
+        stdout=subprocess.PIPE,
+    )
     try:
         assert child.stdout.readline().strip() == b"ready"
         pid_file = tmp_path / "crio.pid"
@@ -316,13 +347,16 @@ class CrioLike(FakeCri):
         return status
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('[crio]\n  [crio.image]\n    pinned_images = ["a", "b"]\n', ["a", "b"]),
-    ("[crio.image]\npinned_images = [\n  'x/*',\n  \"y\",\n]\n", ["x/*", "y"]),
-    ("crio.image.pinned_images = []\n", []),
-    ('[crio.image]\npause_image = "p"\n', None),
-    ("[crio.image\npinned_images = [", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('[crio]\n  [crio.image]\n    pinned_images = ["a", "b"]\n', ["a", "b"]),
+        ("[crio.image]\npinned_images = [\n  'x/*',\n  \"y\",\n]\n", ["x/*", "y"]),
+        ("crio.image.pinned_images = []\n", []),
+        ('[crio.image]\npause_image = "p"\n', None),
+        ("[crio.image\npinned_images = [", None),
+    ],
+)
 def test_dropin_pinned_images_reads_the_key_as_toml(text, expected, monkeypatch):
     assert dropin_pinned_images(text) == expected
 
@@ -369,12 +403,19 @@ def test_after_the_reload_cri_must_report_the_pins(tmp_path):
     path = tmp_path / "50-pinned-images"
     client = CrioLike({A, B, C}, str(path), reloads_after=3)
     signals = []
-    result = sync_pinned_images(str(path), [A, B], client=client, reload="systemd",
-                                run_command=lambda argv: signals.append(argv) or (0, "", ""), settle_timeout=5)
+    result = sync_pinned_images(
+        str(path),
+        [A, B],
+        client=client,
+        reload="systemd",
+        run_command=lambda argv: signals.append(argv) or (0, "", ""),
+        settle_timeout=5,
+    )
     assert result["cri_pinned"] == {A: True, B: True} and result["reloaded"]
     # B leaves the list: CRI must report it unpinned; a rerun reads CRI once and agrees.
-    result = sync_pinned_images(str(path), [A], client=client, reload="systemd",
-                                run_command=lambda argv: (0, "", ""), settle_timeout=5)
+    result = sync_pinned_images(
+        str(path), [A], client=client, reload="systemd", run_command=lambda argv: (0, "", ""), settle_timeout=5
+    )
     assert result["cri_pinned"] == {A: True, B: False}
     client.asked.clear()
     again = sync_pinned_images(str(path), [A], client=client, reload="systemd", run_command=pytest.fail)
@@ -385,8 +426,9 @@ def test_cri_that_does_not_report_the_pins_fails_the_step_and_says_why(tmp_path)
     path = tmp_path / "50-pinned-images"
     client = FakeCri({A, B})  # never reports anything pinned: as a CRI-O that ignored the reload
     with pytest.raises(NotReportedError) as info:
-        sync_pinned_images(str(path), [A, B], client=client, reload="systemd", run_command=lambda argv: (0, "", ""),
-                           settle_timeout=0.3)
+        sync_pinned_images(
+            str(path), [A, B], client=client, reload="systemd", run_command=lambda argv: (0, "", ""), settle_timeout=0.3
+        )
     message = str(info.value)
     assert f"after 0.3s CRI still reports {A} as not pinned, {B} as not pinned" in message
     assert "is written and CRI-O reloaded" in message and str(tmp_path) in message

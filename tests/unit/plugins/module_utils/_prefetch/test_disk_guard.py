@@ -17,13 +17,13 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
 
-GI = 2 ** 30
-MI = 2 ** 20
+GI = 2**30
+MI = 2**20
 
 SIZES = [
     ("16Gi", None, 16 * GI),
     ("500Mi", None, 500 * MI),
-    ("1G", None, 10 ** 9),
+    ("1G", None, 10**9),
     ("1.5Gi", None, 3 * GI // 2),
     ("0.1Ki", None, 102),
     ("1073741824", None, GI),
@@ -31,13 +31,13 @@ SIZES = [
     (" 16Gi ", None, 16 * GI),
     ("16 Gi", None, 16 * GI),
     ("16GiB", None, 16 * GI),
-    ("2GB", None, 2 * 10 ** 9),
+    ("2GB", None, 2 * 10**9),
     ("1k", None, 1000),
     ("1K", None, 1000),
     ("1Ki", None, 1024),
-    ("3Ti", None, 3 * 2 ** 40),
-    ("1Ei", None, 2 ** 60),
-    ("1P", None, 10 ** 15),
+    ("3Ti", None, 3 * 2**40),
+    ("1Ei", None, 2**60),
+    ("1P", None, 10**15),
     (12345, None, 12345),
     (0, None, 0),
     ("10%", 1000, 100),
@@ -92,10 +92,19 @@ def test_parse_size_errors(value, message):
         assert "allowed are" in text and "16Gi" in text and "10%" in text
 
 
-@pytest.mark.parametrize("size, expected", [
-    (0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"), (3 * GI // 2, "1.5 GiB"),
-    (16 * GI, "16.0 GiB"), (5 * 2 ** 40, "5.0 TiB"), (2 ** 60, "1024.0 PiB"),
-])
+@pytest.mark.parametrize(
+    "size, expected",
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1.0 KiB"),
+        (1536, "1.5 KiB"),
+        (3 * GI // 2, "1.5 GiB"),
+        (16 * GI, "16.0 GiB"),
+        (5 * 2**40, "5.0 TiB"),
+        (2**60, "1024.0 PiB"),
+    ],
+)
 def test_human_size(size, expected):
     assert human_size(size) == expected
 
@@ -209,11 +218,14 @@ def test_check_defaults_and_empty_estimate():
     assert result["ok"] and result["reserve_bytes"] == 16 * GI and result["mode"] == "estimate"
 
 
-@pytest.mark.parametrize("mode, min_free, message", [
-    ("fast", "16Gi", "not one of estimate, free_only, off"),
-    ("estimate", "sixteen", "not understood"),
-    ("estimate", "200%", "more than 100%"),
-])
+@pytest.mark.parametrize(
+    "mode, min_free, message",
+    [
+        ("fast", "16Gi", "not one of estimate, free_only, off"),
+        ("estimate", "sixteen", "not understood"),
+        ("estimate", "200%", "more than 100%"),
+    ],
+)
 def test_check_errors(mode, min_free, message):
     with pytest.raises(DiskGuardError, match=message):
         check(big_estimate(), 100 * GI, 20 * GI, min_free, mode)

@@ -65,8 +65,10 @@ def test_mirror_answers_first():
     assert manifests[0][0] == str(IMAGE)
 
 
-@pytest.mark.parametrize("mirror_error", [ManifestUnknownError("unknown"), RegistryConnectionError("refused"),
-                                          RegistryAuthRejected("denied")])
+@pytest.mark.parametrize(
+    "mirror_error",
+    [ManifestUnknownError("unknown"), RegistryConnectionError("refused"), RegistryAuthRejected("denied")],
+)
 def test_failing_mirror_falls_back_to_origin_without_retrying_it(mirror_error):
     pull, client, sleeps = estimator({"mirror.example": [mirror_error], "origin.example": [None]}, MIRRORED)
     manifests, failures = pull.read([IMAGE])
@@ -95,8 +97,14 @@ def test_origin_gives_up_after_retries():
     assert len(sleeps) == 2
 
 
-@pytest.mark.parametrize("error, kind", [(RegistryAuthRejected("401"), "auth"), (ManifestUnknownError("404"), "not_found"),
-                                         (RegistryTLSError("bad certificate"), "unavailable")])
+@pytest.mark.parametrize(
+    "error, kind",
+    [
+        (RegistryAuthRejected("401"), "auth"),
+        (ManifestUnknownError("404"), "not_found"),
+        (RegistryTLSError("bad certificate"), "unavailable"),
+    ],
+)
 def test_permanent_errors_are_not_retried(error, kind):
     pull, _client, sleeps = estimator({"origin.example": [error]})
     _manifests, failures = pull.read([IMAGE])
@@ -123,7 +131,9 @@ def test_rewrite_the_runtime_refuses_is_an_invalid_image_never_docker_hub():
 
 
 def test_mirror_uses_its_own_credentials_else_the_image_hosts():
-    auths = '{"mirror.example": {"username": "m", "password": "x"}, "origin.example": {"username": "o", "password": "y"}}'
+    auths = (
+        '{"mirror.example": {"username": "m", "password": "x"}, "origin.example": {"username": "o", "password": "y"}}'
+    )
     pull, client, _sleeps = estimator({"mirror.example": [None]}, MIRRORED, auths)
     pull.read([IMAGE])
     assert client.calls[0][1] == "m"
@@ -133,11 +143,21 @@ def test_mirror_uses_its_own_credentials_else_the_image_hosts():
     assert client.calls[0][1] == "o"
 
 
-@pytest.mark.parametrize("registry, expected", [
-    ("127.0.0.1:5000", True), ("127.9.9.9", True), ("localhost:5000", True), ("localhost", True),
-    ("[::1]:5000", True), ("[::1]", True), ("10.0.0.1:5000", False), ("quay.io", False),
-    ("localhost.example:5000", False), ("[2001:db8::1]:5000", False),
-])
+@pytest.mark.parametrize(
+    "registry, expected",
+    [
+        ("127.0.0.1:5000", True),
+        ("127.9.9.9", True),
+        ("localhost:5000", True),
+        ("localhost", True),
+        ("[::1]:5000", True),
+        ("[::1]", True),
+        ("10.0.0.1:5000", False),
+        ("quay.io", False),
+        ("localhost.example:5000", False),
+        ("[2001:db8::1]:5000", False),
+    ],
+)
 def test_loopback_registries(registry, expected):
     assert is_loopback(registry) is expected
 

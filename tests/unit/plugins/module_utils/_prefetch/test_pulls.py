@@ -45,8 +45,10 @@ class ScriptedRuntime:
 
     def list_images(self):
         self.calls.append(("ListImages",))
-        return [dict(id="sha256:" + str(i), repo_tags=[], repo_digests=[name], size=1, pinned=False)
-                for i, name in enumerate(sorted(self.present))]
+        return [
+            dict(id="sha256:" + str(i), repo_tags=[], repo_digests=[name], size=1, pinned=False)
+            for i, name in enumerate(sorted(self.present))
+        ]
 
     def image_status(self, image):
         self.calls.append(("ImageStatus", image))
@@ -154,8 +156,11 @@ def test_no_space_stops_the_queue_and_skips_the_rest():
     assert sleeps == []
     message = failure_message(report["images"])
     assert message.startswith(f"1 of 6 images failed: {refs[0]}: image filesystem /var/lib/containerd is full")
-    assert (". 5 more were not attempted because the disk ran out of space (free space and run again to pull them): "
-            + "; ".join(str(r) for r in refs[1:]) in message)
+    assert (
+        ". 5 more were not attempted because the disk ran out of space (free space and run again to pull them): "
+        + "; ".join(str(r) for r in refs[1:])
+        in message
+    )
 
 
 def test_failure_message_lists_five_and_counts_the_rest():

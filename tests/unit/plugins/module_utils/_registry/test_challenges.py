@@ -9,17 +9,29 @@ from ansible_collections.pinned.images.plugins.module_utils._registry import cha
 from ansible_collections.pinned.images.plugins.module_utils._registry.challenges import parse_challenges
 
 CHALLENGES = [
-    ('Bearer realm="https://auth.example.com/token",service="registry.example.com",scope="repository:a/b:pull"',
-     [("bearer", {"realm": "https://auth.example.com/token", "service": "registry.example.com",
-                  "scope": "repository:a/b:pull"})]),
+    (
+        'Bearer realm="https://auth.example.com/token",service="registry.example.com",scope="repository:a/b:pull"',
+        [
+            (
+                "bearer",
+                {
+                    "realm": "https://auth.example.com/token",
+                    "service": "registry.example.com",
+                    "scope": "repository:a/b:pull",
+                },
+            )
+        ],
+    ),
     ('Basic realm="Registry Realm"', [("basic", {"realm": "Registry Realm"})]),
-    ('basic realm=plain', [("basic", {"realm": "plain"})]),
-    ('Bearer realm="x", service="a,b", Basic realm="y"',
-     [("bearer", {"realm": "x", "service": "a,b"}), ("basic", {"realm": "y"})]),
+    ("basic realm=plain", [("basic", {"realm": "plain"})]),
+    (
+        'Bearer realm="x", service="a,b", Basic realm="y"',
+        [("bearer", {"realm": "x", "service": "a,b"}), ("basic", {"realm": "y"})],
+    ),
     ('Bearer realm="say \\"hi\\""', [("bearer", {"realm": 'say "hi"'})]),
-    ('Bearer', [("bearer", {})]),
-    ('', []),
-    ('!!!', []),
+    ("Bearer", [("bearer", {})]),
+    ("", []),
+    ("!!!", []),
     ('Bearer realm="unterminated', [("bearer", {"realm": '"unterminated'})]),
 ]
 

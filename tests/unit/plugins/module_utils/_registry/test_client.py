@@ -110,8 +110,9 @@ def test_plain_manifests(registry_lab, client, key, path, platform, platform_key
 
 def test_index_estimate_equals_amd64_layer_sum(registry_lab, client):
     multi = registry_lab.images["plain/multi"]
-    info = client.manifest_info(ref(registry_lab.plain, "test/multi", multi.digest), insecure=True,
-                                platform="linux/amd64")
+    info = client.manifest_info(
+        ref(registry_lab.plain, "test/multi", multi.digest), insecure=True, platform="linux/amd64"
+    )
     assert info.media_type == OCI_INDEX
     result = estimate({"multi": info}, expansion_factor=1)
     assert result["compressed_bytes"] == multi.platforms["linux/amd64"].layer_sum == 48000
@@ -127,12 +128,15 @@ def test_index_and_single_share_layers_once(registry_lab, client):
     assert result["compressed_bytes"] == 35000 + 48000 - 30000
 
 
-@pytest.mark.parametrize("key, path, platform, available", [
-    ("plain/multi", "test/multi:v1", "linux/riscv64", "linux/amd64, linux/arm64/v8"),
-    ("plain/multi", "test/multi:v1", "windows/amd64", "linux/amd64, linux/arm64/v8"),
-    ("plain/dockerlist", "test/dockerlist:v1", "linux/arm/v5", "linux/amd64, linux/arm/v6, linux/arm/v7"),
-    ("plain/dockerlist", "test/dockerlist:v1", "linux/arm64", "linux/amd64, linux/arm/v6, linux/arm/v7"),
-])
+@pytest.mark.parametrize(
+    "key, path, platform, available",
+    [
+        ("plain/multi", "test/multi:v1", "linux/riscv64", "linux/amd64, linux/arm64/v8"),
+        ("plain/multi", "test/multi:v1", "windows/amd64", "linux/amd64, linux/arm64/v8"),
+        ("plain/dockerlist", "test/dockerlist:v1", "linux/arm/v5", "linux/amd64, linux/arm/v6, linux/arm/v7"),
+        ("plain/dockerlist", "test/dockerlist:v1", "linux/arm64", "linux/amd64, linux/arm/v6, linux/arm/v7"),
+    ],
+)
 def test_platform_not_found_lists_platforms(registry_lab, client, key, path, platform, available):
     with pytest.raises(PlatformNotFoundError) as info:
         client.manifest_info(ref(registry_lab.plain, path), insecure=True, platform=platform)
@@ -152,11 +156,14 @@ def test_plain_http_only_when_insecure(registry_lab, client):
     assert registry_lab.plain.name in str(info.value) and "plain HTTP" in str(info.value)
 
 
-@pytest.mark.parametrize("path, message", [
-    ("test/single:nope", "manifest unknown"),
-    ("test/nothere:v1", "manifest unknown"),
-    ("test/single@sha256:" + "0" * 64, "manifest unknown"),
-])
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("test/single:nope", "manifest unknown"),
+        ("test/nothere:v1", "manifest unknown"),
+        ("test/single@sha256:" + "0" * 64, "manifest unknown"),
+    ],
+)
 def test_manifest_unknown(registry_lab, client, path, message):
     target = parse_image_ref(f"{registry_lab.plain.name}/{path}", require_digest=False)
     with pytest.raises(ManifestUnknownError) as info:
@@ -186,9 +193,11 @@ def test_threads_share_one_client(registry_lab, client):
 
 # --- TLS + htpasswd registry -----------------------------------------------------------------------------------
 
+
 def test_tls_basic_with_pull_secret(registry_lab, client):
-    auth_file = {"auths": {registry_lab.secure.name: {
-        "auth": base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()}}}
+    auth_file = {
+        "auths": {registry_lab.secure.name: {"auth": base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()}}
+    }
     config = parse_docker_config(json.dumps(auth_file), "config.json")
     target = ref(registry_lab.secure, "secure/app:v1")
     credentials = config.credentials_for(target.name)
@@ -200,11 +209,14 @@ def test_tls_basic_with_pull_secret(registry_lab, client):
     assert client.request_count == before + 1
 
 
-@pytest.mark.parametrize("credentials, message", [
-    (None, "requires authentication (basic) and no credentials were found"),
-    (RegistryCredentials(USER, WRONG), "rejected the credentials of user 'alice'"),
-    (RegistryCredentials("mallory", PASSWORD + "x"), "rejected the credentials of user 'mallory'"),
-])
+@pytest.mark.parametrize(
+    "credentials, message",
+    [
+        (None, "requires authentication (basic) and no credentials were found"),
+        (RegistryCredentials(USER, WRONG), "rejected the credentials of user 'alice'"),
+        (RegistryCredentials("mallory", PASSWORD + "x"), "rejected the credentials of user 'mallory'"),
+    ],
+)
 def test_tls_basic_rejected(registry_lab, credentials, message):
     client = RegistryClient(certs_dirs=[registry_lab.certs_dir])
     with pytest.raises(RegistryAuthRejected) as info:
@@ -239,6 +251,7 @@ def test_ca_from_second_certs_dir(registry_lab, tmp_path):
 
 # --- TLS + token registry --------------------------------------------------------------------------------------
 
+
 def test_token_flow_with_basic_credentials(registry_lab, client):
     server = registry_lab.token_server
     start_tokens = server.requests
@@ -267,13 +280,15 @@ def test_token_flow_identity_token(registry_lab, client):
 
 def test_token_flow_registry_token(registry_lab, client):
     token = registry_lab.token_server.token(USER, [{"type": "repository", "name": "tok/app", "actions": ["pull"]}])
-    info = client.manifest_info(ref(registry_lab.token, "tok/app:v1"), credentials=RegistryCredentials(
-        registry_token=token))
+    info = client.manifest_info(
+        ref(registry_lab.token, "tok/app:v1"), credentials=RegistryCredentials(registry_token=token)
+    )
     assert info.digest == registry_lab.images["token/app"].digest
     with pytest.raises(RegistryAuthRejected) as exc:
         # Scoped to tok/app only.
-        client.manifest_info(ref(registry_lab.token, "tok/multi:v1"), credentials=RegistryCredentials(
-            registry_token=token))
+        client.manifest_info(
+            ref(registry_lab.token, "tok/multi:v1"), credentials=RegistryCredentials(registry_token=token)
+        )
     assert "rejected the token" in str(exc.value) and token not in error_text(exc.value)
 
 
@@ -286,10 +301,13 @@ def test_token_flow_anonymous(registry_lab, client):
     assert "no credentials were found" in str(exc.value)
 
 
-@pytest.mark.parametrize("credentials, message", [
-    (RegistryCredentials(USER, WRONG), "rejected user 'alice' (HTTP 401)"),
-    (RegistryCredentials("<token>", identity_token="idtok-" + WRONG), "rejected the identity token (HTTP 401)"),
-])
+@pytest.mark.parametrize(
+    "credentials, message",
+    [
+        (RegistryCredentials(USER, WRONG), "rejected user 'alice' (HTTP 401)"),
+        (RegistryCredentials("<token>", identity_token="idtok-" + WRONG), "rejected the identity token (HTTP 401)"),
+    ],
+)
 def test_token_flow_rejected(registry_lab, client, credentials, message):
     with pytest.raises(RegistryAuthRejected) as info:
         client.manifest_info(ref(registry_lab.token, "tok/app:v1"), credentials=credentials)
@@ -301,16 +319,22 @@ def test_token_flow_rejected(registry_lab, client, credentials, message):
         assert secret not in text
 
 
-@pytest.mark.parametrize("credentials, refused", [
-    (ALICE, True),
-    (RegistryCredentials("<token>", identity_token=IDENTITY_TOKEN), True),
-    (None, False),
-])
+@pytest.mark.parametrize(
+    "credentials, refused",
+    [
+        (ALICE, True),
+        (RegistryCredentials("<token>", identity_token=IDENTITY_TOKEN), True),
+        (None, False),
+    ],
+)
 def test_credentials_never_go_to_a_plain_http_realm(credentials, refused, monkeypatch):
     client = RegistryClient(certs_dirs=[])
     sent = []
-    monkeypatch.setattr(client, "_send", lambda *args, **kwargs: sent.append(args) or _transport.Response(
-        200, _Headers(), b'{"token": "t"}'))
+    monkeypatch.setattr(
+        client,
+        "_send",
+        lambda *args, **kwargs: sent.append(args) or _transport.Response(200, _Headers(), b'{"token": "t"}'),
+    )
     params = {"realm": "http://auth.example.com/token", "service": "svc"}
     if refused:
         with pytest.raises(RegistryAuthRejected, match="plain-HTTP token realm auth.example.com"):
@@ -334,6 +358,7 @@ def test_token_realm_tls_is_verified(registry_lab, tmp_path):
 
 
 # --- mutual TLS ------------------------------------------------------------------------------------------------
+
 
 def test_client_certificate_from_certs_dir(registry_lab, client):
     info = client.manifest_info(ref(registry_lab.mtls, "mtls/app:v1"))
@@ -368,6 +393,7 @@ def test_unusable_ca_file(registry_lab, tmp_path):
 
 # --- connection failures ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("insecure", [False, True])
 def test_connection_refused(insecure):
     port = free_port()
@@ -386,6 +412,7 @@ def test_timeout():
 
 # --- manifest documents, through a fake transport --------------------------------------------------------------
 
+
 class _Headers(dict):
     def get_all(self, name):
         return [self[name]] if name in self else None
@@ -398,10 +425,22 @@ class FakeClient(RegistryClient):
         super().__init__(certs_dirs=[])
         self.responses = responses
 
-    def _send(self, host, insecure, method, path, headers, limit, scheme=None, body=None, registry=None, stream=False,
-              endpoint=None):
+    def _send(
+        self,
+        host,
+        insecure,
+        method,
+        path,
+        headers,
+        limit,
+        scheme=None,
+        body=None,
+        registry=None,
+        stream=False,
+        endpoint=None,
+    ):
         self.request_count += 1
-        repository, _sep, reference = path[len("/v2/"):].rpartition("/manifests/")
+        repository, _sep, reference = path[len("/v2/") :].rpartition("/manifests/")
         status, content_type, payload, *extra = self.responses[(repository, reference)]
         headers = _Headers({"Content-Type": content_type}, **(extra[0] if extra else {}))
         return _transport.Response(status, headers, payload)
@@ -411,8 +450,14 @@ DIGEST_A = "sha256:" + "a" * 64
 
 
 def _manifest(layers=(("sha256:" + "1" * 64, 10),), media_type=OCI_MANIFEST, config_size=5):
-    return json.dumps({"schemaVersion": 2, "mediaType": media_type, "config": {"size": config_size},
-                       "layers": [{"digest": d, "size": s} for d, s in layers]}).encode()
+    return json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": media_type,
+            "config": {"size": config_size},
+            "layers": [{"digest": d, "size": s} for d, s in layers],
+        }
+    ).encode()
 
 
 def _digest(body):
@@ -432,10 +477,19 @@ BAD_DOCUMENTS = [
     (_manifest(layers=(("not a digest", 10),)), OCI_MANIFEST, ManifestFormatError, "malformed"),
     (_manifest(config_size=-5), OCI_MANIFEST, ManifestFormatError, "malformed"),
     (b'{"mediaType": "%s", "layers": [5]}' % OCI_MANIFEST.encode(), OCI_MANIFEST, ManifestFormatError, "malformed"),
-    (b'{"mediaType": "%s", "manifests": [{"digest": "sha256:short", "platform": {"os": "linux", '
-     b'"architecture": "amd64"}}]}' % OCI_INDEX.encode(), OCI_INDEX, ManifestFormatError, "unsupported digest"),
-    (b'{"mediaType": "%s", "manifests": "x"}' % OCI_INDEX.encode(), OCI_INDEX, PlatformNotFoundError,
-     "available: none"),
+    (
+        b'{"mediaType": "%s", "manifests": [{"digest": "sha256:short", "platform": {"os": "linux", '
+        b'"architecture": "amd64"}}]}' % OCI_INDEX.encode(),
+        OCI_INDEX,
+        ManifestFormatError,
+        "unsupported digest",
+    ),
+    (
+        b'{"mediaType": "%s", "manifests": "x"}' % OCI_INDEX.encode(),
+        OCI_INDEX,
+        PlatformNotFoundError,
+        "available: none",
+    ),
 ]
 
 
@@ -472,29 +526,38 @@ def test_nested_index_and_depth_limit():
     leaf = _manifest(layers=(("sha256:" + "3" * 64, 42),), media_type=DOCKER_MANIFEST)
 
     def index(child):
-        return json.dumps({"mediaType": DOCKER_LIST, "manifests": [
-            {"digest": _digest(child), "platform": {"os": "linux", "architecture": "amd64"}}]}).encode()
+        return json.dumps(
+            {
+                "mediaType": DOCKER_LIST,
+                "manifests": [{"digest": _digest(child), "platform": {"os": "linux", "architecture": "amd64"}}],
+            }
+        ).encode()
 
     inner = index(leaf)
     outer = index(inner)
     responses = {("a/b", _digest(b)): (200, DOCKER_LIST, b) for b in (inner, outer)}
     responses[("a/b", _digest(leaf))] = (200, DOCKER_MANIFEST, leaf)
-    info = FakeClient(responses).manifest_info(parse_image_ref(f"reg.example.com/a/b@{_digest(outer)}"),
-                                               platform="linux/amd64")
+    info = FakeClient(responses).manifest_info(
+        parse_image_ref(f"reg.example.com/a/b@{_digest(outer)}"), platform="linux/amd64"
+    )
     assert info.platform_digest == _digest(leaf) and info.layers == (("sha256:" + "3" * 64, 42),)
     deepest = index(index(outer))
     responses.update({("a/b", _digest(b)): (200, DOCKER_LIST, b) for b in (index(outer), deepest)})
     with pytest.raises(ManifestFormatError, match="nested more than"):
-        FakeClient(responses).manifest_info(parse_image_ref(f"reg.example.com/a/b@{_digest(deepest)}"),
-                                            platform="linux/amd64")
+        FakeClient(responses).manifest_info(
+            parse_image_ref(f"reg.example.com/a/b@{_digest(deepest)}"), platform="linux/amd64"
+        )
 
 
-@pytest.mark.parametrize("status, error, message", [
-    (403, RegistryAuthRejected, "denied the credentials of user 'alice' for a/b (HTTP 403)"),
-    (404, ManifestUnknownError, "manifest unknown"),
-    (429, RegistryError, "answered HTTP 429"),
-    (500, RegistryError, "answered HTTP 500"),
-])
+@pytest.mark.parametrize(
+    "status, error, message",
+    [
+        (403, RegistryAuthRejected, "denied the credentials of user 'alice' for a/b (HTTP 403)"),
+        (404, ManifestUnknownError, "manifest unknown"),
+        (429, RegistryError, "answered HTTP 429"),
+        (500, RegistryError, "answered HTTP 500"),
+    ],
+)
 def test_http_errors(status, error, message):
     body = json.dumps({"errors": [{"code": "DENIED", "message": f"no way {PASSWORD}"}]}).encode()
     client = FakeClient({("a/b", "v1"): (status, "application/json", body)})
@@ -516,11 +579,14 @@ def test_repository_unknown():
 # --- blobs --------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key, registry_name, credentials", [
-    ("plain/single", "plain", None),
-    ("secure/app", "secure", ALICE),
-    ("token/app", "token", ALICE),
-])
+@pytest.mark.parametrize(
+    "key, registry_name, credentials",
+    [
+        ("plain/single", "plain", None),
+        ("secure/app", "secure", ALICE),
+        ("token/app", "token", ALICE),
+    ],
+)
 def test_blobs_stream_with_the_same_auth_as_manifests(registry_lab, client, key, registry_name, credentials):
     pushed = registry_lab.images[key]
     registry = getattr(registry_lab, registry_name)
@@ -552,6 +618,7 @@ def test_a_small_blob_read_refuses_a_large_one(registry_lab, client):
 
 def _serve(handler_body):
     """A stdlib HTTP server on 127.0.0.1 answering GET with ``handler_body(handler)``; returns (server, host)."""
+
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
@@ -618,6 +685,7 @@ def test_close_reaches_the_connections_of_worker_threads():
             closed.append(self)
 
     with RegistryClient(timeout=1) as client:
+
         def use():
             connection, reused = client._connection("http", "127.0.0.1:1", "127.0.0.1", False)
             assert not reused

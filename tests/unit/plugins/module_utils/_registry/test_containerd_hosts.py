@@ -43,6 +43,7 @@ def write(path, text):
 
 # --- where config_path is ------------------------------------------------------------------------------------
 
+
 def test_status_of_containerd_1_7_names_config_path():
     info = {"config": json.dumps({"registry": {"configPath": "/etc/containerd/certs.d:/opt/certs.d"}})}
     assert from_cri_status(info) == RegistryHostsConfig(("/etc/containerd/certs.d", "/opt/certs.d"), "CRI Status")
@@ -50,11 +51,14 @@ def test_status_of_containerd_1_7_names_config_path():
 
 def test_cri_registry_headers_go_to_every_host_before_its_own(tmp_path):
     info = {"config": json.dumps({"registry": {"configPath": str(tmp_path), "headers": {"X-Site": ["a", "b"]}}})}
-    write(tmp_path / "reg.example" / "hosts.toml", '[host."https://m.local"]\n[host."https://m.local".header]\n'
-          'X-Site = "c"\nX-Mirror = "m"\n')
+    write(
+        tmp_path / "reg.example" / "hosts.toml",
+        '[host."https://m.local"]\n[host."https://m.local".header]\nX-Site = "c"\nX-Mirror = "m"\n',
+    )
     no_overrides = load_registries_conf(None, None, default_path="", default_conf_d="")
     sources = ContainerdHosts(from_cri_status(info), no_overrides).pull_sources(
-        parse_image_ref(f"reg.example/a@{DIGEST}"))
+        parse_image_ref(f"reg.example/a@{DIGEST}")
+    )
     mirror = (("X-Site", ("a", "b", "c")), ("X-Mirror", ("m",)))
     assert [s.endpoint.headers for s in sources] == [mirror, (("X-Site", ("a", "b")),)]
     with pytest.raises(ContainerdHostsError, match="headers: must map each header name to a list of strings"):
@@ -62,8 +66,17 @@ def test_cri_registry_headers_go_to_every_host_before_its_own(tmp_path):
 
 
 def test_status_with_deprecated_mirrors_warns():
-    info = {"config": json.dumps({"registry": {"configPath": "", "mirrors": {"docker.io": {"endpoint": ["x"]}},
-                                               "configs": {"reg.example": {"tls": {"ca_file": "/ca.crt"}}}}})}
+    info = {
+        "config": json.dumps(
+            {
+                "registry": {
+                    "configPath": "",
+                    "mirrors": {"docker.io": {"endpoint": ["x"]}},
+                    "configs": {"reg.example": {"tls": {"ca_file": "/ca.crt"}}},
+                }
+            }
+        )
+    }
     found = from_cri_status(info)
     assert found.roots == ()
     assert "deprecated registry.mirrors" in found.warnings[0] and "cannot follow" in found.warnings[0]
@@ -71,7 +84,8 @@ def test_status_with_deprecated_mirrors_warns():
     # With config_path set, containerd ignores the mirrors too (but still takes credentials from configs).
     info = {"config": json.dumps({"registry": {"configPath": "/etc/c", "mirrors": {"r": {}}, "configs": {"r": {}}}})}
     assert [w.split(" sets ")[1][:35] for w in from_cri_status(info).warnings] == [
-        "the deprecated registry.configs (TL"]
+        "the deprecated registry.configs (TL"
+    ]
 
 
 def test_status_of_containerd_2_has_no_registry():
@@ -79,23 +93,33 @@ def test_status_of_containerd_2_has_no_registry():
     assert from_cri_status({}) is None
 
 
-@pytest.mark.parametrize("text, roots", [
-    ('version = 3\n[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/etc/containerd/certs.d"\n',
-     ("/etc/containerd/certs.d",)),
-    ('version = 2\n[plugins."io.containerd.grpc.v1.cri".registry]\nconfig_path = "/a"\n', ("/a",)),
-    ('version = 3\n[plugins."io.containerd.cri.v1.images"]\nuse_local_image_pull = true\n'
-     '[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/a:/b"\n', ("/a", "/b")),
-    ('version = 3\n', ()),
-    ('[plugins.cri.registry]\nconfig_path = "/v1"\n', ("/v1",)),
-])
+@pytest.mark.parametrize(
+    "text, roots",
+    [
+        (
+            'version = 3\n[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/etc/containerd/certs.d"\n',
+            ("/etc/containerd/certs.d",),
+        ),
+        ('version = 2\n[plugins."io.containerd.grpc.v1.cri".registry]\nconfig_path = "/a"\n', ("/a",)),
+        (
+            'version = 3\n[plugins."io.containerd.cri.v1.images"]\nuse_local_image_pull = true\n'
+            '[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/a:/b"\n',
+            ("/a", "/b"),
+        ),
+        ("version = 3\n", ()),
+        ('[plugins.cri.registry]\nconfig_path = "/v1"\n', ("/v1",)),
+    ],
+)
 def test_config_file_versions(tmp_path, text, roots):
     path = write(tmp_path / "config.toml", text)
     assert from_config_file(str(path), "2.1.9").roots == roots
 
 
 def test_config_file_list_under_the_transfer_service_is_one_directory(tmp_path):
-    path = write(tmp_path / "config.toml", 'version = 3\n[plugins."io.containerd.cri.v1.images".registry]\n'
-                 'config_path = "/a:/b"\n')
+    path = write(
+        tmp_path / "config.toml",
+        'version = 3\n[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/a:/b"\n',
+    )
     found = from_config_file(str(path), "2.1.9")
     assert found.roots == ("/a:/b",)
     assert "#12415" in found.warnings[0]
@@ -107,11 +131,14 @@ def test_missing_config_file_is_containerds_default(tmp_path):
     assert from_config_file(str(tmp_path / "absent.toml"), "v2.2.1").roots == (DEFAULT_CONFIG_PATH_2_2,)
 
 
-@pytest.mark.parametrize("text, named", [
-    ("version = 3\n[plugins\n", "not valid TOML"),
-    ("version = 4\n", "version 4 is not 1, 2 or 3"),
-    ('version = 3\n[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = 5\n', "config_path: must be"),
-])
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("version = 3\n[plugins\n", "not valid TOML"),
+        ("version = 4\n", "version 4 is not 1, 2 or 3"),
+        ('version = 3\n[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = 5\n', "config_path: must be"),
+    ],
+)
 def test_bad_config_file_names_file_and_key(tmp_path, text, named):
     path = write(tmp_path / "config.toml", text)
     with pytest.raises(ContainerdHostsError, match=str(path)) as caught:
@@ -121,8 +148,10 @@ def test_bad_config_file_names_file_and_key(tmp_path, text, named):
 
 def test_locate_order(tmp_path):
     status = {"config": json.dumps({"registry": {"configPath": "/from/status"}})}
-    config = write(tmp_path / "config.toml", 'version = 2\n[plugins."io.containerd.grpc.v1.cri".registry]\n'
-                   'config_path = "/from/file"\n')
+    config = write(
+        tmp_path / "config.toml",
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".registry]\nconfig_path = "/from/file"\n',
+    )
     assert locate(status, "1.7.24", None, "/from/option").roots == ("/from/option",)
     assert locate(status, "1.7.24").roots == ("/from/status",)
     assert locate(status, "1.7.24", str(config)).roots == ("/from/file",)
@@ -130,14 +159,18 @@ def test_locate_order(tmp_path):
     with pytest.raises(ContainerdHostsError, match="does not exist"):
         locate(None, "2.1.9", str(tmp_path / "absent.toml"))
     # No config file named: containerd's default, else k3s's, else RKE2's, whichever exists first.
-    k3s = write(tmp_path / "k3s.toml", 'version = 3\n[plugins."io.containerd.cri.v1.images".registry]\n'
-                'config_path = "/var/lib/rancher/k3s/agent/etc/containerd/certs.d"\n')
+    k3s = write(
+        tmp_path / "k3s.toml",
+        'version = 3\n[plugins."io.containerd.cri.v1.images".registry]\n'
+        'config_path = "/var/lib/rancher/k3s/agent/etc/containerd/certs.d"\n',
+    )
     found = locate({}, "2.0.5", candidates=(str(tmp_path / "absent.toml"), str(k3s), str(config)))
     assert (found.roots, found.origin) == (("/var/lib/rancher/k3s/agent/etc/containerd/certs.d",), str(k3s))
     assert locate({}, "2.1.9", candidates=(str(tmp_path / "absent.toml"),)).roots == ()
 
 
 # --- the directory lookup ------------------------------------------------------------------------------------
+
 
 def test_directory_order(tmp_path):
     first, second = tmp_path / "one", tmp_path / "two"
@@ -153,33 +186,45 @@ def test_directory_order(tmp_path):
 def test_server_omitted_falls_back_to_the_registry(tmp_path):
     write(tmp_path / "reg.example" / "hosts.toml", '[host."http://mirror.local:5000"]\ncapabilities = ["pull"]\n')
     hosts = configure_hosts("reg.example", [str(tmp_path)])
-    assert [(h.scheme, h.host, h.path) for h in hosts] == [("http", "mirror.local:5000", "/v2"),
-                                                           ("https", "reg.example", "/v2")]
+    assert [(h.scheme, h.host, h.path) for h in hosts] == [
+        ("http", "mirror.local:5000", "/v2"),
+        ("https", "reg.example", "/v2"),
+    ]
 
 
 def test_endpoints_filter_capabilities_and_set_ns(tmp_path):
-    write(tmp_path / "docker.io" / "hosts.toml", 'server = "https://registry-1.docker.io"\n'
-          '[host."https://pull-only.local/us"]\ncapabilities = ["pull"]\n'
-          '[host."https://both.local/x/v2"]\ncapabilities = ["pull", "resolve"]\n')
+    write(
+        tmp_path / "docker.io" / "hosts.toml",
+        'server = "https://registry-1.docker.io"\n'
+        '[host."https://pull-only.local/us"]\ncapabilities = ["pull"]\n'
+        '[host."https://both.local/x/v2"]\ncapabilities = ["pull", "resolve"]\n',
+    )
     by_digest = endpoints("docker.io", [str(tmp_path)], digest=True)
     assert [(str(e), e.namespace) for e in by_digest] == [
-        ("https://pull-only.local/us/v2", "docker.io"), ("https://both.local/x/v2", "docker.io"),
-        ("https://registry-1.docker.io/v2", "")]
+        ("https://pull-only.local/us/v2", "docker.io"),
+        ("https://both.local/x/v2", "docker.io"),
+        ("https://registry-1.docker.io/v2", ""),
+    ]
     by_tag = endpoints("docker.io", [str(tmp_path)], digest=False)
     assert [e.netloc for e in by_tag] == ["both.local", "registry-1.docker.io"]
-    assert by_digest[0].request_path("library/busybox", "manifests", DIGEST) == \
-        f"/us/v2/library/busybox/manifests/{DIGEST}?ns=docker.io"
+    assert (
+        by_digest[0].request_path("library/busybox", "manifests", DIGEST)
+        == f"/us/v2/library/busybox/manifests/{DIGEST}?ns=docker.io"
+    )
 
 
-@pytest.mark.parametrize("text, named", [
-    ('[host."https://m.local"\n', "not valid TOML"),
-    ('[host."https://m.local"]\ncapabilities = ["pull", "fetch"]\n', 'host."https://m.local".capabilities'),
-    ('[host."https://m.local"]\nca = 5\n', 'host."https://m.local".ca'),
-    ('[host."https://m.local"]\nclient = [["a", "b", "c"]]\n', 'host."https://m.local".client'),
-    ('[host."https://m.local"]\ndial_timeout = "soon"\n', 'host."https://m.local".dial_timeout'),
-    ('[host."https://m.local"]\nca = "missing-ca.crt"\n', "missing-ca.crt"),
-    ('[host."https://m.local"]\nclient = [["client.cert", "missing.key"]]\n', "missing.key"),
-])
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ('[host."https://m.local"\n', "not valid TOML"),
+        ('[host."https://m.local"]\ncapabilities = ["pull", "fetch"]\n', 'host."https://m.local".capabilities'),
+        ('[host."https://m.local"]\nca = 5\n', 'host."https://m.local".ca'),
+        ('[host."https://m.local"]\nclient = [["a", "b", "c"]]\n', 'host."https://m.local".client'),
+        ('[host."https://m.local"]\ndial_timeout = "soon"\n', 'host."https://m.local".dial_timeout'),
+        ('[host."https://m.local"]\nca = "missing-ca.crt"\n', "missing-ca.crt"),
+        ('[host."https://m.local"]\nclient = [["client.cert", "missing.key"]]\n', "missing.key"),
+    ],
+)
 def test_bad_hosts_file_names_file_and_key(tmp_path, text, named):
     hosts_file = write(tmp_path / "reg.example" / "hosts.toml", text)
     write(tmp_path / "reg.example" / "client.cert", "cert")
@@ -190,12 +235,19 @@ def test_bad_hosts_file_names_file_and_key(tmp_path, text, named):
 
 # --- credentials ---------------------------------------------------------------------------------------------
 
+
 def test_credentials_are_the_images_own_registrys():
-    config = parse_docker_config(json.dumps({"auths": {
-        "reg.example": {"username": "u", "password": "p", "registrytoken": "rt"},
-        "mirror.local": {"username": "mirror-user", "password": "x"},
-        "tok.example": {"registrytoken": "only-a-registry-token"},
-    }}))
+    config = parse_docker_config(
+        json.dumps(
+            {
+                "auths": {
+                    "reg.example": {"username": "u", "password": "p", "registrytoken": "rt"},
+                    "mirror.local": {"username": "mirror-user", "password": "x"},
+                    "tok.example": {"registrytoken": "only-a-registry-token"},
+                }
+            }
+        )
+    )
     found = containerd_credentials(config, parse_image_ref(f"reg.example/app@{DIGEST}"))
     assert (found.username, found.password, found.registry_token) == ("u", "p", "")
     assert "rt" in found.secrets()
@@ -205,17 +257,22 @@ def test_credentials_are_the_images_own_registrys():
 
 def test_registry_mirrors_override_the_hosts(tmp_path):
     write(tmp_path / "_default" / "hosts.toml", '[host."http://mirror.local"]\n')
-    overrides = load_registries_conf(None, [{"prefix": "reg.example", "location": "explicit.local"}],
-                                     default_path="", default_conf_d="")
+    overrides = load_registries_conf(
+        None, [{"prefix": "reg.example", "location": "explicit.local"}], default_path="", default_conf_d=""
+    )
     hosts = ContainerdHosts(RegistryHostsConfig((str(tmp_path),), "test"), overrides)
     assert [str(s) for s in hosts.pull_sources(parse_image_ref(f"reg.example/a@{DIGEST}"))] == [
-        f"explicit.local/a@{DIGEST}"]
+        f"explicit.local/a@{DIGEST}"
+    ]
     sources = hosts.pull_sources(parse_image_ref(f"other.example/a@{DIGEST}"))
     assert [(s.registry, s.mirror, s.endpoint is not None) for s in sources] == [
-        ("mirror.local", True, True), ("other.example", False, True)]
+        ("mirror.local", True, True),
+        ("other.example", False, True),
+    ]
 
 
 # --- reading through hosts.toml from real registries --------------------------------------------------------
+
 
 def _info(client, image, config_dir, registry_name, path, credentials=None):
     ref = parse_image_ref(f"{registry_name}/{path}", require_digest=False)
@@ -223,19 +280,26 @@ def _info(client, image, config_dir, registry_name, path, credentials=None):
     return client.manifest_info(ref, credentials, endpoint=found[0]), found[0]
 
 
-@pytest.mark.parametrize("registry, hosts_toml, path, key", [
-    # A TLS mirror whose CA only hosts.toml names, with basic credentials.
-    ("secure", '[host."https://{name}"]\nca = "{ca}"\n', "secure/app:v1", "secure/app"),
-    # server only; the token server is on another host: its TLS is the host's (the CA of hosts.toml), as in
-    # containerd.
-    ("token", 'server = "https://{name}"\nca = "{ca}"\n', "tok/app:v1", "token/app"),
-])
-def test_tls_host_with_the_ca_named_in_hosts_toml_and_credentials(registry_lab, tmp_path, registry, hosts_toml,
-                                                                  path, key):
-    write(tmp_path / "mirrored.example.invalid" / "hosts.toml",
-          hosts_toml.format(name=getattr(registry_lab, registry).name, ca=registry_lab.pki["ca.crt"]))
-    config = parse_docker_config(json.dumps({"auths": {"mirrored.example.invalid": {
-        "username": USER, "password": PASSWORD}}}))
+@pytest.mark.parametrize(
+    "registry, hosts_toml, path, key",
+    [
+        # A TLS mirror whose CA only hosts.toml names, with basic credentials.
+        ("secure", '[host."https://{name}"]\nca = "{ca}"\n', "secure/app:v1", "secure/app"),
+        # server only; the token server is on another host: its TLS is the host's (the CA of hosts.toml), as in
+        # containerd.
+        ("token", 'server = "https://{name}"\nca = "{ca}"\n', "tok/app:v1", "token/app"),
+    ],
+)
+def test_tls_host_with_the_ca_named_in_hosts_toml_and_credentials(
+    registry_lab, tmp_path, registry, hosts_toml, path, key
+):
+    write(
+        tmp_path / "mirrored.example.invalid" / "hosts.toml",
+        hosts_toml.format(name=getattr(registry_lab, registry).name, ca=registry_lab.pki["ca.crt"]),
+    )
+    config = parse_docker_config(
+        json.dumps({"auths": {"mirrored.example.invalid": {"username": USER, "password": PASSWORD}}})
+    )
     ref = parse_image_ref(f"mirrored.example.invalid/{path}", require_digest=False)
     with RegistryClient(certs_dirs=[], timeout=5) as client:
         endpoint = endpoints(ref.registry, [str(tmp_path)], digest=False)[0]
@@ -245,9 +309,11 @@ def test_tls_host_with_the_ca_named_in_hosts_toml_and_credentials(registry_lab, 
 
 
 def test_client_pair_and_override_path(registry_lab, tmp_path):
-    write(tmp_path / "m.example.invalid" / "hosts.toml",
-          f'[host."https://{registry_lab.mtls.name}/v2"]\noverride_path = true\nca = "{registry_lab.pki["ca.crt"]}"\n'
-          f'client = [["{registry_lab.pki["client.crt"]}", "{registry_lab.pki["client.key"]}"]]\n')
+    write(
+        tmp_path / "m.example.invalid" / "hosts.toml",
+        f'[host."https://{registry_lab.mtls.name}/v2"]\noverride_path = true\nca = "{registry_lab.pki["ca.crt"]}"\n'
+        f'client = [["{registry_lab.pki["client.crt"]}", "{registry_lab.pki["client.key"]}"]]\n',
+    )
     with RegistryClient(certs_dirs=[], timeout=5) as client:
         info, endpoint = _info(client, "mtls/app", tmp_path, "m.example.invalid", "mtls/app:v1")
     assert endpoint.path == "/v2"

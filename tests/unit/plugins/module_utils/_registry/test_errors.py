@@ -9,9 +9,18 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
 from ansible_collections.pinned.images.plugins.module_utils._registry import errors
 
 
-@pytest.mark.parametrize("cls", [errors.RegistryAuthRejected, errors.ManifestUnknownError,
-                                 errors.RegistryConnectionError, errors.RegistryTLSError, errors.DigestMismatchError,
-                                 errors.ManifestFormatError, errors.PlatformNotFoundError])
+@pytest.mark.parametrize(
+    "cls",
+    [
+        errors.RegistryAuthRejected,
+        errors.ManifestUnknownError,
+        errors.RegistryConnectionError,
+        errors.RegistryTLSError,
+        errors.DigestMismatchError,
+        errors.ManifestFormatError,
+        errors.PlatformNotFoundError,
+    ],
+)
 def test_each_error_is_a_registry_error_naming_the_registry(cls):
     error = cls("no such thing", "quay.io")
     assert isinstance(error, errors.RegistryError) and isinstance(error, CollectionError)

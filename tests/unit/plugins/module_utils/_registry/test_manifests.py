@@ -39,10 +39,15 @@ def test_a_manifest_must_be_a_json_object():
             decode_manifest(REF, DIGEST, body)
 
 
-@pytest.mark.parametrize("document, media_type", [
-    ({"manifests": []}, OCI_INDEX), ({"layers": []}, OCI_MANIFEST), ({"schemaVersion": 1}, DOCKER_SCHEMA1[0]),
-    ({"config": {}}, ""),
-])
+@pytest.mark.parametrize(
+    "document, media_type",
+    [
+        ({"manifests": []}, OCI_INDEX),
+        ({"layers": []}, OCI_MANIFEST),
+        ({"schemaVersion": 1}, DOCKER_SCHEMA1[0]),
+        ({"config": {}}, ""),
+    ],
+)
 def test_the_type_of_a_manifest_without_media_type_is_guessed(document, media_type):
     assert guess_type(document) == media_type
 
@@ -50,9 +55,15 @@ def test_the_type_of_a_manifest_without_media_type_is_guessed(document, media_ty
 def test_layers_and_config_size_are_read_and_malformed_entries_refused():
     layer = "sha256:" + "2" * 64
     assert manifest_layers(REF, DIGEST, {"config": {"size": 7}, "layers": [{"digest": layer, "size": 5}]}) == (
-        ((layer, 5),), 7)
-    for bad in ({"layers": [{"digest": layer, "size": True}]}, {"layers": [{"digest": "x", "size": 1}]},
-                {"layers": [{"size": 1}]}, {"config": {"size": -1}}):
+        ((layer, 5),),
+        7,
+    )
+    for bad in (
+        {"layers": [{"digest": layer, "size": True}]},
+        {"layers": [{"digest": "x", "size": 1}]},
+        {"layers": [{"size": 1}]},
+        {"config": {"size": -1}},
+    ):
         with pytest.raises(ManifestFormatError, match="malformed config or layer entry"):
             manifest_layers(REF, DIGEST, bad)
 
@@ -67,4 +78,6 @@ def test_an_index_entry_is_chosen_for_the_platform_and_its_variants():
     with pytest.raises(PlatformNotFoundError, match="available: linux/amd64, linux/arm/v7, linux/arm64/v8"):
         select_platform(REF, DIGEST, index, Platform("linux", "s390x"))
     with pytest.raises(ManifestFormatError, match="unsupported digest"):
-        select_platform(REF, DIGEST, {"manifests": [entry("linux", "amd64", digest="md5:x")]}, Platform("linux", "amd64"))
+        select_platform(
+            REF, DIGEST, {"manifests": [entry("linux", "amd64", digest="md5:x")]}, Platform("linux", "amd64")
+        )

@@ -16,21 +16,36 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.platforms 
 )
 
 
-@pytest.mark.parametrize("machine, expected", [
-    ("x86_64", "linux/amd64"), ("AMD64", "linux/amd64"), ("aarch64", "linux/arm64"), ("arm64", "linux/arm64"),
-    ("armv7l", "linux/arm/v7"), ("armv6l", "linux/arm/v6"), ("ppc64le", "linux/ppc64le"), ("s390x", "linux/s390x"),
-    ("i686", "linux/386"), ("riscv64", "linux/riscv64"), ("weird", "linux/weird"),
-])
+@pytest.mark.parametrize(
+    "machine, expected",
+    [
+        ("x86_64", "linux/amd64"),
+        ("AMD64", "linux/amd64"),
+        ("aarch64", "linux/arm64"),
+        ("arm64", "linux/arm64"),
+        ("armv7l", "linux/arm/v7"),
+        ("armv6l", "linux/arm/v6"),
+        ("ppc64le", "linux/ppc64le"),
+        ("s390x", "linux/s390x"),
+        ("i686", "linux/386"),
+        ("riscv64", "linux/riscv64"),
+        ("weird", "linux/weird"),
+    ],
+)
 def test_host_platform(monkeypatch, machine, expected):
     monkeypatch.setattr(_platforms._platform, "machine", lambda: machine)
     monkeypatch.setattr(_platforms.sys, "platform", "linux")
     assert str(host_platform()) == expected
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("linux/amd64", Platform("linux", "amd64")), ("linux/arm/v7", Platform("linux", "arm", "v7")),
-    (Platform("linux", "s390x"), Platform("linux", "s390x")),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("linux/amd64", Platform("linux", "amd64")),
+        ("linux/arm/v7", Platform("linux", "arm", "v7")),
+        (Platform("linux", "s390x"), Platform("linux", "s390x")),
+    ],
+)
 def test_parse_platform(value, expected):
     assert parse_platform(value) == expected
 

@@ -96,8 +96,10 @@ def conf():
 
 
 # (image, [(source reference, insecure, mirror), ...])
-SOURCE_CASES = [(case["image"], [tuple(source) for source in case["sources"]]) for case in yaml.safe_load(
-    (CASES / "registries_conf_sources.yaml").read_text().replace("@DIGEST", "@" + DIGEST))]
+SOURCE_CASES = [
+    (case["image"], [tuple(source) for source in case["sources"]])
+    for case in yaml.safe_load((CASES / "registries_conf_sources.yaml").read_text().replace("@DIGEST", "@" + DIGEST))
+]
 
 
 @pytest.mark.parametrize("image, expected", SOURCE_CASES)
@@ -118,23 +120,27 @@ def test_blocked(conf, image):
 
 
 def test_exact_prefix_beats_wildcard_of_same_length():
-    conf = RegistriesConf(registries_from_list([
-        {"prefix": "*.example.com", "blocked": True},
-        {"prefix": "reg.example.com", "location": "reg.example.com"},
-    ]))
+    conf = RegistriesConf(
+        registries_from_list(
+            [
+                {"prefix": "*.example.com", "blocked": True},
+                {"prefix": "reg.example.com", "location": "reg.example.com"},
+            ]
+        )
+    )
     sources = conf.pull_sources(parse_image_ref("reg.example.com/a:t", require_digest=False))
     assert [str(s) for s in sources] == ["reg.example.com/a:t"]
 
 
 BAD_CONF = [
     ('[registries.search]\nregistries = ["docker.io"]\n', "v1 format"),
-    ('[registries.insecure]\nregistries = []\n', "v1 format"),
+    ("[registries.insecure]\nregistries = []\n", "v1 format"),
     ("[[registry]]\nlocation = \n", "not valid TOML"),
     ("registry = 5\n", "array of tables"),
     ("[[registry]]\ninsecure = true\n", "both location and prefix are unset"),
     ('[[registry]]\nprefix = "quay.io"\n', "location is unset"),
     ('[[registry]]\nlocation = "https://quay.io"\n', "URI schemes are not supported"),
-    ('[[registry]]\nlocation = 5\n', "location must be a string"),
+    ("[[registry]]\nlocation = 5\n", "location must be a string"),
     ('[[registry]]\nlocation = "quay.io"\ninsecure = "yes"\n', "insecure must be true or false"),
     ('[[registry]]\nlocation = "quay.io"\nblocked = 1\n', "blocked must be true or false"),
     ('[[registry]]\nprefix = "*.example.com/ns"\n', "wildcard prefix must look like"),
@@ -142,16 +148,27 @@ BAD_CONF = [
     ('[[registry]]\nprefix = "*.example.com:5000"\n', "wildcard prefix must look like"),
     ('[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\ninsecure = true\n', "mirror location is unset"),
     ('[[registry]]\nlocation = "quay.io"\nmirror = 3\n', "mirror must be a list"),
-    ('[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\nlocation = "m.io"\npull-from-mirror = "x"\n',
-     "pull-from-mirror 'x'"),
-    ('[[registry]]\nlocation = "quay.io"\nmirror-by-digest-only = true\n[[registry.mirror]]\nlocation = "m.io"\n'
-     'pull-from-mirror = "all"\n', "cannot be combined"),
-    ('[[registry]]\nlocation = "quay.io"\npull-from-mirror = "all"\n',
-     "pull-from-mirror must not be set for a non-mirror registry 'quay.io'"),
-    ('[[registry]]\nlocation = "quay.io"\n[[registry]]\nprefix = "quay.io/a"\nlocation = "quay.io"\ninsecure = true\n',
-     "registry 'quay.io' is defined multiple times with conflicting 'insecure' setting"),
-    ('[[registry]]\nprefix = "*.a.io"\nblocked = true\n[[registry]]\nprefix = "*.a.io"\n',
-     "defined multiple times with conflicting 'blocked' setting"),
+    (
+        '[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\nlocation = "m.io"\npull-from-mirror = "x"\n',
+        "pull-from-mirror 'x'",
+    ),
+    (
+        '[[registry]]\nlocation = "quay.io"\nmirror-by-digest-only = true\n[[registry.mirror]]\nlocation = "m.io"\n'
+        'pull-from-mirror = "all"\n',
+        "cannot be combined",
+    ),
+    (
+        '[[registry]]\nlocation = "quay.io"\npull-from-mirror = "all"\n',
+        "pull-from-mirror must not be set for a non-mirror registry 'quay.io'",
+    ),
+    (
+        '[[registry]]\nlocation = "quay.io"\n[[registry]]\nprefix = "quay.io/a"\nlocation = "quay.io"\ninsecure = true\n',
+        "registry 'quay.io' is defined multiple times with conflicting 'insecure' setting",
+    ),
+    (
+        '[[registry]]\nprefix = "*.a.io"\nblocked = true\n[[registry]]\nprefix = "*.a.io"\n',
+        "defined multiple times with conflicting 'blocked' setting",
+    ),
     ('[[registry]]\nlocation = "quay io"\n', "contains whitespace"),
 ]
 
@@ -164,14 +181,17 @@ def test_bad_conf(text, message):
 
 
 # The runtime loads any location without a URI scheme; one that cannot be rewritten onto fails the pull only.
-@pytest.mark.parametrize("location, problem", [
-    ("mirror", "not a canonical reference (it would mean docker.io/mirror/x:t)"),
-    ("library/busybox", "not a canonical reference"),
-    ("example.com/foo", None),
-    ("quay.io/NS", "not a valid reference"),
-    ("quay.io/ns:tag", "not a valid reference"),
-    ("john.doe@example.com", "not a valid reference"),
-])
+@pytest.mark.parametrize(
+    "location, problem",
+    [
+        ("mirror", "not a canonical reference (it would mean docker.io/mirror/x:t)"),
+        ("library/busybox", "not a canonical reference"),
+        ("example.com/foo", None),
+        ("quay.io/NS", "not a valid reference"),
+        ("quay.io/ns:tag", "not a valid reference"),
+        ("john.doe@example.com", "not a valid reference"),
+    ],
+)
 def test_location_checked_when_used(location, problem):
     conf = RegistriesConf(parse_registries_conf(f'[[registry]]\nprefix = "src.io"\nlocation = "{location}"\n', "x"))
     ref = parse_image_ref("src.io/x:t", require_digest=False)
@@ -191,11 +211,15 @@ def test_rewrite_that_would_land_on_docker_hub_is_refused():
 
 
 def test_longest_wildcard_wins_and_first_of_equal_prefixes():
-    conf = RegistriesConf(parse_registries_conf(
-        '[[registry]]\nprefix = "*.example.com"\nlocation = "short.io"\n'
-        '[[registry]]\nprefix = "*.sub.example.com"\nlocation = "long.io"\n'
-        '[[registry]]\nprefix = "dup.io"\nlocation = "first.io"\n'
-        '[[registry]]\nprefix = "dup.io"\nlocation = "second.io"\n', "x"))
+    conf = RegistriesConf(
+        parse_registries_conf(
+            '[[registry]]\nprefix = "*.example.com"\nlocation = "short.io"\n'
+            '[[registry]]\nprefix = "*.sub.example.com"\nlocation = "long.io"\n'
+            '[[registry]]\nprefix = "dup.io"\nlocation = "first.io"\n'
+            '[[registry]]\nprefix = "dup.io"\nlocation = "second.io"\n',
+            "x",
+        )
+    )
     assert conf.find_registry(parse_image_ref("a.sub.example.com/x:t", require_digest=False)).location == "long.io"
     assert conf.find_registry(parse_image_ref("a.sub.example.com:5000/x:t", require_digest=False)).location == "long.io"
     assert conf.find_registry(parse_image_ref("dup.io/x:t", require_digest=False)).location == "first.io"
@@ -221,8 +245,10 @@ def test_ignored_keys():
 
 def test_unknown_keys_are_ignored_with_a_warning(tmp_path):
     conf = tmp_path / "registries.conf"
-    conf.write_text('unqualified-search-registry = ["x.io"]\n[[registry]]\nlocation = "quay.io"\nblock = true\n'
-                    '[[registry.mirror]]\nlocation = "m.example.com"\ninsecur = true\n')
+    conf.write_text(
+        'unqualified-search-registry = ["x.io"]\n[[registry]]\nlocation = "quay.io"\nblock = true\n'
+        '[[registry.mirror]]\nlocation = "m.example.com"\ninsecur = true\n'
+    )
     loaded = load_registries_conf(conf)
     (reg,) = loaded.registries
     assert reg.blocked is False and reg.mirrors[0].insecure is False
@@ -238,7 +264,7 @@ def test_unknown_keys_are_ignored_with_a_warning(tmp_path):
 
 
 def test_many_unknown_keys_make_one_short_warning():
-    text = "".join(f'k{i:03}{"x" * 200} = 1\n' for i in range(500))
+    text = "".join(f"k{i:03}{'x' * 200} = 1\n" for i in range(500))
     warnings = []
     parse_registries_conf(text, "x", warnings)
     (warning,) = warnings
@@ -264,17 +290,27 @@ def test_bad_list(items, message):
 
 
 def test_list_accepts_ansible_nones():
-    (reg,) = registries_from_list([{
-        "prefix": None, "location": "quay.io", "insecure": None, "blocked": None, "mirror_by_digest_only": None,
-        "mirrors": [{"location": "m.io", "insecure": None, "pull_from_mirror": None}],
-    }])
+    (reg,) = registries_from_list(
+        [
+            {
+                "prefix": None,
+                "location": "quay.io",
+                "insecure": None,
+                "blocked": None,
+                "mirror_by_digest_only": None,
+                "mirrors": [{"location": "m.io", "insecure": None, "pull_from_mirror": None}],
+            }
+        ]
+    )
     assert reg.prefix == "quay.io" and not reg.insecure and not reg.blocked and reg.mirrors[0].location == "m.io"
 
 
 def test_load_files_drop_ins_and_explicit_list(tmp_path):
     main = tmp_path / "registries.conf"
-    main.write_text('[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\nlocation = "file-mirror.io"\n'
-                    '[[registry]]\nlocation = "ghcr.io"\n[[registry.mirror]]\nlocation = "gh-mirror.io"\n')
+    main.write_text(
+        '[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\nlocation = "file-mirror.io"\n'
+        '[[registry]]\nlocation = "ghcr.io"\n[[registry.mirror]]\nlocation = "gh-mirror.io"\n'
+    )
     conf_d = tmp_path / "registries.conf.d"
     conf_d.mkdir()
     (conf_d / "10-ghcr.conf").write_text('[[registry]]\nlocation = "ghcr.io"\nblocked = true\n')
@@ -291,13 +327,23 @@ def test_load_files_drop_ins_and_explicit_list(tmp_path):
     assert conf.pull_sources(parse_image_ref("other.io/a@" + DIGEST))[0].insecure
 
     # The explicit list overrides an entry with the same prefix and keeps the others.
-    conf = load_registries_conf(default_path=str(main), default_conf_d=str(conf_d), mirrors=[
-        {"prefix": "ghcr.io", "location": "ghcr.io"},
-        {"prefix": "quay.io", "location": "quay.io", "mirrors": [{"location": "param-mirror.io", "insecure": True}]},
-    ])
+    conf = load_registries_conf(
+        default_path=str(main),
+        default_conf_d=str(conf_d),
+        mirrors=[
+            {"prefix": "ghcr.io", "location": "ghcr.io"},
+            {
+                "prefix": "quay.io",
+                "location": "quay.io",
+                "mirrors": [{"location": "param-mirror.io", "insecure": True}],
+            },
+        ],
+    )
     assert [str(s) for s in conf.pull_sources(ghcr)] == ["ghcr.io/a@" + DIGEST]
     assert [(str(s), s.insecure) for s in conf.pull_sources(quay)] == [
-        ("param-mirror.io/a@" + DIGEST, True), ("quay.io/a@" + DIGEST, False)]
+        ("param-mirror.io/a@" + DIGEST, True),
+        ("quay.io/a@" + DIGEST, False),
+    ]
 
     # An explicit path reads no default drop-ins.
     conf = load_registries_conf(str(main), default_conf_d=str(conf_d))
@@ -345,13 +391,19 @@ CREDENTIAL_CASES = [
     (["mirror.local:5000", "quay.io"], "quay.io/ns/app", ["mirror.local:5000", "quay.io", "quay.io"]),
     (["quay.io"], "quay.io/ns/app", ["quay.io", "quay.io", "quay.io"]),
     # The most specific key of the mirror location path.
-    (["mirror.local:5000/quay/ns", "mirror.local:5000", "backup.local/ns/app"], "quay.io/ns/app",
-     ["mirror.local:5000/quay/ns", "backup.local/ns/app", None]),
+    (
+        ["mirror.local:5000/quay/ns", "mirror.local:5000", "backup.local/ns/app"],
+        "quay.io/ns/app",
+        ["mirror.local:5000/quay/ns", "backup.local/ns/app", None],
+    ),
     # The image's own repository-path key is used for fallbacks too.
     (["quay.io/ns"], "quay.io/ns/app", ["quay.io/ns", "quay.io/ns", "quay.io/ns"]),
     ([], "quay.io/ns/app", [None, None, None]),
-    (["hub-mirror.local", "https://index.docker.io/v1/"], "busybox",
-     ["hub-mirror.local", "https://index.docker.io/v1/"]),
+    (
+        ["hub-mirror.local", "https://index.docker.io/v1/"],
+        "busybox",
+        ["hub-mirror.local", "https://index.docker.io/v1/"],
+    ),
 ]
 
 
@@ -367,10 +419,13 @@ def test_credentials_for_source(conf, keys, image, expected):
     assert found == expected
 
 
-@pytest.mark.parametrize("text", [
-    '[[registry]]\nlocation = "https://' + "x" * 1_000_000 + '"\n',
-    '[[registry]]\nlocation = "quay.io"\ninsecure = [' + ", ".join(["1"] * 100_000) + "]\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[[registry]]\nlocation = "https://' + "x" * 1_000_000 + '"\n',
+        '[[registry]]\nlocation = "quay.io"\ninsecure = [' + ", ".join(["1"] * 100_000) + "]\n",
+    ],
+)
 def test_error_values_are_cut_short(text):
     with pytest.raises(RegistriesConfError) as info:
         parse_registries_conf(text, "x")

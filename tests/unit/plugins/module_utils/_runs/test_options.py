@@ -133,8 +133,11 @@ def test_problems_raise_one_error_as_it_was_and_several_as_one():
     assert problems.attempt(bad) is None
     with pytest.raises(CollectionError) as info:
         problems.raise_any()
-    assert info.value.problems == ["concurrency must be at least 1, got 0", "timeout must be above 0, got 0.0",
-                                   "unreachable"]
+    assert info.value.problems == [
+        "concurrency must be at least 1, got 0",
+        "timeout must be above 0, got 0.0",
+        "unreachable",
+    ]
     only = Problems()
     only.attempt(bad)
     with pytest.raises(K8sError):
@@ -147,33 +150,54 @@ def test_the_registry_options_read_the_pull_secret_and_registries_conf(tmp_path)
     conf = tmp_path / "registries.conf"
     conf.write_text("")
     problems = Problems()
-    options = RegistryOptions.from_params(dict(auth_file=str(auth), registries_conf=str(conf), registry_mirrors=None,
-                                               registry_certs_dirs=["/certs"], registry_timeout=5.0), problems)
+    options = RegistryOptions.from_params(
+        dict(
+            auth_file=str(auth),
+            registries_conf=str(conf),
+            registry_mirrors=None,
+            registry_certs_dirs=["/certs"],
+            registry_timeout=5.0,
+        ),
+        problems,
+    )
     problems.raise_any()
     assert options is not None and options.certs_dirs == ("/certs",) and options.timeout == 5.0
     assert "s3cret" in options.docker_config.secrets()
     broken = Problems()
-    assert RegistryOptions.from_params(dict(auth_file=str(tmp_path / "missing.json"), registries_conf=str(conf),
-                                            registry_mirrors=None, registry_certs_dirs=[], registry_timeout=0),
-                                       broken) is None
+    assert (
+        RegistryOptions.from_params(
+            dict(
+                auth_file=str(tmp_path / "missing.json"),
+                registries_conf=str(conf),
+                registry_mirrors=None,
+                registry_certs_dirs=[],
+                registry_timeout=0,
+            ),
+            broken,
+        )
+        is None
+    )
     assert len(broken.errors) == 2 and str(broken.errors[0]) == "registry_timeout must be above 0, got 0"
 
 
 def test_the_selection_is_empty_for_absent_and_validated_for_present():
     image = "quay.io/a/b@sha256:" + "a" * 64
-    absent = dict(state="absent", images=[image], sets=None, pools=None, node_labels=None, require_digest=True,
-                  allow_empty=False)
+    absent = dict(
+        state="absent", images=[image], sets=None, pools=None, node_labels=None, require_digest=True, allow_empty=False
+    )
     assert selected_images(absent, lambda names, require_digest: names, "remove the pins") == ([], [])
     seen = []
     present = dict(absent, state="present")
-    assert selected_images(present, lambda names, require_digest: seen.append(require_digest) or names,
-                           "remove the pins") == ([image], [])
+    assert selected_images(
+        present, lambda names, require_digest: seen.append(require_digest) or names, "remove the pins"
+    ) == ([image], [])
     assert seen == [True]
 
 
 def test_an_empty_selection_fails_naming_what_it_would_remove_unless_allowed():
-    empty = dict(state="present", images=[], sets=None, pools=None, node_labels=None, require_digest=True,
-                 allow_empty=False)
+    empty = dict(
+        state="present", images=[], sets=None, pools=None, node_labels=None, require_digest=True, allow_empty=False
+    )
     with pytest.raises(CollectionError) as info:
         selected_images(empty, lambda names, require_digest: names, "remove the drop-in /d")
     assert "that would remove the drop-in /d; nothing was changed" in info.value.message

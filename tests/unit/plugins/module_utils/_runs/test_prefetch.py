@@ -34,14 +34,41 @@ def params(tmp_path, **overrides):
     (tmp_path / "auth.json").write_text('{"auths": {}}')
     (tmp_path / "registries.conf").write_text("")
     base = dict(
-        images=[PRESENT, MISSING], require_digest=True, concurrency=2, throttle=0.0, retries=0, retry_delay=0.0,
-        retry_max_delay=0.0, pull_timeout=0.0, fail_on_error=True, disk_guard="free_only", min_free="0",
-        expansion_factor=2.0, image_store_path=None, platform=None, progress_file=None, lock_file=None, run_id="r1",
-        auth_file=str(tmp_path / "auth.json"), registries_conf=str(tmp_path / "registries.conf"), registry_mirrors=[],
-        registry_certs_dirs=[], registry_timeout=5.0, cri_socket=None, cri_connect_timeout=1.0, cri_timeout=1.0,
-        pin="none", dropin_path=str(tmp_path / "50-pinned-images"), crio_reload="none", crio_pid_file=None,
-        old_runtime="fail", settle_timeout=1.0, mco_dir=str(tmp_path / "machine-config-daemon"),
-        containerd_config=None, containerd_config_path=None, allow_empty=False,
+        images=[PRESENT, MISSING],
+        require_digest=True,
+        concurrency=2,
+        throttle=0.0,
+        retries=0,
+        retry_delay=0.0,
+        retry_max_delay=0.0,
+        pull_timeout=0.0,
+        fail_on_error=True,
+        disk_guard="free_only",
+        min_free="0",
+        expansion_factor=2.0,
+        image_store_path=None,
+        platform=None,
+        progress_file=None,
+        lock_file=None,
+        run_id="r1",
+        auth_file=str(tmp_path / "auth.json"),
+        registries_conf=str(tmp_path / "registries.conf"),
+        registry_mirrors=[],
+        registry_certs_dirs=[],
+        registry_timeout=5.0,
+        cri_socket=None,
+        cri_connect_timeout=1.0,
+        cri_timeout=1.0,
+        pin="none",
+        dropin_path=str(tmp_path / "50-pinned-images"),
+        crio_reload="none",
+        crio_pid_file=None,
+        old_runtime="fail",
+        settle_timeout=1.0,
+        mco_dir=str(tmp_path / "machine-config-daemon"),
+        containerd_config=None,
+        containerd_config_path=None,
+        allow_empty=False,
     )
     base.update(overrides)
     return base
@@ -107,8 +134,10 @@ def test_every_option_is_checked_before_the_runtime(tmp_path):
 
 def test_every_bad_option_is_named_in_one_error(tmp_path):
     with pytest.raises(CollectionError) as info:
-        PrefetchRequest.from_params(params(tmp_path, concurrency=0, min_free="lots", platform="amd64",
-                                           registry_timeout=0, images=["x y"]), False)
+        PrefetchRequest.from_params(
+            params(tmp_path, concurrency=0, min_free="lots", platform="amd64", registry_timeout=0, images=["x y"]),
+            False,
+        )
     problems = info.value.problems
     assert len(problems) == 5, problems
     assert problems[0] == "concurrency must be at least 1, got 0"
@@ -153,8 +182,11 @@ def test_each_runtime_reads_its_own_registry_files(tmp_path):
     assert sources.overrides.files == [str(tmp_path / "registries.conf")]
     mirrors = {"registry": {"configPath": "", "mirrors": {"docker.io": {"endpoint": ["https://m"]}}}}
     sources, files, warnings = pull_sources(request, containerd, status(mirrors))
-    assert (sources.config.roots, asked, files) == ((), [1], "containerd hosts.toml under config_path none (from "
-                                                    "CRI Status)")
+    assert (sources.config.roots, asked, files) == (
+        (),
+        [1],
+        "containerd hosts.toml under config_path none (from CRI Status)",
+    )
     assert "deprecated registry.mirrors" in warnings[0]
     config = tmp_path / "config.toml"
     config.write_text('version = 3\n[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/etc/c"\n')
@@ -178,8 +210,11 @@ def test_no_images_with_a_pin_fails_before_the_runtime_is_contacted(tmp_path, pi
 def test_with_nothing_to_pull_the_disk_guard_passes_and_says_how_much_is_free(tmp_path, mode):
     # Below the reserve (100% of the disk), but every image is there: a no-op rerun must not fail.
     only_present = params(tmp_path, images=[PRESENT], min_free="100%", disk_guard=mode)
-    outcome = run_prefetch(PrefetchRequest.from_params(only_present, False), only_present,
-                           client_factory=lambda _params: Runtime(str(tmp_path)))
+    outcome = run_prefetch(
+        PrefetchRequest.from_params(only_present, False),
+        only_present,
+        client_factory=lambda _params: Runtime(str(tmp_path)),
+    )
     guard = outcome.result["disk_guard"]
     assert guard["ok"] is True and guard["registry_requests"] == 0
     assert guard["message"].startswith("nothing to pull, the disk guard passes: ") and " free of " in guard["message"]
@@ -197,16 +232,19 @@ def test_a_held_lock_fails_with_the_locked_kind(tmp_path):
         held.release()
 
 
-@pytest.mark.parametrize("wanted, runtime, method", [
-    ("auto", dict(runtime_name="cri-o", runtime_version="1.31.0"), "dropin"),
-    ("auto", dict(runtime_name="containerd", runtime_version="1.7.24~ds1"), "label"),
-    ("auto", dict(runtime_name="containerd", runtime_version="v1.7.3"), "label"),
-    ("auto", dict(runtime_name="containerd", runtime_version="1.6.20~ds1"), "none"),
-    ("auto", dict(runtime_name="other", runtime_version="9.9.9"), "none"),
-    ("dropin", dict(runtime_name="containerd", runtime_version="1.6.20"), "dropin"),
-    ("label", dict(runtime_name="cri-o", runtime_version="1.31.0"), "label"),
-    ("none", dict(runtime_name="cri-o", runtime_version="1.31.0"), "none"),
-])
+@pytest.mark.parametrize(
+    "wanted, runtime, method",
+    [
+        ("auto", dict(runtime_name="cri-o", runtime_version="1.31.0"), "dropin"),
+        ("auto", dict(runtime_name="containerd", runtime_version="1.7.24~ds1"), "label"),
+        ("auto", dict(runtime_name="containerd", runtime_version="v1.7.3"), "label"),
+        ("auto", dict(runtime_name="containerd", runtime_version="1.6.20~ds1"), "none"),
+        ("auto", dict(runtime_name="other", runtime_version="9.9.9"), "none"),
+        ("dropin", dict(runtime_name="containerd", runtime_version="1.6.20"), "dropin"),
+        ("label", dict(runtime_name="cri-o", runtime_version="1.31.0"), "label"),
+        ("none", dict(runtime_name="cri-o", runtime_version="1.31.0"), "none"),
+    ],
+)
 def test_the_pin_method_follows_the_runtime(wanted, runtime, method):
     assert pin_method(wanted, runtime) == method
 
@@ -220,8 +258,13 @@ def run(tmp_path, runtime, check_mode=False, run_command=None, **overrides):
 def test_auto_pins_crio_in_the_drop_in_after_the_pulls_and_reloads_once(tmp_path):
     runtime, reloads = Runtime(str(tmp_path), "cri-o", "1.31.0"), []
     dropin = tmp_path / "50-pinned-images"
-    outcome = run(tmp_path, runtime, pin="auto", crio_reload="systemd",
-                  run_command=lambda argv: reloads.append(argv) or (0, "", ""))
+    outcome = run(
+        tmp_path,
+        runtime,
+        pin="auto",
+        crio_reload="systemd",
+        run_command=lambda argv: reloads.append(argv) or (0, "", ""),
+    )
     pin = outcome.result["pin"]
     assert runtime.pulled == [MISSING] and outcome.pin_failure is None
     assert (pin["method"], pin["ran"], pin["changed"], pin["reloaded"]) == ("dropin", True, True, True)
@@ -250,8 +293,16 @@ def test_no_pin_while_an_image_is_missing(tmp_path):
     assert outcome.failure and outcome.pin_failure is None
     pin = outcome.result["pin"]
     assert {key: pin[key] for key in pin if key not in ("started", "finished")} == dict(
-        method="dropin", ran=False, changed=False, images=[], path=None, reloaded=False, records=None,
-        cri_pinned={}, mco_managed=None)
+        method="dropin",
+        ran=False,
+        changed=False,
+        images=[],
+        path=None,
+        reloaded=False,
+        records=None,
+        cri_pinned={},
+        mco_managed=None,
+    )
     assert not (tmp_path / "50-pinned-images").exists()
     # In check mode an image that would be pulled is not on the node either.
     planned = run(tmp_path, Runtime(str(tmp_path), "cri-o", "1.31.0"), check_mode=True, pin="dropin")

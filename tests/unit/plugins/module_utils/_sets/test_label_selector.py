@@ -23,17 +23,20 @@ def test_rfc_1123_subdomains(value):
     assert check_dns_subdomain(value, "name") is None
 
 
-@pytest.mark.parametrize("value, why", [
-    ("name\n", "not a valid RFC 1123 subdomain"),
-    ("\nname", "not a valid RFC 1123 subdomain"),
-    ("Name", "not a valid RFC 1123 subdomain"),
-    ("-name", "not a valid RFC 1123 subdomain"),
-    ("name.", "not a valid RFC 1123 subdomain"),
-    ("a..b", "not a valid RFC 1123 subdomain"),
-    ("x" * 254, "254 characters long"),
-    ("", "required"),
-    (None, "required"),
-])
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        ("name\n", "not a valid RFC 1123 subdomain"),
+        ("\nname", "not a valid RFC 1123 subdomain"),
+        ("Name", "not a valid RFC 1123 subdomain"),
+        ("-name", "not a valid RFC 1123 subdomain"),
+        ("name.", "not a valid RFC 1123 subdomain"),
+        ("a..b", "not a valid RFC 1123 subdomain"),
+        ("x" * 254, "254 characters long"),
+        ("", "required"),
+        (None, "required"),
+    ],
+)
 def test_not_rfc_1123_subdomains(value, why):
     problem = check_dns_subdomain(value, "pool name")
     assert problem.startswith("pool name") and why in problem
@@ -46,7 +49,7 @@ def test_longest_accepted_name():
     name = "quay.io/org/" + "a" * (255 - len("org/")) + "@" + digest(1)
     assert validate_set(make_set(images=(name,))).images == (name,)
     with pytest.raises(PinnedImageSetError, match="repository path of 256 characters; at most 255"):
-        validate_set(make_set(images=("quay.io/org/a" + name[len("quay.io/org/"):],)))
+        validate_set(make_set(images=("quay.io/org/a" + name[len("quay.io/org/") :],)))
 
 
 @pytest.mark.parametrize(

@@ -26,8 +26,10 @@ def alias_bomb(levels: int, where: str) -> str:
     top = f"*a{levels - 1}"
     api_version = top if where == "apiVersion" else API_VERSION
     image = top if where == "image" else img(1)
-    return ("x-anchors:\n" + "\n".join(anchors) + f"\napiVersion: {api_version}\nkind: PinnedImageSet\n"
-            f"metadata: {{name: bomb}}\nspec: {{pinnedImages: [{{name: {image}}}]}}\n")
+    return (
+        "x-anchors:\n" + "\n".join(anchors) + f"\napiVersion: {api_version}\nkind: PinnedImageSet\n"
+        f"metadata: {{name: bomb}}\nspec: {{pinnedImages: [{{name: {image}}}]}}\n"
+    )
 
 
 LOAD_UNDER_LIMITS = """
@@ -47,8 +49,12 @@ def test_load_from_files_directories_and_dicts(tmp_path):
     directory.mkdir()
     write(directory / "b.yml", make_set("b", images=(3,)))
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ignored"}}
-    write(directory / "a.yaml", make_set("a", images=(1,)), config_map,
-          make_pool("worker", {"matchLabels": {"node-role.kubernetes.io/worker": ""}}))
+    write(
+        directory / "a.yaml",
+        make_set("a", images=(1,)),
+        config_map,
+        make_pool("worker", {"matchLabels": {"node-role.kubernetes.io/worker": ""}}),
+    )
     (directory / "notes.txt").write_text("not: [yaml")
     (directory / "sub.yaml").mkdir()
     listed = write(tmp_path / "list.yaml", {"apiVersion": "v1", "kind": "List", "items": [make_set("c", images=(4,))]})
@@ -66,8 +72,16 @@ def test_load_reports_every_problem_across_sources(tmp_path):
     broken.write_text("apiVersion: [unclosed\n")
     bad = write(tmp_path / "bad.yaml", make_set("ok"), make_set("bad", images=("quay.io/a/b:v1",)))
     with pytest.raises(PinnedImageSetError) as info:
-        load_sets([str(broken), str(bad), str(tmp_path / "missing.yaml"), {"kind": "Secret"}, "x" and 42,
-                   make_set("ok", images=(9,))])
+        load_sets(
+            [
+                str(broken),
+                str(bad),
+                str(tmp_path / "missing.yaml"),
+                {"kind": "Secret"},
+                "x" and 42,
+                make_set("ok", images=(9,)),
+            ]
+        )
     text = "\n".join(info.value.problems)
     assert f"{broken}: not valid YAML" in text
     assert f"{bad} (document 2): PinnedImageSet 'bad': spec.pinnedImages[0].name 'quay.io/a/b:v1' is a tag" in text
@@ -104,16 +118,24 @@ def test_alias_bombs_are_refused_without_expanding(tmp_path, levels, where):
     path.write_text(alias_bomb(levels, where))
     assert path.stat().st_size < 1000
     # Bounds, not a benchmark: the refusal must come in a process that may not grow past 512 MiB.
-    done = subprocess.run([sys.executable, "-c", LOAD_UNDER_LIMITS, str(path)], capture_output=True, text=True,
-                          timeout=30, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_UNDER_LIMITS, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=True,
+    )
     assert f"{path}: expands to more than {_set_loading.MAX_EXPANDED_NODES} values once its YAML aliases" in done.stdout
     assert len(done.stdout) < 500
 
 
 def test_small_aliases_and_self_references(tmp_path):
     shared = tmp_path / "shared.yaml"
-    shared.write_text(f"metadata: {{name: a, labels: &l {{team: x}}}}\napiVersion: {API_VERSION}\n"
-                      f"kind: PinnedImageSet\nspec: {{pinnedImages: [{{name: '{img(1)}'}}], x: *l}}\n")
+    shared.write_text(
+        f"metadata: {{name: a, labels: &l {{team: x}}}}\napiVersion: {API_VERSION}\n"
+        f"kind: PinnedImageSet\nspec: {{pinnedImages: [{{name: '{img(1)}'}}], x: *l}}\n"
+    )
     assert load_sets(str(shared))[0][0].labels == {"team": "x"}
     loop = tmp_path / "loop.yaml"
     loop.write_text("kind: PinnedImageSet\nspec: &s {pinnedImages: *s}\n")
@@ -130,10 +152,18 @@ def test_a_big_set_file_is_refused_before_it_is_read(tmp_path):
     path = tmp_path / "big.yaml"
     line = f"  - name: {img(1)}\n"
     with path.open("w") as handle:
-        handle.write(f"apiVersion: {API_VERSION}\nkind: PinnedImageSet\nmetadata: {{name: big}}\nspec:\n  pinnedImages:\n")
+        handle.write(
+            f"apiVersion: {API_VERSION}\nkind: PinnedImageSet\nmetadata: {{name: big}}\nspec:\n  pinnedImages:\n"
+        )
         handle.write(line * (50 * 1024 * 1024 // len(line)))
-    done = subprocess.run([sys.executable, "-c", LOAD_UNDER_LIMITS, str(path)], capture_output=True, text=True,
-                          timeout=30, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_UNDER_LIMITS, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=True,
+    )
     assert done.stdout.strip() == f"set file {path} is larger than {_set_loading.MAX_SET_FILE_SIZE} bytes"
 
 

@@ -25,8 +25,10 @@ from fixtures.reference import OPENSHIFT_CRDS_PARTS, reference_path
 
 
 def test_valid_set_round_trips_and_matches_the_crd_schema():
-    obj = make_set(labels={ROLE_LABEL: "worker"}, images=(img(1), "registry.example.com:5000/app@" + digest(2),
-                                                          "docker.io/library/busybox@" + digest(3)))
+    obj = make_set(
+        labels={ROLE_LABEL: "worker"},
+        images=(img(1), "registry.example.com:5000/app@" + digest(2), "docker.io/library/busybox@" + digest(3)),
+    )
     result = validate_set(obj, source="x.yaml")
     assert result.name == "worker-set"
     assert result.images == tuple(e["name"] for e in obj["spec"]["pinnedImages"])
@@ -109,10 +111,18 @@ def test_tag_and_digest_together_is_refused_as_the_api_does():
         (lambda o: o["spec"].update(pinnedImages=[]), "at least one image"),
         (lambda o: o["spec"].update(pinnedImages="x"), "must be a list"),
         (lambda o: o["spec"].update(pinnedImages=["quay.io/a@" + digest(1)]), "must be a mapping with a name"),
-        (lambda o: o["spec"].update(machineConfigPoolSelector={"matchExpressions": [{"key": "a", "operator": "In"}]}),
-         "needs at least one value"),
-        (lambda o: o["spec"].update(machineConfigPoolSelector={"matchExpressions": [{"key": "a", "operator": "Is"}]}),
-         "is not one of"),
+        (
+            lambda o: o["spec"].update(
+                machineConfigPoolSelector={"matchExpressions": [{"key": "a", "operator": "In"}]}
+            ),
+            "needs at least one value",
+        ),
+        (
+            lambda o: o["spec"].update(
+                machineConfigPoolSelector={"matchExpressions": [{"key": "a", "operator": "Is"}]}
+            ),
+            "is not one of",
+        ),
     ],
 )
 def test_bad_objects(mutate, why):
@@ -129,9 +139,14 @@ def test_not_a_mapping():
 
 
 def test_pool_validation():
-    pool = validate_pool(make_pool("infra", {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
-                                   {"matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": ["worker", "infra"]}]},
-                                   refs=("a", "b")))
+    pool = validate_pool(
+        make_pool(
+            "infra",
+            {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
+            {"matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": ["worker", "infra"]}]},
+            refs=("a", "b"),
+        )
+    )
     assert pool.pinned_image_sets == ("a", "b")
     with pytest.raises(PinnedImageSetError) as info:
         validate_pool(make_pool("x", {"matchLabels": "no"}, refs=("a", "a", "-bad-")))
@@ -149,23 +164,37 @@ def test_pool_validation():
 
 # ----------------------------------------------------------------------------- pools and nodes
 
-WORKER = make_pool("worker", {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
-                   {"matchLabels": {ROLE_LABEL: "worker"}},
-                   labels={"pools.operator.machineconfiguration.openshift.io/worker": ""})
-MASTER = make_pool("master", {"matchLabels": {"node-role.kubernetes.io/master": ""}},
-                   {"matchLabels": {ROLE_LABEL: "master"}},
-                   labels={"pools.operator.machineconfiguration.openshift.io/master": ""})
-INFRA = make_pool("infra", {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
-                  {"matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": ["worker", "infra"]}]},
-                  refs=("explicit",))
+WORKER = make_pool(
+    "worker",
+    {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
+    {"matchLabels": {ROLE_LABEL: "worker"}},
+    labels={"pools.operator.machineconfiguration.openshift.io/worker": ""},
+)
+MASTER = make_pool(
+    "master",
+    {"matchLabels": {"node-role.kubernetes.io/master": ""}},
+    {"matchLabels": {ROLE_LABEL: "master"}},
+    labels={"pools.operator.machineconfiguration.openshift.io/master": ""},
+)
+INFRA = make_pool(
+    "infra",
+    {"matchLabels": {"node-role.kubernetes.io/infra": ""}},
+    {"matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": ["worker", "infra"]}]},
+    refs=("explicit",),
+)
 
 
 def all_sets():
     return [
         validate_set(make_set("w", images=(1, 2), labels={ROLE_LABEL: "worker"})),
         validate_set(make_set("m", images=(3,), labels={ROLE_LABEL: "master"})),
-        validate_set(make_set("seed", images=(2, 4), pool_selector={
-            "matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}})),
+        validate_set(
+            make_set(
+                "seed",
+                images=(2, 4),
+                pool_selector={"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}},
+            )
+        ),
         validate_set(make_set("explicit", images=(5,))),
         validate_set(make_set("i", images=(6,), labels={ROLE_LABEL: "infra"})),
         validate_set(make_set("everywhere", images=(7,), pool_selector={})),

@@ -15,8 +15,12 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.pools import r
 
 
 def pool(name: str, team: str) -> dict:
-    return {"apiVersion": API_VERSION, "kind": "MachineConfigPool", "metadata": {"name": name},
-            "spec": {"machineConfigSelector": {"matchLabels": {"team": team}}}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "MachineConfigPool",
+        "metadata": {"name": name},
+        "spec": {"machineConfigSelector": {"matchLabels": {"team": team}}},
+    }
 
 
 def test_a_name_means_the_pool_of_the_set_files_else_an_openshift_shaped_one():
