@@ -50,8 +50,3 @@ class CollectionError(Exception):
 
     def __str__(self) -> str:
         return self.message
-
-
-class RunStopped(CollectionError):
-    """The run cannot go on, and that is not the task's failure: the module exits with the message and the details
-    as its result (the node role provisions what was missing and calls again)."""

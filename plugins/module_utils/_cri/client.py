@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, Unio
 # First (isort keeps it there): it puts the role's private copy of grpcio and protobuf on sys.path, which the stubs
 # below import (see _node_python/deps).
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import HAS_NODE_DEPS as HAS_GRPC
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import check_node_deps
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
 
 # isort: split
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import (
@@ -200,7 +200,7 @@ class CriClient:
 
     def __init__(self, socket: Optional[str] = None, connect_timeout: float = 5.0, timeout: float = 60.0) -> None:
         # Without grpc every call would fail obscurely: say what is missing and how to provide it.
-        check_node_deps()
+        require_node_deps()
         self.target, self.socket_path = resolve_endpoint(socket)
         self.connect_timeout = connect_timeout
         self.timeout = timeout

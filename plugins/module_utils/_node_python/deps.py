@@ -11,10 +11,11 @@ for byte (sha256), and imports grpc and protobuf from there or from the node's P
 ``<tag>`` names the interpreter (``cp311-manylinux-x86_64``), so several interpreters of one node never share
 compiled files, and the role needs no round trip to learn it before the first module call.
 
-When the libraries are missing (or older than the committed CRI stubs accept), the CRI client raises NodeDepsMissing:
-a failure naming the interpreter, where the libraries were looked for and how to provide them. ``require_node_deps``
-(the node modules' first step) raises the same, or RunStopped with a structured ``node_deps_missing`` result when the
-role set PINNED_IMAGES_PYTHON_DIR (it then provides the directory and calls again).
+When the libraries are missing (or older than the committed CRI stubs accept), ``require_node_deps`` (the node
+modules' first step, and the CRI client's) raises NodeDepsMissing: a failure naming the interpreter, where the
+libraries were looked for and how to provide them, flagged ``node_deps_missing`` when PINNED_IMAGES_PYTHON_DIR is set
+(the node role then provides the directory and calls again). A failure, not a success without work: the variable is
+also set by hand for ad hoc runs, where a wrong directory must not pass unnoticed.
 
 ``provision``/``remove`` write and delete the private directory (module ``pinned.images.node_python_deps``).
 """
@@ -34,7 +35,7 @@ import zipfile
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypedDict
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import atomic_write, file_sha256
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, RunStopped
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
 
 # The oldest versions the committed stubs run on; requirements-node.txt states the same floors (a unit test compares).
@@ -208,12 +209,16 @@ def node_deps_report() -> Dict[str, Any]:
 
 class NodeDepsMissing(CollectionError):
     """grpcio and protobuf cannot be imported: the message names the interpreter, where they were looked for and
-    how to provide them; ``node_deps`` (the report) is in the details."""
+    how to provide them; ``node_deps`` (the report) is in the details, and ``node_deps_missing`` when
+    PINNED_IMAGES_PYTHON_DIR is set (the node role provides them and calls again)."""
 
     def __init__(self) -> None:
         report = node_deps_report()
         base = os.environ.get(ENV_DIR)
         where = "%s=%s" % (ENV_DIR, base) if base else "%s (%s is not set)" % (DEFAULT_DIR, ENV_DIR)
+        details: Dict[str, Any] = {"node_deps": report, "exception": NODE_DEPS_ERROR}
+        if base:
+            details["node_deps_missing"] = True
         super().__init__(
             "grpcio and protobuf are missing for %s (%s): %s. Looked in that Python's own packages and in %s: %s. "
             "Provide them with the role pinned.images.node (node_python_deps: auto), once with the playbook "
@@ -227,27 +232,14 @@ class NodeDepsMissing(CollectionError):
                 report["private_dir_problem"] or "not used",
                 DEFAULT_DIR,
             ),
-            details={"node_deps": report, "exception": NODE_DEPS_ERROR},
+            details=details,
         )
 
 
-def check_node_deps() -> None:
+def require_node_deps() -> None:
     """Raise NodeDepsMissing unless grpc and protobuf are usable."""
     if not HAS_NODE_DEPS:
         raise NodeDepsMissing()
-
-
-def require_node_deps() -> None:
-    """Return when grpc and protobuf are usable; else raise: RunStopped with ``node_deps_missing`` when the role
-    asked for it (``PINNED_IMAGES_PYTHON_DIR`` set: it provides them and calls again), NodeDepsMissing otherwise."""
-    try:
-        check_node_deps()
-    except NodeDepsMissing as missing:
-        if not os.environ.get(ENV_DIR):
-            raise
-        raise RunStopped(
-            missing.message, details=dict(changed=False, node_deps_missing=True, node_deps=missing.details["node_deps"])
-        ) from None
 
 
 def _extract(wheel: str, site: str) -> None:

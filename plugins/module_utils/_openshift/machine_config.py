@@ -19,7 +19,7 @@ One MachineConfig per pool::
         storage:
           files:
           - contents:
-              source: data:;base64,<the drop-in, see _crio_config>
+              source: data:;base64,<the drop-in, see _pins.crio_dropin>
             mode: 420
             overwrite: true
             path: /etc/crio/crio.conf.d/50-pinned-images

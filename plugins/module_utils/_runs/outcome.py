@@ -9,8 +9,7 @@ A module's ``main()`` is its argument spec and ``end_module(module, run)``. ``ru
 to give, the secrets to hide (they join ``no_log_values`` before anything is printed) and the failure, a
 CollectionError, or None. A CollectionError the run raises is a failure without result fields. ``end_module`` drops
 the result's ``diff`` unless diff mode is on, and fails with the failure's message, problems and details over the
-result's fields (the details win, so no field is given twice), or exits with the result. A ``RunStopped`` failure
-ends the run without failing the task (its details are the result).
+result's fields (the details win, so no field is given twice), or exits with the result.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, NoReturn, Optional, Sequence, Tuple
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, RunStopped
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 
 
 @dataclass(frozen=True)
@@ -78,10 +77,7 @@ def report(module: Any, outcome: Outcome) -> NoReturn:
     if not module._diff:  # pylint: disable=protected-access
         result.pop("diff", None)
     failure = outcome.failure
-    if isinstance(failure, RunStopped):
-        result.update(failure.details, msg=failure.message)
-        module.exit_json(**result)
-    elif failure is not None:
+    if failure is not None:
         result.update(failure.details)
         result.update(msg=failure.message, problems=failure.problems)
         module.fail_json(**result)

@@ -25,8 +25,8 @@ Public API
     in the set files) meaning that definition.
 ``wanted_images(images, sets, pools, node_labels, validate) -> (images, set_names)``
     What a pinning module's ``images`` / ``sets`` / ``pools`` / ``node_labels`` options select for this node;
-    ``validate(images)`` checks and sorts a plain ``images`` list. ``SELECTION_ARGUMENT_SPEC``,
-    ``SELECTION_MUTUALLY_EXCLUSIVE`` and ``SELECTION_REQUIRED_BY`` declare those options.
+    ``validate(images)`` checks and sorts a plain ``images`` list (the options themselves are declared in
+    ``_runs.options``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""cri_image_info main(): a runtime that is not there is named; without grpcio the role gets a structured result.
+"""cri_image_info main(): a runtime that is not there is named; without grpcio it fails, flagged for the role.
 The module against real containerd runs in tests/functional/test_prefetch_lab.py and test_disk_guard_lab.py."""
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ def test_a_socket_without_a_runtime_fails_naming_it(tmp_path, capsys):
     assert str(socket) in result["msg"] and result["problems"] == [result["msg"]]
 
 
-def test_without_grpcio_the_role_gets_node_deps_missing(tmp_path, capsys, monkeypatch):
+def test_without_grpcio_it_fails_flagged_node_deps_missing(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(deps, "HAS_NODE_DEPS", False)
     monkeypatch.setitem(deps.NODE_DEPS, "error", "cannot import grpc")
     monkeypatch.setenv(deps.ENV_DIR, str(tmp_path))
     result = run_module(cri_image_info, dict(cri_socket=str(tmp_path / "none.sock")), capsys)
-    assert result["rc"] == 0 and result["node_deps_missing"] is True and result["changed"] is False
+    assert result["rc"] == 1 and result["failed"] and result["node_deps_missing"] is True
+    assert result["msg"].startswith("grpcio and protobuf are missing for ")
     assert result["node_deps"]["problem"] == "cannot import grpc"

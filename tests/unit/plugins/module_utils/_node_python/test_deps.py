@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import file_sha256
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, RunStopped
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 from ansible_collections.pinned.images.plugins.module_utils._node_python import deps
 from ansible_collections.pinned.images.plugins.module_utils._node_python.wheelhouse import TAG_PATTERN
@@ -143,12 +143,13 @@ def missing(monkeypatch):
     monkeypatch.setitem(deps.NODE_DEPS, "error", "cannot import grpc")
 
 
-def test_in_the_role_a_missing_library_stops_the_run_with_a_structured_result(missing, monkeypatch):
+def test_in_the_role_a_missing_library_fails_flagged_for_the_role(missing, monkeypatch):
+    # A failure, flagged: the role provides the libraries and calls again; a hand-set wrong directory still fails.
     monkeypatch.setenv(deps.ENV_DIR, "/nonexistent")
-    with pytest.raises(RunStopped) as stopped:
+    with pytest.raises(deps.NodeDepsMissing) as failed:
         deps.require_node_deps()
-    result = dict(stopped.value.details, msg=stopped.value.message)
-    assert result["node_deps_missing"] and not result["changed"]
+    result = dict(failed.value.details, msg=failed.value.message)
+    assert result["node_deps_missing"] is True
     assert result["node_deps"]["tag"] == deps.interpreter()["tag"]
     assert result["node_deps"]["problem"] == "cannot import grpc"
     assert "PINNED_IMAGES_PYTHON_DIR=/nonexistent" in result["msg"]
@@ -158,7 +159,7 @@ def test_ad_hoc_a_missing_library_fails_and_names_where_it_looked_and_the_fix(mi
     monkeypatch.delenv(deps.ENV_DIR, raising=False)
     with pytest.raises(CollectionError) as failed:
         deps.require_node_deps()
-    assert not isinstance(failed.value, RunStopped) and "node_deps_missing" not in failed.value.details
+    assert isinstance(failed.value, deps.NodeDepsMissing) and "node_deps_missing" not in failed.value.details
     message = failed.value.message
     assert message.startswith("grpcio and protobuf are missing for %s (" % sys.executable)
     assert "cannot import grpc" in message and "%s (%s is not set)" % (deps.DEFAULT_DIR, deps.ENV_DIR) in message
