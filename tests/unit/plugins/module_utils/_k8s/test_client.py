@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_k8s_client with the real ``kubernetes`` client over real HTTP(S) against the fake API server fixture.
+"""_k8s/client with the real ``kubernetes`` client over real HTTP(S) against the fake API server fixture.
 
 No kube-apiserver can be installed here; tests/support/apiserver stands in for it (see its docstring for
 what it implements).

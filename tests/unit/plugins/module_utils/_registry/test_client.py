@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_registry_client against real docker-registry processes (plain, TLS+htpasswd, TLS+token, mutual TLS)."""
+"""_registry/client against real docker-registry processes (plain, TLS+htpasswd, TLS+token, mutual TLS)."""
 
 from __future__ import annotations
 

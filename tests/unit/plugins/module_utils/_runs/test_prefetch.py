@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_prefetch_run: the checks before the runtime, and one whole run against a scripted runtime.
+"""_runs/prefetch: the checks before the runtime, and one whole run against a scripted runtime.
 
 Pulls through real containerd, the estimate against a real registry and a full tmpfs are in tests/functional.
 """
