@@ -9,6 +9,14 @@ from ansible_collections.pinned.images.plugins.filter.cluster import FilterModul
 from ansible_collections.pinned.images.plugins.filter.node import FilterModule
 
 F = FilterModule().filters()
+
+
+def report_row(node_result):
+    """The report table's row of one node (cluster_report_lines)."""
+    totals = dict(nodes=1, ok=1, pulled=1, would_pull=0, present=1, failed_images=0, bytes=0, node_seconds=0.0)
+    return ClusterFilters().filters()["cluster_report_lines"]([node_result], totals)[1]
+
+
 A = "quay.io/org/a@sha256:" + "a" * 64
 B = "quay.io/org/b@sha256:" + "b" * 64
 C = "quay.io/org/c@sha256:" + "c" * 64
@@ -149,21 +157,7 @@ def test_a_node_the_mco_manages_says_the_pins_are_left_to_it():
         "; pins left to the machine-config-operator (PinnedImageSets or MachineConfigs)"
     )
     row = dict(out, host="w1")
-    report_lines = ClusterFilters().filters()["cluster_report_lines"]
-    lines = report_lines(
-        [row],
-        {
-            "nodes": 1,
-            "ok": 1,
-            "pulled": 1,
-            "would_pull": 0,
-            "present": 1,
-            "failed_images": 0,
-            "bytes": 0,
-            "node_seconds": 0.0,
-        },
-    )
-    assert lines[1].split()[-1] == "mco"
+    assert report_row(row).split()[-1] == "mco"
     # The page's pinned column says the same.
     page = ClusterFilters().filters()["cluster_report_html"]({"nodes": [dict(row, started=1.0, finished=2.0)]})
     assert "<td>mco</td>" in page
@@ -177,20 +171,7 @@ def test_an_explicit_drop_in_on_an_mco_node_that_failed_or_did_not_run_is_no_mco
     assert out["pinned"] is None and out["pin_method"] == "dropin"
     assert "machine-config-operator" not in F["node_result_line"](out)
     filters = ClusterFilters().filters()
-    lines = filters["cluster_report_lines"](
-        [out],
-        {
-            "nodes": 1,
-            "ok": 0,
-            "pulled": 1,
-            "would_pull": 0,
-            "present": 1,
-            "failed_images": 0,
-            "bytes": 0,
-            "node_seconds": 0.0,
-        },
-    )
-    assert lines[1].split()[-1] == "-"
+    assert report_row(out).split()[-1] == "-"
     page = filters["cluster_report_html"]({"nodes": [dict(out, started=1.0, finished=2.0)]})
     assert "<td>mco</td>" not in page and "<td>-</td>" in page
 
@@ -254,19 +235,6 @@ def test_a_runtime_that_cannot_pin_reads_not_pinned_in_the_table_and_the_page():
     pin = dict(method="none", ran=False, changed=False, images=[], path=None, reason=reason)
     out = dict(result([prefetch(pin=pin)]), host="w1")
     filters = ClusterFilters().filters()
-    lines = filters["cluster_report_lines"](
-        [out],
-        {
-            "nodes": 1,
-            "ok": 1,
-            "pulled": 1,
-            "would_pull": 0,
-            "present": 1,
-            "failed_images": 0,
-            "bytes": 0,
-            "node_seconds": 0.0,
-        },
-    )
-    assert lines[1].endswith("not pinned")
+    assert report_row(out).endswith("not pinned")
     page = filters["cluster_report_html"]({"nodes": [dict(out, started=1.0, finished=2.0)]})
     assert "<td>not pinned</td>" in page
