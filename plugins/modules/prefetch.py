@@ -156,6 +156,14 @@ options:
         pulls nothing; a run that was killed leaves no lock behind.
       - Default is O(progress_file) with C(.lock) appended; without either no lock is taken. Not taken in check mode.
     type: path
+  record_file:
+    description:
+      - The record of the images this collection pulled and pinned on the node, which M(pinned.images.prune) reads:
+        only images it names are ever pruned. A JSON file, mode 0600, rewritten atomically after the pin (not in
+        check mode); a record that cannot be read or written is a warning, and those images are then never pruned.
+      - Default is C(pinned-images-record.json) in the directory of O(lock_file) (or of its default); without either
+        no record is kept.
+    type: path
   run_id:
     description:
       - A name for this run, written to O(progress_file) and O(lock_file) and shown to a second run that finds the
@@ -553,6 +561,7 @@ def _argument_spec() -> dict:
         platform=dict(type="str"),
         progress_file=dict(type="path"),
         lock_file=dict(type="path"),
+        record_file=dict(type="path"),
         run_id=dict(type="str"),
         pin=dict(type="str", choices=list(PIN_CHOICES), default=PIN_NONE),
         mco_dir=dict(type="path", default=MCO_DIRECTORY),

@@ -185,6 +185,37 @@ class ImageFsUsage(TypedDict):
     inodes_used: int
 
 
+class CriContainer(TypedDict):
+    """A container as the runtime lists it: the image names it was created from, and its state."""
+
+    id: str
+    name: str
+    pod_sandbox_id: str
+    # The image as the kubelet asked for it (ImageSpec.image), the runtime's reference, and its image id (newer
+    # runtimes; empty otherwise).
+    image: str
+    image_ref: str
+    image_id: str
+    # created, running, exited or unknown.
+    state: str
+
+
+# ContainerState's numbers in runtime.v1.
+_CONTAINER_STATES = {0: "created", 1: "running", 2: "exited", 3: "unknown"}
+
+
+def _container_to_dict(container: Any) -> CriContainer:
+    return CriContainer(
+        id=container.id,
+        name=container.metadata.name,
+        pod_sandbox_id=container.pod_sandbox_id,
+        image=container.image.image,
+        image_ref=container.image_ref,
+        image_id=container.image_id,
+        state=_CONTAINER_STATES.get(container.state, "unknown"),
+    )
+
+
 def _image_to_dict(image: Any) -> CriImage:
     return CriImage(
         id=image.id,
@@ -343,6 +374,11 @@ class CriClient:
             self._image_stub().RemoveImage,
             pb.RemoveImageRequest(image=pb.ImageSpec(image=image)),
         )
+
+    def list_containers(self) -> List[CriContainer]:
+        """Every container of the runtime, in any state (no filter)."""
+        response = self._call("ListContainers", self._runtime_stub().ListContainers, pb.ListContainersRequest())
+        return [_container_to_dict(container) for container in response.containers]
 
     def image_fs_info(self) -> List[ImageFsUsage]:
         """The image filesystems and what images use on them."""

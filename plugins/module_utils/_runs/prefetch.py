@@ -63,6 +63,12 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls impo
     find_present,
     prefetch,
 )
+from ansible_collections.pinned.images.plugins.module_utils._prune.record import (
+    default_record_file,
+    noted,
+    read_record,
+    write_record,
+)
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
 from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import ContainerdHosts, locate
@@ -171,6 +177,8 @@ class PrefetchRequest:
     # containerd's config file, and its registry config_path that overrides the one found in it.
     containerd_config: Optional[str]
     containerd_config_path: Optional[str]
+    # The record of what this collection pulled and pinned, for the prune (``_prune/record``); None: none kept.
+    record_file: Optional[str] = None
 
     @property
     def auth_config(self) -> DockerConfig:
@@ -265,6 +273,7 @@ class PrefetchRequest:
             params["mco_dir"],
             params["containerd_config"],
             params["containerd_config_path"],
+            params.get("record_file") or default_record_file(lock_file),
         )
 
     def auth_for(self, ref: ImageRef) -> Tuple[Optional[Dict[str, str]], str]:
@@ -417,6 +426,24 @@ def pin_images(
     return pin, done["diff"], done["warnings"]
 
 
+def record_images(request: PrefetchRequest, images: List[ImageResult], pin: Mapping[str, Any]) -> List[str]:
+    """Add the images this run pulled and pinned to the record (not in check mode); a warning when it cannot be
+    read or written: the prefetch is done, and a prune then leaves these images alone."""
+    if request.check_mode or not request.record_file:
+        return []
+    pulled = [entry["image"] for entry in images if entry["status"] == PULLED]
+    pinned = list(pin["images"]) if pin["ran"] and not pin.get("error") else []
+    if not pulled and not pinned:
+        return []
+    ids = {entry["image"]: entry.get("image_id") or "" for entry in images}
+    try:
+        entries = read_record(request.record_file)
+        write_record(request.record_file, noted(entries, ids, pulled, pinned, request.pulls.run_id, time.time()))
+    except CollectionError as err:
+        return [f"the images of this run are not recorded for a prune: {err.message}"]
+    return []
+
+
 @dataclass(frozen=True)
 class PrefetchOutcome:
     """The module's result, the pull's warnings and the failure message (None when every image is there)."""
@@ -499,6 +526,7 @@ def run_prefetch(
                 pin_failure = f"pinning with the {method} method failed: {err.message}"
             # Wall-clock times, as the images' started and finished: the report draws the pin on the same axis.
             pin.update(started=pin_started, finished=time.time())
+            record_warning = record_images(request, report["images"], pin)
     finally:
         if lock is not None:
             lock.release()
@@ -516,7 +544,10 @@ def run_prefetch(
     if guard is not None:
         result["disk_guard"] = guard
     return PrefetchOutcome(
-        result, source_warnings + report["warnings"] + pin_warnings, failure_message(report["images"]), pin_failure
+        result,
+        source_warnings + report["warnings"] + pin_warnings + record_warning,
+        failure_message(report["images"]),
+        pin_failure,
     )
 
 

@@ -50,15 +50,30 @@ else:
         b"\x32 .runtime.v1.FilesystemIdentifier\x12+\n\nused_bytes\x18\x03 \x01(\x0b\x32\x17.runtime.v1.UInt64"
         b'Value\x12,\n\x0binodes_used\x18\x04 \x01(\x0b\x32\x17.runtime.v1.UInt64Value"\x89\x01\n\x13ImageFsI'
         b"nfoResponse\x12\x36\n\x11image_filesystems\x18\x01 \x03(\x0b\x32\x1b.runtime.v1.FilesystemUsage\x12:"
-        b"\n\x15\x63ontainer_filesystems\x18\x02 \x03(\x0b\x32\x1b.runtime.v1.FilesystemUsage2\x99\x01\n\x0eRu"
-        b"ntimeService\x12\x44\n\x07Version\x12\x1a.runtime.v1.VersionRequest\x1a\x1b.runtime.v1.VersionRespon"
-        b'se"\x00\x12\x41\n\x06Status\x12\x19.runtime.v1.StatusRequest\x1a\x1a.runtime.v1.StatusResponse"'
-        b"\x00\x32\x9f\x03\n\x0cImageService\x12M\n\nListImages\x12\x1d.runtime.v1.ListImagesRequest\x1a\x1e.r"
-        b'untime.v1.ListImagesResponse"\x00\x12P\n\x0bImageStatus\x12\x1e.runtime.v1.ImageStatusRequest\x1a'
-        b'\x1f.runtime.v1.ImageStatusResponse"\x00\x12J\n\tPullImage\x12\x1c.runtime.v1.PullImageRequest\x1a'
-        b'\x1d.runtime.v1.PullImageResponse"\x00\x12P\n\x0bRemoveImage\x12\x1e.runtime.v1.RemoveImageRequest'
-        b'\x1a\x1f.runtime.v1.RemoveImageResponse"\x00\x12P\n\x0bImageFsInfo\x12\x1e.runtime.v1.ImageFsInfoRe'
-        b'quest\x1a\x1f.runtime.v1.ImageFsInfoResponse"\x00\x62\x06proto3'
+        b'\n\x15\x63ontainer_filesystems\x18\x02 \x03(\x0b\x32\x1b.runtime.v1.FilesystemUsage"@\n\x13\x43onta'
+        b'inerStateValue\x12)\n\x05state\x18\x01 \x01(\x0e\x32\x1a.runtime.v1.ContainerState"\xe3\x01\n\x0f'
+        b"\x43ontainerFilter\x12\n\n\x02id\x18\x01 \x01(\t\x12.\n\x05state\x18\x02 \x01(\x0b\x32\x1f.runtime.v"
+        b"1.ContainerStateValue\x12\x16\n\x0epod_sandbox_id\x18\x03 \x01(\t\x12\x46\n\x0elabel_selector\x18"
+        b"\x04 \x03(\x0b\x32..runtime.v1.ContainerFilter.LabelSelectorEntry\x1a\x34\n\x12LabelSelectorEntry"
+        b'\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01"D\n\x15ListContaine'
+        b'rsRequest\x12+\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x1b.runtime.v1.ContainerFilter"2\n\x11\x43ontai'
+        b'nerMetadata\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\r"\xea\x01\n\tC'
+        b"ontainer\x12\n\n\x02id\x18\x01 \x01(\t\x12\x16\n\x0epod_sandbox_id\x18\x02 \x01(\t\x12/\n\x08metadat"
+        b"a\x18\x03 \x01(\x0b\x32\x1d.runtime.v1.ContainerMetadata\x12$\n\x05image\x18\x04 \x01(\x0b\x32\x15.r"
+        b"untime.v1.ImageSpec\x12\x11\n\timage_ref\x18\x05 \x01(\t\x12)\n\x05state\x18\x06 \x01(\x0e\x32\x1a.r"
+        b"untime.v1.ContainerState\x12\x12\n\ncreated_at\x18\x07 \x01(\x03\x12\x10\n\x08image_id\x18\n \x01(\t"
+        b'"C\n\x16ListContainersResponse\x12)\n\ncontainers\x18\x01 \x03(\x0b\x32\x15.runtime.v1.Container*k'
+        b"\n\x0e\x43ontainerState\x12\x15\n\x11\x43ONTAINER_CREATED\x10\x00\x12\x15\n\x11\x43ONTAINER_RUNNING"
+        b"\x10\x01\x12\x14\n\x10\x43ONTAINER_EXITED\x10\x02\x12\x15\n\x11\x43ONTAINER_UNKNOWN\x10\x03\x32\xf4"
+        b"\x01\n\x0eRuntimeService\x12\x44\n\x07Version\x12\x1a.runtime.v1.VersionRequest\x1a\x1b.runtime.v1.V"
+        b'ersionResponse"\x00\x12\x41\n\x06Status\x12\x19.runtime.v1.StatusRequest\x1a\x1a.runtime.v1.StatusR'
+        b'esponse"\x00\x12Y\n\x0eListContainers\x12!.runtime.v1.ListContainersRequest\x1a".runtime.v1.ListCo'
+        b'ntainersResponse"\x00\x32\x9f\x03\n\x0cImageService\x12M\n\nListImages\x12\x1d.runtime.v1.ListImage'
+        b'sRequest\x1a\x1e.runtime.v1.ListImagesResponse"\x00\x12P\n\x0bImageStatus\x12\x1e.runtime.v1.ImageS'
+        b'tatusRequest\x1a\x1f.runtime.v1.ImageStatusResponse"\x00\x12J\n\tPullImage\x12\x1c.runtime.v1.PullI'
+        b'mageRequest\x1a\x1d.runtime.v1.PullImageResponse"\x00\x12P\n\x0bRemoveImage\x12\x1e.runtime.v1.Remo'
+        b'veImageRequest\x1a\x1f.runtime.v1.RemoveImageResponse"\x00\x12P\n\x0bImageFsInfo\x12\x1e.runtime.v1'
+        b'.ImageFsInfoRequest\x1a\x1f.runtime.v1.ImageFsInfoResponse"\x00\x62\x06proto3'
     )
 
     _globals = globals()
@@ -80,6 +95,10 @@ else:
         _globals["_AUTHCONFIG"].fields_by_name["identity_token"]._serialized_options = b"\200\001\001"
         _globals["_AUTHCONFIG"].fields_by_name["registry_token"]._options = None
         _globals["_AUTHCONFIG"].fields_by_name["registry_token"]._serialized_options = b"\200\001\001"
+        _globals["_CONTAINERFILTER_LABELSELECTORENTRY"]._options = None
+        _globals["_CONTAINERFILTER_LABELSELECTORENTRY"]._serialized_options = b"8\001"
+        _globals["_CONTAINERSTATE"]._serialized_start = 2681
+        _globals["_CONTAINERSTATE"]._serialized_end = 2788
         _globals["_VERSIONREQUEST"]._serialized_start = 31
         _globals["_VERSIONREQUEST"]._serialized_end = 64
         _globals["_VERSIONRESPONSE"]._serialized_start = 66
@@ -130,8 +149,22 @@ else:
         _globals["_FILESYSTEMUSAGE"]._serialized_end = 1815
         _globals["_IMAGEFSINFORESPONSE"]._serialized_start = 1818
         _globals["_IMAGEFSINFORESPONSE"]._serialized_end = 1955
-        _globals["_RUNTIMESERVICE"]._serialized_start = 1958
-        _globals["_RUNTIMESERVICE"]._serialized_end = 2111
-        _globals["_IMAGESERVICE"]._serialized_start = 2114
-        _globals["_IMAGESERVICE"]._serialized_end = 2529
+        _globals["_CONTAINERSTATEVALUE"]._serialized_start = 1957
+        _globals["_CONTAINERSTATEVALUE"]._serialized_end = 2021
+        _globals["_CONTAINERFILTER"]._serialized_start = 2024
+        _globals["_CONTAINERFILTER"]._serialized_end = 2251
+        _globals["_CONTAINERFILTER_LABELSELECTORENTRY"]._serialized_start = 2199
+        _globals["_CONTAINERFILTER_LABELSELECTORENTRY"]._serialized_end = 2251
+        _globals["_LISTCONTAINERSREQUEST"]._serialized_start = 2253
+        _globals["_LISTCONTAINERSREQUEST"]._serialized_end = 2321
+        _globals["_CONTAINERMETADATA"]._serialized_start = 2323
+        _globals["_CONTAINERMETADATA"]._serialized_end = 2373
+        _globals["_CONTAINER"]._serialized_start = 2376
+        _globals["_CONTAINER"]._serialized_end = 2610
+        _globals["_LISTCONTAINERSRESPONSE"]._serialized_start = 2612
+        _globals["_LISTCONTAINERSRESPONSE"]._serialized_end = 2679
+        _globals["_RUNTIMESERVICE"]._serialized_start = 2791
+        _globals["_RUNTIMESERVICE"]._serialized_end = 3035
+        _globals["_IMAGESERVICE"]._serialized_start = 3038
+        _globals["_IMAGESERVICE"]._serialized_end = 3453
     # @@protoc_insertion_point(module_scope)

@@ -28,6 +28,11 @@ else:
                 request_serializer=cri__image__pb2.StatusRequest.SerializeToString,
                 response_deserializer=cri__image__pb2.StatusResponse.FromString,
             )
+            self.ListContainers = channel.unary_unary(
+                "/runtime.v1.RuntimeService/ListContainers",
+                request_serializer=cri__image__pb2.ListContainersRequest.SerializeToString,
+                response_deserializer=cri__image__pb2.ListContainersResponse.FromString,
+            )
 
     class RuntimeServiceServicer(object):
         """Missing associated documentation comment in .proto file."""
@@ -44,6 +49,12 @@ else:
             context.set_details("Method not implemented!")
             raise NotImplementedError("Method not implemented!")
 
+        def ListContainers(self, request, context):
+            """Missing associated documentation comment in .proto file."""
+            context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+            context.set_details("Method not implemented!")
+            raise NotImplementedError("Method not implemented!")
+
     def add_RuntimeServiceServicer_to_server(servicer, server):
         rpc_method_handlers = {
             "Version": grpc.unary_unary_rpc_method_handler(
@@ -55,6 +66,11 @@ else:
                 servicer.Status,
                 request_deserializer=cri__image__pb2.StatusRequest.FromString,
                 response_serializer=cri__image__pb2.StatusResponse.SerializeToString,
+            ),
+            "ListContainers": grpc.unary_unary_rpc_method_handler(
+                servicer.ListContainers,
+                request_deserializer=cri__image__pb2.ListContainersRequest.FromString,
+                response_serializer=cri__image__pb2.ListContainersResponse.SerializeToString,
             ),
         }
         generic_handler = grpc.method_handlers_generic_handler("runtime.v1.RuntimeService", rpc_method_handlers)
@@ -112,6 +128,35 @@ else:
                 "/runtime.v1.RuntimeService/Status",
                 cri__image__pb2.StatusRequest.SerializeToString,
                 cri__image__pb2.StatusResponse.FromString,
+                options,
+                channel_credentials,
+                insecure,
+                call_credentials,
+                compression,
+                wait_for_ready,
+                timeout,
+                metadata,
+            )
+
+        @staticmethod
+        def ListContainers(
+            request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None,
+        ):
+            return grpc.experimental.unary_unary(
+                request,
+                target,
+                "/runtime.v1.RuntimeService/ListContainers",
+                cri__image__pb2.ListContainersRequest.SerializeToString,
+                cri__image__pb2.ListContainersResponse.FromString,
                 options,
                 channel_credentials,
                 insecure,

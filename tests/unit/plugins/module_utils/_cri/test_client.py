@@ -245,3 +245,27 @@ def test_connect_answers_without_a_connectivity_watch(tmp_path, status):
         assert client._channel is None  # pylint: disable=protected-access
     finally:
         server.stop(None)
+
+
+def test_a_listed_container_names_its_image_three_ways_and_its_state():
+    from ansible_collections.pinned.images.plugins.module_utils._cri.client import _container_to_dict
+    from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2 as pb
+
+    message = pb.Container(
+        id="c1",
+        pod_sandbox_id="p1",
+        metadata=pb.ContainerMetadata(name="web"),
+        image=pb.ImageSpec(image="sha256:1"),
+        image_ref="quay.io/a@sha256:" + "a" * 64,
+        state=pb.CONTAINER_EXITED,
+        image_id="sha256:1",
+    )
+    assert _container_to_dict(message) == dict(
+        id="c1",
+        name="web",
+        pod_sandbox_id="p1",
+        image="sha256:1",
+        image_ref="quay.io/a@sha256:" + "a" * 64,
+        image_id="sha256:1",
+        state="exited",
+    )

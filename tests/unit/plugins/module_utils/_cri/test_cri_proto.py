@@ -66,6 +66,7 @@ def test_every_rpc_exists_upstream_with_same_types(compiled):
     assert set(services(ours)) == {
         "/runtime.v1.RuntimeService/Version",
         "/runtime.v1.RuntimeService/Status",
+        "/runtime.v1.RuntimeService/ListContainers",
         "/runtime.v1.ImageService/ListImages",
         "/runtime.v1.ImageService/ImageStatus",
         "/runtime.v1.ImageService/PullImage",
@@ -95,6 +96,23 @@ def test_every_field_matches_upstream(compiled):
             checked += 1
         assert message.options.map_entry == upstream_messages[name].options.map_entry, name
     assert checked >= 40
+
+
+def test_every_enum_matches_upstream(compiled):
+    """ContainerState (ListContainers, for the prune): the same values under the same numbers."""
+    ours, upstream = compiled
+    upstream_enums = {enum.name: {v.name: v.number for v in enum.value} for enum in upstream.enum_type}
+    ours_enums = {enum.name: {v.name: v.number for v in enum.value} for enum in ours.enum_type}
+    assert "ContainerState" in ours_enums
+    for name, values in ours_enums.items():
+        assert upstream_enums.get(name) == values, name
+
+
+def test_the_prune_reads_the_containers_fields(compiled):
+    """The Container fields the prune matches images with are declared (image, image_ref, image_id, state)."""
+    ours, _upstream = compiled
+    fields = {field.name: field.number for field in messages(ours)[".runtime.v1.Container"].field}
+    assert {"id": 1, "image": 4, "image_ref": 5, "state": 6, "image_id": 10}.items() <= fields.items()
 
 
 def test_committed_stubs_carry_this_proto(compiled):

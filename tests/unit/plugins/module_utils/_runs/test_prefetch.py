@@ -381,3 +381,30 @@ def test_an_explicit_drop_in_on_an_mco_node_warns_and_writes(tmp_path):
     assert (tmp_path / "50-pinned-images").exists()
     assert [w for w in outcome.warnings if "managed by the machine-config-operator" in w]
     assert run(tmp_path, Runtime(str(tmp_path), "cri-o", "1.31.0"), pin="auto").result["pin"]["mco_managed"]
+
+
+def test_the_record_next_to_the_lock_names_what_the_run_pulled_and_pinned(tmp_path):
+    """The prune's record: the pulled image, and the pinned ones (the present one too), mode 0600; none in check
+    mode."""
+    lock_file = tmp_path / "prefetch.lock"
+    record = tmp_path / "pinned-images-record.json"
+    run(tmp_path, Runtime(str(tmp_path)), check_mode=True, lock_file=str(lock_file))
+    assert not record.exists()
+    run(tmp_path, Runtime(str(tmp_path), "containerd", "1.7.24"), lock_file=str(lock_file), pin="label")
+    images = json.loads(record.read_text())["images"]
+    assert sorted(images) == sorted([PRESENT, MISSING])
+    assert (images[MISSING]["pulled"], images[MISSING]["pinned"], images[PRESENT]["pulled"]) == (True, True, False)
+    assert images[MISSING]["first_run"] == "r1" and images[MISSING]["image_id"] == "sha256:pulled"
+    assert record.stat().st_mode & 0o777 == 0o600
+
+
+def test_without_a_pin_only_the_pulled_images_are_recorded_and_a_bad_record_warns(tmp_path):
+    record = tmp_path / "record.json"
+    run(tmp_path, Runtime(str(tmp_path)), record_file=str(record))
+    assert list(json.loads(record.read_text())["images"]) == [MISSING]
+    record.write_text("not json")
+    record.chmod(0o600)
+    runtime = Runtime(str(tmp_path))
+    outcome = run(tmp_path, runtime, record_file=str(record))
+    assert any(f"not recorded for a prune: the prune record {record} is not JSON" in w for w in outcome.warnings)
+    assert record.read_text() == "not json"

@@ -1,0 +1,183 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Which images a prune removes: a pure decision over plain data (node side, Python 3.8+).
+
+A candidate is an image the record names (``_prune/record``) that no wanted image is. One decision per image on the
+node (one CRI image id, whatever names point at it); an image is removed only when no rule keeps it. The rules, in
+the order their reason is given:
+
+``wanted``: another name of the same image is wanted; ``keep``: one of its names matches a ``keep`` pattern
+(``fnmatch``: ``*``, ``?``, ``[...]``); ``in_use``: a container in any state, or a pod sandbox, uses it (CRI
+ListContainers: its image, image_ref or image_id names the image); ``pinned``: the runtime still reports it pinned
+once the collection's own pin is gone, or the pin is not the collection's; ``young``: it is younger than
+``min_age`` (where its age is known).
+
+Public API
+----------
+``REMOVE``, ``KEEP``, and the reasons ``WANTED``, ``KEEP_PATTERN``, ``IN_USE``, ``PINNED``, ``YOUNG``.
+``parse_duration(text) -> float``: ``"90"``, ``"90s"``, ``"30m"``, ``"2h"``, ``"7d"`` in seconds; PruneInputError.
+``validate_keep(patterns) -> list[str]``: PruneInputError naming every bad entry.
+``Candidate``: a recorded image found on the node. ``decide(candidates, wanted_ids, containers, keep, min_age,
+ages, pinned_by_others) -> list[Decision]``, sorted by image name. ``totals(decisions) -> dict``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, TypedDict
+
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+
+REMOVE, KEEP = "remove", "keep"
+WANTED, KEEP_PATTERN, IN_USE, PINNED, YOUNG = "wanted", "keep", "in_use", "pinned", "young"
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+
+
+class PruneInputError(CollectionError):
+    """A prune option is not valid: the message names it and what is allowed."""
+
+
+def parse_duration(text: object, name: str = "min_age") -> float:
+    """Seconds of ``"90"``, ``"90s"``, ``"30m"``, ``"2h"``, ``"7d"``."""
+    match = _DURATION_RE.match(str(text))
+    if match is None:
+        raise PruneInputError(
+            f"{name}: {text!r} is not a duration; give a number with an optional unit s, m, h or d (90s, 30m, 2h, 7d)"
+        )
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def validate_keep(patterns: Optional[Iterable[object]]) -> List[str]:
+    """The ``keep`` patterns, each a non-empty string."""
+    found: List[str] = []
+    problems: List[str] = []
+    for index, pattern in enumerate(patterns or []):
+        if not isinstance(pattern, str) or not pattern.strip():
+            problems.append(f"keep[{index}]: {pattern!r} is not a pattern (a non-empty string, * and ? allowed)")
+        else:
+            found.append(pattern.strip())
+    if problems:
+        raise PruneInputError(problems, message="invalid keep patterns: " + "; ".join(problems))
+    return found
+
+
+class Candidate(TypedDict):
+    """A recorded, no longer wanted image the node has: the recorded names that point at it, and CRI's image."""
+
+    names: List[str]
+    id: str
+    repo_tags: List[str]
+    repo_digests: List[str]
+    size: int
+
+
+class Decision(TypedDict):
+    """What the prune does with one image: ``action`` remove or keep, the ``reason`` it is kept and its words."""
+
+    image: str
+    names: List[str]
+    id: str
+    size: int
+    action: str
+    reason: Optional[str]
+    detail: str
+
+
+def _all_names(candidate: Candidate) -> Set[str]:
+    return {candidate["id"], *candidate["names"], *candidate["repo_tags"], *candidate["repo_digests"]}
+
+
+def _users(candidate: Candidate, containers: Sequence[Mapping[str, Any]]) -> List[str]:
+    names = _all_names(candidate)
+    users = []
+    for container in containers:
+        used = {container.get("image", ""), container.get("image_ref", ""), container.get("image_id", "")} - {""}
+        if used & names:
+            users.append(f"{container.get('name') or container.get('id', '')[:12]} ({container.get('state')})")
+    return sorted(users)
+
+
+def _reason(
+    candidate: Candidate,
+    wanted_ids: Set[str],
+    containers: Sequence[Mapping[str, Any]],
+    keep: Sequence[str],
+    min_age: float,
+    age: Optional[float],
+    pinned_by_others: Set[str],
+) -> Optional[Dict[str, str]]:
+    if candidate["id"] in wanted_ids:
+        return dict(reason=WANTED, detail="another name of this image is wanted")
+    names = sorted(_all_names(candidate))
+    for pattern in keep:
+        matched = [name for name in names if fnmatch.fnmatchcase(name, pattern)]
+        if matched:
+            return dict(reason=KEEP_PATTERN, detail=f"{matched[0]} matches keep pattern {pattern!r}")
+    users = _users(candidate, containers)
+    if users:
+        return dict(reason=IN_USE, detail="used by container " + ", ".join(users))
+    if candidate["id"] in pinned_by_others:
+        return dict(reason=PINNED, detail="the runtime reports it pinned by someone other than pinned.images")
+    if min_age > 0 and age is not None and age < min_age:
+        return dict(reason=YOUNG, detail=f"{age:.0f}s old, younger than min_age ({min_age:.0f}s)")
+    return None
+
+
+def decide(
+    candidates: Iterable[Candidate],
+    wanted_ids: Iterable[str],
+    containers: Sequence[Mapping[str, Any]],
+    keep: Sequence[str] = (),
+    min_age: float = 0.0,
+    ages: Optional[Mapping[str, Optional[float]]] = None,
+    pinned_by_others: Iterable[str] = (),
+) -> List[Decision]:
+    """One decision per candidate (``ages`` and ``pinned_by_others`` by image id)."""
+    wanted = set(wanted_ids)
+    others = set(pinned_by_others)
+    decisions: List[Decision] = []
+    for candidate in candidates:
+        why = _reason(candidate, wanted, containers, keep, min_age, (ages or {}).get(candidate["id"]), others)
+        decisions.append(
+            Decision(
+                image=sorted(candidate["names"])[0],
+                names=sorted(candidate["names"]),
+                id=candidate["id"],
+                size=candidate["size"],
+                action=KEEP if why else REMOVE,
+                reason=why["reason"] if why else None,
+                detail=why["detail"] if why else "no longer wanted",
+            )
+        )
+    return sorted(decisions, key=lambda decision: decision["image"])
+
+
+def group_candidates(found: Mapping[str, Optional[Mapping[str, Any]]]) -> List[Candidate]:
+    """Candidates from ``{recorded name: CRI image or None}``: one per image id, with every recorded name of it."""
+    by_id: Dict[str, Candidate] = {}
+    for name, image in sorted(found.items()):
+        if image is None:
+            continue
+        candidate = by_id.setdefault(
+            image["id"],
+            Candidate(
+                names=[],
+                id=image["id"],
+                repo_tags=list(image.get("repo_tags", [])),
+                repo_digests=list(image.get("repo_digests", [])),
+                size=int(image.get("size", 0)),
+            ),
+        )
+        candidate["names"].append(name)
+    return list(by_id.values())
+
+
+def totals(decisions: Iterable[Decision]) -> Dict[str, int]:
+    """Counts and bytes: ``removed`` images and ``freed_bytes`` (their CRI sizes), ``kept``."""
+    removed = [decision for decision in decisions if decision["action"] == REMOVE]
+    kept = [decision for decision in decisions if decision["action"] == KEEP]
+    return dict(removed=len(removed), kept=len(kept), freed_bytes=sum(decision["size"] for decision in removed))

@@ -1,0 +1,383 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The prune module's whole run (node side, Python 3.8+): take the node lock, read the record, decide which of the
+recorded images no wanted image is, unpin those the collection pinned, decide again with what CRI then reports,
+remove the rest through CRI RemoveImage and rewrite the record.
+
+``PruneRequest.from_params(params, check_mode)`` checks every option before the runtime is contacted;
+``run_prune(request)`` does the rest (``_prune/plan`` decides). The first runtime error other than "not found"
+stops the removals; the failure's details hold what was removed before it, and the record forgets those.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+
+from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import read_bytes
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import NOT_FOUND, CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageReferenceError,
+    parse_image_ref,
+)
+from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import (
+    OWNER_LABEL,
+    OWNER_VALUE,
+    PIN_KEYS,
+    PIN_LABEL,
+    PIN_VALUE,
+)
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
+    MAX_DROPIN_SIZE,
+    DropinSettings,
+    RunCommand,
+    covers,
+    dropin_pinned_images,
+    effective_pins,
+    pin_dropin,
+)
+from ansible_collections.pinned.images.plugins.module_utils._prune.plan import (
+    REMOVE,
+    Candidate,
+    Decision,
+    decide,
+    group_candidates,
+    parse_duration,
+    totals,
+    validate_keep,
+)
+from ansible_collections.pinned.images.plugins.module_utils._prune.record import (
+    forgotten,
+    read_record,
+    write_record,
+)
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    Problems,
+    containerd_client,
+    cri_client,
+)
+from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
+from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
+    PIN_AUTO,
+    PIN_DROPIN,
+    mco_pin_method,
+    pin_method,
+)
+from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
+    PIN_LABEL as METHOD_LABEL,
+)
+
+_RUNTIME_OPTIONS = ("cri_socket", "cri_connect_timeout", "cri_timeout", "containerd_namespace")
+
+
+@dataclass(frozen=True)
+class PruneRequest:
+    """Every option of one prune, checked."""
+
+    wanted: Tuple[str, ...]
+    keep: Tuple[str, ...]
+    min_age: float
+    record_file: str
+    lock_file: Optional[str]
+    run_id: Optional[str]
+    pin: str
+    mco_dir: str
+    dropin: DropinSettings
+    runtime: Mapping[str, Any]
+    check_mode: bool
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], check_mode: bool) -> "PruneRequest":
+        """One CollectionError names every bad option."""
+        problems = Problems()
+        wanted: List[str] = []
+        for index, image in enumerate(params["images"] or []):
+            try:
+                wanted.append(str(parse_image_ref(image, require_digest=False)))
+            except ImageReferenceError as err:
+                problems.add(f"images[{index}]: {err}")
+        if not params["images"] and not params["allow_empty"]:
+            problems.add(
+                "images is empty: the prune would remove every image the record "
+                f"{params['record_file']} names; nothing was removed. Give the node's wanted images, or "
+                "allow_empty=true to prune every recorded image"
+            )
+        keep = problems.attempt(lambda: validate_keep(params["keep"]))
+        min_age = problems.attempt(lambda: parse_duration(params["min_age"]))
+        problems.above_zero(params, "settle_timeout")
+        if (
+            params["pin"] in (PIN_AUTO, PIN_DROPIN)
+            and params["crio_reload"] == "signal"
+            and not params["crio_pid_file"]
+        ):
+            problems.add("crio_reload=signal needs crio_pid_file")
+        problems.raise_any()
+        return cls(
+            tuple(sorted(set(wanted))),
+            tuple(keep or ()),
+            float(min_age or 0.0),
+            params["record_file"],
+            params["lock_file"],
+            params["run_id"],
+            params["pin"],
+            params["mco_dir"],
+            DropinSettings(
+                params["dropin_path"],
+                params["crio_reload"],
+                params["crio_pid_file"],
+                settle_timeout=params["settle_timeout"],
+            ),
+            {name: params.get(name) for name in _RUNTIME_OPTIONS},
+            check_mode,
+        )
+
+
+def _ages(candidates: List[Candidate], entries: Mapping[str, Mapping[str, Any]], now: float) -> Dict[str, float]:
+    """Seconds since the collection first recorded each image (CRI tells no pull time)."""
+    ages: Dict[str, float] = {}
+    for candidate in candidates:
+        seen = [float(entries[name].get("first_seen") or now) for name in candidate["names"]]
+        ages[candidate["id"]] = now - min(seen)
+    return ages
+
+
+def _names(candidate: Candidate) -> Set[str]:
+    return {candidate["id"], *candidate["names"], *candidate["repo_tags"], *candidate["repo_digests"]}
+
+
+class Pins:
+    """The collection's pins of the candidates on this runtime (``method``): who else pins them, and unpinning."""
+
+    def __init__(self, client: Any, method: str, dropin: DropinSettings, run_command: Optional[RunCommand]) -> None:
+        self.client = client
+        self.method = method
+        self.dropin = dropin
+        self.run_command = run_command
+        self.records: List[Dict[str, Any]] = client.list_records() if method == METHOD_LABEL else []
+        self.listed: List[str] = []
+        if method == PIN_DROPIN:
+            text = read_bytes(dropin.path, MAX_DROPIN_SIZE)
+            self.listed = (dropin_pinned_images(text.decode("utf-8", "replace")) if text else None) or []
+
+    def _records_of(self, candidate: Candidate) -> List[Dict[str, Any]]:
+        names = _names(candidate)
+        return [record for record in self.records if record["name"] in names]
+
+    def _ours(self, candidate: Candidate) -> List[str]:
+        """The drop-in entries that pin the candidate."""
+        names = _names(candidate)
+        return [entry for entry in self.listed if any(covers([entry], name) for name in names)]
+
+    def pinned_by_others(self, candidate: Candidate, cri_pinned: bool) -> bool:
+        """Whether the candidate stays pinned once the collection's own pin is gone."""
+        if self.method == METHOD_LABEL:
+            pinned = [r for r in self._records_of(candidate) if r["labels"].get(PIN_LABEL) == PIN_VALUE]
+            return any(r["labels"].get(OWNER_LABEL) != OWNER_VALUE for r in pinned) or (cri_pinned and not pinned)
+        if self.method == PIN_DROPIN:
+            remaining = [entry for entry in self.listed if entry not in self._ours(candidate)]
+            kept, source = effective_pins(self.dropin.path, remaining)
+            by_other_file = source not in (None, self.dropin.path) and any(
+                covers(kept, name) for name in _names(candidate)
+            )
+            return by_other_file or (cri_pinned and not self._ours(candidate))
+        return cri_pinned
+
+    def unpin(self, candidates: List[Candidate]) -> Dict[str, Any]:
+        """Remove the collection's pin of ``candidates``: the owner-marked labels, or their drop-in entries."""
+        if self.method == METHOD_LABEL:
+            records = [
+                r for c in candidates for r in self._records_of(c) if r["labels"].get(OWNER_LABEL) == OWNER_VALUE
+            ]
+            for record in records:
+                self.client.update_labels(record, {}, PIN_KEYS)
+            return dict(changed=bool(records), unpinned=sorted(r["name"] for r in records), diff=None)
+        if self.method == PIN_DROPIN:
+            drop = {entry for candidate in candidates for entry in self._ours(candidate)}
+            if not drop:
+                return dict(changed=False, unpinned=[], diff=None)
+            remaining = [entry for entry in self.listed if entry not in drop]
+            done = pin_dropin(remaining, self.dropin, False, None, self.run_command, client=self.client)
+            self.listed = remaining
+            return dict(changed=done["changed"], unpinned=sorted(drop), diff=done["diff"])
+        return dict(changed=False, unpinned=[], diff=None)
+
+
+def _candidates(
+    client: Any, request: PruneRequest, entries: Mapping[str, Any]
+) -> Tuple[List[Candidate], Set[str], List[str]]:
+    """(the recorded, unwanted images on the node, the image ids of the wanted images, recorded names gone)."""
+    wanted = set(request.wanted)
+    wanted_ids = set()
+    for name in request.wanted:
+        image = client.image_status(name)
+        if image is not None:
+            wanted_ids.add(image["id"])
+    found = {name: client.image_status(name) for name in sorted(entries) if name not in wanted}
+    gone = sorted(name for name, image in found.items() if image is None)
+    return group_candidates(found), wanted_ids, gone
+
+
+def _diff(decisions: List[Decision], removed: Set[str]) -> Dict[str, str]:
+    before = sorted(d["image"] for d in decisions)
+    after = sorted(d["image"] for d in decisions if d["id"] not in removed)
+    header = "recorded images no longer wanted, on the node"
+    return dict(
+        before_header=header,
+        before="".join(f"{name}\n" for name in before),
+        after_header=header,
+        after="".join(f"{name}\n" for name in after),
+    )
+
+
+class PruneStopped(CollectionError):
+    """A runtime error stopped the removals; the details hold the result until then."""
+
+    def __init__(self, message: str, result: Mapping[str, Any]) -> None:
+        super().__init__(message, details=dict(result))
+
+
+def _decide(
+    request: PruneRequest,
+    candidates: List[Candidate],
+    wanted_ids: Set[str],
+    containers: List[Any],
+    ages: Dict[str, float],
+    others: Set[str],
+) -> List[Decision]:
+    return decide(candidates, wanted_ids, containers, request.keep, request.min_age, ages, others)
+
+
+def run_prune(
+    request: PruneRequest,
+    diff: bool = False,
+    client_factory: Optional[Callable[[Any], Any]] = None,
+    run_command: Optional[RunCommand] = None,
+    now: Optional[Callable[[], float]] = None,
+) -> Tuple[Dict[str, Any], List[str]]:
+    """(the module's result, warnings); raises CollectionError (PruneStopped after a removal error, with the result so far)."""
+    if client_factory is None:
+        client_factory = containerd_client if request.pin in (PIN_AUTO, METHOD_LABEL) else cri_client
+    clock = now or time.time
+    lock = (
+        None if request.check_mode or not request.lock_file else NodeLock(request.lock_file, request.run_id).acquire()
+    )
+    try:
+        entries = read_record(request.record_file)
+        with client_factory(request.runtime) as client:
+            runtime = dict(client.version(), endpoint=client.endpoint)
+            method, _sign, warnings = mco_pin_method(request.pin, pin_method(request.pin, runtime), request.mco_dir)
+            candidates, wanted_ids, gone = _candidates(client, request, entries)
+            ages = _ages(candidates, entries, clock())
+            pins = Pins(client, method, request.dropin, run_command)
+            cri_pinned = {c["id"]: bool((client.image_status(c["id"]) or {}).get("pinned")) for c in candidates}
+            others = {c["id"] for c in candidates if pins.pinned_by_others(c, cri_pinned[c["id"]])}
+            decisions = _decide(request, candidates, wanted_ids, client.list_containers(), ages, others)
+            unpin: Dict[str, Any] = dict(changed=False, unpinned=[], diff=None)
+            removed: List[Decision] = []
+            if not request.check_mode:
+                leaving = [
+                    c for c in candidates if any(d["id"] == c["id"] and d["action"] == REMOVE for d in decisions)
+                ]
+                unpin = pins.unpin(leaving)
+                # What CRI reports once the collection's pins are gone, and the containers right before removal.
+                vanished = set()
+                for candidate in leaving:
+                    status = client.image_status(candidate["id"])
+                    if status is None:
+                        vanished.add(candidate["id"])
+                        gone.extend(candidate["names"])
+                    elif status.get("pinned"):
+                        others.add(candidate["id"])
+                present = [c for c in candidates if c["id"] not in vanished]
+                decisions = _decide(request, present, wanted_ids, client.list_containers(), ages, others)
+                removed = _remove(client, decisions, gone, entries, request, runtime, unpin, method)
+            else:
+                removed = [d for d in decisions if d["action"] == REMOVE]
+    finally:
+        if lock is not None:
+            lock.release()
+    result = _result(request, decisions, removed, gone, runtime, unpin, method)
+    if not request.check_mode:
+        result["record_changed"] = write_record(request.record_file, _forget(entries, removed, gone))
+    if diff:
+        result["diff"] = _diff(decisions, {d["id"] for d in removed})
+        if unpin.get("diff"):
+            result["diff"] = [result["diff"], unpin["diff"]]
+    return result, warnings
+
+
+def _forget(entries: Mapping[str, Any], removed: List[Decision], gone: List[str]) -> Dict[str, Any]:
+    return forgotten(entries, [name for d in removed for name in d["names"]] + gone)
+
+
+def _result(
+    request: PruneRequest,
+    decisions: List[Decision],
+    removed: List[Decision],
+    gone: List[str],
+    runtime: Mapping[str, Any],
+    unpin: Mapping[str, Any],
+    method: str,
+) -> Dict[str, Any]:
+    removed_ids = {d["id"] for d in removed}
+    kept = [d for d in decisions if d["action"] != REMOVE]
+    done = [d for d in decisions if d["id"] in removed_ids]
+    counts = totals(done + kept)
+    return dict(
+        changed=bool(done) or bool(unpin.get("changed")),
+        images=decisions,
+        removed=sorted(d["image"] for d in done),
+        kept=sorted(d["image"] for d in kept),
+        gone=sorted(set(gone)),
+        totals=counts,
+        freed_bytes=counts["freed_bytes"],
+        record_file=request.record_file,
+        runtime=dict(runtime),
+        pin=dict(method=method, changed=bool(unpin.get("changed")), unpinned=list(unpin.get("unpinned", []))),
+    )
+
+
+def _remove(
+    client: Any,
+    decisions: List[Decision],
+    gone: List[str],
+    entries: Mapping[str, Any],
+    request: PruneRequest,
+    runtime: Mapping[str, Any],
+    unpin: Mapping[str, Any],
+    method: str,
+) -> List[Decision]:
+    """RemoveImage each image to remove; "not found" means someone removed it first. Any other error stops: the
+    record forgets what was removed, and PruneStopped carries the result so far."""
+    removed: List[Decision] = []
+    for decision in decisions:
+        if decision["action"] != REMOVE:
+            continue
+        try:
+            client.remove_image(decision["id"])
+        except CriError as err:
+            if err.kind == NOT_FOUND:
+                gone.extend(decision["names"])
+                continue
+            write_record(request.record_file, _forget(entries, removed, gone))
+            partial = _result(request, decisions, removed, gone, runtime, unpin, method)
+            raise PruneStopped(f"prune stopped at {decision['image']}: {err.message}", partial) from err
+        removed.append(decision)
+    return removed
+
+
+def run(invocation: Invocation) -> Outcome:
+    """The module's run."""
+    require_node_deps()
+    request = PruneRequest.from_params(invocation.params, invocation.check_mode)
+    try:
+        result, warnings = run_prune(request, diff=invocation.diff, run_command=invocation.run_command)
+    except CollectionError as error:
+        return Outcome(failure=error)
+    return Outcome(result, warnings)

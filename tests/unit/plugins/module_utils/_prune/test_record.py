@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_prune/record: the record of what the collection pulled and pinned; a record that cannot be trusted is an error
+naming the file, never an empty record."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.pinned.images.plugins.module_utils._prune.record import (
+    RecordError,
+    default_record_file,
+    forgotten,
+    noted,
+    read_record,
+    write_record,
+)
+
+A = "quay.io/org/a@sha256:" + "a" * 64
+B = "quay.io/org/b@sha256:" + "b" * 64
+
+
+def test_the_default_is_next_to_the_lock_file():
+    assert default_record_file("/var/tmp/p.json.lock") == "/var/tmp/pinned-images-record.json"
+    assert default_record_file(None) is None and default_record_file("") is None
+
+
+def test_a_missing_record_is_empty_and_a_written_one_reads_back_with_mode_0600(tmp_path):
+    path = str(tmp_path / "record.json")
+    assert read_record(path) == {}
+    entries = noted({}, {A: "sha256:1"}, [A], [A, B], "run-1", 100.0)
+    assert write_record(path, entries) is True
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert read_record(path) == entries
+    assert write_record(path, entries) is False
+    assert not list(tmp_path.glob(".*tmp")), "the atomic write leaves no temporary file"
+
+
+def test_an_image_keeps_its_first_run_and_what_it_once_was():
+    first = noted({}, {A: "sha256:1"}, [A], [], "run-1", 100.0)
+    second = noted(first, {}, [], [A, B], "run-2", 200.0)
+    assert second[A] == dict(
+        image_id="sha256:1",
+        pulled=True,
+        pinned=True,
+        first_run="run-1",
+        first_seen=100.0,
+        last_run="run-2",
+        last_seen=200.0,
+    )
+    assert (second[B]["pulled"], second[B]["pinned"], second[B]["image_id"]) == (False, True, "")
+    assert forgotten(second, [A]) == {B: second[B]}
+    assert first[A]["last_run"] == "run-1", "the entries given are not changed"
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        ("not json", "is not JSON"),
+        ("[]", "is not a version 1 record"),
+        ('{"version": 2, "images": {}}', "is not a version 1 record"),
+        ('{"version": 1}', "has no images object"),
+        ('{"version": 1, "images": {"x": "y"}}', "is corrupt: the entry of x is not an object"),
+        ('{"version": 1, "images": {"": {}}}', "is corrupt: an image name '' is not a non-empty string"),
+    ],
+)
+def test_a_corrupt_record_is_an_error_naming_the_file(tmp_path, content, why):
+    path = tmp_path / "record.json"
+    path.write_text(content)
+    path.chmod(0o600)
+    with pytest.raises(RecordError) as info:
+        read_record(str(path))
+    assert info.value.message.startswith(f"the prune record {path} {why}")
+    assert "nothing was pruned" in info.value.message and info.value.details["record_file"] == str(path)
+
+
+def test_a_record_others_may_write_is_refused(tmp_path):
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps({"version": 1, "images": {}}))
+    path.chmod(0o666)
+    with pytest.raises(RecordError, match=r"is writable by others \(mode 0666\)"):
+        read_record(str(path))

@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_runs/prune: the checks before the runtime, and whole runs against a scripted runtime (unpin, decide again,
+remove, the record). The same on real containerd and CRI-O: tests/functional/test_prune_lab.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import NOT_FOUND, UNKNOWN, CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL, PIN_LABEL
+from ansible_collections.pinned.images.plugins.module_utils._prune.record import noted, write_record
+from ansible_collections.pinned.images.plugins.module_utils._runs.prune import PruneRequest, PruneStopped, run_prune
+from fixtures.scripted_runtime import ScriptedRuntime
+
+WANTED = "registry.example:5000/wanted@sha256:" + "a" * 64
+DROPPED = "registry.example:5000/dropped@sha256:" + "b" * 64
+HAND = "registry.example:5000/hand@sha256:" + "c" * 64
+OUTSIDE = "registry.example:5000/outside@sha256:" + "d" * 64
+OURS = {PIN_LABEL: "pinned", OWNER_LABEL: "pinned.images"}
+
+
+class Runtime(ScriptedRuntime):
+    """containerd 1.7 with CRI images by id, their records' labels, containers, and removals."""
+
+    endpoint = "unix:///scripted.sock"
+    runtime_name, runtime_version = "containerd", "1.7.24"
+
+    def __init__(self, labels=None, containers=(), fail_remove=None):
+        self.images = {f"sha256:{name.split('/')[1][:3]}": name for name in (WANTED, DROPPED, HAND, OUTSIDE)}
+        self.labels = dict(labels or {})
+        self.containers = list(containers)
+        self.fail_remove = fail_remove
+        self.removed = []
+
+    def _id(self, name):
+        return next((i for i, n in self.images.items() if name in (i, n)), None)
+
+    def image_status(self, name):
+        image_id = self._id(name)
+        if image_id is None:
+            return None
+        pinned = PIN_LABEL in self.labels.get(self.images[image_id], {})
+        return dict(id=image_id, repo_tags=[], repo_digests=[self.images[image_id]], size=1000, pinned=pinned)
+
+    def list_records(self):
+        return [dict(name=n, labels=dict(self.labels.get(n, {})), target={}) for n in self.images.values()]
+
+    def update_labels(self, record, labels, keys):
+        self.labels[record["name"]] = dict(labels)
+
+    def list_containers(self):
+        return self.containers
+
+    def remove_image(self, image_id):
+        if self.fail_remove:
+            raise CriError("RemoveImage: scripted", self.fail_remove)
+        self.removed.append(self.images.pop(image_id))
+
+
+def params(tmp_path, **overrides):
+    base = dict(
+        images=[WANTED],
+        allow_empty=False,
+        keep=[],
+        min_age="0",
+        record_file=str(tmp_path / "record.json"),
+        lock_file=str(tmp_path / "lock"),
+        run_id="prune-1",
+        pin="auto",
+        mco_dir=str(tmp_path / "mcd"),
+        dropin_path=str(tmp_path / "50-pinned-images"),
+        crio_reload="none",
+        crio_pid_file=None,
+        settle_timeout=1.0,
+        cri_socket=None,
+        cri_connect_timeout=1.0,
+        cri_timeout=1.0,
+    )
+    base.update(overrides)
+    return base
+
+
+def recorded(tmp_path, *names):
+    write_record(str(tmp_path / "record.json"), noted({}, {}, names, names, "r0", 0.0))
+
+
+def prune(tmp_path, runtime, check_mode=False, **overrides):
+    request = PruneRequest.from_params(params(tmp_path, **overrides), check_mode)
+    result, _warnings = run_prune(request, diff=True, client_factory=lambda _p: runtime)
+    return result
+
+
+def record_names(tmp_path):
+    return sorted(json.loads((tmp_path / "record.json").read_text())["images"])
+
+
+def test_an_empty_wanted_list_is_refused_before_the_runtime(tmp_path):
+    with pytest.raises(CollectionError) as info:
+        PruneRequest.from_params(params(tmp_path, images=[]), False)
+    assert info.value.message.startswith("images is empty: the prune would remove every image the record")
+    PruneRequest.from_params(params(tmp_path, images=[], allow_empty=True), False)
+
+
+def test_every_bad_option_is_named(tmp_path):
+    with pytest.raises(CollectionError) as info:
+        PruneRequest.from_params(params(tmp_path, images=["x y"], keep=[""], min_age="soon"), False)
+    assert len(info.value.problems) == 3
+
+
+def test_without_a_record_nothing_is_removed(tmp_path):
+    runtime = Runtime()
+    result = prune(tmp_path, runtime)
+    assert (runtime.removed, result["images"], result["changed"]) == ([], [], False)
+
+
+def test_the_dropped_image_is_unpinned_then_removed_and_forgotten(tmp_path):
+    recorded(tmp_path, WANTED, DROPPED)
+    runtime = Runtime(labels={WANTED: OURS, DROPPED: OURS})
+    check = prune(tmp_path, Runtime(labels={WANTED: OURS, DROPPED: OURS}), check_mode=True)
+    result = prune(tmp_path, runtime)
+    assert runtime.removed == [DROPPED] and runtime.labels[WANTED] == OURS
+    assert result["removed"] == check["removed"] == [DROPPED]
+    assert result["freed_bytes"] == check["freed_bytes"] == 1000
+    assert result["pin"] == dict(method="label", changed=True, unpinned=[DROPPED])
+    assert result["diff"]["before"] == f"{DROPPED}\n" and result["diff"]["after"] == ""
+    assert record_names(tmp_path) == [WANTED]
+    assert prune(tmp_path, runtime)["removed"] == [], "a rerun removes nothing"
+
+
+def test_a_hand_pin_an_outside_image_and_a_container_keep_theirs(tmp_path):
+    recorded(tmp_path, DROPPED, HAND)
+    using = dict(id="c1", name="web", state="exited", image="sha256:dro", image_ref="", image_id="")
+    runtime = Runtime(labels={HAND: {PIN_LABEL: "pinned"}}, containers=[using])
+    result = prune(tmp_path, runtime)
+    assert runtime.removed == [] and OUTSIDE in runtime.images.values()
+    assert {d["image"]: d["reason"] for d in result["images"]} == {DROPPED: "in_use", HAND: "pinned"}
+    assert runtime.labels[HAND] == {PIN_LABEL: "pinned"}, "a pin of someone else is not touched"
+
+
+def test_an_image_gone_already_is_forgotten(tmp_path):
+    recorded(tmp_path, DROPPED, "registry.example:5000/long-gone:1")
+    runtime = Runtime()
+    result = prune(tmp_path, runtime)
+    assert result["gone"] == ["registry.example:5000/long-gone:1"] and record_names(tmp_path) == []
+
+
+def test_a_runtime_error_stops_the_prune_and_not_found_does_not(tmp_path):
+    recorded(tmp_path, DROPPED)
+    assert prune(tmp_path, Runtime(fail_remove=NOT_FOUND))["gone"] == [DROPPED]
+    recorded(tmp_path, DROPPED)
+    with pytest.raises(PruneStopped) as info:
+        prune(tmp_path, Runtime(fail_remove=UNKNOWN))
+    assert info.value.message.startswith(f"prune stopped at {DROPPED}: RemoveImage: scripted")
+    assert info.value.details["removed"] == [] and record_names(tmp_path) == [DROPPED]
+
+
+def test_a_young_image_stays(tmp_path):
+    write_record(str(tmp_path / "record.json"), noted({}, {}, [DROPPED], [], "r0", 1000.0))
+    request = PruneRequest.from_params(params(tmp_path, min_age="1h"), False)
+    result, _ = run_prune(request, client_factory=lambda _p: Runtime(), now=lambda: 1060.0)
+    assert result["images"][0]["reason"] == "young" and result["removed"] == []
