@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""pinned.images.prune on real containerd 1.7, 2.1 and CRI-O lab nodes, through real `ansible`, proven by each
+runtime's own CRI: a set shrinks and the prune removes exactly the dropped image; a kept pattern, a hand pin and an
+image pulled outside the collection stay; check mode reports the same and removes nothing; a rerun removes nothing;
+a runtime killed mid-prune leaves whole images and the rerun finishes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, CriError
+from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import PIN_LABEL, PIN_VALUE
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images
+from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, remove_all_images
+from fixtures.reference import reference_path
+from support.node import RUNTIMES, pin_args
+
+pytestmark = pytest.mark.lab
+PRUNE_RUNTIMES = ("containerd-1.7", "containerd-2.1", "cri-o")
+# Enough images that the runtime can be killed between two removals.
+BULK = 30
+
+
+@pytest.fixture(params=PRUNE_RUNTIMES)
+def node(request, lab):
+    """The session lab's node of the runtime, emptied (the runtime_node fixture's nodes, without containerd 1.6,
+    which cannot pin)."""
+    if RUNTIMES[request.param].kind == "cri-o":
+        reference_path("cri-o")  # the skip without the CRI-O reference directory
+    entry = lab.runtime_node(request.param)
+    remove_all_images(entry["endpoint"])
+    dropin_dir = entry.get("dropin_dir")
+    for stale in Path(dropin_dir).glob("*") if dropin_dir else ():
+        stale.unlink()
+    return entry
+
+
+def files(tmp_path: Path) -> dict:
+    return dict(record_file=str(tmp_path / "pinned-images-record.json"), lock_file=str(tmp_path / "prefetch.lock"))
+
+
+def prefetch(lab, node, tmp_path, images) -> dict:
+    args = dict(
+        pin_args(node),
+        images=list(images),
+        min_free="64Mi",
+        auth_file=lab.state["registries"]["auth"]["docker_config"],
+        run_id="prefetch-" + str(len(images)),
+        **files(tmp_path),
+    )
+    rc, result, output = adhoc("pinned.images.prefetch", args)
+    assert rc == 0, output
+    return result
+
+
+def prune_args(node, tmp_path, images, **extra) -> dict:
+    args = {key: value for key, value in pin_args(node).items() if key != "registries_conf"}
+    return dict(args, images=list(images), **files(tmp_path), **extra)
+
+
+def prune(node, tmp_path, images, check=False, **extra) -> dict:
+    rc, result, output = adhoc("pinned.images.prune", prune_args(node, tmp_path, images, **extra), check=check)
+    assert rc == 0, output
+    return result
+
+
+def on_node(node) -> dict:
+    """Repo digest -> (image id, size, pinned) as the node's CRI ListImages reports it."""
+    with CriClient(node["endpoint"]) as client:
+        return {
+            digest: (image["id"], image["size"], image["pinned"])
+            for image in client.list_images()
+            for digest in image["repo_digests"]
+        }
+
+
+def serving(node, timeout: float = 60) -> None:
+    """Wait until a restarted runtime's CRI image service answers (containerd's CRI plugin initialises after its
+    socket opens)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            on_node(node)
+            return
+        except CriError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def pin_by_hand(lab, node, image: str, wanted: list) -> None:
+    """containerd: the pin label without the collection's owner mark on the image's records; CRI-O: a drop-in
+    CRI-O reads after the collection's (it replaces the whole list, so it names the wanted images too)."""
+    if RUNTIMES[node["runtime"]].kind == "cri-o":
+        (Path(node["dropin_dir"]) / "60-by-hand").write_text(render_pinned_images(sorted(wanted + [image])))
+        lab.reload_node(node["name"])
+        return
+    with ContainerdClient(node["endpoint"]) as client:
+        status = client.image_status(image)
+        for record in client.list_records():
+            if record["name"] in [status["id"], *status["repo_digests"], *status["repo_tags"]]:
+                client.update_labels(record, {PIN_LABEL: PIN_VALUE}, [PIN_LABEL])
+
+
+def test_a_shrunk_set_frees_exactly_the_dropped_image(lab, node, tmp_path):
+    images = lab.images()
+    wanted, dropped, kept = (images[n].reference for n in ("plain-small", "plain-shared-a", "plain-shared-b"))
+    hand, outside = images["plain-multiarch"].reference, images["auth-small"].reference
+    # Pulled outside the collection (never in the record): never removed.
+    with CriClient(node["endpoint"]) as client:
+        user, password = lab.credentials()
+        client.pull_image(outside, dict(username=user, password=password))
+    is_crio = RUNTIMES[node["runtime"]].kind == "cri-o"
+    if not is_crio:
+        # containerd: pulled and pinned by someone else first; the collection's pin leaves such a pin alone.
+        with CriClient(node["endpoint"]) as client:
+            client.pull_image(hand)
+        pin_by_hand(lab, node, hand, [])
+    prefetch(lab, node, tmp_path, [wanted, dropped, kept, hand])
+    record = json.loads((tmp_path / "pinned-images-record.json").read_text())
+    assert sorted(record["images"]) == sorted([wanted, dropped, kept, hand]) and outside not in record["images"]
+    assert (tmp_path / "pinned-images-record.json").stat().st_mode & 0o777 == 0o600
+    if is_crio:
+        pin_by_hand(lab, node, hand, [wanted])
+
+    # The set shrinks to one image: the prefetch unpins the collection's pins of the others.
+    prefetch(lab, node, tmp_path, [wanted])
+    before = on_node(node)
+    keep = [kept.split("@")[0] + "*"]
+    check = prune(node, tmp_path, [wanted], check=True, keep=keep)
+    assert on_node(node) == before, "check mode removes nothing"
+    result = prune(node, tmp_path, [wanted], keep=keep)
+    for report in (check, result):
+        assert report["removed"] == [dropped]
+        assert {d["image"]: d["reason"] for d in report["images"]} == {dropped: None, kept: "keep", hand: "pinned"}
+        assert report["freed_bytes"] == before[dropped][1] > 0
+    after = on_node(node)
+    assert set(after) == set(before) - {dropped}
+    assert {wanted, kept, hand, outside} <= set(after) and after[hand][2] is True
+    assert result["changed"] is True and result["record_changed"] is True
+    record = json.loads((tmp_path / "pinned-images-record.json").read_text())
+    assert dropped not in record["images"]
+
+    again = prune(node, tmp_path, [wanted], keep=keep)
+    assert (again["removed"], again["changed"], again["freed_bytes"]) == ([], False, 0)
+    assert on_node(node) == after
+
+
+def test_a_runtime_killed_mid_prune_leaves_whole_images_and_the_rerun_finishes(lab, node, tmp_path):
+    bulk = [record.reference for record in lab.push_bulk(BULK, prefix="prune-kill")]
+    wanted = lab.images()["plain-small"].reference
+    prefetch(lab, node, tmp_path, [wanted, *bulk])
+    prefetch(lab, node, tmp_path, [wanted])
+    command = adhoc_command("pinned.images.prune", prune_args(node, tmp_path, [wanted]))
+    running = subprocess.Popen(command, env=ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Kill the runtime as soon as the prune has removed one of the images, as a crash would.
+    deadline = time.monotonic() + 60
+    with CriClient(node["endpoint"]) as client:
+        while time.monotonic() < deadline and running.poll() is None:
+            listed = {digest for image in client.list_images() for digest in image["repo_digests"]}
+            if not set(bulk) <= listed:
+                break
+    lab.stop_node(node["name"], kill=True)
+    output = running.communicate(timeout=120)[0]
+    lab.start_node(node["name"])
+    serving(node)
+    survivors = [ref for ref in bulk if ref in on_node(node)]
+    assert 0 < len(survivors) < BULK, "the kill came between the first removal and the last"
+    assert running.returncode != 0 and "prune stopped at" in output, output
+    # Every image CRI still lists is whole: ImageStatus answers for it by digest.
+    with CriClient(node["endpoint"]) as client:
+        assert all(client.image_status(ref) is not None for ref in survivors)
+    result = prune(node, tmp_path, [wanted])
+    assert [ref for ref in bulk if ref in on_node(node)] == []
+    assert sorted(result["removed"]) == sorted(survivors)
+    assert wanted in on_node(node), output
+    assert prune(node, tmp_path, [wanted])["removed"] == []
