@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.pinned.images.plugins.plugin_utils import _node
 
@@ -38,9 +38,10 @@ def node_result(
     images: Sequence[str],
     sets: Sequence[Any],
     started: float,
+    prune: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
-    """The role's node_result from its prefetch calls."""
-    return _node.node_result(results, node, control_plane, check_mode, error, images, sets, started)
+    """The role's node_result from its prefetch calls, and the prune's result when it ran."""
+    return _node.node_result(results, node, control_plane, check_mode, error, images, sets, started, prune=prune)
 
 
 def node_result_line(result: Mapping[str, Any]) -> str:
@@ -56,6 +57,11 @@ def node_prefetch_args(options: Mapping[str, Any]) -> Dict[str, Any]:
 def node_python_dir_env(path: str) -> Dict[str, str]:
     """The environment that names the private Python directory, {} for the default one."""
     return _node.python_dir_env(path)
+
+
+def node_prune_files(record_file: str, lock_file: str, progress_file: str) -> Dict[str, Optional[str]]:
+    """The prefetch's record and lock files, for the prune."""
+    return _node.prune_files(record_file, lock_file, progress_file)
 
 
 def node_failure_line(failed: Mapping[str, Any]) -> str:
@@ -74,4 +80,5 @@ class FilterModule:
             "node_python_dir_env": node_python_dir_env,
             "node_prefetch_args": node_prefetch_args,
             "node_failure_line": node_failure_line,
+            "node_prune_files": node_prune_files,
         }

@@ -53,6 +53,8 @@ _CONTROL_PLANE_LABELS = {"node-role.kubernetes.io/master": "", "node-role.kubern
 _WORKER_LABELS = {"node-role.kubernetes.io/worker": ""}
 _NOT_RUN = "not attempted: the run stopped before this node (failure percentage) or the node was unreachable"
 _ROW = "%-24s %-8s %7s %8s %7s %11s %8s  %s"
+# With a prune: the bytes it freed, before ``pinned``.
+_PRUNE_ROW = "%-24s %-8s %7s %8s %7s %11s %8s %11s  %s"
 _COUNTERS: Dict[str, Any] = {
     "requested": 0,
     "present": 0,
@@ -412,6 +414,8 @@ def summary(results: Sequence[Mapping[str, Any]], excluded: Sequence[str] = ()) 
         "present": total("present"),
         "failed_images": total("failed"),
         "bytes": total("bytes"),
+        "pruned": total("pruned"),
+        "freed_bytes": total("freed_bytes"),
         "node_seconds": round(total("seconds", float), 3),
         "failed_nodes": [r["host"] for r in results if r["status"] in ("failed", "not_run")],
         "excluded": list(excluded),
@@ -422,37 +426,41 @@ def report_lines(
     results: Sequence[Mapping[str, Any]], totals: Mapping[str, Any], check_mode: bool = False
 ) -> List[str]:
     """The report table: a row per node (``pinned`` is how and how many images CRI reports pinned, ``not pinned``
-    where the runtime cannot pin, ``-`` when the pin did not run), the totals, then each node's error."""
-    lines = [_ROW % ("node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned")]
+    where the runtime cannot pin, ``-`` when the pin did not run; ``freed``, when a node pruned, the bytes its
+    prune freed), the totals, then each node's error."""
+    pruned = any(r.get("pruned") is not None for r in results)
+
+    def row(values: Sequence[Any], freed: str) -> str:
+        return _PRUNE_ROW % (*values[:-1], freed, values[-1]) if pruned else _ROW % tuple(values)
+
+    lines = [row(("node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned"), "freed")]
     for r in results:
-        lines.append(
-            _ROW
-            % (
-                r["host"],
-                r["status"],
-                int(r["pulled"]) + int(r.get("would_pull") or 0),
-                r["present"],
-                r["failed"],
-                human_size(int(r["bytes"])),
-                "%.1f" % float(r["seconds"]),
-                pin_text(r),
-            )
+        values = (
+            r["host"],
+            r["status"],
+            int(r["pulled"]) + int(r.get("would_pull") or 0),
+            r["present"],
+            r["failed"],
+            human_size(int(r["bytes"])),
+            "%.1f" % float(r["seconds"]),
+            pin_text(r),
         )
-    lines.append(
-        _ROW
-        % (
-            "total (%d nodes)" % totals["nodes"],
-            "%d ok" % totals["ok"],
-            totals["pulled"] + totals["would_pull"],
-            totals["present"],
-            totals["failed_images"],
-            human_size(totals["bytes"]),
-            "%.1f" % totals["node_seconds"],
-            "",
-        )
+        lines.append(row(values, human_size(int(r.get("freed_bytes") or 0)) if r.get("pruned") is not None else "-"))
+    total_values = (
+        "total (%d nodes)" % totals["nodes"],
+        "%d ok" % totals["ok"],
+        totals["pulled"] + totals["would_pull"],
+        totals["present"],
+        totals["failed_images"],
+        human_size(totals["bytes"]),
+        "%.1f" % totals["node_seconds"],
+        "",
     )
+    lines.append(row(total_values, human_size(int(totals.get("freed_bytes") or 0))))
     if check_mode:
         lines.append('check mode: nothing was pulled; "pulled" counts the images that would be')
+        if pruned:
+            lines.append('check mode: nothing was pruned; "freed" counts the bytes the prune would free')
     if totals.get("excluded"):
         lines.append("excluded by --limit, not run and not counted: " + ", ".join(totals["excluded"]))
     lines.extend(f"{r['host']}: {r['error']}" for r in results if r.get("error"))

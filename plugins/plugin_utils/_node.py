@@ -24,6 +24,8 @@ directory ``path`` ({} for the directory they find by themselves).
 ``pins_left_to_mco(result) -> bool``: ``node_pin: auto`` left the drop-in to the machine-config-operator.
 ``pin_text(result) -> str``: the report's ``pinned`` column (``dropin 3``, ``label 3``, ``not pinned``, ``mco`` or
 ``-``), for the table and the page.
+``prune_files(record_file, lock_file, progress_file) -> dict``: the record and lock files of the prefetch, for the
+prune (``record_file``, ``lock_file``; the prefetch module's defaults when empty).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
+from ansible_collections.pinned.images.plugins.module_utils._prune.record import default_record_file
 
 # node_pin (true/false kept for the role's first values) -> the prefetch module's pin option.
 _PIN_OPTIONS = {"auto": "auto", "true": "dropin", "false": "none", "label": "label"}
@@ -106,10 +109,12 @@ def node_result(
     sets: Sequence[Any],
     started: float,
     finished: Optional[float] = None,
+    prune: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The role's ``node_result`` from its prefetch calls' ``results`` (in the order they ran; skipped or empty
     ones are passed over), ``error`` (a failed task of the role, else empty) and the node's wanted ``images`` and
-    ``sets``. ``finished`` defaults to now."""
+    ``sets``. ``finished`` defaults to now. ``prune``: the prune's result when it ran (``pruned``, the images it
+    removed or would remove, and their ``freed_bytes``; None and 0 when it did not run)."""
     prefetch = _last_run(results)
     node_error = error or _run_error(prefetch)
     totals = dict(
@@ -155,7 +160,7 @@ def node_result(
         "pull_finished": _span([entry.get("finished") for entry in entries], max),
         "pin_started": _span([pin.get("started")], min) if pin_ran else None,
         "pin_finished": _span([pin.get("finished")], max) if pin_ran else None,
-        "changed": totals["pulled"] > 0 or bool(pin.get("changed")),
+        "changed": totals["pulled"] > 0 or bool(pin.get("changed")) or bool((prune or {}).get("changed")),
         "pinned": pinned if ran else None,
         "pin_method": pin.get("method") or "none",
         "pin_reason": pin.get("reason"),
@@ -164,7 +169,26 @@ def node_result(
         "mco_managed": pin.get("mco_managed"),
         "sets": list(sets),
         "images": entries,
+        **_prune_fields(prune),
     }
+
+
+def _prune_fields(prune: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    ran = bool(prune) and "removed" in (prune or {})
+    done: Mapping[str, Any] = prune if ran and prune is not None else {}
+    return {
+        "pruned": len(done.get("removed") or []) if ran else None,
+        "prune_kept": len(done.get("kept") or []) if ran else None,
+        "freed_bytes": int(done.get("freed_bytes") or 0),
+        "changed_by_prune": bool(done.get("changed")),
+    }
+
+
+def prune_files(record_file: str, lock_file: str, progress_file: str) -> Dict[str, Optional[str]]:
+    """The files the prefetch used, for the prune: its lock (``lock_file``, else ``progress_file`` + ``.lock``) and
+    its record (``record_file``, else next to the lock)."""
+    lock = lock_file or (progress_file + ".lock" if progress_file else None)
+    return {"record_file": record_file or default_record_file(lock), "lock_file": lock}
 
 
 def pins_left_to_mco(result: Mapping[str, Any]) -> bool:
@@ -198,6 +222,14 @@ def result_line(result: Mapping[str, Any]) -> str:
         line += f"; {result['pinned']} pinned {where}"
     elif pins_left_to_mco(result):
         line += "; pins left to the machine-config-operator (PinnedImageSets or MachineConfigs)"
+    if result.get("pruned") is not None:
+        verb = "would prune" if result["status"] == "check" else "pruned"
+        line += "; %s %d images (%.1f MiB freed), kept %d" % (
+            verb,
+            result["pruned"],
+            result["freed_bytes"] / 1048576,
+            result["prune_kept"],
+        )
     if result["error"]:
         line += f"; {result['error']}"
     return line

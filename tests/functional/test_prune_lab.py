@@ -7,18 +7,23 @@ a runtime killed mid-prune leaves whole images and the rerun finishes."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, CriError
 from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import PIN_LABEL, PIN_VALUE
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images
-from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, remove_all_images
-from fixtures.reference import reference_path
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
+from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, playbook, remove_all_images
+from fixtures.openshift_objects import ROLE_LABEL as ROLE
+from fixtures.openshift_objects import pinned_image_set, role_pool
+from fixtures.reference import reference_available, reference_path
 from support.node import RUNTIMES, pin_args
 
 pytestmark = pytest.mark.lab
@@ -181,3 +186,61 @@ def test_a_runtime_killed_mid_prune_leaves_whole_images_and_the_rerun_finishes(l
     assert sorted(result["removed"]) == sorted(survivors)
     assert wanted in on_node(node), output
     assert prune(node, tmp_path, [wanted])["removed"] == []
+
+
+def run_playbook(lab, tmp_path, nodes, images, check=False, **extra_vars) -> tuple:
+    """``ansible-playbook pinned.images.prefetch`` on ``nodes`` with one worker set of ``images``; (the process, the
+    report's rows by host)."""
+    inventory = lab.write_inventory(tmp_path / "lab.yml", nodes=nodes)
+    sets = tmp_path / "sets.yaml"
+    sets.write_text(
+        yaml.safe_dump_all(
+            [
+                pinned_image_set("worker-images", images, {ROLE: "worker"}),
+                role_pool("worker", ["worker"], "node-role.kubernetes.io/worker"),
+            ]
+        )
+    )
+    report = tmp_path / "report.json"
+    extra = dict(cluster_sets=[str(sets)], node_progress_interval=1, cluster_report_file=str(report), **extra_vars)
+    proc = playbook("pinned.images.prefetch", inventory, extra, check=check, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, {row["host"]: row for row in json.loads(report.read_text())["nodes"]}
+
+
+def test_the_prefetch_playbook_with_cluster_prune_frees_the_dropped_images_on_every_node(lab, tmp_path):
+    entries = [lab.runtime_node(runtime) for runtime in PRUNE_RUNTIMES if runtime != "cri-o"]
+    if reference_available("cri-o"):
+        entries.append(lab.runtime_node("cri-o"))
+    names = [entry["name"] for entry in entries]
+    images = lab.images()
+    small, dropped, outside = (images[n].reference for n in ("plain-small", "plain-shared-a", "plain-shared-b"))
+    for entry in entries:
+        remove_all_images(entry["endpoint"])
+        with CriClient(entry["endpoint"]) as client:
+            client.pull_image(outside)
+    run_playbook(lab, tmp_path, names, [small, dropped])
+    before = {entry["name"]: on_node(entry) for entry in entries}
+
+    # The set shrinks: check mode reports what each node would free, and removes nothing.
+    proc, rows = run_playbook(lab, tmp_path, names, [small], check=True, cluster_prune=True)
+    assert {entry["name"]: on_node(entry) for entry in entries} == before
+    # Check mode writes no report file: the table's rows say it, the freed column before "pinned".
+    for name in names:
+        freed = re.escape(human_size(before[name][dropped][1]))
+        assert re.search(r'"%s\s+check .* %s  (label|dropin) \d",?$' % (name, freed), proc.stdout, re.M), proc.stdout
+    assert 'check mode: nothing was pruned; \\"freed\\" counts the bytes the prune would free' in proc.stdout
+
+    proc, rows = run_playbook(lab, tmp_path, names, [small], cluster_prune=True)
+    for entry in entries:
+        left = on_node(entry)
+        assert set(left) == {small, outside}, (entry["name"], left)
+        assert rows[entry["name"]]["freed_bytes"] == before[entry["name"]][dropped][1] > 0
+    freed = sum(before[name][dropped][1] for name in names)
+    assert re.search(r'"total \(%d nodes\).* %s  "' % (len(names), re.escape(human_size(freed))), proc.stdout), (
+        proc.stdout
+    )
+
+    # Without cluster_prune nothing is pruned, and the table has no freed column.
+    proc, rows = run_playbook(lab, tmp_path, names, [small])
+    assert all(row["pruned"] is None for row in rows.values()) and " freed " not in proc.stdout

@@ -239,10 +239,28 @@ def test_results_mark_nodes_without_a_result_and_unresolved_nodes():
         "present": 1,
         "failed_images": 0,
         "bytes": 3 * 1048576,
+        "pruned": 0,
+        "freed_bytes": 0,
         "node_seconds": 1.25,
         "failed_nodes": ["b", "c"],
         "excluded": [],
     }
+
+
+def test_a_prune_adds_the_freed_bytes_per_node_and_in_total():
+    results = [
+        dict(_result(), host="a", node_name="a", pruned=2, prune_kept=1, freed_bytes=3 * 1048576),
+        dict(_result(), host="b", node_name="b", pruned=0, prune_kept=0, freed_bytes=0),
+        dict(_result(), host="c", node_name="c", pruned=None, freed_bytes=0),
+    ]
+    totals = F["cluster_summary"](results)
+    assert (totals["pruned"], totals["freed_bytes"]) == (2, 3 * 1048576)
+    lines = F["cluster_report_lines"](results, totals, True)
+    assert lines[0].split()[-2:] == ["freed", "pinned"]
+    assert [line[-22:-10].strip() for line in lines[1:4]] == ["3.0 MiB", "0 B", "-"]
+    assert lines[4].rstrip().endswith("3.8     3.0 MiB") and 'nothing was pruned; "freed" counts the bytes the prune would free' in lines[-1]
+    # Without a prune the table is as before.
+    assert "freed" not in F["cluster_report_lines"]([results[2]], F["cluster_summary"]([results[2]]))[0]
 
 
 def test_report_lines_show_rows_totals_check_note_and_errors():

@@ -51,6 +51,10 @@ KEYS = {
     "pull_finished",
     "pin_started",
     "pin_finished",
+    "pruned",
+    "prune_kept",
+    "freed_bytes",
+    "changed_by_prune",
 }
 
 
@@ -238,3 +242,25 @@ def test_a_runtime_that_cannot_pin_reads_not_pinned_in_the_table_and_the_page():
     assert report_row(out).endswith("not pinned")
     page = filters["cluster_report_html"]({"nodes": [dict(out, started=1.0, finished=2.0)]})
     assert "<td>not pinned</td>" in page
+
+
+def test_a_prune_adds_its_counts_freed_bytes_and_line():
+    prune = dict(changed=True, removed=[C], kept=[], freed_bytes=2 * 1048576)
+    out = F["node_result"]([prefetch()], "w1", False, False, "", [A, B], [], 10.0, prune=prune)
+    assert (out["pruned"], out["prune_kept"], out["freed_bytes"], out["changed"]) == (1, 0, 2 * 1048576, True)
+    assert F["node_result_line"](out).endswith("; pruned 1 images (2.0 MiB freed), kept 0")
+    check = F["node_result"]([prefetch()], "w1", False, True, "", [A, B], [], 10.0, prune=prune)
+    assert "; would prune 1 images (2.0 MiB freed)" in F["node_result_line"](check)
+    # Skipped (node_prune false): nothing of the prune.
+    skipped = F["node_result"]([prefetch()], "w1", False, False, "", [A, B], [], 10.0, prune=dict(skipped=True))
+    assert (skipped["pruned"], skipped["freed_bytes"]) == (None, 0)
+    assert "prune" not in F["node_result_line"](skipped)
+
+
+def test_the_prune_uses_the_prefetch_s_record_and_lock():
+    files = F["node_prune_files"]
+    assert files("", "", "/var/tmp/p.json") == dict(
+        record_file="/var/tmp/pinned-images-record.json", lock_file="/var/tmp/p.json.lock"
+    )
+    assert files("/r.json", "/l/x.lock", "/var/tmp/p.json") == dict(record_file="/r.json", lock_file="/l/x.lock")
+    assert files("", "", "") == dict(record_file=None, lock_file=None)
