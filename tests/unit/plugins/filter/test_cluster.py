@@ -258,7 +258,10 @@ def test_a_prune_adds_the_freed_bytes_per_node_and_in_total():
     lines = F["cluster_report_lines"](results, totals, True)
     assert lines[0].split()[-2:] == ["freed", "pinned"]
     assert [line[-22:-10].strip() for line in lines[1:4]] == ["3.0 MiB", "0 B", "-"]
-    assert lines[4].rstrip().endswith("3.8     3.0 MiB") and 'nothing was pruned; "freed" counts the bytes the prune would free' in lines[-1]
+    assert (
+        lines[4].rstrip().endswith("3.8     3.0 MiB")
+        and 'nothing was pruned; "freed" counts the bytes the prune would free' in lines[-1]
+    )
     # Without a prune the table is as before.
     assert "freed" not in F["cluster_report_lines"]([results[2]], F["cluster_summary"]([results[2]]))[0]
 
