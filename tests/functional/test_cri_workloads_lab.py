@@ -4,11 +4,24 @@ runtime of LAB_RUNTIMES: what ListContainers and ListPodSandbox report, and that
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 from support.cri_workloads import image_id, list_containers, list_sandboxes, run_container, run_sandbox
-from support.node import RUNTIMES
+from support.lab import started_lab
+from support.node import CGROUP_ROOT, RUNTIMES, crio_available, runc_roots
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie's cmdline is empty)."""
+    try:
+        return bool(Path("/proc/%d/cmdline" % pid).read_bytes())
+    except OSError:
+        return False
 
 
 def pulled(node, reference: str) -> str:
@@ -81,3 +94,28 @@ def test_only_workload_nodes_name_a_pause_image(lab, workload_node):
         config = Path(node["config"]).read_text()
         assert ("pause" in config) is bool(node.get("workloads")), name
     assert workload_node["pause_image"] in Path(workload_node["config"]).read_text()
+
+
+@pytest.mark.lab
+def test_lab_down_kills_the_containers_left_running_and_removes_their_cgroups(tmp_path_factory):
+    runtimes = ["containerd-2.1"] + (["cri-o"] if crio_available() else [])
+    with started_lab(tmp_path_factory.mktemp("wlab"), nodes=0) as lab:
+        busybox = lab.workload_images()["busybox"]
+        nodes = [lab.workload_node(runtime) for runtime in runtimes]
+        for node in nodes:
+            pulled(node, busybox.reference)
+            run_container(node, busybox.reference, name="left-behind")
+        pids = [
+            container["pid"]
+            for node in nodes
+            for root in runc_roots(Path(node["root"]).parent)
+            for container in json.loads(
+                subprocess.run(["runc", "--root", str(root), "list", "--format", "json"], capture_output=True).stdout
+            )
+        ]
+        # A sandbox and its container per node (CRI-O runs no pause container: its pods share the node's PID).
+        assert len(pids) >= 1 + len(nodes) and all(alive(pid) for pid in pids)
+        cgroups = [node["cgroup_parent"].strip("/") for node in nodes]
+        assert all(list(CGROUP_ROOT.glob("*/" + name)) for name in cgroups)
+    assert not [pid for pid in pids if alive(pid)]
+    assert not [path for name in cgroups for path in CGROUP_ROOT.glob("*/" + name)]

@@ -144,7 +144,7 @@ def _sandbox_config(node: Mapping[str, Any], name: str) -> dict[str, Any]:
         "metadata": {"name": name, "uid": uid, "namespace": NAMESPACE, "attempt": 0},
         "log_directory": str(pods / uid),
         "labels": {LABEL: name},
-        "linux": {"security_context": {"namespace_options": HOST_NAMESPACES}},
+        "linux": {"cgroup_parent": node["cgroup_parent"], "security_context": {"namespace_options": HOST_NAMESPACES}},
     }
 
 

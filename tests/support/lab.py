@@ -52,6 +52,7 @@ from support.node import (
     NODE_NAME,
     REPO,
     RUNTIMES,
+    cgroup_parent,
     check_tmpfs_size,
     containerd_config,
     cri_ready,
@@ -59,8 +60,10 @@ from support.node import (
     crio_binaries,
     crio_config,
     crio_registries_conf,
+    delete_containers,
     hosts_toml,
     node_names,
+    remove_cgroup,
     runtime_binary,
     runtime_choices,
 )
@@ -297,9 +300,15 @@ class Lab(Supervisor):
         # Checked before anything is killed or unmounted: `--dir /tmp` must not touch what others run there.
         if self.path.exists() and any(self.path.iterdir()) and not (self.path / MARKER).exists():
             raise LabError("%s is not empty and is not a lab directory; pick another --dir" % self.path)
+        # Workload nodes' containers first: they outlive their runtime, shims and conmons.
+        node_dirs = sorted(self.path.glob("nodes/*"))
+        for base in node_dirs:
+            delete_containers(base)
         # Only children not yet reaped: a reaped child's pid may already belong to someone else.
         self._kill(lab_processes(self.path) + [p.pid for p in self._children.values() if p.poll() is None])
         self._children.clear()
+        for base in node_dirs:
+            remove_cgroup(cgroup_parent(base))
         for point in mounts_under(self.path):
             unmount(point)
         if keep:
@@ -430,7 +439,7 @@ class Lab(Supervisor):
         # Only a workload node names a pause image: CRI reports it pinned once a sandbox has pulled it.
         pause = self.workload_images()["pause"].tag_reference if workloads else None
         if workloads:
-            entry.update(workloads=True, pause_image=pause, pods=str(base / "pods"))
+            entry.update(workloads=True, pause_image=pause, pods=str(base / "pods"), cgroup_parent=cgroup_parent(base))
         if kind == "cri-o":
             binaries = crio_binaries()
             entry.update(

@@ -9,6 +9,7 @@ version 3 config; CRI-O 1.33 is unpacked from the reference directory ($PINNED_I
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import lzma
@@ -400,3 +401,54 @@ def cri_ready(entry: Mapping[str, Any]) -> bool:
     if listing[-1:] != ["ok"]:
         raise LabError("the CRI plugin of %s did not load; log %s:\n%s" % (entry["name"], entry["log"], tail(entry)))
     return True
+
+
+# Where the kernel's cgroup hierarchies are mounted (v1 controllers, and the v2 tree or its "unified" mount).
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def cgroup_parent(base: Path) -> str:
+    """The cgroup parent of a workload node's pods (relative to each hierarchy's root): one of its own, so that
+    ``remove_cgroup`` removes only what the node made. runc cannot keep cgroups out of the system tree."""
+    return "/pinned-images-lab-" + hashlib.sha256(str(base).encode()).hexdigest()[:12]
+
+
+def runc_roots(base: Path) -> list[Path]:
+    """The runc state directories of the node under ``base``: containerd's per namespace, CRI-O's runtime_root."""
+    return sorted(base.glob("state/runc/*")) + [path for path in [base / "run" / "runc"] if path.is_dir()]
+
+
+def delete_containers(base: Path) -> list[str]:
+    """Kill and delete every container runc knows under ``base`` (``runc delete --force``, which kills every process
+    of its cgroup): containers outlive their runtime, whose shims and conmons are not of its process group. The
+    ids deleted."""
+    deleted = []
+    for root in runc_roots(base):
+        listing = subprocess.run(
+            [binary("runc"), "--root", str(root), "list", "--format", "json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        for container in json.loads(listing.stdout or "null") or []:
+            subprocess.run(
+                [binary("runc"), "--root", str(root), "delete", "--force", container["id"]],
+                capture_output=True,
+                check=False,
+            )
+            deleted.append(container["id"])
+    return deleted
+
+
+def remove_cgroup(parent: str, root: Path = CGROUP_ROOT) -> None:
+    """Remove the empty cgroup directories of ``parent`` (see ``cgroup_parent``) in every hierarchy under ``root``,
+    deepest first; a cgroup that still has processes stays (the kernel refuses)."""
+    relative = parent.strip("/")
+    if not relative.startswith("pinned-images-lab-"):
+        raise LabError("refusing to remove cgroup %r: not a lab node's" % parent)
+    for top in list(root.glob(relative)) + list(root.glob("*/" + relative)):
+        for path in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        with contextlib.suppress(OSError):
+            top.rmdir()

@@ -14,7 +14,7 @@ from grpc_tools import protoc
 from fixtures.reference import CRI_PROTO_PARTS, reference_path
 from support import cri_workloads
 from support.errors import LabError
-from support.node import containerd_config, crio_config
+from support.node import cgroup_parent, containerd_config, crio_config, remove_cgroup
 
 BASE = Path("/lab/nodes/wl-1")
 NODE = {"name": "cp-0", "endpoint": "unix:///lab/nodes/cp-0/containerd.sock", "root": "/lab/nodes/cp-0/root"}
@@ -88,3 +88,18 @@ def test_crio_workload_config_runs_the_pause_images_own_command():
     assert "pause" not in plain
     assert image["crio"]["image"]["pause_image"] == "h/pause:v1"
     assert image["crio"]["image"]["pause_command"] == ""
+
+
+def test_a_nodes_cgroups_are_removed_deepest_first_in_every_hierarchy_and_only_its_own(tmp_path):
+    parent = cgroup_parent(BASE)
+    assert parent == cgroup_parent(BASE) != cgroup_parent(BASE.with_name("wl-2"))
+    ours = [tmp_path / "memory" / parent.strip("/") / "pod" / "ctr", tmp_path / "unified" / parent.strip("/")]
+    other = tmp_path / "memory" / "k8s.io" / "ctr"
+    for path in [*ours, other]:
+        path.mkdir(parents=True)
+    remove_cgroup(parent, tmp_path)
+    assert not any(path.exists() for path in ours) and (tmp_path / "memory").is_dir()
+    assert other.is_dir()
+    with pytest.raises(LabError, match="refusing to remove cgroup '/k8s.io': not a lab node's"):
+        remove_cgroup("/k8s.io", tmp_path)
+    assert other.is_dir()
