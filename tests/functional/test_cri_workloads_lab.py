@@ -4,8 +4,6 @@ runtime of LAB_RUNTIMES: what ListContainers and ListPodSandbox report, and that
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +11,7 @@ import pytest
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 from support.cri_workloads import image_id, list_containers, list_sandboxes, run_container, run_sandbox
 from support.lab import started_lab
-from support.node import CGROUP_ROOT, RUNTIMES, crio_available, runc_roots
+from support.node import CGROUP_ROOT, RUNTIMES, crio_available, runc_containers
 
 
 def alive(pid: int) -> bool:
@@ -105,14 +103,7 @@ def test_lab_down_kills_the_containers_left_running_and_removes_their_cgroups(tm
         for node in nodes:
             pulled(node, busybox.reference)
             run_container(node, busybox.reference, name="left-behind")
-        pids = [
-            container["pid"]
-            for node in nodes
-            for root in runc_roots(Path(node["root"]).parent)
-            for container in json.loads(
-                subprocess.run(["runc", "--root", str(root), "list", "--format", "json"], capture_output=True).stdout
-            )
-        ]
+        pids = [container["pid"] for node in nodes for _root, container in runc_containers(Path(node["root"]).parent)]
         # A sandbox and its container per node (CRI-O runs no pause container: its pods share the node's PID).
         assert len(pids) >= 1 + len(nodes) and all(alive(pid) for pid in pids)
         cgroups = [node["cgroup_parent"].strip("/") for node in nodes]

@@ -418,11 +418,10 @@ def runc_roots(base: Path) -> list[Path]:
     return sorted(base.glob("state/runc/*")) + [path for path in [base / "run" / "runc"] if path.is_dir()]
 
 
-def delete_containers(base: Path) -> list[str]:
-    """Kill and delete every container runc knows under ``base`` (``runc delete --force``, which kills every process
-    of its cgroup): containers outlive their runtime, whose shims and conmons are not of its process group. The
-    ids deleted."""
-    deleted = []
+def runc_containers(base: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """(runc root, ``runc list`` entry: ``id``, ``pid``, ``status``, ...) of every container of the node under
+    ``base``."""
+    found = []
     for root in runc_roots(base):
         listing = subprocess.run(
             [binary("runc"), "--root", str(root), "list", "--format", "json"],
@@ -430,13 +429,24 @@ def delete_containers(base: Path) -> list[str]:
             text=True,
             check=False,
         )
-        for container in json.loads(listing.stdout or "null") or []:
-            subprocess.run(
-                [binary("runc"), "--root", str(root), "delete", "--force", container["id"]],
-                capture_output=True,
-                check=False,
-            )
-            deleted.append(container["id"])
+        if listing.returncode:
+            raise LabError("runc --root %s list failed: %s" % (root, listing.stderr.strip()))
+        found += [(root, container) for container in json.loads(listing.stdout or "null") or []]
+    return found
+
+
+def delete_containers(base: Path) -> list[str]:
+    """Kill and delete every container runc knows under ``base`` (``runc delete --force``, which kills every process
+    of its cgroup): containers outlive their runtime, whose shims and conmons are not of its process group. The
+    ids deleted."""
+    deleted = []
+    for root, container in runc_containers(base):
+        subprocess.run(
+            [binary("runc"), "--root", str(root), "delete", "--force", container["id"]],
+            capture_output=True,
+            check=False,
+        )
+        deleted.append(container["id"])
     return deleted
 
 
