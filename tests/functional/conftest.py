@@ -12,6 +12,7 @@ import pytest
 
 from fixtures.ansible_runs import node_socket, remove_all_images
 from fixtures.reference import reference_path
+from support.cri_workloads import remove_workloads
 from support.lab import started_lab
 from support.node import RUNTIMES
 
@@ -61,3 +62,19 @@ def runtime_empty_node(runtime_node):
     """``runtime_node`` emptied through CRI RemoveImage."""
     remove_all_images(runtime_node["endpoint"])
     return runtime_node
+
+
+@pytest.fixture(scope="session", params=LAB_RUNTIMES)
+def workload_node(request, lab):
+    """The session lab's workload node of one runtime (``wl-<runtime>``, ``Lab.workload_node``): it runs pod
+    sandboxes and containers made with support.cri_workloads. CRI-O skips as ``runtime_node`` does."""
+    if RUNTIMES[request.param].kind == "cri-o":
+        reference_path("cri-o")
+    return lab.workload_node(request.param)
+
+
+@pytest.fixture
+def workloads(workload_node):
+    """``workload_node``, and afterwards every sandbox and container support.cri_workloads made on it removed."""
+    yield workload_node
+    remove_workloads(workload_node)

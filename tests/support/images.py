@@ -338,3 +338,78 @@ def layer(seed: str, size: int) -> bytes:
         out += hashlib.sha256(f"{seed}:{counter}".encode()).digest()
         counter += 1
     return out[:size]
+
+
+# ---- runnable images of the lab's workloads (tests/support/cri_workloads.py) --------------------------------
+
+BUSYBOX = "/bin/busybox"  # Debian's busybox-static (hack/programs.txt): one static binary, no libraries
+BUSYBOX_APPLETS = ("sh", "sleep", "true", "kill")
+# A pause that ends at once on SIGTERM (a PID 1 gets no default handlers) and takes its sleep with it.
+PAUSE_COMMAND = ["/bin/sh", "-c", 'trap "kill $!; exit 0" TERM; sleep 2147483647 & wait']
+
+
+def busybox_layer(name: str) -> tuple[bytes, str]:
+    """A gzipped tar of /bin/busybox, its applets in ``BUSYBOX_APPLETS`` as symlinks, the directories a runtime
+    mounts over, and /etc/pinned-images-lab naming ``name`` (so each image has its own layer); (blob, diff_id)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for directory in ("bin", "dev", "etc", "proc", "sys", "tmp"):
+            info = tarfile.TarInfo(directory)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if directory == "tmp" else 0o755
+            tar.addfile(info)
+        with open(BUSYBOX, "rb") as handle:
+            binary = handle.read()
+        info = tarfile.TarInfo("bin/busybox")
+        info.size, info.mode = len(binary), 0o755
+        tar.addfile(info, io.BytesIO(binary))
+        for applet in BUSYBOX_APPLETS:
+            info = tarfile.TarInfo("bin/" + applet)
+            info.type, info.linkname, info.mode = tarfile.SYMTYPE, "busybox", 0o777
+            tar.addfile(info)
+        text = ("%s\n" % name).encode()
+        info = tarfile.TarInfo("etc/pinned-images-lab")
+        info.size, info.mode = len(text), 0o644
+        tar.addfile(info, io.BytesIO(text))
+    tar_bytes = raw.getvalue()
+    return gzip.compress(tar_bytes, mtime=0), sha256(tar_bytes)
+
+
+def push_busybox_image(
+    client: PushClient, host: str, registry: str, repo: str, tag: str, cmd: Sequence[str], name: str
+) -> ImageRecord:
+    """Push a one-layer busybox image for this machine's platform whose default command is ``cmd``."""
+    blob, diff_id = busybox_layer("%s:%s" % (repo, tag))
+    layer = Layer(client.push_blob(repo, blob), len(blob), diff_id)
+    config = canonical(
+        {
+            **platform_fields(HOST_PLATFORM),
+            "created": "1970-01-01T00:00:00Z",
+            "config": {"Cmd": list(cmd), "Labels": {"io.pinned-images.lab": "%s:%s" % (repo, tag)}},
+            "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        }
+    )
+    config_digest = client.push_blob(repo, config)
+    body = canonical(
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": {"mediaType": OCI_CONFIG, "digest": config_digest, "size": len(config)},
+            "layers": [{"mediaType": OCI_LAYER, "digest": layer.digest, "size": layer.size}],
+        }
+    )
+    client.push_manifest(repo, tag, body, OCI_MANIFEST)
+    digest = sha256(body)
+    return ImageRecord(
+        name=name,
+        registry=registry,
+        repository=repo,
+        tag=tag,
+        digest=digest,
+        reference="%s/%s@%s" % (host, repo, digest),
+        tag_reference="%s/%s:%s" % (host, repo, tag),
+        media_type=OCI_MANIFEST,
+        manifests=[Manifest(HOST_PLATFORM, digest, config_digest, [layer])],
+        image_id=config_digest,
+        layers=[layer],
+        size=layer.size,
+    )

@@ -34,10 +34,12 @@ from support.images import (
     MULTIARCH_PLATFORMS,
     OCI_INDEX,
     OCI_MANIFEST,
+    PAUSE_COMMAND,
     ImageRecord,
     canonical,
     layer_blob,
     platform_fields,
+    push_busybox_image,
     push_lab_image,
     push_release_manifest,
     release_layer,
@@ -50,6 +52,7 @@ from support.node import (
     NODE_NAME,
     REPO,
     RUNTIMES,
+    cgroup_parent,
     check_tmpfs_size,
     containerd_config,
     cri_ready,
@@ -57,8 +60,10 @@ from support.node import (
     crio_binaries,
     crio_config,
     crio_registries_conf,
+    delete_containers,
     hosts_toml,
     node_names,
+    remove_cgroup,
     runtime_binary,
     runtime_choices,
 )
@@ -295,9 +300,15 @@ class Lab(Supervisor):
         # Checked before anything is killed or unmounted: `--dir /tmp` must not touch what others run there.
         if self.path.exists() and any(self.path.iterdir()) and not (self.path / MARKER).exists():
             raise LabError("%s is not empty and is not a lab directory; pick another --dir" % self.path)
+        # Workload nodes' containers first: they outlive their runtime, shims and conmons.
+        node_dirs = sorted(self.path.glob("nodes/*"))
+        for base in node_dirs:
+            delete_containers(base)
         # Only children not yet reaped: a reaped child's pid may already belong to someone else.
         self._kill(lab_processes(self.path) + [p.pid for p in self._children.values() if p.poll() is None])
         self._children.clear()
+        for base in node_dirs:
+            remove_cgroup(cgroup_parent(base))
         for point in mounts_under(self.path):
             unmount(point)
         if keep:
@@ -399,6 +410,7 @@ class Lab(Supervisor):
         tmpfs_size: str | None,
         runtime: str = DEFAULT_RUNTIME,
         config_path: str | None = None,
+        workloads: bool = False,
     ) -> dict[str, Any]:
         if not NODE_NAME.match(name):
             raise LabError("bad node name %r: lower-case letters, digits and '-'" % name)
@@ -424,6 +436,10 @@ class Lab(Supervisor):
             "stream_port": stream_port,
             "tmpfs": tmpfs_size,
         }
+        # Only a workload node names a pause image: CRI reports it pinned once a sandbox has pulled it.
+        pause = self.workload_images()["pause"].tag_reference if workloads else None
+        if workloads:
+            entry.update(workloads=True, pause_image=pause, pods=str(base / "pods"), cgroup_parent=cgroup_parent(base))
         if kind == "cri-o":
             binaries = crio_binaries()
             entry.update(
@@ -438,7 +454,8 @@ class Lab(Supervisor):
             write_file(Path(entry["global_auth_file"]), Path(auth).read_text(), 0o600)
             Path(entry["dropin_dir"]).mkdir(exist_ok=True)
             write_file(
-                Path(entry["config"]), crio_config(base, sock, stream_port, self.path / "cni", binaries["pinns"])
+                Path(entry["config"]),
+                crio_config(base, sock, stream_port, self.path / "cni", binaries["pinns"], pause),
             )
             write_file(Path(entry["registries_conf"]), crio_registries_conf(list(self.state["registries"].values())))
             write_file(Path(entry["policy"]), CRIO_POLICY)
@@ -449,7 +466,7 @@ class Lab(Supervisor):
             entry.update(config=str(base / "config.toml"), certs_d=config_path or str(base / "certs.d"))
             write_file(
                 base / "config.toml",
-                containerd_config(base, sock, stream_port, self.path / "cni", version, config_path),
+                containerd_config(base, sock, stream_port, self.path / "cni", version, config_path, pause),
             )
             entry["argv"] = [runtime_binary(runtime), "--config", entry["config"]]
         self.state["nodes"][name] = entry
@@ -460,6 +477,46 @@ class Lab(Supervisor):
         tests of one runtime share it."""
         name = "rt-" + runtime.replace(".", "")
         return self.state["nodes"].get(name) or self.add_node(name, runtime=runtime)
+
+    def workload_node(self, runtime: str) -> dict[str, Any]:
+        """The workload node ``wl-<runtime>`` (dots dropped; see ``add_node``'s ``workloads``) of a key of
+        RUNTIMES, added on first use: tests of one runtime share it."""
+        name = "wl-" + runtime.replace(".", "")
+        return self.state["nodes"].get(name) or self.add_node(name, runtime=runtime, workloads=True)
+
+    def workload_images(self) -> dict[str, ImageRecord]:
+        """{"pause": the workload nodes' pause image, "busybox": a runnable image}, both busybox images in the
+        plain registry (``lab/pause:v1``, ``lab/busybox:v1``), pushed on first use. ``push_runnable_image``
+        makes more."""
+        images = self.images()
+        if "plain-pause" not in images:
+            self.push_runnable_image("lab/pause", cmd=PAUSE_COMMAND, name="plain-pause")
+        if "plain-busybox" not in images:
+            self.push_runnable_image("lab/busybox", name="plain-busybox")
+        images = self.images()
+        return {"pause": images["plain-pause"], "busybox": images["plain-busybox"]}
+
+    def push_runnable_image(
+        self,
+        repo: str,
+        tag: str = "v1",
+        cmd: Sequence[str] = ("/bin/sleep", "2147483647"),
+        registry: str = "plain",
+        name: str | None = None,
+    ) -> ImageRecord:
+        """Push a busybox image (sh, sleep, true, kill in /bin) whose default command is ``cmd``; each repo and
+        tag has its own layer, hence its own image id. Recorded in the state under ``name`` (default
+        "<registry>/<repo>:<tag>")."""
+        client = self._client(registry)
+        try:
+            record = push_busybox_image(
+                client, client.host, registry, repo, tag, cmd, name or "%s/%s:%s" % (registry, repo, tag)
+            )
+        finally:
+            client.close()
+        self.state["images"][record.name] = asdict(record)
+        self._save()
+        return record
 
     def add_http_registry(self, name: str, host: str) -> None:
         """Let node ``name`` pull from the plain-HTTP registry at ``host`` (a test's proxy): a hosts.toml for
@@ -502,11 +559,17 @@ class Lab(Supervisor):
             write_file(certs_d / entry["host"] / "hosts.toml", hosts_toml(entry["url"], entry["ca"]))
 
     def add_node(
-        self, name: str, tmpfs_size: str | None = None, runtime: str = DEFAULT_RUNTIME, config_path: str | None = None
+        self,
+        name: str,
+        tmpfs_size: str | None = None,
+        runtime: str = DEFAULT_RUNTIME,
+        config_path: str | None = None,
+        workloads: bool = False,
     ) -> dict[str, Any]:
         """Start one more node (running `runtime`, a key of RUNTIMES) on the running lab; returns its state
         entry. ``config_path`` (containerd): the node's registry hosts directory (or ``:``-separated list) instead
-        of its own ``certs.d``."""
+        of its own ``certs.d``. ``workloads``: the node runs pod sandboxes and containers (support.cri_workloads)
+        with the lab's pause image (``workload_images``) and runc, every runc and pod log path its own."""
         if not self.running():
             raise LabError("the lab at %s is not running" % self.path)
         if name in self.state["nodes"]:
@@ -514,7 +577,7 @@ class Lab(Supervisor):
         if tmpfs_size:
             check_tmpfs_size(tmpfs_size)
         runtime_binary(runtime)
-        entry = self._configure_node(name, free_ports(1)[0], tmpfs_size, runtime, config_path)
+        entry = self._configure_node(name, free_ports(1)[0], tmpfs_size, runtime, config_path, workloads)
         self._launch(entry, "node-" + name)
         self._save()
         try:

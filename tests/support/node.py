@@ -9,6 +9,7 @@ version 3 config; CRI-O 1.33 is unpacked from the reference directory ($PINNED_I
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import lzma
@@ -160,13 +161,35 @@ def node_names(nodes: int, control_plane: int | None = None) -> list[str]:
 
 
 def containerd_config(
-    base: Path, sock: Path, stream_port: int, cni: Path, version: int = 2, config_path: str | None = None
+    base: Path,
+    sock: Path,
+    stream_port: int,
+    cni: Path,
+    version: int = 2,
+    config_path: str | None = None,
+    sandbox_image: str | None = None,
 ) -> str:
     """The config.toml of a node whose files live under ``base``, serving CRI on ``sock``; ``cni`` holds the
     shared ``bin`` and ``net.d`` directories. ``version`` 3 is containerd 2.x's layout (CRI split into the
     cri.v1.images and cri.v1.runtime plugins; pulls unpack through the transfer service). ``config_path`` is the
-    CRI registry's hosts directory (default ``base/certs.d``, which the lab fills with its registries' hosts.toml)."""
+    CRI registry's hosts directory (default ``base/certs.d``, which the lab fills with its registries' hosts.toml).
+    ``sandbox_image`` (a workload node's) is the pause image, and runc keeps its state under ``base/state/runc``."""
     q = json.dumps  # TOML basic strings take JSON's escapes
+    runc = sandbox_v2 = sandbox_v3 = oom = ""
+    if sandbox_image:
+        # This machine's root lacks CAP_SYS_RESOURCE: runc cannot lower oom_score_adj (the sandbox's -998).
+        oom = "\n  restrict_oom_score_adj = true"
+        sandbox_v2 = "\n  sandbox_image = %s%s" % (q(sandbox_image), oom)
+        sandbox_v3 = '\n[plugins."io.containerd.cri.v1.images".pinned_images]\n  sandbox = %s\n' % q(sandbox_image)
+        cri = '"io.containerd.cri.v1.runtime"' if version == 3 else '"io.containerd.grpc.v1.cri"'
+        runc = f"""
+[plugins.{cri}.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins.{cri}.containerd.runtimes.runc.options]
+  BinaryName = {q(binary("runc"))}
+  Root = {q(str(base / "state" / "runc"))}
+"""
     head = f"""version = {version}
 root = {q(str(base / "root"))}
 state = {q(str(base / "state"))}
@@ -205,10 +228,10 @@ disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLU
 
 [plugins."io.containerd.cri.v1.images".registry]
   config_path = {q(config_path or str(base / "certs.d"))}
-
+{sandbox_v3}
 [plugins."io.containerd.cri.v1.runtime"]
   disable_apparmor = true
-  netns_mounts_under_state_dir = true
+  netns_mounts_under_state_dir = true{oom}
 
 [plugins."io.containerd.cri.v1.runtime".cni]
   bin_dirs = {q([str(cni / "bin")])}
@@ -219,6 +242,7 @@ disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLU
   platform = {q(HOST_PLATFORM)}
   snapshotter = "native"
 """
+            + runc
         )
     return (
         head
@@ -228,7 +252,7 @@ disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLU
   disable_tcp_service = true
   netns_mounts_under_state_dir = true
   stream_server_address = "127.0.0.1"
-  stream_server_port = "{stream_port}"
+  stream_server_port = "{stream_port}"{sandbox_v2}
 
 [plugins."io.containerd.grpc.v1.cri".containerd]
   snapshotter = "native"
@@ -240,17 +264,20 @@ disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLU
 [plugins."io.containerd.grpc.v1.cri".registry]
   config_path = {q(config_path or str(base / "certs.d"))}
 """
+        + runc
     )
 
 
-def crio_config(base: Path, sock: Path, stream_port: int, cni: Path, pinns: str) -> str:
+def crio_config(base: Path, sock: Path, stream_port: int, cni: Path, pinns: str, pause_image: str | None = None) -> str:
     """The crio.conf of a CRI-O node whose files live under ``base``: every path CRI-O writes is its own (several
     run side by side, nothing under /etc, /var or /run), the vfs storage driver, runc and conmon from PATH, no
     NRI, no host-port mapping (no iptables here). registries.conf, the signature policy and the drop-in
     directory are flags (crio_argv). ``global_auth_file`` is the node pull secret, as on OpenShift
     (/var/lib/kubelet/config.json): containers/image drops the CRI request's credentials for a mirror on another
-    host, so CRI-O authenticates to mirrors with this file only."""
+    host, so CRI-O authenticates to mirrors with this file only. ``pause_image`` (a workload node's) is the pause
+    image, run with its own command (``pause_command = ""``)."""
     q = json.dumps
+    pause = "" if not pause_image else 'pause_image = %s\npause_command = ""\n' % q(pause_image)
     run = base / "run"
     return f"""[crio]
 root = {q(str(base / "root"))}
@@ -289,7 +316,7 @@ monitor_path = {q(binary("conmon"))}
 [crio.image]
 signature_policy_dir = {q(str(base / "policies"))}
 global_auth_file = {q(str(base / "kubelet-config.json"))}
-
+{pause}
 [crio.network]
 network_dir = {q(str(cni / "net.d"))}
 plugin_dirs = {q([str(cni / "bin")])}
@@ -374,3 +401,64 @@ def cri_ready(entry: Mapping[str, Any]) -> bool:
     if listing[-1:] != ["ok"]:
         raise LabError("the CRI plugin of %s did not load; log %s:\n%s" % (entry["name"], entry["log"], tail(entry)))
     return True
+
+
+# Where the kernel's cgroup hierarchies are mounted (v1 controllers, and the v2 tree or its "unified" mount).
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def cgroup_parent(base: Path) -> str:
+    """The cgroup parent of a workload node's pods (relative to each hierarchy's root): one of its own, so that
+    ``remove_cgroup`` removes only what the node made. runc cannot keep cgroups out of the system tree."""
+    return "/pinned-images-lab-" + hashlib.sha256(str(base).encode()).hexdigest()[:12]
+
+
+def runc_roots(base: Path) -> list[Path]:
+    """The runc state directories of the node under ``base``: containerd's per namespace, CRI-O's runtime_root."""
+    return sorted(base.glob("state/runc/*")) + [path for path in [base / "run" / "runc"] if path.is_dir()]
+
+
+def runc_containers(base: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """(runc root, ``runc list`` entry: ``id``, ``pid``, ``status``, ...) of every container of the node under
+    ``base``."""
+    found = []
+    for root in runc_roots(base):
+        listing = subprocess.run(
+            [binary("runc"), "--root", str(root), "list", "--format", "json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if listing.returncode:
+            raise LabError("runc --root %s list failed: %s" % (root, listing.stderr.strip()))
+        found += [(root, container) for container in json.loads(listing.stdout or "null") or []]
+    return found
+
+
+def delete_containers(base: Path) -> list[str]:
+    """Kill and delete every container runc knows under ``base`` (``runc delete --force``, which kills every process
+    of its cgroup): containers outlive their runtime, whose shims and conmons are not of its process group. The
+    ids deleted."""
+    deleted = []
+    for root, container in runc_containers(base):
+        subprocess.run(
+            [binary("runc"), "--root", str(root), "delete", "--force", container["id"]],
+            capture_output=True,
+            check=False,
+        )
+        deleted.append(container["id"])
+    return deleted
+
+
+def remove_cgroup(parent: str, root: Path = CGROUP_ROOT) -> None:
+    """Remove the empty cgroup directories of ``parent`` (see ``cgroup_parent``) in every hierarchy under ``root``,
+    deepest first; a cgroup that still has processes stays (the kernel refuses)."""
+    relative = parent.strip("/")
+    if not relative.startswith("pinned-images-lab-"):
+        raise LabError("refusing to remove cgroup %r: not a lab node's" % parent)
+    for top in list(root.glob(relative)) + list(root.glob("*/" + relative)):
+        for path in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        with contextlib.suppress(OSError):
+            top.rmdir()

@@ -19,7 +19,8 @@ from support.errors import LabError
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 # Processes are recognised by binary name plus an argument under the lab dir, which survives a lost state file.
-LAB_BINARIES = ("containerd", "crio", "docker-registry")
+# Workload nodes' shims and conmons (one per container) are in no runtime's process group.
+LAB_BINARIES = ("containerd", "crio", "docker-registry", "containerd-shim-runc-v2", "conmon")
 
 
 def write_file(path: Path, data: str | bytes, mode: int = 0o644) -> None:
