@@ -24,6 +24,7 @@ from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, playbook, r
 from fixtures.openshift_objects import ROLE_LABEL as ROLE
 from fixtures.openshift_objects import pinned_image_set, role_pool
 from fixtures.reference import reference_available, reference_path
+from support.cri_workloads import remove_workloads, run_container
 from support.node import RUNTIMES, pin_args
 
 pytestmark = pytest.mark.lab
@@ -244,3 +245,51 @@ def test_the_prefetch_playbook_with_cluster_prune_frees_the_dropped_images_on_ev
     # Without cluster_prune nothing is pruned, and the table has no freed column.
     proc, rows = run_playbook(lab, tmp_path, names, [small])
     assert all(row["pruned"] is None for row in rows.values()) and " freed " not in proc.stdout
+
+
+@pytest.fixture(params=PRUNE_RUNTIMES)
+def workload(request, lab):
+    """The session lab's workload node of the runtime (support.cri_workloads runs containers on it), emptied; the
+    containers made on it are removed afterwards."""
+    if RUNTIMES[request.param].kind == "cri-o":
+        reference_path("cri-o")
+    entry = lab.workload_node(request.param)
+    remove_workloads(entry)
+    remove_all_images(entry["endpoint"])
+    yield entry
+    remove_workloads(entry)
+
+
+def test_images_of_running_exited_and_created_containers_are_kept_with_the_reason(lab, workload, tmp_path):
+    runnable = {
+        state: (
+            lab.images().get(f"plain-prune-{state}")
+            or lab.push_runnable_image(f"lab/prune-{state}", name=f"plain-prune-{state}")
+        ).reference
+        for state in ("running", "exited", "created")
+    }
+    wanted = lab.images()["plain-small"].reference
+    prefetch(lab, workload, tmp_path, [wanted, *runnable.values()])
+    containers = [
+        run_container(workload, image, state=state, name=f"prune-{state}") for state, image in runnable.items()
+    ]
+    prefetch(lab, workload, tmp_path, [wanted])
+
+    check = prune(workload, tmp_path, [wanted], check=True)
+    result = prune(workload, tmp_path, [wanted])
+    for report in (check, result):
+        assert report["removed"] == []
+        reasons = {d["image"]: (d["reason"], d["detail"]) for d in report["images"]}
+        assert reasons == {
+            image: ("in_use", f"used by container prune-{state} ({state})") for state, image in runnable.items()
+        }
+    assert set(runnable.values()) <= set(on_node(workload))
+
+    # The containers go: the images go too, the pause image of their sandboxes (never recorded, pinned) stays.
+    for container in containers:
+        container.remove()
+    result = prune(workload, tmp_path, [wanted])
+    assert sorted(result["removed"]) == sorted(runnable.values())
+    left = on_node(workload)
+    assert lab.workload_images()["pause"].reference in left and wanted in left
+    assert not set(runnable.values()) & set(left)
