@@ -158,7 +158,7 @@ options:
     type: path
   record_file:
     description:
-      - The record of the images this collection pulled and pinned on the node, which M(pinned.images.prune) reads:
+      - The record of the images this collection pulled and pinned on the node, which M(pinned.images.prune) reads;
         only images it names are ever pruned. A JSON file, mode 0600, rewritten atomically after the pin (not in
         check mode); a record that cannot be read or written is a warning, and those images are then never pruned.
       - Default is C(pinned-images-record.json) in the directory of O(lock_file) (or of its default); without either

@@ -55,7 +55,7 @@ options:
     default: false
   keep:
     description:
-      - Patterns (C(fnmatch): C(*), C(?), C([...])) of image names never removed, for example V(quay.io/org/base*).
+      - Patterns (C(fnmatch) with C(*), C(?), C([...])) of image names never removed, for example V(quay.io/org/base*).
         Matched against every name of an image (its tags, digests and id).
     type: list
     elements: str
@@ -68,13 +68,14 @@ options:
     default: "0"
   record_file:
     description:
-      - The record of the images M(pinned.images.prefetch) pulled and pinned on this node (its O(pinned.images.prefetch#module:record_file)).
+      - The record of the images M(pinned.images.prefetch) pulled and pinned on this node (its
+        O(pinned.images.prefetch#module:record_file)).
     type: path
     required: true
   lock_file:
     description:
-      - The node lock M(pinned.images.prefetch) takes (its O(pinned.images.prefetch#module:lock_file)): the prune holds it, so that a prefetch never
-        runs at the same time. Not taken in check mode; without it no lock is taken.
+      - The node lock M(pinned.images.prefetch) takes (its O(pinned.images.prefetch#module:lock_file)); the prune
+        holds it, so that a prefetch never runs at the same time. Not taken in check mode; without it no lock is taken.
     type: path
   run_id:
     description:
@@ -191,7 +192,8 @@ record_changed:
   returned: when not in check mode
   type: bool
 pin:
-  description: C(method) (the pin method unpinned), C(changed), C(unpinned) (the label records or drop-in entries removed).
+  description: C(method) (the pin method unpinned), C(changed), C(unpinned) (the label records or drop-in entries
+    removed).
   returned: always
   type: dict
 runtime:

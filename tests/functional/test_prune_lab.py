@@ -189,7 +189,7 @@ def test_a_runtime_killed_mid_prune_leaves_whole_images_and_the_rerun_finishes(l
     assert prune(node, tmp_path, [wanted])["removed"] == []
 
 
-def run_playbook(lab, tmp_path, nodes, images, check=False, **extra_vars) -> tuple:
+def run_playbook(lab, tmp_path, nodes, images, check=False, options=(), **extra_vars) -> tuple:
     """``ansible-playbook pinned.images.prefetch`` on ``nodes`` with one worker set of ``images``; (the process, the
     report's rows by host)."""
     inventory = lab.write_inventory(tmp_path / "lab.yml", nodes=nodes)
@@ -204,7 +204,7 @@ def run_playbook(lab, tmp_path, nodes, images, check=False, **extra_vars) -> tup
     )
     report = tmp_path / "report.json"
     extra = dict(cluster_sets=[str(sets)], node_progress_interval=1, cluster_report_file=str(report), **extra_vars)
-    proc = playbook("pinned.images.prefetch", inventory, extra, check=check, timeout=900)
+    proc = playbook("pinned.images.prefetch", inventory, extra, check=check, options=options, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc, {row["host"]: row for row in json.loads(report.read_text())["nodes"]}
 
@@ -232,7 +232,8 @@ def test_the_prefetch_playbook_with_cluster_prune_frees_the_dropped_images_on_ev
         assert re.search(r'"%s\s+check .* %s  (label|dropin) \d",?$' % (name, freed), proc.stdout, re.M), proc.stdout
     assert 'check mode: nothing was pruned; \\"freed\\" counts the bytes the prune would free' in proc.stdout
 
-    proc, rows = run_playbook(lab, tmp_path, names, [small], cluster_prune=True)
+    # docs/pinning.md's command: -e cluster_prune=true after the run's own variables.
+    proc, rows = run_playbook(lab, tmp_path, names, [small], options=["-e", "cluster_prune=true"])
     for entry in entries:
         left = on_node(entry)
         assert set(left) == {small, outside}, (entry["name"], left)
