@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """pinned.images.prune on real containerd 1.7, 2.1 and CRI-O lab nodes, through real `ansible`, proven by each
-runtime's own CRI: a set shrinks and the prune removes exactly the dropped image; a kept pattern, a hand pin and an
-image pulled outside the collection stay; check mode reports the same and removes nothing; a rerun removes nothing;
-a runtime killed mid-prune leaves whole images and the rerun finishes."""
+runtime's own CRI: a set shrinks and the prune removes exactly the dropped image; a kept pattern, a hand pin, an
+image pulled outside the collection and the images of running, exited and created containers (support.cri_workloads)
+stay, with their reasons; check mode reports the same and removes nothing; a rerun removes nothing; a runtime killed
+mid-prune leaves whole images and the rerun finishes; the prefetch playbook with cluster_prune=true frees the
+dropped image on every node. The nodes are the session lab's workload nodes, shared by these tests."""
 
 from __future__ import annotations
 
@@ -30,21 +32,27 @@ from support.node import RUNTIMES, pin_args
 pytestmark = pytest.mark.lab
 PRUNE_RUNTIMES = ("containerd-1.7", "containerd-2.1", "cri-o")
 # Enough images that the runtime can be killed between two removals.
-BULK = 30
+BULK = 20
+
+
+def emptied(entry) -> dict:
+    """``entry`` without containers, images and drop-ins."""
+    remove_workloads(entry)
+    remove_all_images(entry["endpoint"])
+    for stale in Path(entry["dropin_dir"]).glob("*") if entry.get("dropin_dir") else ():
+        stale.unlink()
+    return entry
 
 
 @pytest.fixture(params=PRUNE_RUNTIMES)
 def node(request, lab):
-    """The session lab's node of the runtime, emptied (the runtime_node fixture's nodes, without containerd 1.6,
-    which cannot pin)."""
+    """The session lab's workload node of the runtime (support.cri_workloads runs containers on it), emptied, and
+    its containers removed afterwards. Not containerd 1.6, which cannot pin."""
     if RUNTIMES[request.param].kind == "cri-o":
         reference_path("cri-o")  # the skip without the CRI-O reference directory
-    entry = lab.runtime_node(request.param)
-    remove_all_images(entry["endpoint"])
-    dropin_dir = entry.get("dropin_dir")
-    for stale in Path(dropin_dir).glob("*") if dropin_dir else ():
-        stale.unlink()
-    return entry
+    entry = emptied(lab.workload_node(request.param))
+    yield entry
+    remove_workloads(entry)
 
 
 def files(tmp_path: Path) -> dict:
@@ -114,10 +122,17 @@ def pin_by_hand(lab, node, image: str, wanted: list) -> None:
                 client.update_labels(record, {PIN_LABEL: PIN_VALUE}, [PIN_LABEL])
 
 
-def test_a_shrunk_set_frees_exactly_the_dropped_image(lab, node, tmp_path):
+def runnable_image(lab, state: str) -> str:
+    """A busybox image of its own for a container in ``state``."""
+    name = f"plain-prune-{state}"
+    return (lab.images().get(name) or lab.push_runnable_image(f"lab/prune-{state}", name=name)).reference
+
+
+def test_a_shrunk_set_frees_exactly_the_dropped_image_and_keeps_the_others_with_their_reasons(lab, node, tmp_path):
     images = lab.images()
     wanted, dropped, kept = (images[n].reference for n in ("plain-small", "plain-shared-a", "plain-shared-b"))
     hand, outside = images["plain-multiarch"].reference, images["auth-small"].reference
+    runnable = {state: runnable_image(lab, state) for state in ("running", "exited", "created")}
     # Pulled outside the collection (never in the record): never removed.
     with CriClient(node["endpoint"]) as client:
         user, password = lab.credentials()
@@ -128,9 +143,11 @@ def test_a_shrunk_set_frees_exactly_the_dropped_image(lab, node, tmp_path):
         with CriClient(node["endpoint"]) as client:
             client.pull_image(hand)
         pin_by_hand(lab, node, hand, [])
-    prefetch(lab, node, tmp_path, [wanted, dropped, kept, hand])
+    prefetch(lab, node, tmp_path, [wanted, dropped, kept, hand, *runnable.values()])
     record = json.loads((tmp_path / "pinned-images-record.json").read_text())
-    assert sorted(record["images"]) == sorted([wanted, dropped, kept, hand]) and outside not in record["images"]
+    assert sorted(record["images"]) == sorted([wanted, dropped, kept, hand, *runnable.values()])
+    assert outside not in record["images"]
+    containers = [run_container(node, image, state=state, name=f"prune-{state}") for state, image in runnable.items()]
     assert (tmp_path / "pinned-images-record.json").stat().st_mode & 0o777 == 0o600
     if is_crio:
         pin_by_hand(lab, node, hand, [wanted])
@@ -144,7 +161,12 @@ def test_a_shrunk_set_frees_exactly_the_dropped_image(lab, node, tmp_path):
     result = prune(node, tmp_path, [wanted], keep=keep)
     for report in (check, result):
         assert report["removed"] == [dropped]
-        assert {d["image"]: d["reason"] for d in report["images"]} == {dropped: None, kept: "keep", hand: "pinned"}
+        reasons = {d["image"]: (d["reason"], d["detail"]) for d in report["images"]}
+        assert {image: reason for image, (reason, _detail) in reasons.items()} == dict(
+            {dropped: None, kept: "keep", hand: "pinned"}, **{image: "in_use" for image in runnable.values()}
+        )
+        for state, image in runnable.items():
+            assert reasons[image][1] == f"used by container prune-{state} ({state})"
         assert report["freed_bytes"] == before[dropped][1] > 0
     after = on_node(node)
     assert set(after) == set(before) - {dropped}
@@ -157,12 +179,21 @@ def test_a_shrunk_set_frees_exactly_the_dropped_image(lab, node, tmp_path):
     assert (again["removed"], again["changed"], again["freed_bytes"]) == ([], False, 0)
     assert on_node(node) == after
 
+    # The containers go: their images go too; the pause image of their sandboxes (never recorded, pinned) stays.
+    for container in containers:
+        container.remove()
+    result = prune(node, tmp_path, [wanted], keep=keep)
+    assert sorted(result["removed"]) == sorted(runnable.values())
+    left = on_node(node)
+    assert lab.workload_images()["pause"].reference in left and {wanted, kept, hand, outside} <= set(left)
+    assert not set(runnable.values()) & set(left)
+
 
 def test_a_runtime_killed_mid_prune_leaves_whole_images_and_the_rerun_finishes(lab, node, tmp_path):
     bulk = [record.reference for record in lab.push_bulk(BULK, prefix="prune-kill")]
     wanted = lab.images()["plain-small"].reference
     prefetch(lab, node, tmp_path, [wanted, *bulk])
-    prefetch(lab, node, tmp_path, [wanted])
+    # No shrinking prefetch first: the prune removes the collection's pins of the bulk images itself.
     command = adhoc_command("pinned.images.prune", prune_args(node, tmp_path, [wanted]))
     running = subprocess.Popen(command, env=ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     # Kill the runtime as soon as the prune has removed one of the images, as a crash would.
@@ -210,17 +241,17 @@ def run_playbook(lab, tmp_path, nodes, images, check=False, options=(), **extra_
 
 
 def test_the_prefetch_playbook_with_cluster_prune_frees_the_dropped_images_on_every_node(lab, tmp_path):
-    entries = [lab.runtime_node(runtime) for runtime in PRUNE_RUNTIMES if runtime != "cri-o"]
-    if reference_available("cri-o"):
-        entries.append(lab.runtime_node("cri-o"))
+    runtimes = [runtime for runtime in PRUNE_RUNTIMES if runtime != "cri-o" or reference_available("cri-o")]
+    entries = [emptied(lab.workload_node(runtime)) for runtime in runtimes]
     names = [entry["name"] for entry in entries]
     images = lab.images()
     small, dropped, outside = (images[n].reference for n in ("plain-small", "plain-shared-a", "plain-shared-b"))
     for entry in entries:
-        remove_all_images(entry["endpoint"])
         with CriClient(entry["endpoint"]) as client:
             client.pull_image(outside)
-    run_playbook(lab, tmp_path, names, [small, dropped])
+    proc, rows = run_playbook(lab, tmp_path, names, [small, dropped])
+    # Off by default: nothing pruned, no freed column.
+    assert all(row["pruned"] is None for row in rows.values()) and " freed " not in proc.stdout
     before = {entry["name"]: on_node(entry) for entry in entries}
 
     # The set shrinks: check mode reports what each node would free, and removes nothing.
@@ -242,55 +273,3 @@ def test_the_prefetch_playbook_with_cluster_prune_frees_the_dropped_images_on_ev
     assert re.search(r'"total \(%d nodes\).* %s  "' % (len(names), re.escape(human_size(freed))), proc.stdout), (
         proc.stdout
     )
-
-    # Without cluster_prune nothing is pruned, and the table has no freed column.
-    proc, rows = run_playbook(lab, tmp_path, names, [small])
-    assert all(row["pruned"] is None for row in rows.values()) and " freed " not in proc.stdout
-
-
-@pytest.fixture(params=PRUNE_RUNTIMES)
-def workload(request, lab):
-    """The session lab's workload node of the runtime (support.cri_workloads runs containers on it), emptied; the
-    containers made on it are removed afterwards."""
-    if RUNTIMES[request.param].kind == "cri-o":
-        reference_path("cri-o")
-    entry = lab.workload_node(request.param)
-    remove_workloads(entry)
-    remove_all_images(entry["endpoint"])
-    yield entry
-    remove_workloads(entry)
-
-
-def test_images_of_running_exited_and_created_containers_are_kept_with_the_reason(lab, workload, tmp_path):
-    runnable = {
-        state: (
-            lab.images().get(f"plain-prune-{state}")
-            or lab.push_runnable_image(f"lab/prune-{state}", name=f"plain-prune-{state}")
-        ).reference
-        for state in ("running", "exited", "created")
-    }
-    wanted = lab.images()["plain-small"].reference
-    prefetch(lab, workload, tmp_path, [wanted, *runnable.values()])
-    containers = [
-        run_container(workload, image, state=state, name=f"prune-{state}") for state, image in runnable.items()
-    ]
-    prefetch(lab, workload, tmp_path, [wanted])
-
-    check = prune(workload, tmp_path, [wanted], check=True)
-    result = prune(workload, tmp_path, [wanted])
-    for report in (check, result):
-        assert report["removed"] == []
-        reasons = {d["image"]: (d["reason"], d["detail"]) for d in report["images"]}
-        assert reasons == {
-            image: ("in_use", f"used by container prune-{state} ({state})") for state, image in runnable.items()
-        }
-    assert set(runnable.values()) <= set(on_node(workload))
-
-    # The containers go: the images go too, the pause image of their sandboxes (never recorded, pinned) stays.
-    for container in containers:
-        container.remove()
-    result = prune(workload, tmp_path, [wanted])
-    assert sorted(result["removed"]) == sorted(runnable.values())
-    left = on_node(workload)
-    assert lab.workload_images()["pause"].reference in left and wanted in left
-    assert not set(runnable.values()) & set(left)
