@@ -252,6 +252,11 @@ def _duration(seconds: float) -> str:
     return "%g h" % round(seconds / 3600, 2)
 
 
+def _freed_text(node: Mapping[str, Any]) -> str:
+    """The bytes a node's prune freed, ``-`` when it did not prune."""
+    return "-" if node.get("pruned") is None else human_size(_count(node, "freed_bytes"))
+
+
 def _cri_text(node: Mapping[str, Any]) -> str:
     return " ".join(str(node.get(key)) for key in ("runtime", "runtime_version") if node.get(key)) or "-"
 
@@ -434,6 +439,14 @@ def _totals(page: _Page, summary: Mapping[str, Any], run: Mapping[str, Any]) -> 
         ("bytes pulled", human_size(_count(summary, "bytes"))),
         ("seconds", seconds),
     ]
+    if "pruned" in summary and (_count(summary, "pruned") or _count(summary, "freed_bytes")):
+        verb = "would be freed" if run.get("check_mode") else "freed"
+        rows.append(
+            (
+                "bytes pruned",
+                "%s %s (%d images)" % (human_size(_count(summary, "freed_bytes")), verb, _count(summary, "pruned")),
+            )
+        )
     return _table(page, [("total", False), ("", False)], rows)
 
 
@@ -472,6 +485,9 @@ def _nodes_table(page: _Page, rows: Sequence[Tuple[str, Sequence[Mapping[str, An
         ("CRI", False),
     ]
     nodes = [node for _phase_name, members in rows for node in members]
+    pruned = any(node.get("pruned") is not None for node in nodes)
+    if pruned:
+        header.insert(header.index(("pinned", False)), ("freed", True))
     body = [
         (
             node.get("host"),
@@ -482,6 +498,7 @@ def _nodes_table(page: _Page, rows: Sequence[Tuple[str, Sequence[Mapping[str, An
             _count(node, "failed"),
             human_size(_count(node, "bytes")),
             "%.1f" % (_number(node.get("seconds")) or 0.0),
+            *([_freed_text(node)] if pruned else []),
             pin_text(node),
             _cri_text(node),
         )

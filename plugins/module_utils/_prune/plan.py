@@ -73,6 +73,8 @@ class Candidate(TypedDict):
     repo_tags: List[str]
     repo_digests: List[str]
     size: int
+    # Whether CRI reports it pinned (before the collection's pin is removed).
+    pinned: bool
 
 
 class Decision(TypedDict):
@@ -170,6 +172,7 @@ def group_candidates(found: Mapping[str, Optional[Mapping[str, Any]]]) -> List[C
                 repo_tags=list(image.get("repo_tags", [])),
                 repo_digests=list(image.get("repo_digests", [])),
                 size=int(image.get("size", 0)),
+                pinned=bool(image.get("pinned")),
             ),
         )
         candidate["names"].append(name)

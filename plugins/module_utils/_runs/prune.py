@@ -275,8 +275,7 @@ def run_prune(
             candidates, wanted_ids, gone = _candidates(client, request, entries)
             ages = _ages(candidates, entries, clock())
             pins = Pins(client, method, request.dropin, run_command)
-            cri_pinned = {c["id"]: bool((client.image_status(c["id"]) or {}).get("pinned")) for c in candidates}
-            others = {c["id"] for c in candidates if pins.pinned_by_others(c, cri_pinned[c["id"]])}
+            others = {c["id"] for c in candidates if pins.pinned_by_others(c, c["pinned"])}
             decisions = _decide(request, candidates, wanted_ids, client.list_containers(), ages, others)
             unpin: Dict[str, Any] = dict(changed=False, unpinned=[], diff=None)
             removed: List[Decision] = []
@@ -299,12 +298,13 @@ def run_prune(
                 removed = _remove(client, decisions, gone, entries, request, runtime, unpin, method)
             else:
                 removed = [d for d in decisions if d["action"] == REMOVE]
+        result = _result(request, decisions, removed, gone, runtime, unpin, method)
+        if not request.check_mode:
+            # Under the lock: a prefetch that starts next adds to this record, not to the one read before.
+            result["record_changed"] = write_record(request.record_file, _forget(entries, removed, gone))
     finally:
         if lock is not None:
             lock.release()
-    result = _result(request, decisions, removed, gone, runtime, unpin, method)
-    if not request.check_mode:
-        result["record_changed"] = write_record(request.record_file, _forget(entries, removed, gone))
     if diff:
         result["diff"] = _diff(decisions, {d["id"] for d in removed})
         if unpin.get("diff"):

@@ -315,3 +315,19 @@ def test_a_run_of_years_has_a_few_ticks():
         if t.get("class") == "tick"
     ]
     assert 2 <= len(ticks) <= 9
+
+
+def test_a_prune_adds_the_freed_column_and_total():
+    nodes = [
+        node("worker-0", False, 100.0, pruned=2, prune_kept=1, freed_bytes=3 * 1048576),
+        node("worker-1", False, 100.0, pruned=None, freed_bytes=0),
+    ]
+    root = parse(F["cluster_report_html"](report(nodes)))
+    rows = [" ".join("".join(cell.itertext()) for cell in tr) for tr in root.iter(XHTML + "tr")]
+    assert "node phase status pulled present failed bytes seconds freed pinned CRI" in rows
+    assert "worker-0 workers ok 2 1 0 2.0 MiB 3.0 3.0 MiB label 3 containerd 1.7.24" in rows
+    assert "worker-1 workers ok 2 1 0 2.0 MiB 3.0 - label 3 containerd 1.7.24" in rows
+    assert "bytes pruned 3.0 MiB freed (2 images)" in rows
+    # Without a prune, neither.
+    plain = parse(F["cluster_report_html"](report([node("worker-1", False, 100.0)])))
+    assert not [tr for tr in plain.iter(XHTML + "tr") if "freed" in "".join(tr.itertext())]
