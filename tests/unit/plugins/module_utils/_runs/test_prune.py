@@ -11,6 +11,12 @@ import pytest
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import NOT_FOUND, UNKNOWN, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL, PIN_LABEL
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
+    covers,
+    dropin_pinned_images,
+    effective_pins,
+    render_pinned_images,
+)
 from ansible_collections.pinned.images.plugins.module_utils._prune.record import noted, write_record
 from ansible_collections.pinned.images.plugins.module_utils._runs.prune import PruneRequest, PruneStopped, run_prune
 from fixtures.scripted_runtime import ScriptedRuntime
@@ -162,3 +168,35 @@ def test_a_young_image_stays(tmp_path):
     request = PruneRequest.from_params(params(tmp_path, min_age="1h"), False)
     result, _ = run_prune(request, client_factory=lambda _p: Runtime(), now=lambda: 1060.0)
     assert result["images"][0]["reason"] == "young" and result["removed"] == []
+
+
+class Crio(Runtime):
+    """CRI-O: an image is pinned when the drop-in CRI-O keeps (the last file that sets pinned_images) covers it."""
+
+    runtime_name, runtime_version = "cri-o", "1.33.13"
+
+    def __init__(self, dropin_dir, **kwargs):
+        super().__init__(**kwargs)
+        self.dropin_dir = dropin_dir
+
+    def image_status(self, name):
+        status = super().image_status(name)
+        if status is not None:
+            kept, _source = effective_pins(str(self.dropin_dir / "50-pinned-images"), [])
+            own = dropin_pinned_images((self.dropin_dir / "50-pinned-images").read_text()) or []
+            kept = kept or own
+            status["pinned"] = covers(kept, status["repo_digests"][0])
+        return status
+
+
+def test_on_crio_the_dropped_entries_leave_the_drop_in_and_a_later_drop_in_keeps_its_image(tmp_path):
+    recorded(tmp_path, WANTED, DROPPED, HAND)
+    dropin = tmp_path / "50-pinned-images"
+    dropin.write_text(render_pinned_images(sorted([WANTED, DROPPED, HAND])))
+    (tmp_path / "60-by-hand").write_text(render_pinned_images(sorted([WANTED, HAND])))
+    runtime = Crio(tmp_path)
+    result = prune(tmp_path, runtime, pin="dropin")
+    assert runtime.removed == [DROPPED]
+    assert {d["image"]: d["reason"] for d in result["images"]} == {DROPPED: None, HAND: "pinned"}
+    assert dropin_pinned_images(dropin.read_text()) == sorted([WANTED, HAND])
+    assert result["pin"] == dict(method="dropin", changed=True, unpinned=[DROPPED])
