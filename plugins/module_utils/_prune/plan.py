@@ -19,8 +19,9 @@ Public API
 ``REMOVE``, ``KEEP``, and the reasons ``WANTED``, ``KEEP_PATTERN``, ``IN_USE``, ``PINNED``, ``YOUNG``.
 ``parse_duration(text) -> float``: ``"90"``, ``"90s"``, ``"30m"``, ``"2h"``, ``"7d"`` in seconds; PruneInputError.
 ``validate_keep(patterns) -> list[str]``: PruneInputError naming every bad entry.
-``Candidate``: a recorded image found on the node. ``decide(candidates, wanted_ids, containers, keep, min_age,
-ages, pinned_by_others) -> list[Decision]``, sorted by image name. ``totals(decisions) -> dict``.
+``Candidate``: a recorded image found on the node; ``all_names(candidate)``: its id, names, tags and digests.
+``decide(candidates, wanted_ids, containers, keep, min_age, ages, pinned_by_others) -> list[Decision]``, sorted by
+image name. ``group_candidates({name: CRI image or None}) -> list[Candidate]``. ``totals(decisions) -> dict``.
 """
 
 from __future__ import annotations
@@ -89,12 +90,13 @@ class Decision(TypedDict):
     detail: str
 
 
-def _all_names(candidate: Candidate) -> Set[str]:
+def all_names(candidate: Candidate) -> Set[str]:
+    """Every name the runtime or the record has for the candidate: its id, recorded names, tags and digests."""
     return {candidate["id"], *candidate["names"], *candidate["repo_tags"], *candidate["repo_digests"]}
 
 
 def _users(candidate: Candidate, containers: Sequence[Mapping[str, Any]]) -> List[str]:
-    names = _all_names(candidate)
+    names = all_names(candidate)
     users = []
     for container in containers:
         used = {container.get("image", ""), container.get("image_ref", ""), container.get("image_id", "")} - {""}
@@ -114,7 +116,7 @@ def _reason(
 ) -> Optional[Dict[str, str]]:
     if candidate["id"] in wanted_ids:
         return dict(reason=WANTED, detail="another name of this image is wanted")
-    names = sorted(_all_names(candidate))
+    names = sorted(all_names(candidate))
     for pattern in keep:
         matched = [name for name in names if fnmatch.fnmatchcase(name, pattern)]
         if matched:

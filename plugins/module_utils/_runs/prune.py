@@ -46,6 +46,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prune.plan import (
     REMOVE,
     Candidate,
     Decision,
+    all_names,
     decide,
     group_candidates,
     parse_duration,
@@ -147,10 +148,6 @@ def _ages(candidates: List[Candidate], entries: Mapping[str, Mapping[str, Any]],
     return ages
 
 
-def _names(candidate: Candidate) -> Set[str]:
-    return {candidate["id"], *candidate["names"], *candidate["repo_tags"], *candidate["repo_digests"]}
-
-
 class Pins:
     """The collection's pins of the candidates on this runtime (``method``): who else pins them, and unpinning."""
 
@@ -166,12 +163,12 @@ class Pins:
             self.listed = (dropin_pinned_images(text.decode("utf-8", "replace")) if text else None) or []
 
     def _records_of(self, candidate: Candidate) -> List[Dict[str, Any]]:
-        names = _names(candidate)
+        names = all_names(candidate)
         return [record for record in self.records if record["name"] in names]
 
     def _ours(self, candidate: Candidate) -> List[str]:
         """The drop-in entries that pin the candidate."""
-        names = _names(candidate)
+        names = all_names(candidate)
         return [entry for entry in self.listed if any(covers([entry], name) for name in names)]
 
     def pinned_by_others(self, candidate: Candidate, cri_pinned: bool) -> bool:
@@ -183,7 +180,7 @@ class Pins:
             remaining = [entry for entry in self.listed if entry not in self._ours(candidate)]
             kept, source = effective_pins(self.dropin.path, remaining)
             by_other_file = source not in (None, self.dropin.path) and any(
-                covers(kept, name) for name in _names(candidate)
+                covers(kept, name) for name in all_names(candidate)
             )
             return by_other_file or (cri_pinned and not self._ours(candidate))
         return cri_pinned
