@@ -4,12 +4,14 @@ runtime of LAB_RUNTIMES: what ListContainers and ListPodSandbox report, and that
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 from support.cri_workloads import image_id, list_containers, list_sandboxes, run_container, run_sandbox
+from support.errors import LabError
 from support.lab import started_lab
 from support.node import CGROUP_ROOT, RUNTIMES, crio_available, runc_containers
 
@@ -85,6 +87,28 @@ def test_containers_of_two_images_share_a_sandbox_that_takes_them_along(lab, wor
     pod.remove()
     assert list_containers(workloads) == []
     assert list_sandboxes(workloads) == []
+
+
+def test_an_image_the_node_lacks_fails_naming_it_and_leaves_no_sandbox(lab, workloads):
+    absent = lab.images()["plain-small"].reference
+    with CriClient(workloads["endpoint"]) as client:
+        if client.image_status(absent):
+            client.remove_image(absent)
+        assert client.image_status(absent) is None
+    with pytest.raises(LabError, match="CreateContainer .*" + re.escape(absent)):
+        run_container(workloads, absent)
+    assert list_sandboxes(workloads) == []
+
+
+def test_a_running_container_outlives_its_runtime_killed_and_started_again(lab, workloads):
+    busybox = lab.workload_images()["busybox"]
+    pulled(workloads, busybox.reference)
+    running = run_container(workloads, busybox.reference)
+    lab.stop_node(workloads["name"], kill=True)
+    lab.start_node(workloads["name"])
+    assert [(item["id"], item["state"]) for item in list_containers(workloads)] == [(running.id, "CONTAINER_RUNNING")]
+    running.remove()
+    assert list_containers(workloads) == []
 
 
 def test_only_workload_nodes_name_a_pause_image(lab, workload_node):

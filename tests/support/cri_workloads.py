@@ -19,7 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
@@ -39,6 +39,7 @@ RUNNING_COMMAND = ("/bin/sleep", "2147483647")
 EXITED_COMMAND = ("/bin/true",)
 EXIT_TIMEOUT = 30.0
 CALL_TIMEOUT = 60.0
+READY_PROBE_TIMEOUT = 2.0
 _names = itertools.count()
 
 
@@ -65,9 +66,12 @@ def _channel(endpoint: str) -> grpc.Channel:
     return grpc.insecure_channel(endpoint)
 
 
-def call(node: Mapping[str, Any], method: str, request: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def call(
+    node: Mapping[str, Any], method: str, request: Mapping[str, Any] | None = None, timeout: float = CALL_TIMEOUT
+) -> dict[str, Any]:
     """The RuntimeService ``method`` of ``node`` with ``request`` (a dict of the proto's field names); its
-    response as a dict (field names of the proto, enums by name, defaults left out). A gRPC error becomes a
+    response as a dict (field names of the proto, enums by name, unset fields as their defaults: a created
+    container's ``state`` is CONTAINER_CREATED, enum value 0). A gRPC error becomes a
     LabError naming the node, the method, the runtime's message and the tail of the node's log."""
     request_type, response_type = _message(method + "Request"), _message(method + "Response")
     stub: Callable[..., Any] = _channel(node["endpoint"]).unary_unary(
@@ -76,7 +80,7 @@ def call(node: Mapping[str, Any], method: str, request: Mapping[str, Any] | None
         response_deserializer=response_type.FromString,
     )
     try:
-        response = stub(json_format.ParseDict(dict(request or {}), request_type()), timeout=CALL_TIMEOUT)
+        response = stub(json_format.ParseDict(dict(request or {}), request_type()), timeout=timeout)
     except grpc.RpcError as err:
         raise LabError(
             "%s %s on %s: %s %s; log %s:\n%s"
@@ -85,6 +89,16 @@ def call(node: Mapping[str, Any], method: str, request: Mapping[str, Any] | None
     return json_format.MessageToDict(
         response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
     )
+
+
+def runtime_ready(node: Mapping[str, Any]) -> bool:
+    """True once the node's RuntimeService answers: after a restart containerd answers "server is not initialized
+    yet" until it has recovered its sandboxes and containers (the lab's readiness probe of workload nodes)."""
+    try:
+        call(node, "ListPodSandbox", timeout=READY_PROBE_TIMEOUT)
+    except LabError:
+        return False
+    return True
 
 
 def _unique(prefix: str) -> str:
@@ -139,10 +153,9 @@ class Container:
 
 def _sandbox_config(node: Mapping[str, Any], name: str) -> dict[str, Any]:
     uid = _unique(name)
-    pods = Path(node.get("pods") or Path(node["root"]).parent / "pods")
     return {
         "metadata": {"name": name, "uid": uid, "namespace": NAMESPACE, "attempt": 0},
-        "log_directory": str(pods / uid),
+        "log_directory": str(Path(node["pods"]) / uid),
         "labels": {LABEL: name},
         "linux": {"cgroup_parent": node["cgroup_parent"], "security_context": {"namespace_options": HOST_NAMESPACES}},
     }
@@ -165,7 +178,7 @@ def run_container(
     state: str = "running",
     name: str | None = None,
     sandbox: Sandbox | None = None,
-    command: tuple[str, ...] | None = None,
+    command: Sequence[str] | None = None,
 ) -> Container:
     """A container of ``image`` (a reference the node has: CRI does not pull here) in ``sandbox``, or in a
     sandbox of its own. ``state``: "created" (made, never started), "running" (started; default command
@@ -174,9 +187,8 @@ def run_container(
     if state not in STATES:
         raise LabError("bad container state %r: use one of %s" % (state, ", ".join(STATES)))
     name = name or _unique("workload")
-    own = run_sandbox(node, name + "-pod") if sandbox is None else None
-    pod = sandbox or own
-    assert pod is not None
+    pod = sandbox if sandbox is not None else run_sandbox(node, name + "-pod")
+    own = None if sandbox is not None else pod
     try:
         config = {
             "metadata": {"name": name, "attempt": 0},

@@ -380,7 +380,8 @@ def pin_args(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 def cri_ready(entry: Mapping[str, Any]) -> bool:
     """True when the node's socket answers and (containerd) its CRI plugin loaded: containerd serves even when it
-    did not. CRI-O opens its socket only once its CRI server runs."""
+    did not. CRI-O opens its socket only once its CRI server runs. A containerd workload node also has to answer
+    RuntimeService calls: after a restart it refuses them until it has recovered its containers."""
     try:
         with socket.socket(socket.AF_UNIX) as sock:
             sock.connect(entry["socket"])
@@ -400,6 +401,10 @@ def cri_ready(entry: Mapping[str, Any]) -> bool:
         return False
     if listing[-1:] != ["ok"]:
         raise LabError("the CRI plugin of %s did not load; log %s:\n%s" % (entry["name"], entry["log"], tail(entry)))
+    if entry.get("workloads"):
+        from support.cri_workloads import runtime_ready
+
+        return runtime_ready(entry)
     return True
 
 
