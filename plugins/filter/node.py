@@ -58,6 +58,11 @@ def node_python_dir_env(path: str) -> Dict[str, str]:
     return _node.python_dir_env(path)
 
 
+def node_host_path(path: str, host_root: Any = None) -> str:
+    """``path`` under the host's root in a pod (as is without one)."""
+    return _node.node_host_path(path, str(host_root) if host_root else None)
+
+
 def node_failure_line(failed: Mapping[str, Any]) -> str:
     """The one line of a failed task of the role."""
     return _node.failure_line(failed)
@@ -74,4 +79,5 @@ class FilterModule:
             "node_python_dir_env": node_python_dir_env,
             "node_prefetch_args": node_prefetch_args,
             "node_failure_line": node_failure_line,
+            "node_host_path": node_host_path,
         }

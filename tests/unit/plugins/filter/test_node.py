@@ -238,3 +238,11 @@ def test_a_runtime_that_cannot_pin_reads_not_pinned_in_the_table_and_the_page():
     assert report_row(out).endswith("not pinned")
     page = filters["cluster_report_html"]({"nodes": [dict(out, started=1.0, finished=2.0)]})
     assert "<td>not pinned</td>" in page
+
+
+def test_the_role_takes_its_own_node_paths_under_the_host_root():
+    assert F["node_host_path"]("/run/pinned-images-pull-secret.json", "/host") == (
+        "/host/run/pinned-images-pull-secret.json"
+    )
+    assert F["node_host_path"]("/var/tmp/p.json", "") == "/var/tmp/p.json"
+    assert F["node_host_path"]("/var/tmp/p.json", None) == "/var/tmp/p.json"
