@@ -36,6 +36,7 @@ LAYERS = {
     "_pins": DOMAIN,
     "_prefetch": DOMAIN,
     "_openshift": DOMAIN,
+    "_node_access": DOMAIN,
     # Runs: one file per module, the only readers of a module's parameters.
     "_runs": RUN,
 }
