@@ -1,0 +1,600 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Core v1 Pods (namespaced) in the fake API server, and what a test decides about each pod.
+
+Served under ``/api/v1/namespaces/<ns>/pods`` (and ``/api/v1/pods`` for a list or watch across namespaces):
+
+* create (POST): ``metadata.name`` or ``generateName``; defaults a real server fills (``uid``, ``resourceVersion``,
+  ``creationTimestamp``, ``namespace``; ``restartPolicy``, ``dnsPolicy``, ``schedulerName``, ``serviceAccountName``,
+  ``terminationGracePeriodSeconds``, per container ``imagePullPolicy`` and ``terminationMessage*``); ``status`` is
+  ``{phase: Pending, qosClass: BestEffort}`` in the answer, whatever the body says. 409 ``AlreadyExists``, 422
+  ``Invalid`` without containers, container name or image, 400 when the body's namespace is not the URL's.
+  Namespaces need not exist (a real server answers 404 ``namespaces "x" not found``; no test here needs that).
+* get, list (``labelSelector``; ``fieldSelector`` on ``metadata.name``, ``metadata.namespace``, ``spec.nodeName``,
+  ``status.phase``, ``spec.serviceAccountName``, ``spec.hostNetwork``; others 400 ``field label not supported``);
+* watch (``watch=true``, as ``kubectl wait`` and ``kubernetes.watch`` use): a chunked stream of ``ADDED``,
+  ``MODIFIED``, ``DELETED`` events after ``resourceVersion`` (all current pods as ``ADDED`` when it is empty or
+  ``0``), ending after ``timeoutSeconds``; filtered on the object's state after each change (a pod that stops
+  matching a selector is not reported as ``DELETED``, unlike a real server);
+* delete: the answer is the Pod (pods return the deleted object) with ``deletionTimestamp`` set;
+  ``gracePeriodSeconds`` (query or ``DeleteOptions``) and ``propagationPolicy`` (``Orphan``, ``Background``,
+  ``Foreground``; others 400) are accepted. A scheduled pod stays, terminating, for
+  ``min(grace, PodStore.termination_seconds)`` (default 0 s) and then goes (a ``DELETED`` event); an unscheduled pod
+  goes at once. ``deletecollection`` (DELETE on the collection, with ``labelSelector``/``fieldSelector``) too;
+* ``ownerReferences`` are kept as given. Garbage collection: when an object (any kind, this server's) whose ``uid``
+  a pod names as owner is deleted, the pod goes too unless another of its owners still exists (then the reference
+  is dropped), as the garbage collector does for ``Background`` deletion. Pods whose owner never existed are *not*
+  collected (a real cluster would collect them).
+
+What happens to a created pod is decided by ``PodStore.behaviour`` (``server.pods.behaviour``), a function of the
+created pod (a dict) returning a :class:`PodBehaviour`; the default starts every pod at once. A behaviour is one of
+
+* :meth:`PodBehaviour.running`: ``Running`` with ``Ready``/``ContainersReady`` true and ``containerStatuses``
+  running, after ``delay`` seconds (a ``MODIFIED`` event);
+* :meth:`PodBehaviour.waiting`: stays ``Pending`` with each container ``waiting`` (``ErrImagePull`` by default,
+  ``ImagePullBackOff`` or any reason, with a message), ``Ready`` false with reason ``ContainersNotReady``;
+* :meth:`PodBehaviour.forbidden_by_pod_security` / :meth:`PodBehaviour.forbidden_by_scc`: the create is refused
+  with the 403 of the Pod Security admission plugin or OpenShift's SCC admission, nothing stored.
+
+A running pod's behaviour also says how ``pods/exec`` runs a command "in" it (``exec_prefix``, ``env``, ``cwd``;
+see ``support.apiserver.podexec``). Tests read pods with ``server.pods.get(ns, name)`` or ``server.pods.objects``
+(keyed by ``(namespace, name)``), and seed them with ``server.pods.add(obj)``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import secrets
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from support.apiserver.schema import _DNS_SUBDOMAIN_RE, ApiError, _now, _parse_selector
+
+# The PATH of a container's process when the image sets none (containerd's and CRI-O's default).
+CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+_POD_FIELDS = {
+    "metadata.name": lambda p: p["metadata"].get("name"),
+    "metadata.namespace": lambda p: p["metadata"].get("namespace"),
+    "spec.nodeName": lambda p: (p.get("spec") or {}).get("nodeName"),
+    "spec.serviceAccountName": lambda p: (p.get("spec") or {}).get("serviceAccountName"),
+    "spec.hostNetwork": lambda p: "true" if (p.get("spec") or {}).get("hostNetwork") else "false",
+    "status.phase": lambda p: (p.get("status") or {}).get("phase"),
+}
+
+
+@dataclass
+class PodBehaviour:
+    """What the fake's "kubelet" and admission do with a created pod. Build one with the class methods."""
+
+    outcome: str = "running"
+    delay: float = 0.0
+    reason: str = ""
+    message: str = ""
+    exec_prefix: tuple = ()
+    env: dict | None = None
+    cwd: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def running(cls, delay=0.0, exec_prefix=(), env=None, cwd=None):
+        """Running and Ready after ``delay`` s; ``pods/exec`` runs ``exec_prefix + command`` with ``env`` (default
+        ``PATH`` and ``HOME`` only) in ``cwd`` (default ``/``) on this machine."""
+        return cls("running", delay, exec_prefix=tuple(exec_prefix), env=env, cwd=cwd)
+
+    @classmethod
+    def waiting(cls, reason="ErrImagePull", message=None, delay=0.0):
+        """Stays Pending; each container ``waiting`` with ``reason`` and ``message`` after ``delay`` s."""
+        return cls("waiting", delay, reason=reason, message=message or "")
+
+    @classmethod
+    def forbidden_by_pod_security(cls, violations, level="restricted:latest"):
+        """Refused at create as the PodSecurity admission plugin does: ``violations`` is the list of its check
+        results, e.g. ``['privileged (container "c" must not set securityContext.privileged=true)']``."""
+        return cls("forbidden", message=f'violates PodSecurity "{level}": {", ".join(violations)}')
+
+    @classmethod
+    def forbidden_by_scc(cls, errors):
+        """Refused at create as OpenShift's SCC admission does: ``errors`` are its per-provider errors, e.g.
+        ``['provider "privileged": Forbidden: not usable by user or serviceaccount']``."""
+        return cls(
+            "forbidden", message=f"unable to validate against any security context constraint: [{', '.join(errors)}]"
+        )
+
+
+def _default_behaviour(_pod):
+    return PodBehaviour.running()
+
+
+class PodStore:
+    """The pods of one :class:`~support.apiserver.api.FakeApiServer` (``server.pods``)."""
+
+    def __init__(self, api):
+        self.api = api
+        self.objects = {}
+        self.behaviour = _default_behaviour
+        # How long a scheduled pod stays terminating after a graceful delete (capped by its grace period).
+        self.termination_seconds = 0.0
+        self._behaviours = {}
+        self._events = []  # (resourceVersion int, type, object)
+        self._changed = threading.Condition()
+        self._timers = []
+
+    # ------------------------------------------------------------ test helpers
+
+    def add(self, obj, behaviour=None):
+        """Seed a pod (defaults filled, stored as given, status included); ``behaviour`` for its exec."""
+        obj = copy.deepcopy(obj)
+        with self.api._lock:
+            meta = obj.setdefault("metadata", {})
+            meta.setdefault("namespace", "default")
+            self._fill_defaults(obj)
+            obj.setdefault("status", {"phase": "Pending", "qosClass": "BestEffort"})
+            self._behaviours[(meta["namespace"], meta["name"])] = behaviour or PodBehaviour.running()
+            self._put(obj, "ADDED")
+        return copy.deepcopy(obj)
+
+    def get(self, namespace, name):
+        with self.api._lock:
+            obj = self.objects.get((namespace, name))
+            return copy.deepcopy(obj) if obj is not None else None
+
+    def behaviour_of(self, namespace, name):
+        with self.api._lock:
+            return self._behaviours.get((namespace, name))
+
+    def set_status(self, namespace, name, status):
+        """Replace a pod's status (as its kubelet would), e.g. to make a running pod fail."""
+        with self.api._lock:
+            obj = copy.deepcopy(self.objects[(namespace, name)])
+            obj["status"] = copy.deepcopy(status)
+            self._put(obj, "MODIFIED")
+
+    def stop(self):
+        for timer in self._timers:
+            timer.cancel()
+        with self._changed:
+            self._changed.notify_all()
+
+    # ------------------------------------------------------------ storage and events
+
+    def _put(self, obj, event):
+        obj["metadata"]["resourceVersion"] = self.api._next_rv()
+        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        if event == "DELETED":
+            self.objects.pop(key, None)
+            self._behaviours.pop(key, None)
+        else:
+            self.objects[key] = obj
+        with self._changed:
+            self._events.append((int(obj["metadata"]["resourceVersion"]), event, copy.deepcopy(obj)))
+            self._changed.notify_all()
+
+    def _later(self, delay, function, *args):
+        def run():
+            with self.api._lock:
+                function(*args)
+
+        timer = threading.Timer(max(delay, 0.0), run)
+        timer.daemon = True
+        self._timers.append(timer)
+        timer.start()
+
+    def _fill_defaults(self, obj):
+        meta = obj["metadata"]
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", _now())
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("serviceAccountName", spec.get("serviceAccount") or "default")
+        spec.setdefault("serviceAccount", spec["serviceAccountName"])
+        spec.setdefault("securityContext", {})
+        spec.setdefault("enableServiceLinks", True)
+        spec.setdefault("priority", 0)
+        for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+            if not isinstance(container, dict):
+                continue
+            image = str(container.get("image") or "")
+            tag = image.rsplit("/", 1)[-1]
+            latest = "@" not in image and (":" not in tag or tag.endswith(":latest"))
+            container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
+            container.setdefault("terminationMessagePath", "/dev/termination-log")
+            container.setdefault("terminationMessagePolicy", "File")
+            container.setdefault("resources", {})
+
+    # ------------------------------------------------------------ status transitions
+
+    @staticmethod
+    def _condition(kind, status, now, reason=None, message=None):
+        condition = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": now}
+        if reason:
+            condition["reason"] = reason
+        if message:
+            condition["message"] = message
+        return condition
+
+    def _start(self, key, uid, behaviour):
+        obj = self.objects.get(key)
+        if obj is None or obj["metadata"]["uid"] != uid or obj["metadata"].get("deletionTimestamp"):
+            return
+        obj = copy.deepcopy(obj)
+        now = _now()
+        containers = obj["spec"].get("containers") or []
+        names = [c["name"] for c in containers]
+        status = {
+            "phase": "Pending",
+            "hostIP": "10.0.0.10",
+            "hostIPs": [{"ip": "10.0.0.10"}],
+            "startTime": now,
+            "qosClass": obj.get("status", {}).get("qosClass", "BestEffort"),
+        }
+        if behaviour.outcome == "running":
+            if not obj["spec"].get("hostNetwork"):
+                status.update(podIP="10.128.0.20", podIPs=[{"ip": "10.128.0.20"}])
+            else:
+                status.update(podIP="10.0.0.10", podIPs=[{"ip": "10.0.0.10"}])
+            status["phase"] = "Running"
+            status["conditions"] = [
+                self._condition(kind, "True", now)
+                for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+            ]
+            status["containerStatuses"] = [
+                {
+                    "name": c["name"],
+                    "image": c.get("image"),
+                    "imageID": f"{str(c.get('image')).split('@')[0].rsplit(':', 1)[0]}@sha256:{'0' * 64}",
+                    "containerID": f"containerd://{secrets.token_hex(32)}",
+                    "ready": True,
+                    "started": True,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": now}},
+                    "lastState": {},
+                }
+                for c in containers
+            ]
+        else:
+            unready = f"containers with unready status: [{' '.join(names)}]"
+            status["conditions"] = [
+                self._condition("PodReadyToStartContainers", "True", now),
+                self._condition("Initialized", "True", now),
+                self._condition("Ready", "False", now, "ContainersNotReady", unready),
+                self._condition("ContainersReady", "False", now, "ContainersNotReady", unready),
+                self._condition("PodScheduled", "True", now),
+            ]
+            waiting = {"reason": behaviour.reason}
+            if behaviour.message:
+                waiting["message"] = behaviour.message
+            status["containerStatuses"] = [
+                {
+                    "name": c["name"],
+                    "image": c.get("image"),
+                    "imageID": "",
+                    "ready": False,
+                    "started": False,
+                    "restartCount": 0,
+                    "state": {"waiting": dict(waiting)},
+                    "lastState": {},
+                }
+                for c in containers
+            ]
+        obj["status"] = status
+        self._put(obj, "MODIFIED")
+
+    # ------------------------------------------------------------ request handling
+
+    def authorize(self, user, verb, resource, namespace, name=None):
+        """403 as RBAC answers when ``server.forbid(verb, resource[, namespace])`` denied it."""
+        forbidden = self.api.forbidden
+        for v in (verb, "*"):
+            for r in (resource, "*"):
+                if (v, r) in forbidden or (v, r, namespace) in forbidden:
+                    target = f'pods "{name}" is forbidden' if name else "pods is forbidden"
+                    where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+                    details = {"kind": "pods"}
+                    if name:
+                        details = {"name": name, "kind": "pods"}
+                    raise ApiError(
+                        403,
+                        "Forbidden",
+                        f'{target}: User "{user}" cannot {verb} resource "{resource}" in API group "" {where}',
+                        details,
+                    )
+
+    def not_found(self, name):
+        return ApiError(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
+
+    def handle(self, method, namespace, name, query, body, user):
+        """Return (status, body or :class:`WatchStream`, warnings) for a pods URL (``name`` None: the collection)."""
+        watch = query.get("watch") in ("1", "t", "T", "TRUE", "true", "True")
+        if method == "GET" and name is None:
+            self.authorize(user, "watch" if watch else "list", "pods", namespace)
+            predicates = self._predicates(query)
+            if watch:
+                return 200, self._watch(namespace, predicates, query), []
+            return 200, self._list(namespace, predicates), []
+        if namespace is None:
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        if method == "POST" and name is None:
+            self.authorize(user, "create", "pods", namespace)
+            return 201, self._create(namespace, body, query), []
+        if method == "GET":
+            self.authorize(user, "get", "pods", namespace, name)
+            obj = self.objects.get((namespace, name))
+            if obj is None:
+                raise self.not_found(name)
+            return 200, copy.deepcopy(obj), []
+        if method == "DELETE" and name is None:
+            self.authorize(user, "deletecollection", "pods", namespace)
+            options = self._delete_options(query, body)
+            items = self._list(namespace, self._predicates(query))
+            for item in items["items"]:
+                self._delete((namespace, item["metadata"]["name"]), options)
+            items["items"] = [copy.deepcopy(self._full(namespace, i)) for i in items["items"]]
+            return 200, items, []
+        if method == "DELETE":
+            self.authorize(user, "delete", "pods", namespace, name)
+            key = (namespace, name)
+            if key not in self.objects:
+                raise self.not_found(name)
+            return 200, self._delete(key, self._delete_options(query, body)), []
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    @staticmethod
+    def _full(namespace, item):
+        item = copy.deepcopy(item)
+        item["apiVersion"], item["kind"] = "v1", "Pod"
+        return item
+
+    def _predicates(self, query):
+        predicates = []
+        selector = query.get("labelSelector")
+        if selector:
+            labels = _parse_selector(selector)
+            predicates.append(lambda p: all(f((p["metadata"].get("labels") or {})) for f in labels))
+        text = query.get("fieldSelector") or ""
+        for term in filter(None, (t.strip() for t in text.split(","))):
+            match = re.fullmatch(r"([^=!]+?)\s*(!=|==|=)\s*(.*)", term)
+            if not match:
+                raise ApiError(400, "BadRequest", f"invalid selector: '{text}'; can't understand '{term}'")
+            label, operator, value = match.groups()
+            if label not in _POD_FIELDS:
+                raise ApiError(400, "BadRequest", f'field label not supported: "{label}"')
+
+            def predicate(pod, get=_POD_FIELDS[label], operator=operator, value=value):
+                actual = get(pod) or ""
+                return (actual != value) if operator == "!=" else (actual == value)
+
+            predicates.append(predicate)
+        return predicates
+
+    def _list(self, namespace, predicates):
+        items = []
+        for (ns, _name), obj in sorted(self.objects.items()):
+            if namespace in (None, ns) and all(p(obj) for p in predicates):
+                item = copy.deepcopy(obj)
+                # Built-in list responses leave apiVersion and kind out of the items.
+                item.pop("apiVersion", None)
+                item.pop("kind", None)
+                items.append(item)
+        return {
+            "kind": "PodList",
+            "apiVersion": "v1",
+            "metadata": {"resourceVersion": str(self.api._rv)},
+            "items": items,
+        }
+
+    def _create(self, namespace, body, query):
+        if not isinstance(body, dict):
+            raise ApiError(400, "BadRequest", "the request body is not an object")
+        if body.get("apiVersion", "v1") != "v1" or body.get("kind", "Pod") != "Pod":
+            raise ApiError(
+                400,
+                "BadRequest",
+                f"the object has apiVersion {body.get('apiVersion')!r} and kind {body.get('kind')!r}; "
+                "this endpoint serves v1 Pod",
+            )
+        obj = copy.deepcopy(body)
+        obj["apiVersion"], obj["kind"] = "v1", "Pod"
+        meta = obj.setdefault("metadata", {})
+        if meta.get("namespace", namespace) != namespace:
+            raise ApiError(
+                400,
+                "BadRequest",
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )
+        for key in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation", "managedFields"):
+            meta.pop(key, None)
+        meta["namespace"] = namespace
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(
+                secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5)
+            )
+        name = meta.get("name") or ""
+        self._validate(name, obj)
+        if (namespace, name) in self.objects:
+            raise ApiError(409, "AlreadyExists", f'pods "{name}" already exists', {"name": name, "kind": "pods"})
+        self._fill_defaults(obj)
+        behaviour = self.behaviour(copy.deepcopy(obj))
+        if behaviour.outcome == "forbidden":
+            raise ApiError(
+                403, "Forbidden", f'pods "{name}" is forbidden: {behaviour.message}', {"name": name, "kind": "pods"}
+            )
+        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        if query.get("dryRun") == "All":
+            meta.pop("resourceVersion", None)
+            return obj
+        self._behaviours[(namespace, name)] = behaviour
+        self._put(obj, "ADDED")
+        self._later(behaviour.delay, self._start, (namespace, name), meta["uid"], behaviour)
+        return copy.deepcopy(obj)
+
+    @staticmethod
+    def _validate(name, obj):
+        causes = []
+        if not name:
+            causes.append(("metadata.name", "Required value: name or generateName is required"))
+        elif not _DNS_SUBDOMAIN_RE.match(name) or len(name) > 253:
+            causes.append(
+                (
+                    "metadata.name",
+                    f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric '
+                    "characters, '-' or '.', and must start and end with an alphanumeric character",
+                )
+            )
+        containers = (obj.get("spec") or {}).get("containers")
+        if not containers or not isinstance(containers, list):
+            causes.append(("spec.containers", "Required value"))
+        else:
+            for index, container in enumerate(containers):
+                container = container if isinstance(container, dict) else {}
+                if not container.get("name"):
+                    causes.append((f"spec.containers[{index}].name", "Required value"))
+                if not container.get("image"):
+                    causes.append((f"spec.containers[{index}].image", "Required value"))
+        if causes:
+            message = ", ".join(f"{f}: {m}" for f, m in causes)
+            raise ApiError(
+                422,
+                "Invalid",
+                f'Pod "{name}" is invalid: {message if len(causes) == 1 else "[" + message + "]"}',
+                {
+                    "name": name,
+                    "kind": "Pod",
+                    "causes": [
+                        {
+                            "reason": "FieldValueRequired" if m.startswith("Required") else "FieldValueInvalid",
+                            "message": m,
+                            "field": f,
+                        }
+                        for f, m in causes
+                    ],
+                },
+            )
+
+    @staticmethod
+    def _delete_options(query, body):
+        options = dict(body) if isinstance(body, dict) else {}
+        if "gracePeriodSeconds" in query:
+            options["gracePeriodSeconds"] = query["gracePeriodSeconds"]
+        if "propagationPolicy" in query:
+            options["propagationPolicy"] = query["propagationPolicy"]
+        if query.get("dryRun") == "All":
+            options["dryRun"] = ["All"]
+        policy = options.get("propagationPolicy")
+        if policy not in (None, "Orphan", "Background", "Foreground"):
+            raise ApiError(
+                400,
+                "BadRequest",
+                f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "{policy}": '
+                'supported values: "Foreground", "Background", "Orphan", "nil"',
+            )
+        grace = options.get("gracePeriodSeconds")
+        if grace is not None:
+            try:
+                options["gracePeriodSeconds"] = int(grace)
+            except (TypeError, ValueError) as exc:
+                raise ApiError(400, "BadRequest", f"invalid gracePeriodSeconds: {grace!r}") from exc
+        return options
+
+    def _delete(self, key, options):
+        obj = copy.deepcopy(self.objects[key])
+        if "All" in (options.get("dryRun") or []):
+            return obj
+        grace = options.get("gracePeriodSeconds")
+        if grace is None:
+            grace = obj["spec"].get("terminationGracePeriodSeconds", 30)
+        grace = max(int(grace), 0)
+        finished = (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        meta = obj["metadata"]
+        if not meta.get("deletionTimestamp"):
+            meta["deletionTimestamp"] = _now()
+            meta["deletionGracePeriodSeconds"] = grace
+        stay = min(grace, self.termination_seconds)
+        if obj["spec"].get("nodeName") and not finished and stay > 0:
+            self._put(obj, "MODIFIED")
+            self._later(stay, self._remove, key, meta["uid"])
+            return copy.deepcopy(obj)
+        self._put(obj, "DELETED")
+        self.api.collect_dependents(meta["uid"])
+        return copy.deepcopy(obj)
+
+    def _remove(self, key, uid):
+        obj = self.objects.get(key)
+        if obj is not None and obj["metadata"]["uid"] == uid:
+            self._put(copy.deepcopy(obj), "DELETED")
+            self.api.collect_dependents(uid)
+
+    def collect(self, uid, exists):
+        """The garbage collector's part for pods: ``uid`` was deleted; ``exists(uid)`` says whether an owner lives."""
+        for key, obj in list(self.objects.items()):
+            refs = obj["metadata"].get("ownerReferences") or []
+            if not any(r.get("uid") == uid for r in refs):
+                continue
+            others = [r for r in refs if r.get("uid") != uid]
+            if any(exists(r.get("uid")) for r in others):
+                obj = copy.deepcopy(obj)
+                obj["metadata"]["ownerReferences"] = others
+                self._put(obj, "MODIFIED")
+            else:
+                self._delete(key, {"gracePeriodSeconds": None})
+
+    # ------------------------------------------------------------ watch
+
+    def _watch(self, namespace, predicates, query):
+        since = query.get("resourceVersion") or ""
+        timeout = float(query.get("timeoutSeconds") or 1800)
+        initial = []
+        if since in ("", "0"):
+            initial = [
+                ("ADDED", copy.deepcopy(obj))
+                for (ns, _n), obj in sorted(self.objects.items())
+                if namespace in (None, ns) and all(p(obj) for p in predicates)
+            ]
+            since = str(self.api._rv)
+        return WatchStream(self, namespace, predicates, int(since), initial, time.monotonic() + timeout)
+
+
+class WatchStream:
+    """The events of one watch request; the HTTP server writes ``events()`` as chunked JSON lines."""
+
+    def __init__(self, store, namespace, predicates, since, initial, deadline):
+        self.store, self.namespace, self.predicates = store, namespace, predicates
+        self.since, self.initial, self.deadline = since, initial, deadline
+
+    def events(self, stopped):
+        """Yield encoded events until the deadline, or until ``stopped()`` (the client left or the server stops)."""
+        for kind, obj in self.initial:
+            yield json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+        position = 0
+        while time.monotonic() < self.deadline and not stopped():
+            with self.store._changed:
+                pending = [e for e in self.store._events[position:]]
+                position = len(self.store._events)
+                if not pending:
+                    self.store._changed.wait(min(0.5, max(self.deadline - time.monotonic(), 0)))
+                    continue
+            for rv, kind, obj in pending:
+                if rv <= self.since:
+                    continue
+                self.since = rv
+                if self.namespace not in (None, obj["metadata"]["namespace"]):
+                    continue
+                if all(p(obj) for p in self.predicates):
+                    yield json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+
+
+def exec_environment(behaviour):
+    """The environment of a command run through ``pods/exec`` in a pod with ``behaviour``."""
+    if behaviour.env is not None:
+        return dict(behaviour.env)
+    return {"PATH": CONTAINER_PATH, "HOME": os.environ.get("HOME", "/root")}
