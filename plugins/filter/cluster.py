@@ -44,10 +44,14 @@ def cluster_node_groups(plan: List[Dict[str, Any]], order: Any) -> List[Dict[str
 
 
 def cluster_node_pods(
-    pods: Sequence[Mapping[str, Any]], k8s_auth: Optional[Mapping[str, Any]], host_root: str, python: str
+    pods: Sequence[Mapping[str, Any]],
+    node_groups: Sequence[Mapping[str, Any]],
+    k8s_auth: Optional[Mapping[str, Any]],
+    host_root: str,
+    python: str,
 ) -> List[Dict[str, Any]]:
-    """The host variables of each node reached through its pod."""
-    return _cluster.node_pods(pods, k8s_auth or {}, host_root, python)
+    """The inventory host and host variables of each node reached through its pod."""
+    return _cluster.node_pods(pods, node_groups, k8s_auth or {}, host_root, python)
 
 
 def cluster_plan_message(plan: List[Dict[str, Any]], order: Any) -> str:

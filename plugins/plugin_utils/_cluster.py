@@ -18,7 +18,7 @@ Public API
 ``phases(order, control_plane, workers)``: the two phases of the prefetch playbook.
 ``node_groups(plan, order)``: the inventory groups and variables of each resolved node of the plan.
 ``plan_message(plan, order)``: the one-line summary of the plan.
-``node_pods(pods, k8s_auth, host_root, python)``: the connection variables of each node reached through its pod
+``node_pods(pods, node_groups, k8s_auth, host_root, python)``: the connection variables of each node reached through its pod
 (pod mode), from the ``node_access_pod`` result and the cluster connection options.
 ``plan_problem(plan, hostvars, groups, sources, info, allow_empty)``: why a plan would do nothing, or touch pins
 no input asked for (a failure), else "".
@@ -576,9 +576,14 @@ _KUBECTL_VARIABLES = {
 
 
 def node_pods(
-    pods: Sequence[Mapping[str, Any]], k8s_auth: Mapping[str, Any], host_root: str, python: str
+    pods: Sequence[Mapping[str, Any]],
+    node_groups: Sequence[Mapping[str, Any]],
+    k8s_auth: Mapping[str, Any],
+    host_root: str,
+    python: str,
 ) -> List[Dict[str, Any]]:
-    """For each pod of a ``node_access_pod`` result: ``node``, and ``vars``, the host variables that reach the node
+    """For each pod of a ``node_access_pod`` result: ``node``, its inventory ``host`` (of ``node_groups``, the
+    ``node_groups`` of the plan; the node's name for a node not there), and ``vars``, the host variables that reach the node
     through it (``kubernetes.core.kubectl`` with the same connection as the cluster modules, root in the pod, the
     node role's ``node_host_root``), with ``node_access_error`` for a pod that does not run."""
     connection: Dict[str, Any] = {"ansible_connection": "kubernetes.core.kubectl", "ansible_become": False}
@@ -589,6 +594,7 @@ def node_pods(
             connection["ansible_kubectl_local_env_vars"] = {"HTTPS_PROXY": value, "HTTP_PROXY": value}
         elif name in _KUBECTL_VARIABLES:
             connection[_KUBECTL_VARIABLES[name]] = value
+    hosts = {item["node"]: item["host"] for item in node_groups}
     out = []
     for pod in pods:
         variables = dict(
@@ -599,5 +605,5 @@ def node_pods(
             node_host_root=host_root,
             node_access_error=pod.get("reason") or "",
         )
-        out.append({"node": pod["node"], "vars": variables})
+        out.append({"node": pod["node"], "host": hosts.get(pod["node"], pod["node"]), "vars": variables})
     return out
