@@ -12,7 +12,7 @@ version_added: 0.1.0
 author:
   - pinned.images developers (@pinned-images)
 description:
-  - With O(state=present), creates on each of O(nodes) one privileged pod, as C(oc debug node/NAME) does: pinned to
+  - With O(state=present), creates on each of O(nodes) one privileged pod, as C(oc debug node/NAME) does. Each is pinned to
     the node (C(nodeName)), in the host's PID, network and IPC namespaces, the host's V(/) mounted at O(host_root),
     tolerating every taint, running C(sleep) for O(lifetime) seconds with C(activeDeadlineSeconds) of the same, so
     that the pods of an interrupted run end on their own. Then waits until each runs, fails to start, or
