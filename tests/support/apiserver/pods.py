@@ -98,15 +98,21 @@ class PodBehaviour:
     def forbidden_by_pod_security(cls, violations, level="restricted:latest"):
         """Refused at create as the PodSecurity admission plugin does: ``violations`` is the list of its check
         results, e.g. ``['privileged (container "c" must not set securityContext.privileged=true)']``."""
+        # kubernetes staging/src/k8s.io/pod-security-admission/admission/admission.go: forbiddenResponse of
+        # fmt.Errorf("violates PodSecurity %q: %s", level, result.ForbiddenDetail()), which joins "reason (detail)"
+        # with ", "; admission.NewForbidden prefixes 'pods "<name>" is forbidden: '.
         return cls("forbidden", message=f'violates PodSecurity "{level}": {", ".join(violations)}')
 
     @classmethod
     def forbidden_by_scc(cls, errors):
-        """Refused at create as OpenShift's SCC admission does: ``errors`` are its per-provider errors, e.g.
+        """Refused at create as OpenShift's SCC admission does: ``errors`` are its per-provider field errors, e.g.
         ``['provider "privileged": Forbidden: not usable by user or serviceaccount']``."""
-        return cls(
-            "forbidden", message=f"unable to validate against any security context constraint: [{', '.join(errors)}]"
-        )
+        # openshift/apiserver-library-go sccadmission: "unable to validate against any security context constraint:
+        # %v" of validationErrs.ToAggregate(); an aggregate (apimachinery util/errors) drops repeats and shows one
+        # error bare, several as "[a, b]".
+        unique = list(dict.fromkeys(errors))
+        text = unique[0] if len(unique) == 1 else f"[{', '.join(unique)}]"
+        return cls("forbidden", message=f"unable to validate against any security context constraint: {text}")
 
 
 def _default_behaviour(_pod):
