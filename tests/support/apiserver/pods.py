@@ -11,7 +11,9 @@ Served under ``/api/v1/namespaces/<ns>/pods`` (and ``/api/v1/pods`` for a list o
   ``terminationGracePeriodSeconds``, per container ``imagePullPolicy`` and ``terminationMessage*``); ``status`` is
   ``{phase: Pending, qosClass: BestEffort}`` in the answer, whatever the body says. 409 ``AlreadyExists``, 422
   ``Invalid`` without containers, container name or image, 400 when the body's namespace is not the URL's.
-  Namespaces need not exist (a real server answers 404 ``namespaces "x" not found``; no test here needs that).
+  Every namespace exists unless ``PodStore.namespaces`` is a set of names: then a create elsewhere answers 404
+  ``namespaces "x" not found``, as does a GET of ``/api/v1/namespaces/x`` (kubectl reads the namespace after a 404);
+  namespaces are served for get and list only, ``Active`` and without labels.
 * get, list (``labelSelector``; ``fieldSelector`` on ``metadata.name``, ``metadata.namespace``, ``spec.nodeName``,
   ``status.phase``, ``spec.serviceAccountName``, ``spec.hostNetwork``; others 400 ``field label not supported``);
 * watch (``watch=true``, as ``kubectl wait`` and ``kubernetes.watch`` use): a chunked stream of ``ADDED``,
@@ -128,10 +130,14 @@ class PodStore:
         self.behaviour = _default_behaviour
         # How long a scheduled pod stays terminating after a graceful delete (capped by its grace period).
         self.termination_seconds = 0.0
+        # None: every namespace exists; a set: only these.
+        self.namespaces = None
         self._behaviours = {}
         self._events = []  # (resourceVersion int, type, object)
         self._changed = threading.Condition()
         self._timers = []
+        # pods/exec processes still running; stop() kills them.
+        self.processes = set()
 
     # ------------------------------------------------------------ test helpers
 
@@ -166,6 +172,8 @@ class PodStore:
     def stop(self):
         for timer in self._timers:
             timer.cancel()
+        for process in list(self.processes):
+            process.kill()
         with self._changed:
             self._changed.notify_all()
 
@@ -316,6 +324,62 @@ class PodStore:
                         details,
                     )
 
+    def namespace_exists(self, name):
+        return self.namespaces is None or name in self.namespaces
+
+    def handle_namespace(self, method, name, user):
+        """GET of one namespace or the list (the only verbs served for namespaces)."""
+        if method != "GET":
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+        def namespace(ns):
+            return {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": ns, "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, ns)), "resourceVersion": "1"},
+                "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Active"},
+            }
+
+        if name is None:
+            self._authorize_cluster(user, "list", "namespaces")
+            names = sorted(
+                self.namespaces if self.namespaces is not None else {"default"} | {k[0] for k in self.objects}
+            )
+            items = [namespace(n) for n in names]
+            for item in items:
+                del item["apiVersion"], item["kind"]
+            return (
+                200,
+                {
+                    "kind": "NamespaceList",
+                    "apiVersion": "v1",
+                    "metadata": {"resourceVersion": str(self.api._rv)},
+                    "items": items,
+                },
+                [],
+            )
+        self._authorize_cluster(user, "get", "namespaces", name)
+        if not self.namespace_exists(name):
+            raise self._namespace_not_found(name)
+        return 200, namespace(name), []
+
+    @staticmethod
+    def _namespace_not_found(name):
+        return ApiError(404, "NotFound", f'namespaces "{name}" not found', {"name": name, "kind": "namespaces"})
+
+    def _authorize_cluster(self, user, verb, resource, name=None):
+        for v in (verb, "*"):
+            for r in (resource, "*"):
+                if (v, r) in self.api.forbidden:
+                    target = f'{resource} "{name}" is forbidden' if name else f"{resource} is forbidden"
+                    raise ApiError(
+                        403,
+                        "Forbidden",
+                        f'{target}: User "{user}" cannot {verb} resource "{resource}" in API group "" at the cluster scope',
+                        {"name": name, "kind": resource} if name else {"kind": resource},
+                    )
+
     def not_found(self, name):
         return ApiError(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
 
@@ -409,6 +473,8 @@ class PodStore:
                 f"the object has apiVersion {body.get('apiVersion')!r} and kind {body.get('kind')!r}; "
                 "this endpoint serves v1 Pod",
             )
+        if not self.namespace_exists(namespace):
+            raise self._namespace_not_found(namespace)
         obj = copy.deepcopy(body)
         obj["apiVersion"], obj["kind"] = "v1", "Pod"
         meta = obj.setdefault("metadata", {})

@@ -425,3 +425,32 @@ def test_exec_runs_the_behaviours_prefix_env_and_cwd(core, tmp_path):
     wait_phase(core.server, "p1", "Running")
     out, _err, code = run(core, "p1", ["sh", "-c", 'echo "$POD $NODE $PATH $(pwd)"'])
     assert (out, code) == (f"p1 n1 /usr/bin:/bin {tmp_path}\n", 0)
+
+
+def test_namespaces_exist_unless_the_test_lists_them(core):
+    assert core.read_namespace(NS).status.phase == "Active"
+    core.server.pods.namespaces = {"kube-system"}
+    with pytest.raises(ApiException) as error:
+        core.create_namespaced_pod(NS, pod())
+    assert status_error(error.value)[0] == 404
+    assert json.loads(error.value.body)["message"] == f'namespaces "{NS}" not found'
+    assert [n.metadata.name for n in core.list_namespace().items] == ["kube-system"]
+
+
+def test_a_client_that_goes_away_ends_the_process(running):
+    server = running.server
+    sock = websocket.create_connection(
+        ws_url(server, "p1", "command=sleep&command=30&stdout=true&stdin=true&container=c"),
+        header=[f"Authorization: Bearer {server.token}"],
+        subprotocols=["v5.channel.k8s.io"],
+    )
+    deadline = time.monotonic() + 5
+    while not server.pods.processes and time.monotonic() < deadline:
+        time.sleep(0.02)
+    (process,) = server.pods.processes
+    sock.sock.close()
+    assert process.wait(5) != 0
+    deadline = time.monotonic() + 5
+    while server.pods.processes and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not server.pods.processes
