@@ -50,9 +50,9 @@ What it implements (enough of the API for the collection's modules):
   also needs the ``create`` verb.
 
 Discovery advertises exactly the verbs served: ``create``, ``delete``, ``get``, ``list``, ``patch``, ``update`` for
-the cluster-scoped kinds; ``create``, ``delete``, ``deletecollection``, ``get``, ``list``, ``watch`` for pods.
+the cluster-scoped kinds; ``create``, ``delete``, ``deletecollection``, ``get``, ``list``, ``patch``, ``watch`` for pods.
 What it does not implement (and does not advertise): watches and ``deletecollection`` but for pods, subresources
-(``status``; for pods all but ``exec``), namespaced kinds but Pod, patch and update of pods, other CEL rules,
+(``status``; for pods all but ``exec``), namespaced kinds but Pod, update (PUT) of pods, other CEL rules,
 admission but the pod hooks, finalizers, pagination, Table answers (``kubectl get pods`` prints NAME and AGE only),
 OpenAPI documents (kubectl needs ``--validate=false``), aggregated discovery (kubectl falls back to the legacy
 documents).

@@ -25,6 +25,11 @@ Served under ``/api/v1/namespaces/<ns>/pods`` (and ``/api/v1/pods`` for a list o
   ``Foreground``; others 400) are accepted. A scheduled pod stays, terminating, for
   ``min(grace, PodStore.termination_seconds)`` (default 0 s) and then goes (a ``DELETED`` event); an unscheduled pod
   goes at once. ``deletecollection`` (DELETE on the collection, with ``labelSelector``/``fieldSelector``) too;
+* patch (JSON merge patch, JSON patch; a strategic merge patch is applied as a JSON merge patch, right for
+  metadata, wrong for lists in the spec): ``metadata`` (labels, annotations, ownerReferences) changes; ``status``
+  stays the "kubelet's"; a spec change other than container images or ``activeDeadlineSeconds`` answers 422 with
+  the start of the real message (``pod updates may not change fields other than ...``, without its diff). A
+  ``resourceVersion`` in the patch is a precondition (409). No update (PUT) and no ``status`` subresource;
 * ``ownerReferences`` are kept as given. Garbage collection: when an object (any kind, this server's) whose ``uid``
   a pod names as owner is deleted, the pod goes too unless another of its owners still exists (then the reference
   is dropped), as the garbage collector does for ``Background`` deletion. Pods whose owner never existed are *not*
@@ -57,7 +62,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from support.apiserver.schema import _DNS_SUBDOMAIN_RE, ApiError, _now, _parse_selector
+from support.apiserver.schema import _DNS_SUBDOMAIN_RE, ApiError, _json_patch, _merge_patch, _now, _parse_selector
 
 # The PATH of a container's process when the image sets none (containerd's and CRI-O's default).
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -115,6 +120,13 @@ class PodBehaviour:
         unique = list(dict.fromkeys(errors))
         text = unique[0] if len(unique) == 1 else f"[{', '.join(unique)}]"
         return cls("forbidden", message=f"unable to validate against any security context constraint: {text}")
+
+
+def _repository(image):
+    """The image reference without tag or digest (a registry's port stays)."""
+    name = image.split("@", maxsplit=1)[0]
+    head, _colon, tag = name.rpartition(":")
+    return head if head and "/" not in tag else name
 
 
 def _default_behaviour(_pod):
@@ -266,7 +278,7 @@ class PodStore:
                 {
                     "name": c["name"],
                     "image": c.get("image"),
-                    "imageID": f"{str(c.get('image')).split('@')[0].rsplit(':', 1)[0]}@sha256:{'0' * 64}",
+                    "imageID": f"{_repository(str(c.get('image')))}@sha256:{'0' * 64}",
                     "containerID": f"containerd://{secrets.token_hex(32)}",
                     "ready": True,
                     "started": True,
@@ -383,7 +395,7 @@ class PodStore:
     def not_found(self, name):
         return ApiError(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
 
-    def handle(self, method, namespace, name, query, body, user):
+    def handle(self, method, namespace, name, query, body, user, content_type=None):
         """Return (status, body or :class:`WatchStream`, warnings) for a pods URL (``name`` None: the collection)."""
         watch = query.get("watch") in ("1", "t", "T", "TRUE", "true", "True")
         if method == "GET" and name is None:
@@ -403,6 +415,9 @@ class PodStore:
             if obj is None:
                 raise self.not_found(name)
             return 200, copy.deepcopy(obj), []
+        if method == "PATCH" and name:
+            self.authorize(user, "patch", "pods", namespace, name)
+            return 200, self._patch((namespace, name), body, content_type, query), []
         if method == "DELETE" and name is None:
             self.authorize(user, "deletecollection", "pods", namespace)
             options = self._delete_options(query, body)
@@ -418,6 +433,81 @@ class PodStore:
                 raise self.not_found(name)
             return 200, self._delete(key, self._delete_options(query, body)), []
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    def _patch(self, key, body, content_type, query):
+        live = self.objects.get(key)
+        if live is None:
+            raise self.not_found(key[1])
+        ctype = (content_type or "").split(";")[0].strip().lower()
+        if ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "the merge patch is not an object")
+            result = _merge_patch(live, body)
+        elif ctype == "application/json-patch+json":
+            try:
+                result = _json_patch(live, body)
+            except (ValueError, KeyError, IndexError, TypeError) as exc:
+                raise ApiError(
+                    422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+                ) from exc
+        else:
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+            )
+        meta = result.get("metadata") if isinstance(result.get("metadata"), dict) else {}
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv is not None and str(wanted_rv) != live["metadata"]["resourceVersion"]:
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on pods "{key[1]}": the object has been modified; please apply your '
+                "changes to the latest version and try again",
+                {"name": key[1], "kind": "pods"},
+            )
+        for field_name in (
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ):
+            if field_name in live["metadata"]:
+                meta[field_name] = live["metadata"][field_name]
+            else:
+                meta.pop(field_name, None)
+        result["metadata"] = meta
+        # status is the kubelet's (the status subresource is not served), spec mostly immutable.
+        result["status"] = copy.deepcopy(live.get("status"))
+
+        def mutable_removed(spec):
+            spec = copy.deepcopy(spec or {})
+            for group in ("containers", "initContainers"):
+                for container in spec.get(group) or []:
+                    if isinstance(container, dict):
+                        container.pop("image", None)
+            spec.pop("activeDeadlineSeconds", None)
+            return spec
+
+        if mutable_removed(result.get("spec")) != mutable_removed(live.get("spec")):
+            raise ApiError(
+                422,
+                "Invalid",
+                f'Pod "{key[1]}" is invalid: spec: Forbidden: pod updates may not change fields other than '
+                "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+                "`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+                "(allow it to be set to 1 if it was previously negative)",
+                {"name": key[1], "kind": "Pod", "causes": [{"reason": "FieldValueForbidden", "field": "spec"}]},
+            )
+        if query.get("dryRun") == "All":
+            return result
+        if result == live:
+            return copy.deepcopy(live)
+        self._put(result, "MODIFIED")
+        return copy.deepcopy(result)
 
     @staticmethod
     def _full(namespace, item):
@@ -489,7 +579,7 @@ class PodStore:
         meta["namespace"] = namespace
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(
-                secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5)
+                secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _position in range(5)
             )
         name = meta.get("name") or ""
         self._validate(name, obj)
@@ -650,7 +740,7 @@ class WatchStream:
         position = 0
         while time.monotonic() < self.deadline and not stopped():
             with self.store._changed:
-                pending = [e for e in self.store._events[position:]]
+                pending = self.store._events[position:]
                 position = len(self.store._events)
                 if not pending:
                     self.store._changed.wait(min(0.5, max(self.deadline - time.monotonic(), 0)))

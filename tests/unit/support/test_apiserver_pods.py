@@ -454,3 +454,19 @@ def test_a_client_that_goes_away_ends_the_process(running):
     while server.pods.processes and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not server.pods.processes
+
+
+def test_patch_changes_metadata_and_refuses_spec_changes(running):
+    patched = running.patch_namespaced_pod("p1", NS, {"metadata": {"labels": {"run": "r1"}, "uid": "forged"}})
+    live = running.server.pods.get(NS, "p1")
+    assert patched.metadata.labels == {"app": "pinned-images", "run": "r1"}
+    assert patched.metadata.uid == live["metadata"]["uid"] != "forged" and patched.status.phase == "Running"
+    with pytest.raises(ApiException) as error:
+        running.patch_namespaced_pod("p1", NS, {"spec": {"nodeName": "n2"}})
+    code, body = status_error(error.value)
+    assert code == 422 and body["message"].startswith(
+        'Pod "p1" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`'
+    )
+    with pytest.raises(ApiException) as error:
+        running.patch_namespaced_pod("p1", NS, {"metadata": {"resourceVersion": "1", "labels": {"run": "r2"}}})
+    assert error.value.status == 409 and running.server.pods.get(NS, "p1")["metadata"]["labels"]["run"] == "r1"

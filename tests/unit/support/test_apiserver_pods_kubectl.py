@@ -257,3 +257,9 @@ def test_kubernetes_core_kubectl_connection_plugin(pod, tmp_path):
     assert hashlib.sha256(target.read_bytes()).digest() == hashlib.sha256(source.read_bytes()).digest()
     requests = exec_requests(pod.server)
     assert requests and {(r.upgrade, r.subprotocol) for r in requests} == {("websocket", "v5.channel.k8s.io")}
+
+
+def test_label_a_pod(pod):
+    assert pod("label", "pod", "p1", "run=r1")[:2] == (0, "pod/p1 labeled\n")
+    assert pod.server.pods.get(NS, "p1")["metadata"]["labels"] == {"app": "pinned-images", "run": "r1"}
+    assert pod("get", "pods", "-l", "run=r1", "-o", "name")[:2] == (0, "pod/p1\n")
