@@ -53,7 +53,8 @@ Discovery advertises exactly the verbs served: ``create``, ``delete``, ``get``, 
 the cluster-scoped kinds; ``create``, ``delete``, ``deletecollection``, ``get``, ``list``, ``patch``, ``watch`` for pods.
 What it does not implement (and does not advertise): watches and ``deletecollection`` but for pods, subresources
 (``status``; for pods all but ``exec``), namespaced kinds but Pod, update (PUT) of pods, other CEL rules,
-admission but the pod hooks, finalizers, pagination, Table answers (``kubectl get pods`` prints NAME and AGE only),
+admission but the pod hooks, finalizers, pagination, Table answers but for pods (``kubectl get`` of other kinds
+prints NAME and AGE only),
 OpenAPI documents (kubectl needs ``--validate=false``), aggregated discovery (kubectl falls back to the legacy
 documents).
 

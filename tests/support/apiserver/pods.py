@@ -14,12 +14,16 @@ Served under ``/api/v1/namespaces/<ns>/pods`` (and ``/api/v1/pods`` for a list o
   Every namespace exists unless ``PodStore.namespaces`` is a set of names: then a create elsewhere answers 404
   ``namespaces "x" not found``, as does a GET of ``/api/v1/namespaces/x`` (kubectl reads the namespace after a 404);
   namespaces are served for get and list only, ``Active`` and without labels.
-* get, list (``labelSelector``; ``fieldSelector`` on ``metadata.name``, ``metadata.namespace``, ``spec.nodeName``,
-  ``status.phase``, ``spec.serviceAccountName``, ``spec.hostNetwork``; others 400 ``field label not supported``);
+* get, list (as a ``meta.k8s.io/v1`` Table when kubectl asks: NAME, READY, STATUS with the waiting reason,
+  RESTARTS, AGE, and for ``-o wide`` IP, NODE); ``labelSelector``; ``fieldSelector`` on the fields a real server
+  selects pods by: ``metadata.name``, ``metadata.namespace``, ``spec.nodeName`` (or ``spec.host``),
+  ``spec.restartPolicy``, ``spec.schedulerName``, ``spec.serviceAccountName``, ``spec.hostNetwork``,
+  ``status.phase``, ``status.podIP``, ``status.nominatedNodeName``; others 400 ``field label not supported:
+  <label>``;
 * watch (``watch=true``, as ``kubectl wait`` and ``kubernetes.watch`` use): a chunked stream of ``ADDED``,
   ``MODIFIED``, ``DELETED`` events after ``resourceVersion`` (all current pods as ``ADDED`` when it is empty or
-  ``0``), ending after ``timeoutSeconds``; filtered on the object's state after each change (a pod that stops
-  matching a selector is not reported as ``DELETED``, unlike a real server);
+  ``0``), ending after ``timeoutSeconds``; as from the watch cache, a pod that comes into the selectors' selection
+  is ``ADDED`` and one that leaves it ``DELETED``; no bookmarks, no ``410 Gone`` (every event is kept);
 * delete: the answer is the Pod (pods return the deleted object) with ``deletionTimestamp`` set;
   ``gracePeriodSeconds`` (query or ``DeleteOptions``) and ``propagationPolicy`` (``Orphan``, ``Background``,
   ``Foreground``; others 400) are accepted. A scheduled pod stays, terminating, for
@@ -36,7 +40,8 @@ Served under ``/api/v1/namespaces/<ns>/pods`` (and ``/api/v1/pods`` for a list o
   collected (a real cluster would collect them).
 
 What happens to a created pod is decided by ``PodStore.behaviour`` (``server.pods.behaviour``), a function of the
-created pod (a dict) returning a :class:`PodBehaviour`; the default starts every pod at once. A behaviour is one of
+created pod (a dict) returning a :class:`PodBehaviour`; the default starts every pod at once. There is no
+scheduler: a pod without ``spec.nodeName`` stays ``Pending`` whatever its behaviour. A behaviour is one of
 
 * :meth:`PodBehaviour.running`: ``Running`` with ``Ready``/``ContainersReady`` true and ``containerStatuses``
   running, after ``delay`` seconds (a ``MODIFIED`` event);
@@ -47,12 +52,15 @@ created pod (a dict) returning a :class:`PodBehaviour`; the default starts every
 
 A running pod's behaviour also says how ``pods/exec`` runs a command "in" it (``exec_prefix``, ``env``, ``cwd``;
 see ``support.apiserver.podexec``). Tests read pods with ``server.pods.get(ns, name)`` or ``server.pods.objects``
-(keyed by ``(namespace, name)``), and seed them with ``server.pods.add(obj)``.
+(keyed by ``(namespace, name)``), seed them with ``server.pods.add(obj)``, change a pod's status as its kubelet
+would with ``server.pods.set_status(ns, name, status)``, and keep deleted pods terminating for a while with
+``server.pods.termination_seconds``.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import os
 import re
@@ -74,6 +82,12 @@ _POD_FIELDS = {
     "spec.serviceAccountName": lambda p: (p.get("spec") or {}).get("serviceAccountName"),
     "spec.hostNetwork": lambda p: "true" if (p.get("spec") or {}).get("hostNetwork") else "false",
     "status.phase": lambda p: (p.get("status") or {}).get("phase"),
+    "spec.restartPolicy": lambda p: (p.get("spec") or {}).get("restartPolicy"),
+    "spec.schedulerName": lambda p: (p.get("spec") or {}).get("schedulerName"),
+    "status.podIP": lambda p: (p.get("status") or {}).get("podIP"),
+    "status.nominatedNodeName": lambda p: (p.get("status") or {}).get("nominatedNodeName"),
+    # Old clients' name for spec.nodeName.
+    "spec.host": lambda p: (p.get("spec") or {}).get("nodeName"),
 }
 
 
@@ -252,6 +266,9 @@ class PodStore:
     def _start(self, key, uid, behaviour):
         obj = self.objects.get(key)
         if obj is None or obj["metadata"]["uid"] != uid or obj["metadata"].get("deletionTimestamp"):
+            return
+        if not obj["spec"].get("nodeName"):
+            # No scheduler here: an unscheduled pod stays Pending.
             return
         obj = copy.deepcopy(obj)
         now = _now()
@@ -528,7 +545,8 @@ class PodStore:
                 raise ApiError(400, "BadRequest", f"invalid selector: '{text}'; can't understand '{term}'")
             label, operator, value = match.groups()
             if label not in _POD_FIELDS:
-                raise ApiError(400, "BadRequest", f'field label not supported: "{label}"')
+                # pkg/apis/core/v1/conversion.go, the Pod field label conversion.
+                raise ApiError(400, "BadRequest", f"field label not supported: {label}")
 
             def predicate(pod, get=_POD_FIELDS[label], operator=operator, value=value):
                 actual = get(pod) or ""
@@ -737,6 +755,9 @@ class WatchStream:
         """Yield encoded events until the deadline, or until ``stopped()`` (the client left or the server stops)."""
         for kind, obj in self.initial:
             yield json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+        # Whether each pod is in the watcher's selection, replayed from the log: as the watch cache does, a pod that
+        # enters the selection comes as ADDED and one that leaves it as DELETED.
+        selected = {}
         position = 0
         while time.monotonic() < self.deadline and not stopped():
             with self.store._changed:
@@ -746,13 +767,102 @@ class WatchStream:
                     self.store._changed.wait(min(0.5, max(self.deadline - time.monotonic(), 0)))
                     continue
             for rv, kind, obj in pending:
+                key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+                was = selected.pop(key, False)
+                now = self.namespace in (None, key[0]) and all(p(obj) for p in self.predicates)
+                if kind != "DELETED" and now:
+                    selected[key] = True
                 if rv <= self.since:
                     continue
                 self.since = rv
-                if self.namespace not in (None, obj["metadata"]["namespace"]):
-                    continue
-                if all(p(obj) for p in self.predicates):
-                    yield json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+                if kind == "DELETED" or (was and not now):
+                    report = "DELETED" if was else None
+                else:
+                    report = (kind if was else "ADDED") if now else None
+                if report:
+                    yield json.dumps({"type": report, "object": obj}).encode() + b"\n"
+
+
+_TABLE_COLUMNS = (
+    ("Name", "name", 0),
+    ("Ready", "", 0),
+    ("Status", "", 0),
+    ("Restarts", "", 0),
+    ("Age", "", 0),
+    ("IP", "", 1),
+    ("Node", "", 1),
+    ("Nominated Node", "", 1),
+    ("Readiness Gates", "", 1),
+)
+
+
+def _age(created):
+    """kube's duration.HumanDuration, to the minute past ten minutes."""
+    then = datetime.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    seconds = max(int((datetime.datetime.now(datetime.timezone.utc) - then).total_seconds()), 0)
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        return f"{minutes}m{seconds % 60}s" if seconds % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    return f"{minutes // 60}h"
+
+
+def _row(pod):
+    """The cells kube-apiserver's pod printer (pkg/printers/internalversion printPod) gives, for what pods here have."""
+    status = pod.get("status") or {}
+    reason = status.get("reason") or status.get("phase") or ""
+    ready = restarts = 0
+    for container in status.get("containerStatuses") or []:
+        restarts += container.get("restartCount", 0)
+        state = container.get("state") or {}
+        if (state.get("waiting") or {}).get("reason"):
+            reason = state["waiting"]["reason"]
+        elif state.get("terminated"):
+            terminated = state["terminated"]
+            reason = terminated.get("reason") or f"ExitCode:{terminated.get('exitCode', 0)}"
+        elif container.get("ready") and state.get("running"):
+            ready += 1
+    if pod["metadata"].get("deletionTimestamp"):
+        reason = "Terminating"
+    return [
+        pod["metadata"]["name"],
+        f"{ready}/{len(pod['spec'].get('containers') or [])}",
+        reason,
+        str(restarts),
+        _age(pod["metadata"]["creationTimestamp"]),
+        status.get("podIP") or "<none>",
+        pod["spec"].get("nodeName") or "<none>",
+        "<none>",
+        "<none>",
+    ]
+
+
+def as_table(answer):
+    """A Pod or PodList as the ``meta.k8s.io/v1`` Table kubectl asks for (``Accept: ...;as=Table;...``)."""
+    pods = answer["items"] if answer.get("kind") == "PodList" else [answer]
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": answer["metadata"].get("resourceVersion", "")},
+        "columnDefinitions": [
+            {"name": name, "type": "string", "format": fmt, "description": "", "priority": priority}
+            for name, fmt, priority in _TABLE_COLUMNS
+        ],
+        "rows": [
+            {
+                "cells": _row(pod),
+                "object": {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": pod["metadata"],
+                },
+            }
+            for pod in pods
+        ],
+    }
 
 
 def exec_environment(behaviour):

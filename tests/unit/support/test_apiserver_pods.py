@@ -207,7 +207,7 @@ def test_list_selects_by_label_node_and_name(core):
     with pytest.raises(ApiException) as error:
         names(field_selector="spec.nodeSelector=x")
     assert status_error(error.value)[0] == 400
-    assert json.loads(error.value.body)["message"] == 'field label not supported: "spec.nodeSelector"'
+    assert json.loads(error.value.body)["message"] == "field label not supported: spec.nodeSelector"
 
 
 def test_watch_reports_added_modified_and_deleted(core):
@@ -470,3 +470,23 @@ def test_patch_changes_metadata_and_refuses_spec_changes(running):
     with pytest.raises(ApiException) as error:
         running.patch_namespaced_pod("p1", NS, {"metadata": {"resourceVersion": "1", "labels": {"run": "r2"}}})
     assert error.value.status == 409 and running.server.pods.get(NS, "p1")["metadata"]["labels"]["run"] == "r1"
+
+
+def test_watch_reports_pods_entering_and_leaving_the_selection(core):
+    core.create_namespaced_pod(NS, pod("a", labels={"run": "r0"}))
+    since = core.list_namespaced_pod(NS).metadata.resource_version
+    core.patch_namespaced_pod("a", NS, {"metadata": {"labels": {"run": "r1"}}})
+    core.patch_namespaced_pod("a", NS, {"metadata": {"labels": {"run": "r1", "x": "y"}}})
+    core.patch_namespaced_pod("a", NS, {"metadata": {"labels": {"run": "r2"}}})
+    core.create_namespaced_pod(NS, pod("b", node=None, labels={"run": "r1"}))
+    core.delete_namespaced_pod("b", NS)
+    events = watch.Watch().stream(
+        core.list_namespaced_pod, NS, label_selector="run=r1", resource_version=since, timeout_seconds=1
+    )
+    assert [(e["type"], e["object"].metadata.name) for e in events] == [
+        ("ADDED", "a"),
+        ("MODIFIED", "a"),
+        ("DELETED", "a"),
+        ("ADDED", "b"),
+        ("DELETED", "b"),
+    ]

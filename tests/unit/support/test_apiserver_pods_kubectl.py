@@ -110,6 +110,18 @@ def test_a_pod_that_never_starts_shows_its_reason(kubectl):
     assert rc == 0 and yaml.safe_load(out) == {"reason": "ErrImagePull", "message": message}
     rc, _out, err = kubectl("exec", "p1", "--", "true")
     assert (rc, err) == (1, 'error: unable to upgrade connection: container not found ("c")\n')
+    # The server's Table, as kubectl prints it: the waiting reason is the STATUS.
+    kubectl.server.pods.behaviour = lambda p: PodBehaviour.running()
+    kubectl("apply", "--validate=false", "-f", "-", stdin=manifest("p2"))
+    kubectl("wait", "--for=condition=Ready", "pod/p2", "--timeout=10s")
+    rc, out, _err = kubectl("get", "pods")
+    assert rc == 0 and [line.split()[:4] for line in out.splitlines()] == [
+        ["NAME", "READY", "STATUS", "RESTARTS"],
+        ["p1", "0/1", "ErrImagePull", "0"],
+        ["p2", "1/1", "Running", "0"],
+    ]
+    rc, out, _err = kubectl("get", "pods", "-o", "wide", "-l", "app=none")
+    assert (rc, out, _err) == (0, "", f"No resources found in {NS} namespace.\n")
 
 
 def test_admission_and_rbac_refusals_as_kubectl_prints_them(kubectl):
