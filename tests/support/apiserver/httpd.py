@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from support.apiserver.podexec import serve_exec
-from support.apiserver.pods import WatchStream
+from support.apiserver.pods import WatchStream, as_table
 from support.apiserver.schema import ApiError, RecordedRequest
 
 _EXEC_PATH = re.compile(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/exec")
@@ -139,6 +139,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if isinstance(answer, WatchStream):
             self._stream(answer)
             return
+        if (
+            isinstance(answer, dict)
+            and answer.get("kind") in ("Pod", "PodList")
+            and "as=Table" in (self.headers.get("Accept") or "")
+        ):
+            answer = as_table(answer)
         self._send(status, answer, warnings)
 
     do_GET = do_PATCH = do_DELETE = do_POST = do_PUT = _dispatch

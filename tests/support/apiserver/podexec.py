@@ -16,7 +16,7 @@ comes (several MB work). When the process has ended and its stdout and stderr ar
 ``command terminated with non-zero exit code: error executing command [<argv>], exit code <n>``; then a close frame
 (1000). A command that cannot be started gives containerd's ``InternalError`` (500) status, ``... exec: "<argv0>":
 executable file not found in $PATH: unknown`` (kubectl prints it and exits 1). ``tty=true`` runs without a terminal.
-If the client goes away first, the process is killed.
+If the client goes away first, the process is killed; so is any still running when the server stops.
 
 Refusals, in the order kube-apiserver checks them (pkg/registry/core/pod/strategy.go ``streamLocation``, then the
 kubelet): 401 without credentials; 403 when ``server.forbid("create", "pods/exec")`` (the verb for GET and POST
@@ -236,6 +236,14 @@ class _Session:
             )
             self._drain(None)
             return
+        processes = self.handler.api.pods.processes
+        processes.add(process)
+        try:
+            self._serve(process)
+        finally:
+            processes.discard(process)
+
+    def _serve(self, process):
         pumps = []
         for pipe, channel in ((process.stdout, STDOUT), (process.stderr, STDERR)):
             if pipe is not None:

@@ -11,25 +11,37 @@ Served under ``/api/v1/namespaces/<ns>/pods`` (and ``/api/v1/pods`` for a list o
   ``terminationGracePeriodSeconds``, per container ``imagePullPolicy`` and ``terminationMessage*``); ``status`` is
   ``{phase: Pending, qosClass: BestEffort}`` in the answer, whatever the body says. 409 ``AlreadyExists``, 422
   ``Invalid`` without containers, container name or image, 400 when the body's namespace is not the URL's.
-  Namespaces need not exist (a real server answers 404 ``namespaces "x" not found``; no test here needs that).
-* get, list (``labelSelector``; ``fieldSelector`` on ``metadata.name``, ``metadata.namespace``, ``spec.nodeName``,
-  ``status.phase``, ``spec.serviceAccountName``, ``spec.hostNetwork``; others 400 ``field label not supported``);
+  Every namespace exists unless ``PodStore.namespaces`` is a set of names: then a create elsewhere answers 404
+  ``namespaces "x" not found``, as does a GET of ``/api/v1/namespaces/x`` (kubectl reads the namespace after a 404);
+  namespaces are served for get and list only, ``Active`` and without labels.
+* get, list (as a ``meta.k8s.io/v1`` Table when kubectl asks: NAME, READY, STATUS with the waiting reason,
+  RESTARTS, AGE, and for ``-o wide`` IP, NODE); ``labelSelector``; ``fieldSelector`` on the fields a real server
+  selects pods by: ``metadata.name``, ``metadata.namespace``, ``spec.nodeName`` (or ``spec.host``),
+  ``spec.restartPolicy``, ``spec.schedulerName``, ``spec.serviceAccountName``, ``spec.hostNetwork``,
+  ``status.phase``, ``status.podIP``, ``status.nominatedNodeName``; others 400 ``field label not supported:
+  <label>``;
 * watch (``watch=true``, as ``kubectl wait`` and ``kubernetes.watch`` use): a chunked stream of ``ADDED``,
   ``MODIFIED``, ``DELETED`` events after ``resourceVersion`` (all current pods as ``ADDED`` when it is empty or
-  ``0``), ending after ``timeoutSeconds``; filtered on the object's state after each change (a pod that stops
-  matching a selector is not reported as ``DELETED``, unlike a real server);
+  ``0``), ending after ``timeoutSeconds``; as from the watch cache, a pod that comes into the selectors' selection
+  is ``ADDED`` and one that leaves it ``DELETED``; no bookmarks, no ``410 Gone`` (every event is kept);
 * delete: the answer is the Pod (pods return the deleted object) with ``deletionTimestamp`` set;
   ``gracePeriodSeconds`` (query or ``DeleteOptions``) and ``propagationPolicy`` (``Orphan``, ``Background``,
   ``Foreground``; others 400) are accepted. A scheduled pod stays, terminating, for
   ``min(grace, PodStore.termination_seconds)`` (default 0 s) and then goes (a ``DELETED`` event); an unscheduled pod
   goes at once. ``deletecollection`` (DELETE on the collection, with ``labelSelector``/``fieldSelector``) too;
+* patch (JSON merge patch, JSON patch; a strategic merge patch is applied as a JSON merge patch, right for
+  metadata, wrong for lists in the spec): ``metadata`` (labels, annotations, ownerReferences) changes; ``status``
+  stays the "kubelet's"; a spec change other than container images or ``activeDeadlineSeconds`` answers 422 with
+  the start of the real message (``pod updates may not change fields other than ...``, without its diff). A
+  ``resourceVersion`` in the patch is a precondition (409). No update (PUT) and no ``status`` subresource;
 * ``ownerReferences`` are kept as given. Garbage collection: when an object (any kind, this server's) whose ``uid``
   a pod names as owner is deleted, the pod goes too unless another of its owners still exists (then the reference
   is dropped), as the garbage collector does for ``Background`` deletion. Pods whose owner never existed are *not*
   collected (a real cluster would collect them).
 
 What happens to a created pod is decided by ``PodStore.behaviour`` (``server.pods.behaviour``), a function of the
-created pod (a dict) returning a :class:`PodBehaviour`; the default starts every pod at once. A behaviour is one of
+created pod (a dict) returning a :class:`PodBehaviour`; the default starts every pod at once. There is no
+scheduler: a pod without ``spec.nodeName`` stays ``Pending`` whatever its behaviour. A behaviour is one of
 
 * :meth:`PodBehaviour.running`: ``Running`` with ``Ready``/``ContainersReady`` true and ``containerStatuses``
   running, after ``delay`` seconds (a ``MODIFIED`` event);
@@ -40,12 +52,15 @@ created pod (a dict) returning a :class:`PodBehaviour`; the default starts every
 
 A running pod's behaviour also says how ``pods/exec`` runs a command "in" it (``exec_prefix``, ``env``, ``cwd``;
 see ``support.apiserver.podexec``). Tests read pods with ``server.pods.get(ns, name)`` or ``server.pods.objects``
-(keyed by ``(namespace, name)``), and seed them with ``server.pods.add(obj)``.
+(keyed by ``(namespace, name)``), seed them with ``server.pods.add(obj)``, change a pod's status as its kubelet
+would with ``server.pods.set_status(ns, name, status)``, and keep deleted pods terminating for a while with
+``server.pods.termination_seconds``.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import os
 import re
@@ -55,7 +70,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from support.apiserver.schema import _DNS_SUBDOMAIN_RE, ApiError, _now, _parse_selector
+from support.apiserver.schema import _DNS_SUBDOMAIN_RE, ApiError, _json_patch, _merge_patch, _now, _parse_selector
 
 # The PATH of a container's process when the image sets none (containerd's and CRI-O's default).
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -67,6 +82,12 @@ _POD_FIELDS = {
     "spec.serviceAccountName": lambda p: (p.get("spec") or {}).get("serviceAccountName"),
     "spec.hostNetwork": lambda p: "true" if (p.get("spec") or {}).get("hostNetwork") else "false",
     "status.phase": lambda p: (p.get("status") or {}).get("phase"),
+    "spec.restartPolicy": lambda p: (p.get("spec") or {}).get("restartPolicy"),
+    "spec.schedulerName": lambda p: (p.get("spec") or {}).get("schedulerName"),
+    "status.podIP": lambda p: (p.get("status") or {}).get("podIP"),
+    "status.nominatedNodeName": lambda p: (p.get("status") or {}).get("nominatedNodeName"),
+    # Old clients' name for spec.nodeName.
+    "spec.host": lambda p: (p.get("spec") or {}).get("nodeName"),
 }
 
 
@@ -98,15 +119,28 @@ class PodBehaviour:
     def forbidden_by_pod_security(cls, violations, level="restricted:latest"):
         """Refused at create as the PodSecurity admission plugin does: ``violations`` is the list of its check
         results, e.g. ``['privileged (container "c" must not set securityContext.privileged=true)']``."""
+        # kubernetes staging/src/k8s.io/pod-security-admission/admission/admission.go: forbiddenResponse of
+        # fmt.Errorf("violates PodSecurity %q: %s", level, result.ForbiddenDetail()), which joins "reason (detail)"
+        # with ", "; admission.NewForbidden prefixes 'pods "<name>" is forbidden: '.
         return cls("forbidden", message=f'violates PodSecurity "{level}": {", ".join(violations)}')
 
     @classmethod
     def forbidden_by_scc(cls, errors):
-        """Refused at create as OpenShift's SCC admission does: ``errors`` are its per-provider errors, e.g.
+        """Refused at create as OpenShift's SCC admission does: ``errors`` are its per-provider field errors, e.g.
         ``['provider "privileged": Forbidden: not usable by user or serviceaccount']``."""
-        return cls(
-            "forbidden", message=f"unable to validate against any security context constraint: [{', '.join(errors)}]"
-        )
+        # openshift/apiserver-library-go sccadmission: "unable to validate against any security context constraint:
+        # %v" of validationErrs.ToAggregate(); an aggregate (apimachinery util/errors) drops repeats and shows one
+        # error bare, several as "[a, b]".
+        unique = list(dict.fromkeys(errors))
+        text = unique[0] if len(unique) == 1 else f"[{', '.join(unique)}]"
+        return cls("forbidden", message=f"unable to validate against any security context constraint: {text}")
+
+
+def _repository(image):
+    """The image reference without tag or digest (a registry's port stays)."""
+    name = image.split("@", maxsplit=1)[0]
+    head, _colon, tag = name.rpartition(":")
+    return head if head and "/" not in tag else name
 
 
 def _default_behaviour(_pod):
@@ -122,10 +156,14 @@ class PodStore:
         self.behaviour = _default_behaviour
         # How long a scheduled pod stays terminating after a graceful delete (capped by its grace period).
         self.termination_seconds = 0.0
+        # None: every namespace exists; a set: only these.
+        self.namespaces = None
         self._behaviours = {}
         self._events = []  # (resourceVersion int, type, object)
         self._changed = threading.Condition()
         self._timers = []
+        # pods/exec processes still running; stop() kills them.
+        self.processes = set()
 
     # ------------------------------------------------------------ test helpers
 
@@ -160,6 +198,8 @@ class PodStore:
     def stop(self):
         for timer in self._timers:
             timer.cancel()
+        for process in list(self.processes):
+            process.kill()
         with self._changed:
             self._changed.notify_all()
 
@@ -227,6 +267,9 @@ class PodStore:
         obj = self.objects.get(key)
         if obj is None or obj["metadata"]["uid"] != uid or obj["metadata"].get("deletionTimestamp"):
             return
+        if not obj["spec"].get("nodeName"):
+            # No scheduler here: an unscheduled pod stays Pending.
+            return
         obj = copy.deepcopy(obj)
         now = _now()
         containers = obj["spec"].get("containers") or []
@@ -252,7 +295,7 @@ class PodStore:
                 {
                     "name": c["name"],
                     "image": c.get("image"),
-                    "imageID": f"{str(c.get('image')).split('@')[0].rsplit(':', 1)[0]}@sha256:{'0' * 64}",
+                    "imageID": f"{_repository(str(c.get('image')))}@sha256:{'0' * 64}",
                     "containerID": f"containerd://{secrets.token_hex(32)}",
                     "ready": True,
                     "started": True,
@@ -310,10 +353,66 @@ class PodStore:
                         details,
                     )
 
+    def namespace_exists(self, name):
+        return self.namespaces is None or name in self.namespaces
+
+    def handle_namespace(self, method, name, user):
+        """GET of one namespace or the list (the only verbs served for namespaces)."""
+        if method != "GET":
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+        def namespace(ns):
+            return {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": ns, "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, ns)), "resourceVersion": "1"},
+                "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Active"},
+            }
+
+        if name is None:
+            self._authorize_cluster(user, "list", "namespaces")
+            names = sorted(
+                self.namespaces if self.namespaces is not None else {"default"} | {k[0] for k in self.objects}
+            )
+            items = [namespace(n) for n in names]
+            for item in items:
+                del item["apiVersion"], item["kind"]
+            return (
+                200,
+                {
+                    "kind": "NamespaceList",
+                    "apiVersion": "v1",
+                    "metadata": {"resourceVersion": str(self.api._rv)},
+                    "items": items,
+                },
+                [],
+            )
+        self._authorize_cluster(user, "get", "namespaces", name)
+        if not self.namespace_exists(name):
+            raise self._namespace_not_found(name)
+        return 200, namespace(name), []
+
+    @staticmethod
+    def _namespace_not_found(name):
+        return ApiError(404, "NotFound", f'namespaces "{name}" not found', {"name": name, "kind": "namespaces"})
+
+    def _authorize_cluster(self, user, verb, resource, name=None):
+        for v in (verb, "*"):
+            for r in (resource, "*"):
+                if (v, r) in self.api.forbidden:
+                    target = f'{resource} "{name}" is forbidden' if name else f"{resource} is forbidden"
+                    raise ApiError(
+                        403,
+                        "Forbidden",
+                        f'{target}: User "{user}" cannot {verb} resource "{resource}" in API group "" at the cluster scope',
+                        {"name": name, "kind": resource} if name else {"kind": resource},
+                    )
+
     def not_found(self, name):
         return ApiError(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
 
-    def handle(self, method, namespace, name, query, body, user):
+    def handle(self, method, namespace, name, query, body, user, content_type=None):
         """Return (status, body or :class:`WatchStream`, warnings) for a pods URL (``name`` None: the collection)."""
         watch = query.get("watch") in ("1", "t", "T", "TRUE", "true", "True")
         if method == "GET" and name is None:
@@ -333,6 +432,9 @@ class PodStore:
             if obj is None:
                 raise self.not_found(name)
             return 200, copy.deepcopy(obj), []
+        if method == "PATCH" and name:
+            self.authorize(user, "patch", "pods", namespace, name)
+            return 200, self._patch((namespace, name), body, content_type, query), []
         if method == "DELETE" and name is None:
             self.authorize(user, "deletecollection", "pods", namespace)
             options = self._delete_options(query, body)
@@ -348,6 +450,81 @@ class PodStore:
                 raise self.not_found(name)
             return 200, self._delete(key, self._delete_options(query, body)), []
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    def _patch(self, key, body, content_type, query):
+        live = self.objects.get(key)
+        if live is None:
+            raise self.not_found(key[1])
+        ctype = (content_type or "").split(";")[0].strip().lower()
+        if ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "the merge patch is not an object")
+            result = _merge_patch(live, body)
+        elif ctype == "application/json-patch+json":
+            try:
+                result = _json_patch(live, body)
+            except (ValueError, KeyError, IndexError, TypeError) as exc:
+                raise ApiError(
+                    422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+                ) from exc
+        else:
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+            )
+        meta = result.get("metadata") if isinstance(result.get("metadata"), dict) else {}
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv is not None and str(wanted_rv) != live["metadata"]["resourceVersion"]:
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on pods "{key[1]}": the object has been modified; please apply your '
+                "changes to the latest version and try again",
+                {"name": key[1], "kind": "pods"},
+            )
+        for field_name in (
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ):
+            if field_name in live["metadata"]:
+                meta[field_name] = live["metadata"][field_name]
+            else:
+                meta.pop(field_name, None)
+        result["metadata"] = meta
+        # status is the kubelet's (the status subresource is not served), spec mostly immutable.
+        result["status"] = copy.deepcopy(live.get("status"))
+
+        def mutable_removed(spec):
+            spec = copy.deepcopy(spec or {})
+            for group in ("containers", "initContainers"):
+                for container in spec.get(group) or []:
+                    if isinstance(container, dict):
+                        container.pop("image", None)
+            spec.pop("activeDeadlineSeconds", None)
+            return spec
+
+        if mutable_removed(result.get("spec")) != mutable_removed(live.get("spec")):
+            raise ApiError(
+                422,
+                "Invalid",
+                f'Pod "{key[1]}" is invalid: spec: Forbidden: pod updates may not change fields other than '
+                "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+                "`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+                "(allow it to be set to 1 if it was previously negative)",
+                {"name": key[1], "kind": "Pod", "causes": [{"reason": "FieldValueForbidden", "field": "spec"}]},
+            )
+        if query.get("dryRun") == "All":
+            return result
+        if result == live:
+            return copy.deepcopy(live)
+        self._put(result, "MODIFIED")
+        return copy.deepcopy(result)
 
     @staticmethod
     def _full(namespace, item):
@@ -368,7 +545,8 @@ class PodStore:
                 raise ApiError(400, "BadRequest", f"invalid selector: '{text}'; can't understand '{term}'")
             label, operator, value = match.groups()
             if label not in _POD_FIELDS:
-                raise ApiError(400, "BadRequest", f'field label not supported: "{label}"')
+                # pkg/apis/core/v1/conversion.go, the Pod field label conversion.
+                raise ApiError(400, "BadRequest", f"field label not supported: {label}")
 
             def predicate(pod, get=_POD_FIELDS[label], operator=operator, value=value):
                 actual = get(pod) or ""
@@ -403,6 +581,8 @@ class PodStore:
                 f"the object has apiVersion {body.get('apiVersion')!r} and kind {body.get('kind')!r}; "
                 "this endpoint serves v1 Pod",
             )
+        if not self.namespace_exists(namespace):
+            raise self._namespace_not_found(namespace)
         obj = copy.deepcopy(body)
         obj["apiVersion"], obj["kind"] = "v1", "Pod"
         meta = obj.setdefault("metadata", {})
@@ -417,7 +597,7 @@ class PodStore:
         meta["namespace"] = namespace
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(
-                secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5)
+                secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _position in range(5)
             )
         name = meta.get("name") or ""
         self._validate(name, obj)
@@ -575,22 +755,114 @@ class WatchStream:
         """Yield encoded events until the deadline, or until ``stopped()`` (the client left or the server stops)."""
         for kind, obj in self.initial:
             yield json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+        # Whether each pod is in the watcher's selection, replayed from the log: as the watch cache does, a pod that
+        # enters the selection comes as ADDED and one that leaves it as DELETED.
+        selected = {}
         position = 0
         while time.monotonic() < self.deadline and not stopped():
             with self.store._changed:
-                pending = [e for e in self.store._events[position:]]
+                pending = self.store._events[position:]
                 position = len(self.store._events)
                 if not pending:
                     self.store._changed.wait(min(0.5, max(self.deadline - time.monotonic(), 0)))
                     continue
             for rv, kind, obj in pending:
+                key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+                was = selected.pop(key, False)
+                now = self.namespace in (None, key[0]) and all(p(obj) for p in self.predicates)
+                if kind != "DELETED" and now:
+                    selected[key] = True
                 if rv <= self.since:
                     continue
                 self.since = rv
-                if self.namespace not in (None, obj["metadata"]["namespace"]):
-                    continue
-                if all(p(obj) for p in self.predicates):
-                    yield json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+                if kind == "DELETED" or (was and not now):
+                    report = "DELETED" if was else None
+                else:
+                    report = (kind if was else "ADDED") if now else None
+                if report:
+                    yield json.dumps({"type": report, "object": obj}).encode() + b"\n"
+
+
+_TABLE_COLUMNS = (
+    ("Name", "name", 0),
+    ("Ready", "", 0),
+    ("Status", "", 0),
+    ("Restarts", "", 0),
+    ("Age", "", 0),
+    ("IP", "", 1),
+    ("Node", "", 1),
+    ("Nominated Node", "", 1),
+    ("Readiness Gates", "", 1),
+)
+
+
+def _age(created):
+    """kube's duration.HumanDuration, to the minute past ten minutes."""
+    then = datetime.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    seconds = max(int((datetime.datetime.now(datetime.timezone.utc) - then).total_seconds()), 0)
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        return f"{minutes}m{seconds % 60}s" if seconds % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    return f"{minutes // 60}h"
+
+
+def _row(pod):
+    """The cells kube-apiserver's pod printer (pkg/printers/internalversion printPod) gives, for what pods here have."""
+    status = pod.get("status") or {}
+    reason = status.get("reason") or status.get("phase") or ""
+    ready = restarts = 0
+    for container in status.get("containerStatuses") or []:
+        restarts += container.get("restartCount", 0)
+        state = container.get("state") or {}
+        if (state.get("waiting") or {}).get("reason"):
+            reason = state["waiting"]["reason"]
+        elif state.get("terminated"):
+            terminated = state["terminated"]
+            reason = terminated.get("reason") or f"ExitCode:{terminated.get('exitCode', 0)}"
+        elif container.get("ready") and state.get("running"):
+            ready += 1
+    if pod["metadata"].get("deletionTimestamp"):
+        reason = "Terminating"
+    return [
+        pod["metadata"]["name"],
+        f"{ready}/{len(pod['spec'].get('containers') or [])}",
+        reason,
+        str(restarts),
+        _age(pod["metadata"]["creationTimestamp"]),
+        status.get("podIP") or "<none>",
+        pod["spec"].get("nodeName") or "<none>",
+        "<none>",
+        "<none>",
+    ]
+
+
+def as_table(answer):
+    """A Pod or PodList as the ``meta.k8s.io/v1`` Table kubectl asks for (``Accept: ...;as=Table;...``)."""
+    pods = answer["items"] if answer.get("kind") == "PodList" else [answer]
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": answer["metadata"].get("resourceVersion", "")},
+        "columnDefinitions": [
+            {"name": name, "type": "string", "format": fmt, "description": "", "priority": priority}
+            for name, fmt, priority in _TABLE_COLUMNS
+        ],
+        "rows": [
+            {
+                "cells": _row(pod),
+                "object": {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": pod["metadata"],
+                },
+            }
+            for pod in pods
+        ],
+    }
 
 
 def exec_environment(behaviour):
