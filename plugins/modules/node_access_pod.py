@@ -83,10 +83,12 @@ options:
 attributes:
   check_mode:
     support: partial
-    details: Nothing is created or deleted, and RV(pods) is empty; the prefetch playbook runs this module outside
-      check mode, as its node plays need the pods even to report what they would do.
+    description: Nothing is created or deleted, and RV(pods) is empty.
+    details: The prefetch playbook runs this module outside check mode, as its node plays need the pods even to report
+      what they would do.
   diff_mode:
     support: none
+    description: No diff is given.
   platform:
     support: full
     platforms: posix
