@@ -18,7 +18,8 @@ description:
     that the pods of an interrupted run end on their own. Then waits until each runs, fails to start, or
     O(start_timeout) passes.
   - Each pod is labelled C(pinned.images/node-access=true), C(pinned.images/run=RUN_ID) and
-    C(pinned.images/node=NODE). Pods of other runs on the same nodes (leftovers of an interrupted run) are deleted
+    C(pinned.images/node=NODE), and owned by its Node when the Node can be read (the garbage collector removes
+    it with the node). Pods of other runs on the same nodes (leftovers of an interrupted run) are deleted
     first.
   - A pod that does not start fails only its node, with the pod's own reason (C(ErrImagePull), C(Unschedulable),
     ...) or the API's refusal (RBAC, Pod Security or SecurityContextConstraints admission, HTTP 403), in RV(pods).

@@ -11,8 +11,8 @@ through which the node plays run with the ``kubernetes.core.kubectl`` connection
     run and the node (``selector``) so that a later run finds the leftovers of an interrupted one.
 ``start_problem(pod) -> str | None``: why a pod will not run (image pull, config, scheduling, a failed container);
     None while it may still start. ``is_running(pod)``: its container runs.
-``open_pods(client, nodes, run_id, settings, clock, sleep)``: remove the leftovers on these nodes, create the pods,
-    wait until each runs or fails; the state of each (``PodState``). ``remove_pods(client, namespace, run_id)``.
+``open_pods(client, nodes, run_id, settings, clock, sleep)``: remove the leftovers on these nodes, create the pods
+    (owned by their Node when it can be read), wait until each runs or fails; the state of each (``PodState``). ``remove_pods(client, namespace, run_id)``.
 """
 
 from __future__ import annotations
@@ -200,6 +200,19 @@ def _failure(name: str, settings: PodSettings, why: str) -> str:
     return f"the node access pod {name} in namespace {settings.namespace} did not start: {why}"
 
 
+def _node_owner(client: K8sClient, node: str) -> Optional[Dict[str, Any]]:
+    """The Node as the pod's owner, so that the garbage collector removes the pod with its node; None when the
+    Node cannot be read (no RBAC to get nodes: the labels still find the pod)."""
+    try:
+        found = client.get("v1", "Node", node)
+    except K8sError:
+        return None
+    uid = ((found or {}).get("metadata") or {}).get("uid")
+    if not uid:
+        return None
+    return {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid}
+
+
 def remove_pods(client: K8sClient, namespace: str, labels: Mapping[str, str]) -> List[str]:
     """Delete the pods of ``namespace`` with ``labels``; the names deleted."""
     removed = []
@@ -234,6 +247,9 @@ def open_pods(
     states: Dict[str, PodState] = {}
     for node in nodes:
         manifest = pod_manifest(node, run_id, settings)
+        owner = _node_owner(client, node)
+        if owner is not None:
+            manifest["metadata"]["ownerReferences"] = [owner]
         name = manifest["metadata"]["name"]
         state = PodState(node=node, name=name, namespace=settings.namespace, running=False, reason="")
         try:

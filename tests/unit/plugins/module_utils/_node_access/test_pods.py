@@ -77,6 +77,7 @@ def test_a_pod_that_cannot_start_is_told_by_its_own_reason():
 
 
 def test_pods_open_on_every_node_and_leftovers_of_other_runs_go_first(client, fake_apiserver):
+    fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-0"}})
     old = pod_manifest("worker-0", "old-run", SETTINGS)
     other_node = pod_manifest("worker-9", "old-run", SETTINGS)
     fake_apiserver.pods.add(old)
@@ -129,3 +130,16 @@ def test_admission_and_rbac_refusals_are_the_apis_403(client, fake_apiserver):
     with pytest.raises(K8sError, match="forbidden: the credentials may not list pods") as info:
         open_pods(client, ["worker-0"], "r", SETTINGS)
     assert info.value.status == 403
+
+
+def test_a_pod_is_owned_by_its_node_and_goes_with_it(client, fake_apiserver):
+    node = fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-0"}})
+    pods = open_pods(client, ["worker-0", "gone-node"], "r", SETTINGS)["pods"]
+    owned = fake_apiserver.pods.get("pinned", pods[0]["name"])
+    assert owned["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": "worker-0", "uid": node["metadata"]["uid"]}
+    ]
+    # A node the API does not have (or may not be read) gives a pod without an owner, found by its labels.
+    assert "ownerReferences" not in fake_apiserver.pods.get("pinned", pods[1]["name"])["metadata"]
+    client.delete("v1", "Node", "worker-0")
+    assert fake_apiserver.pods.get("pinned", pods[0]["name"]) is None
