@@ -18,7 +18,8 @@ containerd and CRI-O): ``{"metadata": {}, "status": "Success"}``, or ``Failure``
 then a close frame (1000). Pings are answered (kubectl pings every 5 s and gives up without a pong). A command that
 cannot be started gives the ``InternalError`` (500) status of containerd's ``... exec: "<argv0>": executable file
 not found in $PATH: unknown`` (kubectl prints it and exits 1). ``tty=true`` runs without a terminal.
-If the client goes away first, the process is killed; so is any still running when the server stops.
+If the client goes away first, the process is killed; so is any still running when its pod goes (as the kubelet
+kills the container: the exec ends with exit code 137) or when the server stops.
 
 Refusals, in the order kube-apiserver checks them (pkg/registry/core/pod/strategy.go ``streamLocation``, then the
 kubelet): 401 without credentials; 403 when ``server.forbid("create", "pods/exec")`` (the verb for GET and POST
@@ -141,12 +142,14 @@ def serve_exec(handler, namespace, name, pairs):
     handler.end_headers()
     handler.wfile.flush()
     pod, behaviour, _container = target
-    _Session(handler, ServerWebSocket(handler.rfile, handler.wfile), chosen, query, behaviour).run()
+    _Session(
+        handler, ServerWebSocket(handler.rfile, handler.wfile), chosen, query, behaviour, pod["metadata"]["uid"]
+    ).run()
 
 
 class _Session:
-    def __init__(self, handler, ws, protocol, query, behaviour):
-        self.handler, self.ws, self.protocol = handler, ws, protocol
+    def __init__(self, handler, ws, protocol, query, behaviour, pod_uid):
+        self.handler, self.ws, self.protocol, self.pod_uid = handler, ws, protocol, pod_uid
         self.command = list(query.get("command") or [])
         flags = {k: (v[-1] in _TRUE) for k, v in query.items() if k in ("stdin", "stdout", "stderr")}
         self.stdin, self.stdout, self.stderr = (flags.get(k, False) for k in ("stdin", "stdout", "stderr"))
@@ -246,12 +249,16 @@ class _Session:
             )
             self._drain(None)
             return
-        processes = self.handler.api.pods.processes
-        processes.add(process)
+        pods = self.handler.api.pods
+        with self.handler.api._lock:
+            pods.processes.add(process)
+            pods.pod_processes.setdefault(self.pod_uid, set()).add(process)
         try:
             self._serve(process)
         finally:
-            processes.discard(process)
+            with self.handler.api._lock:
+                pods.processes.discard(process)
+                pods.pod_processes.get(self.pod_uid, set()).discard(process)
 
     def _serve(self, process):
         pumps = []
