@@ -11,12 +11,15 @@ Messages are binary, the first byte the channel: 0 stdin, 1 stdout, 2 stderr, 3 
 the CLOSE signal ``[255, channel]`` (client-go ``remotecommand`` websocket.go ``stream.Close``), which ends the
 process's stdin; on v4 stdin ends when the client closes the connection. Stdin is streamed to the process as it
 comes (several MB work). When the process has ended and its stdout and stderr are drained, channel 3 carries the v1
-``Status`` the container runtime's streaming server writes: ``{"metadata": {}, "status": "Success"}``, or
-``Failure``/``NonZeroExitCode`` with ``details.causes [{reason: ExitCode, message: "<n>"}]`` and message
-``command terminated with non-zero exit code: error executing command [<argv>], exit code <n>``; then a close frame
-(1000). A command that cannot be started gives containerd's ``InternalError`` (500) status, ``... exec: "<argv0>":
-executable file not found in $PATH: unknown`` (kubectl prints it and exits 1). ``tty=true`` runs without a terminal.
-If the client goes away first, the process is killed; so is any still running when the server stops.
+``Status`` the container runtime's streaming server writes (kubelet's cri/streaming/remotecommand, vendored by
+containerd and CRI-O): ``{"metadata": {}, "status": "Success"}``, or ``Failure``/``NonZeroExitCode`` with
+``details.causes [{reason: ExitCode, message: "<n>"}]`` and message ``command terminated with non-zero exit code:
+%v`` of the runtime's ``error executing command %v, exit code %d`` (argv as Go prints a slice: ``[sh -c exit 3]``);
+then a close frame (1000). Pings are answered (kubectl pings every 5 s and gives up without a pong). A command that
+cannot be started gives the ``InternalError`` (500) status of containerd's ``... exec: "<argv0>": executable file
+not found in $PATH: unknown`` (kubectl prints it and exits 1). ``tty=true`` runs without a terminal.
+If the client goes away first, the process is killed; so is any still running when its pod goes (as the kubelet
+kills the container: the exec ends with exit code 137) or when the server stops.
 
 Refusals, in the order kube-apiserver checks them (pkg/registry/core/pod/strategy.go ``streamLocation``, then the
 kubelet): 401 without credentials; 403 when ``server.forbid("create", "pods/exec")`` (the verb for GET and POST
@@ -27,7 +30,10 @@ found``; 400 ``container <c> is not valid for pod <name>`` and ``a container nam
 ``container not found ("<c>")`` when the container is not running (kubectl: ``error: unable to upgrade connection:
 container not found ("c")``). A request without an upgrade gets 400 ``Upgrade request required``. SPDY/3.1 (what
 kubectl falls back to when the WebSocket upgrade fails) gets the same refusals, but is not served beyond them: 400
-``SPDY is not served by the fake API server``; ``requests[i].upgrade`` records which a client used.
+``SPDY/3.1 is not served by the fake API server (WebSocket only)``; ``requests[i].upgrade`` records which a client
+used. (``container not found`` is the kubelet's ``GetExec`` error when it finds no running container; the
+unscheduled-pod message is the one kubectl users report: ``Error from server (BadRequest): pod x does not have a
+host assigned``.)
 
 The command is ``behaviour.exec_prefix + command`` with ``behaviour.env`` (default ``PATH`` and ``HOME``) in
 ``behaviour.cwd`` (default ``/``), from the pod's :class:`~support.apiserver.pods.PodBehaviour`.
@@ -38,6 +44,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import secrets
 import socket
 import subprocess
 import threading
@@ -135,12 +142,14 @@ def serve_exec(handler, namespace, name, pairs):
     handler.end_headers()
     handler.wfile.flush()
     pod, behaviour, _container = target
-    _Session(handler, ServerWebSocket(handler.rfile, handler.wfile), chosen, query, behaviour).run()
+    _Session(
+        handler, ServerWebSocket(handler.rfile, handler.wfile), chosen, query, behaviour, pod["metadata"]["uid"]
+    ).run()
 
 
 class _Session:
-    def __init__(self, handler, ws, protocol, query, behaviour):
-        self.handler, self.ws, self.protocol = handler, ws, protocol
+    def __init__(self, handler, ws, protocol, query, behaviour, pod_uid):
+        self.handler, self.ws, self.protocol, self.pod_uid = handler, ws, protocol, pod_uid
         self.command = list(query.get("command") or [])
         flags = {k: (v[-1] in _TRUE) for k, v in query.items() if k in ("stdin", "stdout", "stderr")}
         self.stdin, self.stdout, self.stderr = (flags.get(k, False) for k in ("stdin", "stdout", "stderr"))
@@ -221,27 +230,35 @@ class _Session:
                 cwd=behaviour.cwd or "/",
             )
         except OSError:
+            # containerd's text for a missing executable, wrapped by the streaming server as apierrors.NewInternalError
+            # of "error executing command in container: %v".
+            inner = (
+                "error executing command in container: failed to exec in container: failed to start exec "
+                f'"{secrets.token_hex(32)}": OCI runtime exec failed: exec failed: unable to start container process: '
+                f'exec: "{self.command[0] if self.command else ""}": executable file not found in $PATH: unknown'
+            )
             self._status(
                 {
                     "metadata": {},
                     "status": "Failure",
-                    "message": "Internal error occurred: error executing command in container: failed to exec in "
-                    "container: failed to start exec: OCI runtime exec failed: exec failed: unable to start container "
-                    f'process: exec: "{self.command[0] if self.command else ""}": executable file not found in $PATH: '
-                    "unknown",
+                    "message": f"Internal error occurred: {inner}",
                     "reason": "InternalError",
-                    "details": {"causes": [{"message": "error executing command in container"}]},
+                    "details": {"causes": [{"message": inner}]},
                     "code": 500,
                 }
             )
             self._drain(None)
             return
-        processes = self.handler.api.pods.processes
-        processes.add(process)
+        pods = self.handler.api.pods
+        with self.handler.api._lock:
+            pods.processes.add(process)
+            pods.pod_processes.setdefault(self.pod_uid, set()).add(process)
         try:
             self._serve(process)
         finally:
-            processes.discard(process)
+            with self.handler.api._lock:
+                pods.processes.discard(process)
+                pods.pod_processes.get(self.pod_uid, set()).discard(process)
 
     def _serve(self, process):
         pumps = []

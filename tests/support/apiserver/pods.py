@@ -162,8 +162,9 @@ class PodStore:
         self._events = []  # (resourceVersion int, type, object)
         self._changed = threading.Condition()
         self._timers = []
-        # pods/exec processes still running; stop() kills them.
+        # pods/exec processes still running, all and by pod uid; stop() and a pod's removal kill them.
         self.processes = set()
+        self.pod_processes = {}
 
     # ------------------------------------------------------------ test helpers
 
@@ -211,6 +212,8 @@ class PodStore:
         if event == "DELETED":
             self.objects.pop(key, None)
             self._behaviours.pop(key, None)
+            for process in self.pod_processes.pop(obj["metadata"]["uid"], set()):
+                process.kill()
         else:
             self.objects[key] = obj
         with self._changed:

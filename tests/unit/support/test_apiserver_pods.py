@@ -490,3 +490,20 @@ def test_watch_reports_pods_entering_and_leaving_the_selection(core):
         ("ADDED", "b"),
         ("DELETED", "b"),
     ]
+
+
+def test_deleting_the_pod_ends_its_exec_with_137(running):
+    server = running.server
+    sock = websocket.create_connection(
+        ws_url(server, "p1", "command=sleep&command=30&stdout=true&container=c"),
+        header=[f"Authorization: Bearer {server.token}"],
+        subprotocols=["v5.channel.k8s.io"],
+    )
+    deadline = time.monotonic() + 5
+    while not server.pods.processes and time.monotonic() < deadline:
+        time.sleep(0.02)
+    started = time.monotonic()
+    running.delete_namespaced_pod("p1", NS, grace_period_seconds=0)
+    messages = ws_messages(sock)
+    assert time.monotonic() - started < 5
+    assert messages[-1][0] == 3 and json.loads(messages[-1][1:])["details"]["causes"][0]["message"] == "137"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import sys
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -252,12 +253,12 @@ def test_kubernetes_core_kubectl_connection_plugin(pod, tmp_path):
     )
     env = dict(
         os.environ,
-        PATH=f"{KUBECTL.parent}:{os.environ['PATH']}",
+        PATH=f"{KUBECTL.parent}:{Path(sys.executable).parent}:{os.environ['PATH']}",
         ANSIBLE_HOME=str(tmp_path / "ansible-home"),
         ANSIBLE_PIPELINING="false",
     )
     proc = subprocess.run(
-        ["ansible-playbook", "-i", str(inventory), str(playbook)],
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), str(playbook)],
         capture_output=True,
         text=True,
         timeout=120,
