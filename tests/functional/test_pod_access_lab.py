@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -124,15 +125,17 @@ class PodLab:
             **more,
         )
 
-    def command(self, extra: dict) -> tuple[list[str], dict, Path]:
+    def command(self, extra: dict, check: bool = False) -> tuple[list[str], dict, Path]:
         self.runs += 1
         report = self.tmp / f"report-{self.runs}.json"
-        command = playbook_command("pinned.images.prefetch", (), dict(extra, cluster_report_file=str(report)))
+        command = playbook_command(
+            "pinned.images.prefetch", (), dict(extra, cluster_report_file=str(report)), check=check
+        )
         env = ansible_env(PATH=f"{KUBECTL_DIR}:{VENV_BIN}:{os.environ['PATH']}")
         return command, env, report
 
-    def run(self, extra: dict) -> tuple[subprocess.CompletedProcess, dict | None, float]:
-        command, env, report = self.command(extra)
+    def run(self, extra: dict, check: bool = False) -> tuple[subprocess.CompletedProcess, dict | None, float]:
+        command, env, report = self.command(extra, check)
         started = time.monotonic()
         proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400, check=False)
         seconds = time.monotonic() - started
@@ -211,6 +214,20 @@ def test_pod_mode_pulls_pins_and_reports_each_node_and_leaves_no_pod(plab, first
     assert plab.api.kubeconfig_path.read_text().count(plab.api.token) == 1
     assert plab.api.token not in output
     print(f"pod mode, 2 nodes, 4 images pulled: {first_run['seconds']:.1f} s")
+
+
+def test_check_mode_goes_through_the_pods_and_pulls_nothing(plab, first_run):
+    new = [record.reference for record in plab.lab.push_bulk(1, prefix="podmode-check")]
+    images = {role: first_run["images"][role] + new for role in first_run["images"]}
+    proc, report, _seconds = plab.run(plab.extra(sets_file(plab, "check", images)), check=True)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    # Each node would pull the new image only (the report's row: pulled, which counts what would be, and present).
+    for node, role in ROLES.items():
+        assert re.search(r'"%s\s+check\s+1\s+%d\s+0\s' % (node, len(images[role]) - 1), output), output[-3000:]
+        assert new[0] not in cri_pinned(plab, node)
+    assert "check mode: nothing was pulled" in output and report is None
+    assert plab.pods() == []
 
 
 def test_a_pod_that_never_starts_fails_its_node_with_the_reason_and_goes(plab, first_run):
