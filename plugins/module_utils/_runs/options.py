@@ -7,7 +7,9 @@
 ``CRI_CLIENT_ARGUMENT_SPEC`` -> ``cri_client(params)``, ``containerd_client(params)``;
 ``REGISTRY_ARGUMENT_SPEC`` -> ``RegistryOptions.from_params(params)``; ``K8S_AUTH_ARG_SPEC`` (kubernetes.core's
 names, aliases and ``K8S_AUTH_*`` variables) -> ``k8s_connection(params)``; ``SELECTION_ARGUMENT_SPEC`` (with
-``SELECTION_MUTUALLY_EXCLUSIVE``, ``SELECTION_REQUIRED_BY``) -> ``selected_images(params, validate, emptied)``.
+``SELECTION_MUTUALLY_EXCLUSIVE``, ``SELECTION_REQUIRED_BY``) -> ``selected_images(params, validate, emptied)``; ``HOST_ROOT_ARGUMENT_SPEC`` (every node
+module's) -> ``node_params(params, paths)``, the parameters with their node paths under ``host_root``, and
+``cri_socket(params)``, the default sockets looked for under it.
 ``Problems`` gathers every problem of a request's options, so that one error names them all.
 """
 
