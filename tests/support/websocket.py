@@ -17,11 +17,15 @@ import threading
 _GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 CONTINUATION, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
-NORMAL_CLOSURE, PROTOCOL_ERROR, MESSAGE_TOO_BIG = 1000, 1002, 1009
+NORMAL_CLOSURE, PROTOCOL_ERROR, NO_STATUS_RECEIVED, MESSAGE_TOO_BIG = 1000, 1002, 1005, 1009
 
 
 class WebSocketError(Exception):
-    """The peer broke the protocol (the connection is closed with 1002)."""
+    """The peer broke the protocol (the connection is closed with ``code``, 1002 unless said)."""
+
+    def __init__(self, message, code=PROTOCOL_ERROR):
+        super().__init__(message)
+        self.code = code
 
 
 def accept_key(key):
@@ -89,7 +93,7 @@ class ServerWebSocket:
         if opcode >= 0x8 and (length > 125 or not fin):
             raise WebSocketError("a control frame is fragmented or longer than 125 bytes")
         if length > self.max_message:
-            raise WebSocketError("message too big")
+            raise WebSocketError("message too big", MESSAGE_TOO_BIG)
         mask = self._read_exact(4)
         data = bytearray(self._read_exact(length))
         # XOR with the 4-byte mask, done on integers for speed (several MB of stdin go through here).
@@ -106,8 +110,8 @@ class ServerWebSocket:
                 fin, opcode, data = self._read_frame()
             except (EOFError, OSError, ValueError):
                 return None
-            except WebSocketError:
-                self.close(PROTOCOL_ERROR, "protocol error")
+            except WebSocketError as error:
+                self.close(error.code, str(error))
                 return None
             if opcode == PING:
                 self.pings += 1
@@ -116,9 +120,20 @@ class ServerWebSocket:
             if opcode == PONG:
                 continue
             if opcode == CLOSE:
-                code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else NORMAL_CLOSURE
+                if len(data) == 1:
+                    # RFC 6455 section 5.5.1: a close body starts with a 2-byte code.
+                    self.close_received = (PROTOCOL_ERROR, "")
+                    self.close(PROTOCOL_ERROR, "a 1-byte close body")
+                    return None
+                if not data:
+                    # Section 7.1.5: no code in the close is recorded as 1005 (never sent); the answer has no code.
+                    self.close_received = (NO_STATUS_RECEIVED, "")
+                    self.send(CLOSE, b"")
+                    return None
+                code = struct.unpack("!H", data[:2])[0]
                 self.close_received = (code, data[2:].decode("utf-8", "replace"))
-                self.close(code if code == NORMAL_CLOSURE else NORMAL_CLOSURE)
+                # Section 5.5.1: the answer echoes the code it received.
+                self.close(code)
                 return None
             if opcode == CONTINUATION:
                 if message_opcode is None:

@@ -16,6 +16,8 @@ from support.websocket import (
     BINARY,
     CLOSE,
     CONTINUATION,
+    MESSAGE_TOO_BIG,
+    NO_STATUS_RECEIVED,
     PING,
     PONG,
     PROTOCOL_ERROR,
@@ -31,6 +33,9 @@ MASK = b"\x37\xfa\x21\x3d"
 @pytest.fixture
 def pair():
     server, client = socket.socketpair()
+    # A regression must fail the test, not hang it (there is no pytest-timeout).
+    server.settimeout(10)
+    client.settimeout(10)
     ws = ServerWebSocket(server.makefile("rb"), server.makefile("wb", buffering=0), max_message=1 << 20)
     yield ws, client
     server.close()
@@ -128,3 +133,53 @@ def test_a_peer_that_hangs_up_mid_frame_ends_receiving(pair):
     client.sendall(encode_frame(BINARY, b"abcdef", mask=MASK)[:5])
     client.shutdown(socket.SHUT_WR)
     assert ws.receive() is None
+
+
+def test_a_close_is_answered_with_the_code_it_carries(pair):
+    ws, client = pair
+    client.sendall(encode_frame(CLOSE, struct.pack("!H", 1001) + b"going", mask=MASK))
+    assert ws.receive() is None
+    assert ws.close_received == (1001, "going")
+    assert read_frame(client) == (CLOSE, struct.pack("!H", 1001))
+
+
+def test_a_close_without_a_code_is_recorded_as_1005_and_a_1_byte_one_is_an_error(pair):
+    ws, client = pair
+    client.sendall(encode_frame(CLOSE, b"", mask=MASK))
+    assert ws.receive() is None
+    assert ws.close_received == (NO_STATUS_RECEIVED, "")
+    assert read_frame(client) == (CLOSE, b"")
+    server, peer = socket.socketpair()
+    server.settimeout(10)
+    peer.settimeout(10)
+    with server, peer:
+        other = ServerWebSocket(server.makefile("rb"), server.makefile("wb", buffering=0))
+        peer.sendall(encode_frame(CLOSE, b"\x03", mask=MASK))
+        assert other.receive() is None
+        opcode, data = read_frame(peer)
+        assert opcode == CLOSE and struct.unpack("!H", data[:2])[0] == PROTOCOL_ERROR
+
+
+@pytest.mark.parametrize("fragmented", [False, True], ids=["one-frame", "fragments"])
+def test_a_message_over_the_limit_closes_with_1009(pair, fragmented):
+    ws, client = pair
+    big = b"x" * ((1 << 20) // 2 + 1)
+    if fragmented:
+        frames = encode_frame(BINARY, big, fin=False, mask=MASK) + encode_frame(CONTINUATION, big, mask=MASK)
+    else:
+        frames = encode_frame(BINARY, big + big, mask=MASK)
+    def sendall():
+        # The server stops reading at the limit: the rest of a single frame is never read.
+        try:
+            client.sendall(frames)
+        except OSError:
+            pass
+
+    sender = threading.Thread(target=sendall, daemon=True)
+    sender.start()
+    assert ws.receive() is None
+    opcode, data = read_frame(client)
+    assert opcode == CLOSE and struct.unpack("!H", data[:2])[0] == MESSAGE_TOO_BIG
+    client.shutdown(socket.SHUT_RDWR)
+    sender.join(5)
+    assert not sender.is_alive()
