@@ -52,3 +52,29 @@ venv .build/venv-oldest-core tests/requirements-unit.txt .build/oldest-core.txt
 # ansible-test and ansible's collection loader need the tree under ansible_collections/<ns>/<name>.
 mkdir -p .build/collections/ansible_collections/pinned
 ln -sfn "$top" .build/collections/ansible_collections/pinned/images
+
+# kubernetes.core (the pod mode's connection plugin kubernetes.core.kubectl; galaxy.yml's dependency) without Galaxy:
+# the collection as PyPI's ansible package ships it, the wheel checked by sha256 and the collection by its version.
+KUBERNETES_CORE=6.2.0 ANSIBLE_PACKAGE=ansible-12.3.0-py3-none-any.whl
+ANSIBLE_PACKAGE_SHA256=cd156f82fa87f7a899212b0efa9f7ca3a24d609212de9f78428a572eb01e5414
+core=.build/collections/ansible_collections/kubernetes/core
+if [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["collection_info"]["version"])' \
+      "$core/MANIFEST.json" 2>/dev/null)" != "$KUBERNETES_CORE" ]; then
+  echo "setup: installing kubernetes.core $KUBERNETES_CORE from PyPI's $ANSIBLE_PACKAGE"
+  mkdir -p .build/downloads
+  if ! echo "$ANSIBLE_PACKAGE_SHA256  .build/downloads/$ANSIBLE_PACKAGE" | sha256sum -c --status 2>/dev/null; then
+    version=${ANSIBLE_PACKAGE#ansible-}
+    .venv/bin/pip download -q --no-deps --only-binary=:all: --python-version 3.11 -d .build/downloads \
+      "ansible==${version%%-*}" 2>&1 | { grep -v '^WARNING: Location' || true; }
+    echo "$ANSIBLE_PACKAGE_SHA256  .build/downloads/$ANSIBLE_PACKAGE" | sha256sum -c --quiet
+  fi
+  rm -rf "$core"
+  # Only the collection's own files, out of the package's few thousand.
+  .venv/bin/python - ".build/downloads/$ANSIBLE_PACKAGE" .build/collections <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    wheel.extractall(sys.argv[2], [n for n in wheel.namelist() if n.startswith("ansible_collections/kubernetes/core/")])
+PY
+  python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["collection_info"]["version"]; sys.exit(v != sys.argv[2])' \
+    "$core/MANIFEST.json" "$KUBERNETES_CORE"
+fi

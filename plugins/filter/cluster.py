@@ -43,6 +43,17 @@ def cluster_node_groups(plan: List[Dict[str, Any]], order: Any) -> List[Dict[str
     return _cluster.node_groups(plan, _cluster.phase_order(order))
 
 
+def cluster_node_pods(
+    pods: Sequence[Mapping[str, Any]],
+    node_groups: Sequence[Mapping[str, Any]],
+    k8s_auth: Optional[Mapping[str, Any]],
+    host_root: str,
+    python: str,
+) -> List[Dict[str, Any]]:
+    """The inventory host and host variables of each node reached through its pod."""
+    return _cluster.node_pods(pods, node_groups, k8s_auth or {}, host_root, python)
+
+
 def cluster_plan_message(plan: List[Dict[str, Any]], order: Any) -> str:
     """The summary of the plan."""
     return _cluster.plan_message(plan, _cluster.phase_order(order))
@@ -163,6 +174,7 @@ class FilterModule:
             "cluster_phase_order": cluster_phase_order,
             "cluster_node_groups": cluster_node_groups,
             "cluster_plan_message": cluster_plan_message,
+            "cluster_node_pods": cluster_node_pods,
             "cluster_phases": cluster_phases,
             "node_set_list": node_set_list,
             "cluster_progressing": cluster_progressing,

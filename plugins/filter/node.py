@@ -64,6 +64,11 @@ def node_prune_files(record_file: str, lock_file: str, progress_file: str) -> Di
     return _node.prune_files(record_file, lock_file, progress_file)
 
 
+def node_host_path(path: str, host_root: Any = None) -> str:
+    """``path`` under the host's root in a pod (as is without one)."""
+    return _node.node_host_path(path, str(host_root) if host_root else None)
+
+
 def node_failure_line(failed: Mapping[str, Any]) -> str:
     """The one line of a failed task of the role."""
     return _node.failure_line(failed)
@@ -81,4 +86,5 @@ class FilterModule:
             "node_prefetch_args": node_prefetch_args,
             "node_failure_line": node_failure_line,
             "node_prune_files": node_prune_files,
+            "node_host_path": node_host_path,
         }

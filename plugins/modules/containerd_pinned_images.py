@@ -29,6 +29,7 @@ description:
   - For CRI-O, use M(pinned.images.crio_pinned_images).
 extends_documentation_fragment:
   - pinned.images.cri
+  - pinned.images.host_root
   - pinned.images.image_selection
 options:
   state:
@@ -176,6 +177,7 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.containerd impo
 from ansible_collections.pinned.images.plugins.module_utils._runs.containerd_pinned_images import run
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,
+    HOST_ROOT_ARGUMENT_SPEC,
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
     SELECTION_REQUIRED_BY,
@@ -193,6 +195,7 @@ def main():
         containerd_namespace=dict(type="str", default=CRI_NAMESPACE),
         settle_timeout=dict(type="float", default=10.0),
         **CRI_CLIENT_ARGUMENT_SPEC,
+        **HOST_ROOT_ARGUMENT_SPEC,
     )
     module = AnsibleModule(
         argument_spec=argument_spec,

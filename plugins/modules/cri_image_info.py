@@ -16,6 +16,7 @@ author:
   - pinned.images developers (@pinned-images)
 extends_documentation_fragment:
   - pinned.images.cri
+  - pinned.images.host_root
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -114,13 +115,17 @@ image_filesystems:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pinned.images.plugins.module_utils._runs.cri_image_info import run
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import CRI_CLIENT_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    CRI_CLIENT_ARGUMENT_SPEC,
+    HOST_ROOT_ARGUMENT_SPEC,
+)
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 
 
 def main() -> None:
     argument_spec = dict(images=dict(type="list", elements="str"))
     argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
+    argument_spec.update(HOST_ROOT_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     end_module(module, run)
 

@@ -36,6 +36,7 @@ description:
     which M(pinned.images.containerd_pinned_images) sets.
 extends_documentation_fragment:
   - pinned.images.cri
+  - pinned.images.host_root
   - pinned.images.image_selection
 options:
   path:
@@ -189,6 +190,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
 from ansible_collections.pinned.images.plugins.module_utils._runs.crio_pinned_images import run
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,
+    HOST_ROOT_ARGUMENT_SPEC,
     SELECTION_ARGUMENT_SPEC,
     SELECTION_MUTUALLY_EXCLUSIVE,
     SELECTION_REQUIRED_BY,
@@ -207,6 +209,7 @@ def main():
         pid_file=dict(type="path"),
         settle_timeout=dict(type="float", default=10.0),
         **CRI_CLIENT_ARGUMENT_SPEC,
+        **HOST_ROOT_ARGUMENT_SPEC,
     )
     module = AnsibleModule(
         argument_spec=argument_spec,

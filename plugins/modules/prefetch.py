@@ -24,6 +24,7 @@ author:
   - pinned.images developers (@pinned-images)
 extends_documentation_fragment:
   - pinned.images.cri
+  - pinned.images.host_root
   - pinned.images.registry
   - ansible.builtin.action_common_attributes
 attributes:
@@ -537,6 +538,7 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node 
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,
+    HOST_ROOT_ARGUMENT_SPEC,
     REGISTRY_ARGUMENT_SPEC,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
@@ -575,6 +577,7 @@ def _argument_spec() -> dict:
         containerd_config=dict(type="path"),
     )
     spec.update(CRI_CLIENT_ARGUMENT_SPEC)
+    spec.update(HOST_ROOT_ARGUMENT_SPEC)
     spec.update(REGISTRY_ARGUMENT_SPEC)
     return spec
 

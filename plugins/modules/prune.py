@@ -28,6 +28,7 @@ author:
   - pinned.images developers (@pinned-images)
 extends_documentation_fragment:
   - pinned.images.cri
+  - pinned.images.host_root
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -208,7 +209,10 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node 
     DEFAULT_DIRECTORY as MCO_DIRECTORY,
 )
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import CRI_CLIENT_ARGUMENT_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    CRI_CLIENT_ARGUMENT_SPEC,
+    HOST_ROOT_ARGUMENT_SPEC,
+)
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import PIN_AUTO, PIN_CHOICES
 from ansible_collections.pinned.images.plugins.module_utils._runs.prune import run
@@ -230,6 +234,7 @@ def main():
         crio_pid_file=dict(type="path"),
         settle_timeout=dict(type="float", default=10.0),
         **CRI_CLIENT_ARGUMENT_SPEC,
+        **HOST_ROOT_ARGUMENT_SPEC,
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     end_module(module, run)

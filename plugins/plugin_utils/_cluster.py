@@ -18,6 +18,8 @@ Public API
 ``phases(order, control_plane, workers)``: the two phases of the prefetch playbook.
 ``node_groups(plan, order)``: the inventory groups and variables of each resolved node of the plan.
 ``plan_message(plan, order)``: the one-line summary of the plan.
+``node_pods(pods, node_groups, k8s_auth, host_root, python)``: the connection variables of each node reached through its pod
+(pod mode), from the ``node_access_pod`` result and the cluster connection options.
 ``plan_problem(plan, hostvars, groups, sources, info, allow_empty)``: why a plan would do nothing, or touch pins
 no input asked for (a failure), else "".
 ``progressing_statuses(plan, hostvars)``, ``done_statuses(results)``: the ``nodes`` of ``pinned_image_status``.
@@ -70,6 +72,10 @@ HostVars = Mapping[str, Any]
 
 def host_var(hostvars: HostVars, host: str, name: str, default: Any = None) -> Any:
     """A host variable, ``default`` when the host or the variable is undefined."""
+    # Looked up first: ansible-core 2.19's hostvars answers a missing host with an undefined value that raises
+    # its own error (cluster_add_hosts plans hosts the inventory does not have yet).
+    if host not in hostvars:
+        return default
     try:
         return hostvars[host].get(name, default)
     except KeyError:
@@ -557,3 +563,55 @@ def render_changes(
     changes.append((machine_configs or {}).get("file_changes"))
     changes.append({"removed": [result["item"] for result in _loop_results(removed) if result.get("changed")]})
     return changes
+
+
+# The cluster modules' connection options (kubernetes.core's names and aliases) -> the variables of the
+# kubernetes.core.kubectl connection plugin; proxy has no kubectl flag and goes through the environment.
+_KUBECTL_VARIABLES = {
+    "kubeconfig": "ansible_kubectl_kubeconfig",
+    "context": "ansible_kubectl_context",
+    "host": "ansible_kubectl_host",
+    "api_key": "ansible_kubectl_token",
+    "validate_certs": "ansible_kubectl_verify_ssl",
+    "verify_ssl": "ansible_kubectl_verify_ssl",
+    "ca_cert": "ansible_kubectl_ca_cert",
+    "ssl_ca_cert": "ansible_kubectl_ca_cert",
+    "client_cert": "ansible_kubectl_cert_file",
+    "cert_file": "ansible_kubectl_cert_file",
+    "client_key": "ansible_kubectl_key_file",
+    "key_file": "ansible_kubectl_key_file",
+}
+
+
+def node_pods(
+    pods: Sequence[Mapping[str, Any]],
+    node_groups: Sequence[Mapping[str, Any]],
+    k8s_auth: Mapping[str, Any],
+    host_root: str,
+    python: str,
+) -> List[Dict[str, Any]]:
+    """For each pod of a ``node_access_pod`` result: ``node``, its inventory ``host`` (of ``node_groups``, the
+    ``node_groups`` of the plan; the node's name for a node not there), and ``vars``, the host variables that reach the node
+    through it (``kubernetes.core.kubectl`` with the same connection as the cluster modules, root in the pod, the
+    node role's ``node_host_root``), with ``node_access_error`` for a pod that does not run."""
+    connection: Dict[str, Any] = {"ansible_connection": "kubernetes.core.kubectl", "ansible_become": False}
+    for name, value in k8s_auth.items():
+        if value is None or value == "":
+            continue
+        if name == "proxy":
+            connection["ansible_kubectl_local_env_vars"] = {"HTTPS_PROXY": value, "HTTP_PROXY": value}
+        elif name in _KUBECTL_VARIABLES:
+            connection[_KUBECTL_VARIABLES[name]] = value
+    hosts = {item["node"]: item["host"] for item in node_groups}
+    out = []
+    for pod in pods:
+        variables = dict(
+            connection,
+            ansible_kubectl_pod=pod["name"],
+            ansible_kubectl_namespace=pod["namespace"],
+            ansible_python_interpreter=python,
+            node_host_root=host_root,
+            node_access_error=pod.get("reason") or "",
+        )
+        out.append({"node": pod["node"], "host": hosts.get(pod["node"], pod["node"]), "vars": variables})
+    return out

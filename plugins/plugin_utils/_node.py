@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.pinned.images.plugins.module_utils._common.host_root import host_path
 from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
 from ansible_collections.pinned.images.plugins.module_utils._prune.record import default_record_file
 
@@ -243,6 +244,12 @@ def python_dir_env(path: str) -> Dict[str, str]:
 def prefetch_args(options: Mapping[str, Any]) -> Dict[str, Any]:
     """``options`` without those that are unset (None or an empty string): the module's default applies to them."""
     return {name: value for name, value in options.items() if value is not None and value != ""}
+
+
+def node_host_path(path: str, host_root: Optional[str]) -> str:
+    """A node path as the role's own tasks (copy, cat, rm) see it from a pod with the host's root at ``host_root``:
+    the one mapping the node modules apply to their options."""
+    return host_path(host_root or None, path)
 
 
 def failure_line(failed: Mapping[str, Any]) -> str:

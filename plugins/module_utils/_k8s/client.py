@@ -508,6 +508,19 @@ class K8sClient:
         )
 
     @_within_timeout
+    def create(self, obj: KubeObject) -> KubeObject:
+        """Create ``obj`` (POST, as ``kubectl create``); K8sError 409 when it exists. Return the stored object."""
+        api_version = obj.get("apiVersion")
+        kind = obj.get("kind")
+        metadata = obj.get("metadata") or {}
+        if not api_version or not kind or not (metadata.get("name") or metadata.get("generateName")):
+            raise K8sError("create needs apiVersion, kind and metadata.name", status=400)
+        resource = self._resource(api_version, kind)
+        namespace = self._namespace_for(resource, metadata.get("namespace"), kind)
+        what = self._what(kind, metadata.get("name"), namespace)
+        return self._request("create", what, "post", resource, None, namespace, body=obj, rbac_verb="create")
+
+    @_within_timeout
     def get(self, api_version: str, kind: str, name: str, namespace: Optional[str] = None) -> Optional[KubeObject]:
         """The object, or None when it does not exist."""
         resource = self._resource(api_version, kind)

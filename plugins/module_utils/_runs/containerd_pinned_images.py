@@ -16,13 +16,16 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_lab
     pin_labels,
     validate_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import containerd_client, selected_images
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    containerd_client,
+    node_params,
+    selected_images,
+)
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
 
 def run(invocation: Invocation) -> Outcome:
     """The module's run: its result, or the failure with the fields of a run that changed nothing."""
-    params = invocation.params
     before: Mapping[str, Any] = dict(
         changed=False,
         images=[],
@@ -34,6 +37,7 @@ def run(invocation: Invocation) -> Outcome:
         set_names=[],
     )
     try:
+        params = node_params(invocation.params, ())
         images, set_names = selected_images(params, validate_images, "unpin every image pinned.images pinned")
         settings = LabelSettings(params["force"], params["old_runtime"], params["settle_timeout"])
         # After the input is checked, so that bad input is reported as such on a node without grpcio too.

@@ -6,19 +6,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
+from ansible_collections.pinned.images.plugins.module_utils._common.host_root import host_path
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import ImageFsUsage
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import filesystem_stats
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import cri_client
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import cri_client, node_params
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
 
-def _with_local_usage(filesystem: ImageFsUsage) -> Dict[str, Any]:
-    """The runtime's image filesystem with the size and free space of the filesystem holding its mountpoint."""
+def _with_local_usage(filesystem: ImageFsUsage, host_root: Optional[str] = None) -> Dict[str, Any]:
+    """The runtime's image filesystem with the size and free space of the filesystem holding its mountpoint (a host
+    path, read under ``host_root``)."""
     try:
-        total, free = filesystem_stats(filesystem["mountpoint"])
+        total, free = filesystem_stats(host_path(host_root, filesystem["mountpoint"]))
     except OSError:
         return dict(filesystem, total_bytes=None, free_bytes=None)
     return dict(filesystem, total_bytes=total, free_bytes=free)
@@ -27,10 +29,11 @@ def _with_local_usage(filesystem: ImageFsUsage) -> Dict[str, Any]:
 def describe_runtime(params: Mapping[str, Any]) -> Dict[str, Any]:
     """The cri_image_info module's result: the runtime, its images (only the requested ones when ``images`` is set,
     the others in ``missing``) and its image filesystems. Raises CriError."""
+    params = node_params(params, ())
     requested = params["images"]
     with cri_client(params) as client:
         runtime = dict(client.version(), endpoint=client.endpoint)
-        filesystems = [_with_local_usage(fs) for fs in client.image_fs_info()]
+        filesystems = [_with_local_usage(fs, params["host_root"]) for fs in client.image_fs_info()]
         missing: List[str] = []
         if requested is None:
             images: List[Dict[str, Any]] = [dict(image) for image in client.list_images()]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.host_root import chrooted
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     DropinSettings,
@@ -18,7 +19,11 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
     pin_dropin,
     validate_pinned_images,
 )
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import cri_client, selected_images
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    cri_client,
+    node_params,
+    selected_images,
+)
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
 if TYPE_CHECKING:  # grpc is imported only once require_node_deps found it
@@ -28,7 +33,10 @@ if TYPE_CHECKING:  # grpc is imported only once require_node_deps found it
 def run(invocation: Invocation) -> Outcome:
     """The module's run: its result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``,
     ``cri_pinned``, ``diff``) and warnings, or the failure with those fields as they were before the run."""
-    params = invocation.params
+    try:
+        params = node_params(invocation.params, ("path", "pid_file"))
+    except CollectionError as error:
+        return Outcome(dict(changed=False, path=invocation.params["path"], images=[], set_names=[]), failure=error)
     before: Mapping[str, Any] = dict(changed=False, path=params["path"], images=[], set_names=[], reloaded=False)
 
     def connect() -> CriClient:
@@ -47,7 +55,14 @@ def run(invocation: Invocation) -> Outcome:
             return missing_images(client, wanted)
 
         result: Dict[str, Any] = pin_dropin(
-            images, settings, invocation.check_mode, check_presence, invocation.run_command, params["state"], client
+            images,
+            settings,
+            invocation.check_mode,
+            check_presence,
+            # systemctl of the host's own systemd, from a pod.
+            chrooted(params["host_root"], invocation.run_command),
+            params["state"],
+            client,
         )
     except CollectionError as error:
         return Outcome(before, failure=error)

@@ -7,26 +7,44 @@
 ``CRI_CLIENT_ARGUMENT_SPEC`` -> ``cri_client(params)``, ``containerd_client(params)``;
 ``REGISTRY_ARGUMENT_SPEC`` -> ``RegistryOptions.from_params(params)``; ``K8S_AUTH_ARG_SPEC`` (kubernetes.core's
 names, aliases and ``K8S_AUTH_*`` variables) -> ``k8s_connection(params)``; ``SELECTION_ARGUMENT_SPEC`` (with
-``SELECTION_MUTUALLY_EXCLUSIVE``, ``SELECTION_REQUIRED_BY``) -> ``selected_images(params, validate, emptied)``.
+``SELECTION_MUTUALLY_EXCLUSIVE``, ``SELECTION_REQUIRED_BY``) -> ``selected_images(params, validate, emptied)``; ``HOST_ROOT_ARGUMENT_SPEC`` (every node
+module's) -> ``node_params(params, paths)``, the parameters with their node paths under ``host_root``, and
+``cri_socket(params)``, the default sockets looked for under it.
 ``Problems`` gathers every problem of a request's options, so that one error names them all.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 from ansible.module_utils.basic import env_fallback
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import UNAVAILABLE, CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.host_root import (
+    check_host_root,
+    host_path,
+    host_path_list,
+    host_paths,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import DEFAULT_TIMEOUT
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
-from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, load_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
+    DEFAULT_AUTH_FILE,
+    DockerConfig,
+    load_docker_config,
+)
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import DEFAULT_CERTS_DIRS
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
+    DEFAULT_REGISTRIES_CONF,
+    DEFAULT_REGISTRIES_CONF_D,
     RegistriesConf,
     load_registries_conf,
 )
+
+# The node paths of the shared options (CRI, registry), which node_params puts under host_root.
+_SHARED_NODE_PATHS = ("cri_socket", "auth_file", "registries_conf", "registry_certs_dirs")
 
 if TYPE_CHECKING:  # pragma: no cover
     from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
@@ -72,6 +90,24 @@ class Problems:
             raise CollectionError([problem for error in self.errors for problem in error.problems])
 
 
+# Every node module's: where the host's / is (a pod with the host's root mounted); its paths go under it.
+HOST_ROOT_ARGUMENT_SPEC = dict(host_root=dict(type="path"))
+
+
+def node_params(params: Mapping[str, Any], paths: Tuple[str, ...], joined: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """The module's parameters with its node paths (``paths``, with the shared CRI and registry ones, and the
+    ``:``-separated lists ``joined``) under ``host_root``; ``host_root`` itself checked (None: none)."""
+    root = check_host_root(params.get("host_root"))
+    mapped = dict(params, host_root=root)
+    for name in paths + _SHARED_NODE_PATHS:
+        if name in params:
+            mapped[name] = host_paths(root, params[name])
+    for name in joined:
+        if name in params:
+            mapped[name] = host_path_list(root, params[name])
+    return mapped
+
+
 CRI_CLIENT_ARGUMENT_SPEC = dict(
     cri_socket=dict(type="str"),
     cri_connect_timeout=dict(type="float", default=5.0),
@@ -79,13 +115,33 @@ CRI_CLIENT_ARGUMENT_SPEC = dict(
 )
 
 
-def cri_client(params: Mapping[str, Any]) -> CriClient:
-    """A CRI client on the socket and timeouts of the module parameters."""
+def cri_socket(params: Mapping[str, Any]) -> Optional[str]:
+    """The CRI socket option; when it is empty under a ``host_root``, the first of the runtimes' default sockets
+    found under it (None: the client looks for them and reports what it looked for)."""
     # Here, not at the top, as below: controller-side modules share this file and must not import grpc or the
     # set files' loader.
+    from ansible_collections.pinned.images.plugins.module_utils._cri.client import DEFAULT_SOCKETS, CriError
+
+    socket = params.get("cri_socket")
+    root = params.get("host_root")
+    if socket or not root:
+        return socket
+    candidates = [host_path(root, path) for _runtime, path in DEFAULT_SOCKETS]
+    found = next((path for path in candidates if os.path.exists(path)), None)
+    if found is None:
+        raise CriError(
+            f"no CRI socket found under host_root {root} (looked for {', '.join(candidates)}): is the host's / "
+            "mounted there, and crio or containerd running? Set cri_socket.",
+            UNAVAILABLE,
+        )
+    return found
+
+
+def cri_client(params: Mapping[str, Any]) -> CriClient:
+    """A CRI client on the socket and timeouts of the module parameters."""
     from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 
-    return CriClient(params.get("cri_socket"), params["cri_connect_timeout"], params["cri_timeout"])
+    return CriClient(cri_socket(params), params["cri_connect_timeout"], params["cri_timeout"])
 
 
 def containerd_client(params: Mapping[str, Any]) -> ContainerdClient:
@@ -93,7 +149,7 @@ def containerd_client(params: Mapping[str, Any]) -> ContainerdClient:
     from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import CRI_NAMESPACE, ContainerdClient
 
     return ContainerdClient(
-        params.get("cri_socket"),
+        cri_socket(params),
         params["cri_connect_timeout"],
         params["cri_timeout"],
         params.get("containerd_namespace") or CRI_NAMESPACE,
@@ -141,9 +197,17 @@ class RegistryOptions:
     def from_params(cls, params: Mapping[str, Any], problems: Problems) -> Optional["RegistryOptions"]:
         """The options, or None with their problems recorded."""
         problems.above_zero(params, "registry_timeout")
-        docker_config = problems.attempt(lambda: load_docker_config(params["auth_file"]))
+        root = params.get("host_root")
+        docker_config = problems.attempt(
+            lambda: load_docker_config(params["auth_file"], host_path(root, DEFAULT_AUTH_FILE))
+        )
         registries = problems.attempt(
-            lambda: load_registries_conf(params["registries_conf"], params["registry_mirrors"])
+            lambda: load_registries_conf(
+                params["registries_conf"],
+                params["registry_mirrors"],
+                default_path=host_path(root, DEFAULT_REGISTRIES_CONF),
+                default_conf_d=host_path(root, DEFAULT_REGISTRIES_CONF_D),
+            )
         )
         if docker_config is None or registries is None:
             return None

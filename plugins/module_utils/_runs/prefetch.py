@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, cast
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.host_root import chrooted, host_path
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
     ImageRef,
     ImageReferenceError,
@@ -71,7 +72,12 @@ from ansible_collections.pinned.images.plugins.module_utils._prune.record import
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
-from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import ContainerdHosts, locate
+from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import (
+    DEFAULT_CONTAINERD_CONFIG,
+    DISTRIBUTION_CONFIGS,
+    ContainerdHosts,
+    locate,
+)
 from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform, parse_platform
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
@@ -83,6 +89,7 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
     RegistryOptions,
     containerd_client,
     cri_client,
+    node_params,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
@@ -96,7 +103,19 @@ _AT_LEAST = (
     ("pull_timeout", 0),
 )
 _ABOVE_ZERO = ("expansion_factor", "cri_timeout", "cri_connect_timeout", "settle_timeout")
-_RUNTIME_OPTIONS = ("cri_socket", "cri_connect_timeout", "cri_timeout", "containerd_namespace")
+_RUNTIME_OPTIONS = ("cri_socket", "cri_connect_timeout", "cri_timeout", "containerd_namespace", "host_root")
+# The prefetch's own node paths, under host_root (with the shared ones, ``node_params``); containerd_config_path is
+# mapped with the registry directories found on the node (``pull_sources``).
+_NODE_PATHS = (
+    "image_store_path",
+    "progress_file",
+    "lock_file",
+    "mco_dir",
+    "dropin_path",
+    "crio_pid_file",
+    "containerd_config",
+    "record_file",
+)
 
 # The values of the pin option, and the methods a run pins with (``auto`` becomes one of the others).
 PIN_NONE, PIN_AUTO, PIN_DROPIN, PIN_LABEL = "none", "auto", "dropin", "label"
@@ -179,6 +198,8 @@ class PrefetchRequest:
     containerd_config_path: Optional[str]
     # The record of what this collection pulled and pinned, for the prune (``_prune/record``); None: none kept.
     record_file: Optional[str] = None
+    # Where the host's / is (a pod): the registry directories CRI Status and config files name are under it.
+    host_root: Optional[str] = None
 
     @property
     def auth_config(self) -> DockerConfig:
@@ -203,8 +224,11 @@ class PrefetchRequest:
     @classmethod
     def from_params(cls, params: Mapping[str, Any], check_mode: bool) -> "PrefetchRequest":
         """Check the module's parameters; one CollectionError names every bad option (the error itself when
-        only one is)."""
+        only one is). Node paths (``_NODE_PATHS``) are taken under ``host_root``."""
         problems = Problems()
+        mapped = problems.attempt(lambda: node_params(params, _NODE_PATHS))
+        problems.raise_any()
+        params = cast(Dict[str, Any], mapped)
         for name, low in _AT_LEAST:
             problems.at_least(params, name, low)
         for name in _ABOVE_ZERO:
@@ -228,6 +252,7 @@ class PrefetchRequest:
         problems.attempt(lambda: parse_size(params["min_free"], total=0))
         platform = problems.attempt(lambda: parse_platform(params["platform"]) if params["platform"] else None)
         registry = RegistryOptions.from_params(params, problems)
+        root = params["host_root"]
         overrides = problems.attempt(
             lambda: load_registries_conf(
                 params["registries_conf"], params["registry_mirrors"], default_path="", default_conf_d=""
@@ -274,6 +299,7 @@ class PrefetchRequest:
             params["containerd_config"],
             params["containerd_config_path"],
             params.get("record_file") or default_record_file(lock_file),
+            root,
         )
 
     def auth_for(self, ref: ImageRef) -> Tuple[Optional[Dict[str, str]], str]:
@@ -295,9 +321,17 @@ def pull_sources(
         return request.registries, f"registries.conf: {files}", []
     override = request.containerd_config_path
     info = status_info() if override is None and not request.containerd_config else None
-    hosts = ContainerdHosts(
-        locate(info, runtime.get("runtime_version", ""), request.containerd_config, override), request.overrides
+    root = request.host_root
+    found = locate(
+        info,
+        runtime.get("runtime_version", ""),
+        request.containerd_config,
+        override,
+        tuple(host_path(root, path) for path in (DEFAULT_CONTAINERD_CONFIG,) + DISTRIBUTION_CONFIGS),
     )
+    # Every root is a host path, whichever told it.
+    found = replace(found, roots=tuple(host_path(root, path) for path in found.roots))
+    hosts = ContainerdHosts(found, request.overrides)
     return hosts, hosts.describe(), list(hosts.config.warnings)
 
 
@@ -480,7 +514,8 @@ def run_prefetch(
         with open_client(request.runtime) as client:
             runtime = dict(client.version(), endpoint=client.endpoint)
             filesystems = client.image_fs_info()
-            image_fs = filesystems[0]["mountpoint"] if filesystems else None
+            # A host path, as every path the runtime reports.
+            image_fs = host_path(request.host_root, filesystems[0]["mountpoint"]) if filesystems else None
             present = find_present(client, list(request.refs))
             missing = [ref for ref in request.refs if str(ref) not in present]
             guard_sources: Optional[PullSources] = None
@@ -558,7 +593,9 @@ def run(invocation: Invocation) -> Outcome:
     request = PrefetchRequest.from_params(invocation.params, invocation.check_mode)
     secrets = frozenset(request.secrets)
     try:
-        outcome = run_prefetch(request, diff=invocation.diff, run_command=invocation.run_command)
+        # systemctl of the host's own systemd, from a pod.
+        run_command = chrooted(request.host_root, invocation.run_command)
+        outcome = run_prefetch(request, diff=invocation.diff, run_command=run_command)
     except CollectionError as error:
         return Outcome(warnings=request.warnings, secrets=secrets, failure=error)
     failure = outcome.pin_failure or (outcome.failure if request.fail_on_error else None)

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, cast
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import read_bytes
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import NOT_FOUND, CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.host_root import chrooted
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
     ImageReferenceError,
     parse_image_ref,
@@ -62,6 +63,7 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
     Problems,
     containerd_client,
     cri_client,
+    node_params,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
@@ -74,7 +76,9 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch impor
     PIN_LABEL as METHOD_LABEL,
 )
 
-_RUNTIME_OPTIONS = ("cri_socket", "cri_connect_timeout", "cri_timeout", "containerd_namespace")
+_RUNTIME_OPTIONS = ("cri_socket", "cri_connect_timeout", "cri_timeout", "containerd_namespace", "host_root")
+# The prune's own node paths, under host_root (with the shared ones, ``node_params``).
+_NODE_PATHS = ("record_file", "lock_file", "mco_dir", "dropin_path", "crio_pid_file")
 
 
 @dataclass(frozen=True)
@@ -95,8 +99,11 @@ class PruneRequest:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], check_mode: bool) -> "PruneRequest":
-        """One CollectionError names every bad option."""
+        """One CollectionError names every bad option. Node paths (``_NODE_PATHS``) are taken under ``host_root``."""
         problems = Problems()
+        mapped = problems.attempt(lambda: node_params(params, _NODE_PATHS))
+        problems.raise_any()
+        params = cast(Dict[str, Any], mapped)
         wanted: List[str] = []
         for index, image in enumerate(params["images"] or []):
             try:
@@ -374,7 +381,9 @@ def run(invocation: Invocation) -> Outcome:
     require_node_deps()
     request = PruneRequest.from_params(invocation.params, invocation.check_mode)
     try:
-        result, warnings = run_prune(request, diff=invocation.diff, run_command=invocation.run_command)
+        # systemctl of the host's own systemd, from a pod.
+        run_command = chrooted(request.runtime.get("host_root"), invocation.run_command)
+        result, warnings = run_prune(request, diff=invocation.diff, run_command=run_command)
     except CollectionError as error:
         return Outcome(failure=error)
     return Outcome(result, warnings)

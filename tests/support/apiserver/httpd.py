@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import http.server
 import json
+import re
 import socket
 import ssl
 import urllib.parse
@@ -17,7 +18,11 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from support.apiserver.podexec import serve_exec
+from support.apiserver.pods import WatchStream, as_table
 from support.apiserver.schema import ApiError, RecordedRequest
+
+_EXEC_PATH = re.compile(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/exec")
 
 if TYPE_CHECKING:
     from support.apiserver.api import FakeApiServer
@@ -71,8 +76,34 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _stream(self, watch):
+        """A watch: chunked JSON events until the watch ends or the client leaves."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.end_headers()
+        gone = False
+
+        def stopped():
+            return gone or self.api._release.is_set()
+
+        try:
+            for event in watch.events(stopped):
+                self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            gone = True
+        self.close_connection = True
+
     def _dispatch(self):
         parsed = urllib.parse.urlsplit(self.path)
+        match = _EXEC_PATH.fullmatch(parsed.path)
+        if match:
+            serve_exec(
+                self, match.group(1), match.group(2), urllib.parse.parse_qsl(parsed.query, keep_blank_values=True)
+            )
+            return
         query = dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -105,6 +136,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(exc.code, exc.status())
             return
         record.status = status
+        if isinstance(answer, WatchStream):
+            self._stream(answer)
+            return
+        if (
+            isinstance(answer, dict)
+            and answer.get("kind") in ("Pod", "PodList")
+            and "as=Table" in (self.headers.get("Accept") or "")
+        ):
+            answer = as_table(answer)
         self._send(status, answer, warnings)
 
     do_GET = do_PATCH = do_DELETE = do_POST = do_PUT = _dispatch

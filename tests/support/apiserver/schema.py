@@ -156,6 +156,11 @@ class RecordedRequest:
     status: int = 0
     # When the request arrived (time.time()), to order it against the times a playbook reports.
     received: float = field(default_factory=time.time)
+    # pods/exec only: the Upgrade header (websocket, SPDY/3.1), the subprotocols offered and the one chosen, argv.
+    upgrade: str | None = None
+    subprotocols: list = field(default_factory=list)
+    subprotocol: str | None = None
+    command: list = field(default_factory=list)
 
 
 class ApiError(Exception):

@@ -514,3 +514,58 @@ def test_a_node_whose_host_a_limit_excludes_is_neither_planned_nor_added():
     hostvars = {"cp": {}, "w1": {"cluster_node_name": "worker-1"}}
     plan = F["cluster_plan"](["cp"], hostvars, ["cp"], info=info, add_hosts=True, excluded=["w1"])
     assert [item["host"] for item in plan] == ["cp"]
+
+
+def test_pod_mode_hosts_reach_their_pod_with_the_cluster_connection():
+    pods = [
+        {"node": "cp-0", "name": "pinned-images-cp-0-1", "namespace": "ns", "running": True, "reason": ""},
+        {"node": "w-0", "name": "pinned-images-w-0-2", "namespace": "ns", "running": False, "reason": "ErrImagePull"},
+    ]
+    auth = {
+        "kubeconfig": "/k",
+        "context": "admin",
+        "api_key": "t0ken",
+        "ssl_ca_cert": "/ca",
+        "validate_certs": False,
+        "proxy": "http://proxy:3128",
+        "host": "",
+        "request_timeout": 30,
+    }
+    hosts = F["cluster_node_pods"](pods, [{"node": "cp-0", "host": "master-a"}], auth, "/host", "/usr/bin/python3")
+    assert [(item["node"], item["host"]) for item in hosts] == [("cp-0", "master-a"), ("w-0", "w-0")]
+    assert hosts[0]["vars"] == {
+        "ansible_connection": "kubernetes.core.kubectl",
+        "ansible_become": False,
+        "ansible_kubectl_kubeconfig": "/k",
+        "ansible_kubectl_context": "admin",
+        "ansible_kubectl_token": "t0ken",
+        "ansible_kubectl_ca_cert": "/ca",
+        "ansible_kubectl_verify_ssl": False,
+        "ansible_kubectl_local_env_vars": {"HTTPS_PROXY": "http://proxy:3128", "HTTP_PROXY": "http://proxy:3128"},
+        "ansible_kubectl_pod": "pinned-images-cp-0-1",
+        "ansible_kubectl_namespace": "ns",
+        "ansible_python_interpreter": "/usr/bin/python3",
+        "node_host_root": "/host",
+        "node_access_error": "",
+    }
+    assert hosts[1]["vars"]["node_access_error"] == "ErrImagePull"
+    assert F["cluster_node_pods"](pods[:1], [], None, "/host", "auto")[0]["vars"]["ansible_connection"] == (
+        "kubernetes.core.kubectl"
+    )
+
+
+class _StrictHostvars(dict):
+    """ansible-core 2.19's hostvars: a missing host is not a KeyError."""
+
+    def __getitem__(self, host):
+        if host not in self:
+            raise RuntimeError(f"hostvars[{host!r}] is undefined")
+        return dict.__getitem__(self, host)
+
+
+def test_a_plan_with_hosts_to_add_reads_no_variable_of_a_missing_host():
+    from ansible_collections.pinned.images.plugins.plugin_utils._cluster import host_var
+
+    hostvars = _StrictHostvars(cp={"node_images": ["x"]})
+    assert host_var(hostvars, "cp", "node_images") == ["x"]
+    assert host_var(hostvars, "w-9", "node_images", []) == []

@@ -264,3 +264,11 @@ def test_the_prune_uses_the_prefetch_s_record_and_lock():
     )
     assert files("/r.json", "/l/x.lock", "/var/tmp/p.json") == dict(record_file="/r.json", lock_file="/l/x.lock")
     assert files("", "", "") == dict(record_file=None, lock_file=None)
+
+
+def test_the_role_takes_its_own_node_paths_under_the_host_root():
+    assert F["node_host_path"]("/run/pinned-images-pull-secret.json", "/host") == (
+        "/host/run/pinned-images-pull-secret.json"
+    )
+    assert F["node_host_path"]("/var/tmp/p.json", "") == "/var/tmp/p.json"
+    assert F["node_host_path"]("/var/tmp/p.json", None) == "/var/tmp/p.json"

@@ -37,6 +37,7 @@ LAYERS = {
     "_prefetch": DOMAIN,
     "_openshift": DOMAIN,
     "_prune": DOMAIN,
+    "_node_access": DOMAIN,
     # Runs: one file per module, the only readers of a module's parameters.
     "_runs": RUN,
 }

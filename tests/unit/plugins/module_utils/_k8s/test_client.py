@@ -567,3 +567,21 @@ def test_a_stale_resource_version_is_a_conflict_on_both_write_paths(client, fake
     current = fake_apiserver.get("Node", "n1")["metadata"]["resourceVersion"]
     client.annotate("v1", "Node", "n1", {"a": "b"}, resource_version=current)
     assert fake_apiserver.get("Node", "n1")["metadata"]["annotations"] == {"a": "b"}
+
+
+def test_create_posts_the_object_and_a_second_create_is_the_apis_409(client, fake_apiserver):
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p1", "namespace": "ns"},
+        "spec": {"containers": [{"name": "c", "image": "img"}]},
+    }
+    created = client.create(pod)
+    assert created["metadata"]["uid"] and fake_apiserver.pods.get("ns", "p1") is not None
+    posts = [r for r in fake_apiserver.requests if r.method == "POST"]
+    assert [r.path for r in posts] == ["/api/v1/namespaces/ns/pods"]
+    with pytest.raises(K8sError) as info:
+        client.create(pod)
+    assert info.value.status == 409 and info.value.message.startswith("conflict: cannot create Pod/p1 in namespace ns")
+    with pytest.raises(K8sError, match="create needs apiVersion, kind and metadata.name"):
+        client.create({"apiVersion": "v1", "kind": "Pod", "metadata": {}})

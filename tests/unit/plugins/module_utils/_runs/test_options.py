@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import socket
 
 import pytest
 from ansible.module_utils.basic import AnsibleModule
@@ -15,7 +16,9 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
     K8S_AUTH_ARG_SPEC,
     Problems,
     RegistryOptions,
+    cri_socket,
     k8s_connection,
+    node_params,
     selected_images,
 )
 from fixtures.module_runner import patch_module_args
@@ -202,3 +205,66 @@ def test_an_empty_selection_fails_naming_what_it_would_remove_unless_allowed():
         selected_images(empty, lambda names, require_digest: names, "remove the drop-in /d")
     assert "that would remove the drop-in /d; nothing was changed" in info.value.message
     assert selected_images(dict(empty, allow_empty=True), lambda names, require_digest: names, "x") == ([], [])
+
+
+def test_node_params_put_the_node_paths_under_host_root_and_leave_the_rest(tmp_path):
+    params = dict(
+        host_root=str(tmp_path) + "/",
+        cri_socket="unix:///run/containerd/containerd.sock",
+        auth_file="/run/secret.json",
+        registries_conf=None,
+        registry_certs_dirs=["/etc/containers/certs.d"],
+        dropin_path="/etc/crio/crio.conf.d/50-pinned-images",
+        images=["/not/a/path"],
+    )
+    mapped = node_params(params, ("dropin_path",))
+    assert mapped == dict(
+        params,
+        host_root=str(tmp_path),
+        cri_socket=f"unix://{tmp_path}/run/containerd/containerd.sock",
+        auth_file=f"{tmp_path}/run/secret.json",
+        registry_certs_dirs=[f"{tmp_path}/etc/containers/certs.d"],
+        dropin_path=f"{tmp_path}/etc/crio/crio.conf.d/50-pinned-images",
+    )
+    assert node_params(dict(params, host_root=None), ("dropin_path",)) == dict(params, host_root=None)
+    with pytest.raises(CollectionError, match="host_root must be an absolute path"):
+        node_params(dict(params, host_root="host"), ())
+
+
+def test_the_default_cri_socket_is_found_under_host_root(tmp_path):
+    with pytest.raises(
+        CollectionError, match=f"no CRI socket found under host_root {tmp_path} .*{tmp_path}/run/containerd"
+    ):
+        cri_socket(dict(host_root=str(tmp_path), cri_socket=None))
+    (tmp_path / "run/containerd").mkdir(parents=True)
+    path = tmp_path / "run/containerd/containerd.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    try:
+        listener.bind(str(path))
+        assert cri_socket(dict(host_root=str(tmp_path), cri_socket=None)) == str(path)
+    finally:
+        listener.close()
+    assert cri_socket(dict(host_root=str(tmp_path), cri_socket="/x.sock")) == "/x.sock"
+    assert cri_socket(dict(host_root=None, cri_socket=None)) is None
+
+
+def test_the_default_pull_secret_and_registries_conf_are_the_hosts(tmp_path):
+    (tmp_path / "var/lib/kubelet").mkdir(parents=True)
+    (tmp_path / "var/lib/kubelet/config.json").write_text('{"auths": {"quay.io": {"auth": "dXNlcjpzM2NyZXQ="}}}')
+    (tmp_path / "etc/containers").mkdir(parents=True)
+    (tmp_path / "etc/containers/registries.conf").write_text('unqualified-search-registries = ["quay.io"]\n')
+    problems = Problems()
+    options = RegistryOptions.from_params(
+        dict(
+            host_root=str(tmp_path),
+            auth_file=None,
+            registries_conf=None,
+            registry_mirrors=None,
+            registry_certs_dirs=[],
+            registry_timeout=5.0,
+        ),
+        problems,
+    )
+    problems.raise_any()
+    assert options is not None and "s3cret" in options.docker_config.secrets()
+    assert options.registries.files == [str(tmp_path / "etc/containers/registries.conf")]

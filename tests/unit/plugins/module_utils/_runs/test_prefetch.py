@@ -408,3 +408,41 @@ def test_without_a_pin_only_the_pulled_images_are_recorded_and_a_bad_record_warn
     outcome = run(tmp_path, runtime, record_file=str(record))
     assert any(f"not recorded for a prune: the prune record {record} is not JSON" in w for w in outcome.warnings)
     assert record.read_text() == "not json"
+
+
+def test_under_host_root_every_node_path_and_those_the_node_reports_are_the_hosts(tmp_path):
+    host = tmp_path / "host"
+    (host / "var/tmp").mkdir(parents=True)
+    (host / "etc/containerd").mkdir(parents=True)
+    (host / "etc/containerd/config.toml").write_text(
+        'version = 3\n[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/etc/containerd/certs.d"\n'
+    )
+    given = params(
+        tmp_path,
+        host_root=str(host),
+        auth_file=None,
+        registries_conf=None,
+        progress_file="/var/tmp/progress.json",
+        dropin_path="/etc/crio/crio.conf.d/50-pinned-images",
+        crio_pid_file="/run/crio/crio.pid",
+        mco_dir="/etc/machine-config-daemon",
+    )
+    request = PrefetchRequest.from_params(given, False)
+    assert request.pulls.progress_file == f"{host}/var/tmp/progress.json"
+    assert request.lock_file == f"{host}/var/tmp/progress.json.lock"
+    assert (request.dropin.path, request.dropin.pid_file) == (
+        f"{host}/etc/crio/crio.conf.d/50-pinned-images",
+        f"{host}/run/crio/crio.pid",
+    )
+    assert request.mco_dir == f"{host}/etc/machine-config-daemon" and request.runtime["host_root"] == str(host)
+    # containerd 2.x: the default config file under host_root, and the config_path it names is a host path too.
+    containerd = {"runtime_name": "containerd", "runtime_version": "2.1.9"}
+    sources, files, _warnings = pull_sources(request, containerd, lambda: {})
+    assert sources.config.roots == (f"{host}/etc/containerd/certs.d",)
+    assert f"{host}/etc/containerd/config.toml" in files
+    # containerd 1.7: the config_path CRI Status reports.
+    status = {"config": json.dumps({"registry": {"configPath": "/etc/containerd/certs.d:/etc/docker/certs.d"}})}
+    sources, _files, _warnings = pull_sources(request, dict(containerd, runtime_version="1.7.24"), lambda: status)
+    assert sources.config.roots == (f"{host}/etc/containerd/certs.d", f"{host}/etc/docker/certs.d")
+    with pytest.raises(CollectionError, match="progress_file: directory .*/host/missing does not exist"):
+        PrefetchRequest.from_params(dict(given, progress_file="/missing/p.json"), False)

@@ -1,0 +1,4 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Domain: reaching nodes through short-lived privileged pods (the pod mode of the prefetch playbook)."""
