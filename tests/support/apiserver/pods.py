@@ -631,14 +631,15 @@ class PodStore:
             )
         name = meta.get("name") or ""
         self._validate(name, obj)
-        if (namespace, name) in self.objects:
-            raise ApiError(409, "AlreadyExists", f'pods "{name}" already exists', {"name": name, "kind": "pods"})
         self._fill_defaults(obj)
         behaviour = self.behaviour(copy.deepcopy(obj))
+        # Validating admission (PodSecurity, SCC) runs before storage, so it answers before AlreadyExists would.
         if behaviour.outcome == "forbidden":
             raise ApiError(
                 403, "Forbidden", f'pods "{name}" is forbidden: {behaviour.message}', {"name": name, "kind": "pods"}
             )
+        if (namespace, name) in self.objects:
+            raise ApiError(409, "AlreadyExists", f'pods "{name}" already exists', {"name": name, "kind": "pods"})
         obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
         if query.get("dryRun") == "All":
             meta.pop("resourceVersion", None)

@@ -12,6 +12,8 @@ import os
 import ssl
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 import websocket
@@ -164,6 +166,13 @@ def test_admission_refusals_are_the_plugins_403s(core):
         core.create_namespaced_pod(NS, pod())
     assert json.loads(error.value.body)["message"].endswith(f"constraint: [{one}, {two}]")
     assert core.server.pods.objects == {}
+    # Admission comes before storage: a forbidden pod whose name exists is 403, not 409 AlreadyExists.
+    core.server.pods.behaviour = lambda p: PodBehaviour.running()
+    core.create_namespaced_pod(NS, pod())
+    core.server.pods.behaviour = lambda p: PodBehaviour.forbidden_by_scc([one])
+    with pytest.raises(ApiException) as error:
+        core.create_namespaced_pod(NS, pod())
+    assert error.value.status == 403
 
 
 def test_rbac_denial_names_the_user_verb_resource_and_namespace(core):
@@ -684,3 +693,45 @@ def test_a_namespaced_denial_denies_the_list_across_namespaces(core):
         'pods is forbidden: User "token-user" cannot list resource "pods" in API group "" at the cluster scope',
     )
     assert core.list_namespaced_pod("elsewhere").items == []
+
+
+def test_exec_other_methods_init_containers_hold_and_a_bad_cwd(core, tmp_path):
+    server = core.server
+    body = pod("with-init", containers=("a", "b"))
+    body["spec"]["initContainers"] = [{"name": "setup", "image": "registry.example/tools:1"}]
+    core.create_namespaced_pod(NS, body)
+    code, body = refusal(server, "with-init", "command=true&stdout=true")
+    assert (code, body["message"]) == (
+        400,
+        "a container name must be specified for pod with-init, choose one of: [a b] or one of the init containers: "
+        "[setup]",
+    )
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/namespaces/{NS}/pods/with-init/exec?command=true&container=a",
+        method="PUT",
+        headers={"Authorization": f"Bearer {server.token}"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(request, timeout=10)  # noqa: S310 - the fake server's own URL
+    assert error.value.code == 405
+    missing = tmp_path / "missing"
+    server.pods.behaviour = lambda p: PodBehaviour.running(cwd=str(missing))
+    core.create_namespaced_pod(NS, pod("bad-cwd"))
+    wait_phase(server, "bad-cwd", "Running")
+    sock = websocket.create_connection(
+        ws_url(server, "bad-cwd", "command=true&stdout=true&container=c"),
+        header=[f"Authorization: Bearer {server.token}"],
+        subprotocols=["v4.channel.k8s.io"],
+        timeout=10,
+    )
+    status = json.loads(ws_messages(sock)[-1][1:])
+    assert status["reason"] == "InternalError" and f"cannot enter the behaviour's cwd {missing}" in status["message"]
+    # server.hold(): the exec is never answered.
+    server.hold("GET", f"/api/v1/namespaces/{NS}/pods/bad-cwd/exec")
+    with pytest.raises(websocket.WebSocketTimeoutException):
+        websocket.create_connection(
+            ws_url(server, "bad-cwd", "command=true&stdout=true&container=c"),
+            header=[f"Authorization: Bearer {server.token}"],
+            subprotocols=["v5.channel.k8s.io"],
+            timeout=1,
+        )

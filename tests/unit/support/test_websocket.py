@@ -168,6 +168,7 @@ def test_a_message_over_the_limit_closes_with_1009(pair, fragmented):
         frames = encode_frame(BINARY, big, fin=False, mask=MASK) + encode_frame(CONTINUATION, big, mask=MASK)
     else:
         frames = encode_frame(BINARY, big + big, mask=MASK)
+
     def sendall():
         # The server stops reading at the limit: the rest of a single frame is never read.
         try:
