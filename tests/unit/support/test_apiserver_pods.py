@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import ssl
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -21,6 +20,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 
+from support.apiserver import podexec
 from support.apiserver.pods import PodBehaviour
 
 NS = "pinned-images"
@@ -603,19 +603,17 @@ def test_deleting_the_pod_ends_its_exec_with_137(running, command, tmp_path):
     assert server.pods.pod_processes == {}
 
 
-def test_an_exec_whose_pod_goes_before_it_starts_is_killed(running):
+def test_an_exec_whose_pod_goes_before_it_starts_is_killed(running, monkeypatch):
     server = running.server
-    started = threading.Event()
+    real_popen = podexec.subprocess.Popen
 
-    def delete_first(record):
-        # Between the server's checks (under the lock) and the start of the process: the pod goes.
-        if record.path.endswith("/exec") and not started.is_set():
-            started.set()
-            threading.Thread(
-                target=running.delete_namespaced_pod, args=("p1", NS), kwargs={"grace_period_seconds": 0}
-            ).start()
+    def delete_then_popen(*args, **kwargs):
+        # The pod goes after the server's checks and before the process exists: nothing is registered yet to kill.
+        running.delete_namespaced_pod("p1", NS, grace_period_seconds=0)
+        assert server.pods.get(NS, "p1") is None
+        return real_popen(*args, **kwargs)
 
-    server.on_request(delete_first)
+    monkeypatch.setattr(podexec.subprocess, "Popen", delete_then_popen)
     sock = websocket.create_connection(
         ws_url(server, "p1", "command=sleep&command=30&stdout=true&container=c"),
         header=[f"Authorization: Bearer {server.token}"],
