@@ -26,7 +26,8 @@ Served under ``/api/v1/namespaces/<ns>/pods`` (and ``/api/v1/pods`` for a list o
   is ``ADDED`` and one that leaves it ``DELETED``; no bookmarks, no ``410 Gone`` (every event is kept);
 * delete: the answer is the Pod (pods return the deleted object) with ``deletionTimestamp`` set;
   ``gracePeriodSeconds`` (query or ``DeleteOptions``) and ``propagationPolicy`` (``Orphan``, ``Background``,
-  ``Foreground``; others 400) are accepted. A scheduled pod stays, terminating, for
+  ``Foreground``; others 422 ``Invalid``, before the pod is looked up, as handlers/delete.go validates first) are
+  accepted. A scheduled pod stays, terminating, for
   ``min(grace, PodStore.termination_seconds)`` (default 0 s) and then goes (a ``DELETED`` event); an unscheduled pod
   goes at once. ``deletecollection`` (DELETE on the collection, with ``labelSelector``/``fieldSelector``) too;
 * patch (JSON merge patch, JSON patch; a strategic merge patch is applied as a JSON merge patch, right for
@@ -36,8 +37,9 @@ Served under ``/api/v1/namespaces/<ns>/pods`` (and ``/api/v1/pods`` for a list o
   ``resourceVersion`` in the patch is a precondition (409). No update (PUT) and no ``status`` subresource;
 * ``ownerReferences`` are kept as given. Garbage collection: when an object (any kind, this server's) whose ``uid``
   a pod names as owner is deleted, the pod goes too unless another of its owners still exists (then the reference
-  is dropped), as the garbage collector does for ``Background`` deletion. Pods whose owner never existed are *not*
-  collected (a real cluster would collect them).
+  is dropped), as the garbage collector does for ``Background`` deletion; an owner deleted with ``Orphan`` leaves its
+  pods, without the reference. Pods whose owner never existed are *not* collected (a real cluster would collect
+  them).
 
 What happens to a created pod is decided by ``PodStore.behaviour`` (``server.pods.behaviour``), a function of the
 created pod (a dict) returning a :class:`PodBehaviour`; the default starts every pod at once. There is no
@@ -65,10 +67,11 @@ import json
 import os
 import re
 import secrets
+import signal
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from support.apiserver.schema import _DNS_SUBDOMAIN_RE, ApiError, _json_patch, _merge_patch, _now, _parse_selector
 
@@ -102,7 +105,6 @@ class PodBehaviour:
     exec_prefix: tuple = ()
     env: dict | None = None
     cwd: str | None = None
-    extra: dict = field(default_factory=dict)
 
     @classmethod
     def running(cls, delay=0.0, exec_prefix=(), env=None, cwd=None):
@@ -162,6 +164,7 @@ class PodStore:
         self._events = []  # (resourceVersion int, type, object)
         self._changed = threading.Condition()
         self._timers = []
+        self.stopped = False
         # pods/exec processes still running, all and by pod uid; stop() and a pod's removal kill them.
         self.processes = set()
         self.pod_processes = {}
@@ -186,8 +189,15 @@ class PodStore:
             return copy.deepcopy(obj) if obj is not None else None
 
     def behaviour_of(self, namespace, name):
+        """The pod's behaviour; a pod put straight into ``objects`` behaves as the default running one."""
         with self.api._lock:
-            return self._behaviours.get((namespace, name))
+            return self._behaviours.get((namespace, name)) or PodBehaviour.running()
+
+    def home(self):
+        """The HOME of exec'd commands without a behaviour ``env``: under the server's ``tmp_path``, never ``~``."""
+        path = self.api.tmp_path / "pod-home"
+        path.mkdir(parents=True, exist_ok=True)
+        return str(path)
 
     def set_status(self, namespace, name, status):
         """Replace a pod's status (as its kubelet would), e.g. to make a running pod fail."""
@@ -197,10 +207,14 @@ class PodStore:
             self._put(obj, "MODIFIED")
 
     def stop(self):
-        for timer in self._timers:
+        with self.api._lock:
+            self.stopped = True
+            timers, self._timers = self._timers, []
+            processes = list(self.processes)
+        for timer in timers:
             timer.cancel()
-        for process in list(self.processes):
-            process.kill()
+        for process in processes:
+            kill_group(process)
         with self._changed:
             self._changed.notify_all()
 
@@ -213,7 +227,7 @@ class PodStore:
             self.objects.pop(key, None)
             self._behaviours.pop(key, None)
             for process in self.pod_processes.pop(obj["metadata"]["uid"], set()):
-                process.kill()
+                kill_group(process)
         else:
             self.objects[key] = obj
         with self._changed:
@@ -223,8 +237,13 @@ class PodStore:
     def _later(self, delay, function, *args):
         def run():
             with self.api._lock:
-                function(*args)
+                if timer in self._timers:
+                    self._timers.remove(timer)
+                if not self.stopped:
+                    function(*args)
 
+        if self.stopped:
+            return
         timer = threading.Timer(max(delay, 0.0), run)
         timer.daemon = True
         self._timers.append(timer)
@@ -343,7 +362,11 @@ class PodStore:
         forbidden = self.api.forbidden
         for v in (verb, "*"):
             for r in (resource, "*"):
-                if (v, r) in forbidden or (v, r, namespace) in forbidden:
+                # A request across namespaces needs a cluster-wide grant, which a namespaced denial rules out too.
+                scoped = (v, r, namespace) in forbidden or (
+                    namespace is None and any(len(f) == 3 and f[:2] == (v, r) for f in forbidden)
+                )
+                if (v, r) in forbidden or scoped:
                     target = f'pods "{name}" is forbidden' if name else "pods is forbidden"
                     where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
                     details = {"kind": "pods"}
@@ -442,16 +465,19 @@ class PodStore:
             self.authorize(user, "deletecollection", "pods", namespace)
             options = self._delete_options(query, body)
             items = self._list(namespace, self._predicates(query))
-            for item in items["items"]:
-                self._delete((namespace, item["metadata"]["name"]), options)
-            items["items"] = [copy.deepcopy(self._full(namespace, i)) for i in items["items"]]
+            # As deleted (deletionTimestamp set), as the real deletecollection answers.
+            items["items"] = [
+                self._full(self._delete((namespace, item["metadata"]["name"]), options)) for item in items["items"]
+            ]
             return 200, items, []
         if method == "DELETE":
             self.authorize(user, "delete", "pods", namespace, name)
+            # handlers/delete.go validates the options before the store looks the object up.
+            options = self._delete_options(query, body)
             key = (namespace, name)
             if key not in self.objects:
                 raise self.not_found(name)
-            return 200, self._delete(key, self._delete_options(query, body)), []
+            return 200, self._delete(key, options), []
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
     def _patch(self, key, body, content_type, query):
@@ -530,9 +556,10 @@ class PodStore:
         return copy.deepcopy(result)
 
     @staticmethod
-    def _full(namespace, item):
+    def _full(item):
         item = copy.deepcopy(item)
-        item["apiVersion"], item["kind"] = "v1", "Pod"
+        item.pop("apiVersion", None)
+        item.pop("kind", None)
         return item
 
     def _predicates(self, query):
@@ -604,14 +631,15 @@ class PodStore:
             )
         name = meta.get("name") or ""
         self._validate(name, obj)
-        if (namespace, name) in self.objects:
-            raise ApiError(409, "AlreadyExists", f'pods "{name}" already exists', {"name": name, "kind": "pods"})
         self._fill_defaults(obj)
         behaviour = self.behaviour(copy.deepcopy(obj))
+        # Validating admission (PodSecurity, SCC) runs before storage, so it answers before AlreadyExists would.
         if behaviour.outcome == "forbidden":
             raise ApiError(
                 403, "Forbidden", f'pods "{name}" is forbidden: {behaviour.message}', {"name": name, "kind": "pods"}
             )
+        if (namespace, name) in self.objects:
+            raise ApiError(409, "AlreadyExists", f'pods "{name}" already exists', {"name": name, "kind": "pods"})
         obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
         if query.get("dryRun") == "All":
             meta.pop("resourceVersion", None)
@@ -675,11 +703,18 @@ class PodStore:
             options["dryRun"] = ["All"]
         policy = options.get("propagationPolicy")
         if policy not in (None, "Orphan", "Background", "Foreground"):
+            # apiserver handlers/delete.go: errors.NewInvalid(GroupKind{meta.k8s.io, DeleteOptions}, "", errs) of
+            # ValidateDeleteOptions' field.NotSupported.
+            cause = f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan", "nil"'
             raise ApiError(
-                400,
-                "BadRequest",
-                f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "{policy}": '
-                'supported values: "Foreground", "Background", "Orphan", "nil"',
+                422,
+                "Invalid",
+                f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: {cause}',
+                {
+                    "group": "meta.k8s.io",
+                    "kind": "DeleteOptions",
+                    "causes": [{"reason": "FieldValueNotSupported", "message": cause, "field": "propagationPolicy"}],
+                },
             )
         grace = options.get("gracePeriodSeconds")
         if grace is not None:
@@ -705,26 +740,27 @@ class PodStore:
         stay = min(grace, self.termination_seconds)
         if obj["spec"].get("nodeName") and not finished and stay > 0:
             self._put(obj, "MODIFIED")
-            self._later(stay, self._remove, key, meta["uid"])
+            self._later(stay, self._remove, key, meta["uid"], options.get("propagationPolicy"))
             return copy.deepcopy(obj)
         self._put(obj, "DELETED")
-        self.api.collect_dependents(meta["uid"])
+        self.api.collect_dependents(meta["uid"], options.get("propagationPolicy"))
         return copy.deepcopy(obj)
 
-    def _remove(self, key, uid):
+    def _remove(self, key, uid, policy=None):
         obj = self.objects.get(key)
         if obj is not None and obj["metadata"]["uid"] == uid:
             self._put(copy.deepcopy(obj), "DELETED")
-            self.api.collect_dependents(uid)
+            self.api.collect_dependents(uid, policy)
 
-    def collect(self, uid, exists):
-        """The garbage collector's part for pods: ``uid`` was deleted; ``exists(uid)`` says whether an owner lives."""
+    def collect(self, uid, exists, policy=None):
+        """The garbage collector's part for pods: ``uid`` was deleted with ``policy`` (``Orphan``: its dependents
+        stay, without the reference); ``exists(uid)`` says whether an owner lives."""
         for key, obj in list(self.objects.items()):
             refs = obj["metadata"].get("ownerReferences") or []
             if not any(r.get("uid") == uid for r in refs):
                 continue
             others = [r for r in refs if r.get("uid") != uid]
-            if any(exists(r.get("uid")) for r in others):
+            if policy == "Orphan" or any(exists(r.get("uid")) for r in others):
                 obj = copy.deepcopy(obj)
                 obj["metadata"]["ownerReferences"] = others
                 self._put(obj, "MODIFIED")
@@ -868,8 +904,20 @@ def as_table(answer):
     }
 
 
-def exec_environment(behaviour):
-    """The environment of a command run through ``pods/exec`` in a pod with ``behaviour``."""
+def exec_environment(behaviour, home=None):
+    """The environment of a command run through ``pods/exec`` in a pod with ``behaviour``; ``HOME`` is ``home``
+    (the server's ``PodStore.home()``) so that nothing exec'd writes to the tester's own home."""
     if behaviour.env is not None:
         return dict(behaviour.env)
-    return {"PATH": CONTAINER_PATH, "HOME": os.environ.get("HOME", "/root")}
+    if home is None:
+        raise ValueError("exec_environment needs a home directory for a behaviour without env")
+    return {"PATH": CONTAINER_PATH, "HOME": home}
+
+
+def kill_group(process):
+    """SIGKILL an exec'd command's process group (it runs in its own session), as the kubelet kills the container's
+    cgroup: what the command started goes too, and its output pipes close."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -8,8 +8,11 @@ gives that client (support.apiserver.pods and support.apiserver.podexec cite whe
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 import websocket
@@ -17,6 +20,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 
+from support.apiserver import podexec
 from support.apiserver.pods import PodBehaviour
 
 NS = "pinned-images"
@@ -106,12 +110,13 @@ def test_generate_name_and_invalid_pods(core):
 
 
 def test_running_status_after_the_delay_as_a_kubelet_reports_it(core):
-    core.server.pods.behaviour = lambda p: PodBehaviour.running(delay=0.3)
+    # A delay far above any stall of a loaded machine between the create and the read.
+    core.server.pods.behaviour = lambda p: PodBehaviour.running(delay=5)
     started = time.monotonic()
     core.create_namespaced_pod(NS, pod())
     assert core.read_namespaced_pod("p1", NS).status.phase == "Pending"
-    obj = wait_phase(core.server, "p1", "Running")
-    assert time.monotonic() - started >= 0.3
+    obj = wait_phase(core.server, "p1", "Running", timeout=15)
+    assert time.monotonic() - started >= 5
     read = core.read_namespaced_pod("p1", NS)
     assert {c.type: c.status for c in read.status.conditions}["Ready"] == "True"
     (container,) = read.status.container_statuses
@@ -161,6 +166,13 @@ def test_admission_refusals_are_the_plugins_403s(core):
         core.create_namespaced_pod(NS, pod())
     assert json.loads(error.value.body)["message"].endswith(f"constraint: [{one}, {two}]")
     assert core.server.pods.objects == {}
+    # Admission comes before storage: a forbidden pod whose name exists is 403, not 409 AlreadyExists.
+    core.server.pods.behaviour = lambda p: PodBehaviour.running()
+    core.create_namespaced_pod(NS, pod())
+    core.server.pods.behaviour = lambda p: PodBehaviour.forbidden_by_scc([one])
+    with pytest.raises(ApiException) as error:
+        core.create_namespaced_pod(NS, pod())
+    assert error.value.status == 403
 
 
 def test_rbac_denial_names_the_user_verb_resource_and_namespace(core):
@@ -234,7 +246,7 @@ def test_watch_reports_added_modified_and_deleted(core):
 
 
 def test_graceful_delete_keeps_a_scheduled_pod_terminating_then_removes_it(core):
-    core.server.pods.termination_seconds = 0.4
+    core.server.pods.termination_seconds = 3
     core.create_namespaced_pod(NS, pod("a"))
     core.create_namespaced_pod(NS, pod("b", node=None))
     answer = core.delete_namespaced_pod("a", NS, propagation_policy="Background")
@@ -247,7 +259,9 @@ def test_graceful_delete_keeps_a_scheduled_pod_terminating_then_removes_it(core)
     # Unscheduled pods go at once, whatever the grace period.
     core.delete_namespaced_pod("b", NS, grace_period_seconds=30)
     assert core.server.pods.get(NS, "b") is None
-    time.sleep(0.6)
+    deadline = time.monotonic() + 15
+    while core.server.pods.get(NS, "a") is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
     with pytest.raises(ApiException) as error:
         core.read_namespaced_pod("a", NS)
     assert status_error(error.value)[0] == 404
@@ -255,20 +269,42 @@ def test_graceful_delete_keeps_a_scheduled_pod_terminating_then_removes_it(core)
     core.create_namespaced_pod(NS, pod("c"))
     core.delete_namespaced_pod("c", NS, grace_period_seconds=0)
     assert core.server.pods.get(NS, "c") is None
-    with pytest.raises(ApiException) as error:
-        core.delete_namespaced_pod("c", NS, propagation_policy="Sometimes")
-    assert error.value.status == 404
+
+
+def test_bad_delete_options_are_invalid_before_the_lookup(core):
     core.create_namespaced_pod(NS, pod("d"))
+    cause = 'Unsupported value: "Sometimes": supported values: "Foreground", "Background", "Orphan", "nil"'
+    # The options are validated first: a missing pod with a bad policy is 422 too, not 404.
+    for name in ("d", "gone"):
+        with pytest.raises(ApiException) as error:
+            core.delete_namespaced_pod(name, NS, propagation_policy="Sometimes")
+        code, body = status_error(error.value)
+        assert (code, body["reason"]) == (422, "Invalid")
+        assert body["message"] == f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: {cause}'
+        assert body["details"] == {
+            "group": "meta.k8s.io",
+            "kind": "DeleteOptions",
+            "causes": [{"reason": "FieldValueNotSupported", "message": cause, "field": "propagationPolicy"}],
+        }
     with pytest.raises(ApiException) as error:
-        core.delete_namespaced_pod("d", NS, propagation_policy="Sometimes")
-    assert error.value.status == 400 and core.server.pods.get(NS, "d")
+        core.delete_collection_namespaced_pod(NS, propagation_policy="Sometimes")
+    assert error.value.status == 422
+    assert core.server.pods.get(NS, "d")
 
 
 def test_deletecollection_by_label(core):
     core.create_namespaced_pod(NS, pod("a", labels={"run": "r1"}))
     core.create_namespaced_pod(NS, pod("b", labels={"run": "r2"}))
-    core.delete_collection_namespaced_pod(NS, label_selector="run=r1", grace_period_seconds=0)
+    answer = json.loads(
+        core.delete_collection_namespaced_pod(
+            NS, label_selector="run=r1", grace_period_seconds=0, _preload_content=False
+        ).data
+    )
     assert sorted(core.server.pods.objects) == [(NS, "b")]
+    # The items as deleted.
+    assert [(i["metadata"]["name"], bool(i["metadata"].get("deletionTimestamp"))) for i in answer["items"]] == [
+        ("a", True)
+    ]
 
 
 def test_pods_whose_owner_is_deleted_are_collected(core):
@@ -289,6 +325,27 @@ def test_pods_whose_owner_is_deleted_are_collected(core):
     core.delete_node("n1")
     assert sorted(core.server.pods.objects) == [(NS, "free"), (NS, "shared")]
     assert [r["name"] for r in core.server.pods.get(NS, "shared")["metadata"]["ownerReferences"]] == ["n2"]
+
+
+def test_orphan_deletion_leaves_the_dependents_without_the_reference(core):
+    node = core.server.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    owner_pod = core.create_namespaced_pod(NS, pod("owner"))
+    for name, owner in (("of-node", node), ("of-pod", owner_pod.to_dict())):
+        body = pod(name)
+        body["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "v1",
+                "kind": owner["kind"],
+                "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"],
+            }
+        ]
+        core.create_namespaced_pod(NS, body)
+    core.delete_node("n1", propagation_policy="Orphan")
+    core.delete_namespaced_pod("owner", NS, grace_period_seconds=0, propagation_policy="Orphan")
+    assert sorted(core.server.pods.objects) == [(NS, "of-node"), (NS, "of-pod")]
+    for name in ("of-node", "of-pod"):
+        assert core.server.pods.get(NS, name)["metadata"].get("ownerReferences") in (None, [])
 
 
 # ---------------------------------------------------------------------- exec
@@ -362,10 +419,12 @@ def test_exec_over_v4_ends_with_the_exit_status_on_channel_3(running):
         header=[f"Authorization: Bearer {server.token}"],
         subprotocols=["v4.channel.k8s.io"],
         sslopt={"cert_reqs": ssl.CERT_NONE},
+        timeout=10,
     )
     assert sock.getsubprotocol() == "v4.channel.k8s.io"
     messages = ws_messages(sock)
-    assert messages[0] == b"\x01hi\n"
+    # The empty message on the lowest writable channel first, as kubelet streaming sends it.
+    assert messages[:2] == [b"\x01", b"\x01hi\n"]
     status = json.loads(messages[-1][1:])
     assert messages[-1][0] == 3 and status == {
         "metadata": {},
@@ -382,6 +441,7 @@ def refusal(server, name, query, subprotocols=("v5.channel.k8s.io",), token=None
             ws_url(server, name, query),
             header=[f"Authorization: Bearer {token or server.token}"],
             subprotocols=list(subprotocols),
+            timeout=10,
         )
     body = error.value.resp_body.decode()
     return error.value.status_code, (json.loads(body) if body.startswith("{") else body)
@@ -397,15 +457,25 @@ def test_exec_refusals_are_the_api_servers(running):
     code, body = refusal(server, "p1", "command=true&stdout=true&container=zz")
     assert (code, body["reason"], body["message"]) == (400, "BadRequest", "container zz is not valid for pod p1")
     code, body = refusal(server, "two", "command=true&stdout=true")
-    assert body["message"] == "a container name must be specified for pod two, choose one of: [a b]"
+    assert (code, body["message"]) == (400, "a container name must be specified for pod two, choose one of: [a b]")
     code, body = refusal(server, "unscheduled", "command=true&stdout=true&container=c")
-    assert body["message"] == "pod unscheduled does not have a host assigned"
-    assert refusal(server, "pulling", "command=true&stdout=true&container=c") == (500, 'container not found ("c")')
+    assert (code, body["message"]) == (400, "pod unscheduled does not have a host assigned")
+    # v4 is proxied to the kubelet, whose plain-text refusal answers the upgrade.
+    assert refusal(server, "pulling", "command=true&stdout=true&container=c", subprotocols=("v4.channel.k8s.io",)) == (
+        500,
+        'container not found ("c")',
+    )
     code, body = refusal(server, "gone", "command=true&stdout=true")
     assert (code, body["message"]) == (404, 'pods "gone" not found')
     assert refusal(server, "p1", "command=true&stdout=true", token="wrong")[0] == 401
-    code, body = refusal(server, "p1", "command=true&stdout=true", subprotocols=("v1.channel.k8s.io",))
-    assert code == 400 and "requested protocol(s) are not supported" in body
+    # No real server speaks v1: golang.org/x/net/websocket's 403 without a body.
+    assert refusal(server, "p1", "command=true&stdout=true", subprotocols=("v1.channel.k8s.io",)) == (403, "")
+    code, body = refusal(server, "p1", "command=true&stdout=true", subprotocols=("v4.base64.channel.k8s.io",))
+    assert (code, body) == (
+        400,
+        'subprotocol "v4.base64.channel.k8s.io" is not served by the fake API server '
+        "(v5.channel.k8s.io and v4.channel.k8s.io only)",
+    )
     server.forbid("create", "pods/exec", NS)
     code, body = refusal(server, "p1", "command=true&stdout=true")
     assert code == 403 and body["details"] == {"name": "p1", "kind": "pods"}
@@ -443,17 +513,12 @@ def test_a_client_that_goes_away_ends_the_process(running):
         ws_url(server, "p1", "command=sleep&command=30&stdout=true&stdin=true&container=c"),
         header=[f"Authorization: Bearer {server.token}"],
         subprotocols=["v5.channel.k8s.io"],
+        timeout=10,
     )
-    deadline = time.monotonic() + 5
-    while not server.pods.processes and time.monotonic() < deadline:
-        time.sleep(0.02)
-    (process,) = server.pods.processes
+    (process,) = wait_processes(server, 1)
     sock.sock.close()
-    assert process.wait(5) != 0
-    deadline = time.monotonic() + 5
-    while server.pods.processes and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not server.pods.processes
+    assert process.wait(10) != 0
+    wait_processes(server, 0)
 
 
 def test_patch_changes_metadata_and_refuses_spec_changes(running):
@@ -492,18 +557,179 @@ def test_watch_reports_pods_entering_and_leaving_the_selection(core):
     ]
 
 
-def test_deleting_the_pod_ends_its_exec_with_137(running):
+def living_in_group(pgid):
+    """The pids of processes in group ``pgid`` that are not zombies (from /proc/<pid>/stat)."""
+    living = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            living.append(int(entry))
+    return living
+
+
+def wait_processes(server, count, timeout=10.0):
+    """The exec processes once there are ``count`` of them (fails after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while len(server.pods.processes) != count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(server.pods.processes) == count, server.pods.processes
+    return list(server.pods.processes)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["command=sleep&command=30", "command=sh&command=-c&command=sleep+30%3B+true"],
+    ids=["the-process", "what-it-started"],
+)
+def test_deleting_the_pod_ends_its_exec_with_137(running, command, tmp_path):
     server = running.server
+    sock = websocket.create_connection(
+        ws_url(server, "p1", f"{command}&stdout=true&container=c"),
+        header=[f"Authorization: Bearer {server.token}"],
+        subprotocols=["v5.channel.k8s.io"],
+        timeout=10,
+    )
+    (process,) = wait_processes(server, 1)
+    running.delete_namespaced_pod("p1", NS, grace_period_seconds=0)
+    # The socket's 10 s timeout bounds this: a grandchild holding stdout would keep the status from coming.
+    messages = ws_messages(sock)
+    assert messages[-1][0] == 3 and json.loads(messages[-1][1:])["details"]["causes"][0]["message"] == "137"
+    # Nothing of the group runs on (a killed orphan may stay a zombie until this machine's init reaps it).
+    assert living_in_group(process.pid) == []
+    assert server.pods.pod_processes == {}
+
+
+def test_an_exec_whose_pod_goes_before_it_starts_is_killed(running, monkeypatch):
+    server = running.server
+    real_popen = podexec.subprocess.Popen
+
+    def delete_then_popen(*args, **kwargs):
+        # The pod goes after the server's checks and before the process exists: nothing is registered yet to kill.
+        running.delete_namespaced_pod("p1", NS, grace_period_seconds=0)
+        assert server.pods.get(NS, "p1") is None
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr(podexec.subprocess, "Popen", delete_then_popen)
     sock = websocket.create_connection(
         ws_url(server, "p1", "command=sleep&command=30&stdout=true&container=c"),
         header=[f"Authorization: Bearer {server.token}"],
         subprotocols=["v5.channel.k8s.io"],
+        timeout=10,
     )
-    deadline = time.monotonic() + 5
-    while not server.pods.processes and time.monotonic() < deadline:
-        time.sleep(0.02)
-    started = time.monotonic()
-    running.delete_namespaced_pod("p1", NS, grace_period_seconds=0)
     messages = ws_messages(sock)
-    assert time.monotonic() - started < 5
-    assert messages[-1][0] == 3 and json.loads(messages[-1][1:])["details"]["causes"][0]["message"] == "137"
+    assert json.loads(messages[-1][1:])["details"]["causes"][0]["message"] == "137"
+    wait_processes(server, 0)
+    assert server.pods.pod_processes == {}
+
+
+def test_v5_status_texts_are_the_stream_translators(running):
+    server = running.server
+
+    def exec_v5(query):
+        sock = websocket.create_connection(
+            ws_url(server, "p1", query),
+            header=[f"Authorization: Bearer {server.token}"],
+            subprotocols=["v5.channel.k8s.io"],
+            timeout=10,
+        )
+        messages = ws_messages(sock)
+        assert messages[0] == b"\x01" and messages[-1][0] == 3
+        return json.loads(messages[-1][1:])
+
+    status = exec_v5("command=sh&command=-c&command=exit+3&stdout=true&container=c")
+    assert status == {
+        "metadata": {},
+        "status": "Failure",
+        "message": "command terminated with non-zero exit code: command terminated with exit code 3",
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": "3"}]},
+    }
+    status = exec_v5("command=no-such-command&stdout=true&container=c")
+    inner = status["details"]["causes"][0]["message"]
+    assert (status["reason"], status["code"], status["message"]) == (
+        "InternalError",
+        500,
+        f"Internal error occurred: {inner}",
+    )
+    assert inner.startswith("Internal error occurred: error executing command in container: ")
+    assert inner.endswith('exec: "no-such-command": executable file not found in $PATH: unknown')
+    status = exec_v5("command=/no/such/file&stdout=true&container=c")
+    assert status["message"].endswith('exec: "/no/such/file": stat /no/such/file: no such file or directory: unknown')
+    # stdout=yes is true (only 0 and false are false), and the first of repeated values counts.
+    assert exec_v5("command=true&stdout=yes&stdout=false&container=c") == {"metadata": {}, "status": "Success"}
+    # The container not running: after the 101, the translator's InternalError.
+    server.pods.set_status(
+        NS, "p1", {"phase": "Pending", "containerStatuses": [{"name": "c", "state": {"waiting": {}}}]}
+    )
+    message = 'unable to upgrade connection: container not found ("c")'
+    assert exec_v5("command=true&stdout=true&container=c") == {
+        "metadata": {},
+        "status": "Failure",
+        "message": f"Internal error occurred: {message}",
+        "reason": "InternalError",
+        "details": {"causes": [{"message": message}]},
+        "code": 500,
+    }
+
+
+def test_exec_home_is_under_the_servers_tmp_path(running):
+    out, _err, code = run(running, "p1", ["sh", "-c", 'echo "$HOME"'])
+    assert (out, code) == (f"{running.server.tmp_path / 'pod-home'}\n", 0)
+
+
+def test_a_namespaced_denial_denies_the_list_across_namespaces(core):
+    core.server.forbid("list", "pods", NS)
+    with pytest.raises(ApiException) as error:
+        core.list_pod_for_all_namespaces()
+    code, body = status_error(error.value)
+    assert (code, body["message"]) == (
+        403,
+        'pods is forbidden: User "token-user" cannot list resource "pods" in API group "" at the cluster scope',
+    )
+    assert core.list_namespaced_pod("elsewhere").items == []
+
+
+def test_exec_other_methods_init_containers_hold_and_a_bad_cwd(core, tmp_path):
+    server = core.server
+    body = pod("with-init", containers=("a", "b"))
+    body["spec"]["initContainers"] = [{"name": "setup", "image": "registry.example/tools:1"}]
+    core.create_namespaced_pod(NS, body)
+    code, body = refusal(server, "with-init", "command=true&stdout=true")
+    assert (code, body["message"]) == (
+        400,
+        "a container name must be specified for pod with-init, choose one of: [a b] or one of the init containers: "
+        "[setup]",
+    )
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/namespaces/{NS}/pods/with-init/exec?command=true&container=a",
+        method="PUT",
+        headers={"Authorization": f"Bearer {server.token}"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(request, timeout=10)  # noqa: S310 - the fake server's own URL
+    assert error.value.code == 405
+    missing = tmp_path / "missing"
+    server.pods.behaviour = lambda p: PodBehaviour.running(cwd=str(missing))
+    core.create_namespaced_pod(NS, pod("bad-cwd"))
+    wait_phase(server, "bad-cwd", "Running")
+    sock = websocket.create_connection(
+        ws_url(server, "bad-cwd", "command=true&stdout=true&container=c"),
+        header=[f"Authorization: Bearer {server.token}"],
+        subprotocols=["v4.channel.k8s.io"],
+        timeout=10,
+    )
+    status = json.loads(ws_messages(sock)[-1][1:])
+    assert status["reason"] == "InternalError" and f"cannot enter the behaviour's cwd {missing}" in status["message"]
+    # server.hold(): the exec is never answered.
+    server.hold("GET", f"/api/v1/namespaces/{NS}/pods/bad-cwd/exec")
+    with pytest.raises(websocket.WebSocketTimeoutException):
+        websocket.create_connection(
+            ws_url(server, "bad-cwd", "command=true&stdout=true&container=c"),
+            header=[f"Authorization: Bearer {server.token}"],
+            subprotocols=["v5.channel.k8s.io"],
+            timeout=1,
+        )

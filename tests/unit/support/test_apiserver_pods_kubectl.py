@@ -41,8 +41,6 @@ def manifest(name="p1", node="n1", labels=None):
 
 @pytest.fixture
 def kubectl(fake_apiserver_tls, tmp_path):
-    if not KUBECTL.exists():
-        pytest.skip("kubectl is not unpacked (hack/debian_debs.sh)")
     server = fake_apiserver_tls
     kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
 
@@ -75,7 +73,10 @@ def test_apply_get_wait_and_delete(kubectl):
     server = kubectl.server
     server.pods.behaviour = lambda p: PodBehaviour.running(delay=0.5)
     server.pods.termination_seconds = 0.5
-    kubectl("apply", "--validate=false", "-f", "-", stdin=manifest("p2", labels={"app": "other"}))
+    assert kubectl("apply", "--validate=false", "-f", "-", stdin=manifest("p2", labels={"app": "other"}))[:2] == (
+        0,
+        "pod/p2 created\n",
+    )
     started = time.monotonic()
     assert kubectl("apply", "--validate=false", "-f", "-", stdin=manifest())[:2] == (0, "pod/p1 created\n")
     assert kubectl("wait", "--for=condition=Ready", "pod/p1", "--timeout=10s")[:2] == (0, "pod/p1 condition met\n")
@@ -110,7 +111,11 @@ def test_a_pod_that_never_starts_shows_its_reason(kubectl):
     rc, out, _err = kubectl("get", "pod", "p1", "-o", "jsonpath={.status.containerStatuses[0].state.waiting}")
     assert rc == 0 and yaml.safe_load(out) == {"reason": "ErrImagePull", "message": message}
     rc, _out, err = kubectl("exec", "p1", "--", "true")
-    assert (rc, err) == (1, 'error: unable to upgrade connection: container not found ("c")\n')
+    # kube-apiserver 1.30+ ends the v5 WebSocket itself and reports the kubelet's refusal as an InternalError.
+    assert (rc, err) == (1, 'error: Internal error occurred: unable to upgrade connection: container not found ("c")\n')
+    assert [(r.upgrade, r.subprotocol, r.status) for r in exec_requests(kubectl.server)] == [
+        ("websocket", "v5.channel.k8s.io", 101)
+    ]
     # The server's Table, as kubectl prints it: the waiting reason is the STATUS.
     kubectl.server.pods.behaviour = lambda p: PodBehaviour.running()
     kubectl("apply", "--validate=false", "-f", "-", stdin=manifest("p2"))
@@ -172,7 +177,9 @@ def test_exec_keeps_stdout_and_stderr_apart_and_reports_exit_codes(pod):
     assert rc == 127 and err.endswith("not found\ncommand terminated with exit code 127\n")
     # An executable that does not exist: the runtime cannot start it, kubectl shows its error and exits 1.
     rc, _out, err = pod("exec", "p1", "--", "no-such-command")
-    assert rc == 1 and err.startswith("error: Internal error occurred: error executing command in container: ")
+    assert rc == 1 and err.startswith(
+        "error: Internal error occurred: Internal error occurred: error executing command in container: "
+    )
     assert err.endswith('exec: "no-such-command": executable file not found in $PATH: unknown\n')
     rc, _out, err = pod("exec", "p1", "-c", "zz", "--", "true")
     assert (rc, err) == (1, "Error from server (BadRequest): container zz is not valid for pod p1\n")
@@ -195,16 +202,21 @@ def test_exec_streams_a_large_stdin_and_its_end(pod):
     assert {(r.upgrade, r.subprotocol) for r in exec_requests(pod.server)} == {("websocket", "v5.channel.k8s.io")}
 
 
-def test_several_exec_streams_at_once(pod):
-    def one(index):
-        return pod(
-            "exec", "-i", "p1", "--", "sh", "-c", f"sleep 0.5; cat; echo {index} >&2; exit {index}", stdin=f"in{index}"
-        )
+def test_several_exec_streams_at_once(pod, tmp_path):
+    # Each command waits until all four have started: a server that runs them one by one fails them (exit 9).
+    started = tmp_path / "started"
+    started.mkdir()
+    wait_all = (
+        f'touch {started}/$0; for n in $(seq 300); do [ "$(ls {started} | wc -l)" = 4 ] && break; sleep 0.1; done; '
+        f'[ "$(ls {started} | wc -l)" = 4 ] || exit 9'
+    )
 
-    started = time.monotonic()
+    def one(index):
+        script = f"{wait_all}; cat; echo {index} >&2; exit {index}"
+        return pod("exec", "-i", "p1", "--", "sh", "-c", script, str(index), stdin=f"in{index}")
+
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(one, range(4)))
-    assert time.monotonic() - started < 4 * 0.5 + 1.5
     assert results[0] == (0, "in0", "0\n")
     for index in range(1, 4):
         assert results[index] == (index, f"in{index}", f"{index}\ncommand terminated with exit code {index}\n")
@@ -225,6 +237,8 @@ def test_kubernetes_core_kubectl_connection_plugin(pod, tmp_path):
                         "ansible_kubectl_kubeconfig": str(pod.kubeconfig),
                         "ansible_kubectl_container": "c",
                         "ansible_python_interpreter": "/usr/bin/python3",
+                        # Ansible's remote_tmp (~/.ansible/tmp) is expanded by the "pod's" shell: keep it here.
+                        "ansible_remote_tmp": str(tmp_path / "remote-tmp"),
                     },
                 }
             }
@@ -268,6 +282,9 @@ def test_kubernetes_core_kubectl_connection_plugin(pod, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok=3" in proc.stdout and "failed=0" in proc.stdout
     assert hashlib.sha256(target.read_bytes()).digest() == hashlib.sha256(source.read_bytes()).digest()
+    # The modules went to the inventory's remote_tmp, and the exec'd commands' HOME is the server's, not ~.
+    assert (tmp_path / "remote-tmp").is_dir()
+    assert (pod.server.tmp_path / "pod-home").is_dir()
     requests = exec_requests(pod.server)
     assert requests and {(r.upgrade, r.subprotocol) for r in requests} == {("websocket", "v5.channel.k8s.io")}
 
