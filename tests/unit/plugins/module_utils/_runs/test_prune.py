@@ -166,7 +166,7 @@ def test_a_runtime_error_stops_the_prune_and_not_found_does_not(tmp_path):
 def test_a_young_image_stays(tmp_path):
     write_record(str(tmp_path / "record.json"), noted({}, {}, [DROPPED], [], "r0", 1000.0))
     request = PruneRequest.from_params(params(tmp_path, min_age="1h"), False)
-    result, _ = run_prune(request, client_factory=lambda _p: Runtime(), now=lambda: 1060.0)
+    result, _warnings = run_prune(request, client_factory=lambda _p: Runtime(), now=lambda: 1060.0)
     assert result["images"][0]["reason"] == "young" and result["removed"] == []
 
 
