@@ -14,8 +14,11 @@ description:
     pulled or pinned on this node) and that O(images), the node's wanted list, no longer holds. An image the
     record does not name is never removed, so an image pulled outside this collection stays; without a record
     nothing is removed.
-  - "An image is kept, with its reason, when: another name of it is wanted (V(wanted)); one of its names matches a
-    O(keep) pattern (V(keep)); a container uses it, in any state (CRI C(ListContainers); V(in_use)); the runtime
+  - "An image is kept, with its reason, when: another name or a digest of it is wanted (V(wanted)); it has a name
+    the record does not (a tag, or a digest under another repository), or the record holds its tag without an
+    image id (V(other_names)); one of its names matches a O(keep) pattern (V(keep)); a container uses it, in any
+    state (CRI C(ListContainers)), or it is the runtime's pause image (C(sandboxImage) in CRI C(Status))
+    (V(in_use)); the runtime
     still reports it pinned once this collection's pin is gone, or its pin is not this collection's (V(pinned));
     it is younger than O(min_age) (V(young))."
   - The images to remove lose this collection's pin first (the containerd label this collection set, or their
@@ -155,7 +158,7 @@ images:
       description: V(remove) (removed, or in check mode would be) or V(keep).
       type: str
     reason:
-      description: Why it is kept, V(wanted), V(keep), V(in_use), V(pinned) or V(young); null when removed.
+      description: Why it is kept, V(wanted), V(other_names), V(keep), V(in_use), V(pinned) or V(young); null when removed.
       type: str
     detail:
       description: The reason in words (the container, the pattern, the age).

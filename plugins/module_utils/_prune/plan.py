@@ -8,32 +8,43 @@ A candidate is an image the record names (``_prune/record``) that no wanted imag
 node (one CRI image id, whatever names point at it); an image is removed only when no rule keeps it. The rules, in
 the order their reason is given:
 
-``wanted``: another name of the same image is wanted; ``keep``: one of its names matches a ``keep`` pattern
+``wanted``: another name of the same image is wanted, or one of its digests is a wanted digest (under any
+repository: a mirror); ``other_names``: the image also has a tag the record does not name or a digest under a
+repository no recorded name has (RemoveImage by id would take those names too), or a recorded tag has no recorded
+image id (the tag may have moved to an image the collection never pulled); ``keep``: one of its names matches a ``keep`` pattern
 (``fnmatch``: ``*``, ``?``, ``[...]``); ``in_use``: a container in any state, or a pod sandbox, uses it (CRI
-ListContainers: its image, image_ref or image_id names the image); ``pinned``: the runtime still reports it pinned
+ListContainers: its image, image_ref or image_id names the image), or it is the runtime's pause image
+(``sandbox_ids``); ``pinned``: the runtime still reports it pinned
 once the collection's own pin is gone, or the pin is not the collection's; ``young``: it is younger than
 ``min_age`` (where its age is known).
 
 Public API
 ----------
-``REMOVE``, ``KEEP``, and the reasons ``WANTED``, ``KEEP_PATTERN``, ``IN_USE``, ``PINNED``, ``YOUNG``.
+``REMOVE``, ``KEEP``, and the reasons ``WANTED``, ``OTHER_NAMES``, ``KEEP_PATTERN``, ``IN_USE``, ``PINNED``, ``YOUNG``.
+``bare_id(text) -> str``: an image id without ``sha256:`` (CRI-O's ids are bare, containerd's are not).
 ``parse_duration(text) -> float``: ``"90"``, ``"90s"``, ``"30m"``, ``"2h"``, ``"7d"`` in seconds; PruneInputError.
 ``validate_keep(patterns) -> list[str]``: PruneInputError naming every bad entry.
 ``Candidate``: a recorded image found on the node; ``all_names(candidate)``: its id, names, tags and digests.
-``decide(candidates, wanted_ids, containers, keep, min_age, ages, pinned_by_others) -> list[Decision]``, sorted by
-image name. ``group_candidates({name: CRI image or None}) -> list[Candidate]``. ``totals(decisions) -> dict``.
+``decide(candidates, wanted_ids, containers, keep, min_age, ages, pinned_by_others, wanted_names, sandbox_ids)
+-> list[Decision]``, sorted by image name (ids compared bare). ``group_candidates({name: CRI image or None}) -> list[Candidate]``. ``totals(decisions) -> dict``.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, TypedDict
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, TypedDict, cast
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
+    ImageReferenceError,
+    parse_image_ref,
+)
 
 REMOVE, KEEP = "remove", "keep"
 WANTED, KEEP_PATTERN, IN_USE, PINNED, YOUNG = "wanted", "keep", "in_use", "pinned", "young"
+OTHER_NAMES = "other_names"
+_ID_PREFIX = "sha256:"
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
@@ -76,6 +87,8 @@ class Candidate(TypedDict):
     size: int
     # Whether CRI reports it pinned (before the collection's pin is removed).
     pinned: bool
+    # Recorded tags without a recorded image id: they may name an image the collection never pulled.
+    unsure: List[str]
 
 
 class Decision(TypedDict):
@@ -90,16 +103,43 @@ class Decision(TypedDict):
     detail: str
 
 
+def bare_id(text: str) -> str:
+    """``text`` without a leading ``sha256:``."""
+    return text[len(_ID_PREFIX) :] if text.startswith(_ID_PREFIX) else text
+
+
 def all_names(candidate: Candidate) -> Set[str]:
     """Every name the runtime or the record has for the candidate: its id, recorded names, tags and digests."""
     return {candidate["id"], *candidate["names"], *candidate["repo_tags"], *candidate["repo_digests"]}
 
 
+def _repository(name: str) -> Optional[str]:
+    try:
+        return parse_image_ref(name, require_digest=False).name
+    except ImageReferenceError:
+        return None
+
+
+def _digest(name: str) -> Optional[str]:
+    return name.rsplit("@", 1)[1] if "@" in name else None
+
+
+def _other_names(candidate: Candidate) -> List[str]:
+    """The candidate's names that are not the record's: a tag it does not name, a digest under another repository
+    (a recorded ``repo:tag`` implies its ``repo@digest``, which containerd adds on pull)."""
+    recorded = set(candidate["names"])
+    repositories = {_repository(name) for name in recorded} - {None}
+    others = [tag for tag in candidate["repo_tags"] if tag not in recorded]
+    others += [d for d in candidate["repo_digests"] if d not in recorded and _repository(d) not in repositories]
+    return sorted(others)
+
+
 def _users(candidate: Candidate, containers: Sequence[Mapping[str, Any]]) -> List[str]:
-    names = all_names(candidate)
+    names = {bare_id(name) for name in all_names(candidate)}
     users = []
     for container in containers:
-        used = {container.get("image", ""), container.get("image_ref", ""), container.get("image_id", "")} - {""}
+        fields = (container.get("image", ""), container.get("image_ref", ""), container.get("image_id", ""))
+        used = {bare_id(field) for field in fields} - {""}
         if used & names:
             users.append(f"{container.get('name') or container.get('id', '')[:12]} ({container.get('state')})")
     return sorted(users)
@@ -113,9 +153,24 @@ def _reason(
     min_age: float,
     age: Optional[float],
     pinned_by_others: Set[str],
+    wanted_digests: Set[str],
+    sandbox_ids: Set[str],
 ) -> Optional[Dict[str, str]]:
-    if candidate["id"] in wanted_ids:
+    if bare_id(candidate["id"]) in wanted_ids:
         return dict(reason=WANTED, detail="another name of this image is wanted")
+    mirrored = sorted(d for d in candidate["repo_digests"] if _digest(d) in wanted_digests)
+    if mirrored:
+        return dict(reason=WANTED, detail=f"{mirrored[0]} has the digest of a wanted image")
+    others = _other_names(candidate)
+    if others:
+        return dict(reason=OTHER_NAMES, detail="it also has names the record does not: " + ", ".join(others))
+    if candidate.get("unsure"):
+        return dict(
+            reason=OTHER_NAMES,
+            detail=f"the record has no image id for {candidate['unsure'][0]}: the tag may name another image now",
+        )
+    if bare_id(candidate["id"]) in sandbox_ids:
+        return dict(reason=IN_USE, detail="the runtime's pause image (sandboxImage of its CRI config)")
     names = sorted(all_names(candidate))
     for pattern in keep:
         matched = [name for name in names if fnmatch.fnmatchcase(name, pattern)]
@@ -124,7 +179,7 @@ def _reason(
     users = _users(candidate, containers)
     if users:
         return dict(reason=IN_USE, detail="used by container " + ", ".join(users))
-    if candidate["id"] in pinned_by_others:
+    if bare_id(candidate["id"]) in pinned_by_others:
         return dict(reason=PINNED, detail="the runtime reports it pinned by someone other than pinned.images")
     if min_age > 0 and age is not None and age < min_age:
         return dict(reason=YOUNG, detail=f"{age:.0f}s old, younger than min_age ({min_age:.0f}s)")
@@ -139,13 +194,19 @@ def decide(
     min_age: float = 0.0,
     ages: Optional[Mapping[str, Optional[float]]] = None,
     pinned_by_others: Iterable[str] = (),
+    wanted_names: Iterable[str] = (),
+    sandbox_ids: Iterable[str] = (),
 ) -> List[Decision]:
-    """One decision per candidate (``ages`` and ``pinned_by_others`` by image id)."""
-    wanted = set(wanted_ids)
-    others = set(pinned_by_others)
+    """One decision per candidate (``ages`` by image id; ``wanted_ids``, ``pinned_by_others`` and ``sandbox_ids``
+    are image ids, with or without ``sha256:``; ``wanted_names`` the wanted references, for their digests)."""
+    wanted = {bare_id(i) for i in wanted_ids}
+    others = {bare_id(i) for i in pinned_by_others}
+    sandbox = {bare_id(i) for i in sandbox_ids}
+    digests = {_digest(name) for name in wanted_names} - {None}
     decisions: List[Decision] = []
     for candidate in candidates:
-        why = _reason(candidate, wanted, containers, keep, min_age, (ages or {}).get(candidate["id"]), others)
+        age = (ages or {}).get(candidate["id"])
+        why = _reason(candidate, wanted, containers, keep, min_age, age, others, cast(Set[str], digests), sandbox)
         decisions.append(
             Decision(
                 image=sorted(candidate["names"])[0],
@@ -160,8 +221,12 @@ def decide(
     return sorted(decisions, key=lambda decision: decision["image"])
 
 
-def group_candidates(found: Mapping[str, Optional[Mapping[str, Any]]]) -> List[Candidate]:
-    """Candidates from ``{recorded name: CRI image or None}``: one per image id, with every recorded name of it."""
+def group_candidates(
+    found: Mapping[str, Optional[Mapping[str, Any]]], unsure: Iterable[str] = ()
+) -> List[Candidate]:
+    """Candidates from ``{recorded name: CRI image or None}``: one per image id, with every recorded name of it
+    (``unsure``: the recorded tags without a recorded image id)."""
+    doubtful = set(unsure)
     by_id: Dict[str, Candidate] = {}
     for name, image in sorted(found.items()):
         if image is None:
@@ -175,9 +240,12 @@ def group_candidates(found: Mapping[str, Optional[Mapping[str, Any]]]) -> List[C
                 repo_digests=list(image.get("repo_digests", [])),
                 size=int(image.get("size", 0)),
                 pinned=bool(image.get("pinned")),
+                unsure=[],
             ),
         )
         candidate["names"].append(name)
+        if name in doubtful:
+            candidate["unsure"].append(name)
     return list(by_id.values())
 
 

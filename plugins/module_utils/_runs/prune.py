@@ -13,6 +13,7 @@ stops the removals; the failure's details hold what was removed before it, and t
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, cast
@@ -47,7 +48,9 @@ from ansible_collections.pinned.images.plugins.module_utils._prune.plan import (
     REMOVE,
     Candidate,
     Decision,
+    PruneInputError,
     all_names,
+    bare_id,
     decide,
     group_candidates,
     parse_duration,
@@ -69,6 +72,7 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
     PIN_AUTO,
     PIN_DROPIN,
+    PIN_NONE,
     mco_pin_method,
     pin_method,
 )
@@ -212,6 +216,16 @@ class Pins:
         return dict(changed=False, unpinned=[], diff=None)
 
 
+def _recorded_image(client: Any, name: str, entry: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
+    """The image the collection recorded under ``name``: when the name now points at another image (a tag that
+    moved), the recorded image by its id, or None (gone: the name no longer names anything the collection brought)."""
+    image = client.image_status(name)
+    recorded_id = str(entry.get("image_id") or "")
+    if image is None or not recorded_id or bare_id(image["id"]) == bare_id(recorded_id):
+        return image
+    return client.image_status(recorded_id)
+
+
 def _candidates(
     client: Any, request: PruneRequest, entries: Mapping[str, Any]
 ) -> Tuple[List[Candidate], Set[str], List[str]]:
@@ -221,10 +235,32 @@ def _candidates(
     for name in request.wanted:
         image = client.image_status(name)
         if image is not None:
-            wanted_ids.add(image["id"])
-    found = {name: client.image_status(name) for name in sorted(entries) if name not in wanted}
+            wanted_ids.add(bare_id(image["id"]))
+    names = [name for name in sorted(entries) if name not in wanted]
+    found = {name: _recorded_image(client, name, entries[name]) for name in names}
     gone = sorted(name for name, image in found.items() if image is None)
-    return group_candidates(found), wanted_ids, gone
+    unsure = [name for name in names if "@" not in name and not entries[name].get("image_id")]
+    return group_candidates(found, unsure), wanted_ids, gone
+
+
+def _sandbox_ids(client: Any, method: str, keep: Tuple[str, ...]) -> Set[str]:
+    """The image id of the runtime's pause image (``sandboxImage`` of the CRI config in ``Status(verbose)``:
+    containerd 1.6/1.7, CRI-O). Where the runtime names none and reports no pins either, PruneInputError unless
+    ``keep`` is given (the caller names the pause image there)."""
+    try:
+        config = json.loads(client.status_info().get("config") or "{}")
+    except ValueError:
+        config = {}
+    name = config.get("sandboxImage") if isinstance(config, dict) else None
+    if isinstance(name, str) and name:
+        image = client.image_status(name)
+        return {bare_id(image["id"])} if image is not None else set()
+    if method == PIN_NONE and not keep:
+        raise PruneInputError(
+            "the runtime names no pause image (sandboxImage) in its CRI Status and reports no pins, so the prune "
+            "cannot tell which image new pod sandboxes need; nothing was removed. Name the pause image in keep"
+        )
+    return set()
 
 
 def _diff(decisions: List[Decision], removed: Set[str]) -> Dict[str, str]:
@@ -253,8 +289,19 @@ def _decide(
     containers: List[Any],
     ages: Dict[str, float],
     others: Set[str],
+    sandbox_ids: Set[str],
 ) -> List[Decision]:
-    return decide(candidates, wanted_ids, containers, request.keep, request.min_age, ages, others)
+    return decide(
+        candidates,
+        wanted_ids,
+        containers,
+        request.keep,
+        request.min_age,
+        ages,
+        others,
+        request.wanted,
+        sandbox_ids,
+    )
 
 
 def run_prune(
@@ -277,10 +324,11 @@ def run_prune(
             runtime = dict(client.version(), endpoint=client.endpoint)
             method, _sign, warnings = mco_pin_method(request.pin, pin_method(request.pin, runtime), request.mco_dir)
             candidates, wanted_ids, gone = _candidates(client, request, entries)
+            sandbox_ids = _sandbox_ids(client, method, request.keep) if candidates else set()
             ages = _ages(candidates, entries, clock())
             pins = Pins(client, method, request.dropin, run_command)
             others = {c["id"] for c in candidates if pins.pinned_by_others(c, c["pinned"])}
-            decisions = _decide(request, candidates, wanted_ids, client.list_containers(), ages, others)
+            decisions = _decide(request, candidates, wanted_ids, client.list_containers(), ages, others, sandbox_ids)
             unpin: Dict[str, Any] = dict(changed=False, unpinned=[], diff=None)
             removed: List[Decision] = []
             if not request.check_mode:
@@ -298,7 +346,8 @@ def run_prune(
                     elif status.get("pinned"):
                         others.add(candidate["id"])
                 present = [c for c in candidates if c["id"] not in vanished]
-                decisions = _decide(request, present, wanted_ids, client.list_containers(), ages, others)
+                containers = client.list_containers()
+                decisions = _decide(request, present, wanted_ids, containers, ages, others, sandbox_ids)
                 removed = _remove(client, decisions, gone, entries, request, runtime, unpin, method)
             else:
                 removed = [d for d in decisions if d["action"] == REMOVE]

@@ -33,6 +33,9 @@ class Runtime(ScriptedRuntime):
     def list_records(self):
         return []
 
+    def status_info(self):
+        return {"config": json.dumps(dict(sandboxImage="registry.k8s.io/pause:3.8"))}
+
     def list_containers(self):
         return []
 

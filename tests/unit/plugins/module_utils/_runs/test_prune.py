@@ -34,22 +34,30 @@ class Runtime(ScriptedRuntime):
     endpoint = "unix:///scripted.sock"
     runtime_name, runtime_version = "containerd", "1.7.24"
 
-    def __init__(self, labels=None, containers=(), fail_remove=None):
+    def __init__(self, labels=None, containers=(), fail_remove=None, sandbox_image=None, aliases=None):
         self.images = {f"sha256:{name.split('/')[1][:3]}": name for name in (WANTED, DROPPED, HAND, OUTSIDE)}
+        self.sandbox_image = sandbox_image
+        # Other names (a tag) of an image, by image id.
+        self.aliases = dict(aliases or {})
         self.labels = dict(labels or {})
         self.containers = list(containers)
         self.fail_remove = fail_remove
         self.removed = []
 
     def _id(self, name):
-        return next((i for i, n in self.images.items() if name in (i, n)), None)
+        found = next((i for i, n in self.images.items() if name in (i, n)), None)
+        return found or next((i for i, tag in self.aliases.items() if tag == name and i in self.images), None)
 
     def image_status(self, name):
         image_id = self._id(name)
         if image_id is None:
             return None
         pinned = PIN_LABEL in self.labels.get(self.images[image_id], {})
-        return dict(id=image_id, repo_tags=[], repo_digests=[self.images[image_id]], size=1000, pinned=pinned)
+        tags = [self.aliases[image_id]] if image_id in self.aliases else []
+        return dict(id=image_id, repo_tags=tags, repo_digests=[self.images[image_id]], size=1000, pinned=pinned)
+
+    def status_info(self):
+        return {"config": json.dumps(dict(sandboxImage=self.sandbox_image) if self.sandbox_image else {})}
 
     def list_records(self):
         return [dict(name=n, labels=dict(self.labels.get(n, {})), target={}) for n in self.images.values()]
@@ -200,3 +208,56 @@ def test_on_crio_the_dropped_entries_leave_the_drop_in_and_a_later_drop_in_keeps
     assert {d["image"]: d["reason"] for d in result["images"]} == {DROPPED: None, HAND: "pinned"}
     assert dropin_pinned_images(dropin.read_text()) == sorted([WANTED, HAND])
     assert result["pin"] == dict(method="dropin", changed=True, unpinned=[DROPPED])
+
+
+TAG = "registry.example:5000/dropped:v1"
+
+
+def test_a_recorded_tag_that_moved_removes_the_recorded_image_not_the_one_it_names_now(tmp_path):
+    write_record(str(tmp_path / "record.json"), noted({}, {TAG: "sha256:dro"}, [TAG], [], "r0", 0.0))
+    # The tag was pulled again and names HAND's image now; the collection's image is DROPPED's.
+    runtime = Runtime(aliases={"sha256:han": TAG})
+    result = prune(tmp_path, runtime)
+    assert runtime.removed == [DROPPED] and HAND in runtime.images.values()
+    write_record(str(tmp_path / "record.json"), noted({}, {TAG: "sha256:dro"}, [TAG], [], "r0", 0.0))
+    result = prune(tmp_path, runtime)
+    assert runtime.removed == [DROPPED] and result["gone"] == [TAG], "the recorded image is gone: forgotten"
+    assert HAND in runtime.images.values() and record_names(tmp_path) == []
+
+
+def test_a_recorded_tag_without_an_image_id_is_kept(tmp_path):
+    write_record(str(tmp_path / "record.json"), noted({}, {}, [TAG], [], "r0", 0.0))
+    runtime = Runtime(aliases={"sha256:dro": TAG})
+    result = prune(tmp_path, runtime)
+    assert runtime.removed == [] and result["images"][0]["reason"] == "other_names"
+    assert "the record has no image id for " + TAG in result["images"][0]["detail"]
+
+
+def test_an_image_that_has_a_name_the_record_does_not_is_kept(tmp_path):
+    recorded(tmp_path, DROPPED)
+    runtime = Runtime(aliases={"sha256:dro": "registry.example:5000/dropped:by-hand"})
+    result = prune(tmp_path, runtime)
+    assert runtime.removed == [] and result["images"][0]["reason"] == "other_names"
+    assert result["images"][0]["detail"].endswith("registry.example:5000/dropped:by-hand")
+
+
+def test_the_runtimes_pause_image_is_kept(tmp_path):
+    recorded(tmp_path, DROPPED)
+    runtime = Runtime(sandbox_image=DROPPED)
+    result = prune(tmp_path, runtime)
+    assert runtime.removed == [] and result["images"][0]["reason"] == "in_use"
+    assert result["images"][0]["detail"] == "the runtime's pause image (sandboxImage of its CRI config)"
+
+
+class OldContainerd(Runtime):
+    runtime_version = "1.6.20"
+
+
+def test_a_runtime_that_names_no_pause_image_and_reports_no_pins_is_not_pruned_without_keep(tmp_path):
+    recorded(tmp_path, DROPPED)
+    runtime = OldContainerd()
+    with pytest.raises(CollectionError, match="names no pause image .* Name the pause image in keep"):
+        prune(tmp_path, runtime)
+    assert runtime.removed == [] and record_names(tmp_path) == [DROPPED]
+    prune(tmp_path, runtime, keep=["registry.k8s.io/pause:*"])
+    assert runtime.removed == [DROPPED]
