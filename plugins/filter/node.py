@@ -64,6 +64,11 @@ def node_prune_files(record_file: str, lock_file: str, progress_file: str) -> Di
     return _node.prune_files(record_file, lock_file, progress_file)
 
 
+def node_prune_blocker(results: Sequence[Any], check_mode: bool = False) -> str:
+    """Why the prune must not run after the prefetch calls' results; empty when it may."""
+    return _node.prune_blocker(results, check_mode)
+
+
 def node_host_path(path: str, host_root: Any = None) -> str:
     """``path`` under the host's root in a pod (as is without one)."""
     return _node.node_host_path(path, str(host_root) if host_root else None)
@@ -86,5 +91,6 @@ class FilterModule:
             "node_prefetch_args": node_prefetch_args,
             "node_failure_line": node_failure_line,
             "node_prune_files": node_prune_files,
+            "node_prune_blocker": node_prune_blocker,
             "node_host_path": node_host_path,
         }

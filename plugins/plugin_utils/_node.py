@@ -24,6 +24,8 @@ directory ``path`` ({} for the directory they find by themselves).
 ``pins_left_to_mco(result) -> bool``: ``node_pin: auto`` left the drop-in to the machine-config-operator.
 ``pin_text(result) -> str``: the report's ``pinned`` column (``dropin 3``, ``label 3``, ``not pinned``, ``mco`` or
 ``-``), for the table and the page.
+``prune_blocker(results, check_mode) -> str``: why the prune must not run after these prefetch calls (a call that
+failed, an image that failed, a pin that failed or did not run), empty when it may.
 ``prune_files(record_file, lock_file, progress_file) -> dict``: the record and lock files of the prefetch, for the
 prune (``record_file``, ``lock_file``; the prefetch module's defaults when empty).
 """
@@ -182,7 +184,30 @@ def _prune_fields(prune: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         "prune_kept": len(done.get("kept") or []) if ran else None,
         "freed_bytes": int(done.get("freed_bytes") or 0),
         "changed_by_prune": bool(done.get("changed")),
+        "prune_skipped": str((prune or {}).get("prune_skipped") or ""),
     }
+
+
+def prune_blocker(results: Sequence[Any], check_mode: bool = False) -> str:
+    """Empty when the prefetch completed: every call ran, no image failed, the pin step ran or had nothing to do.
+    Otherwise the prune would unpin and remove the old images the incomplete prefetch left pinned on purpose."""
+    prefetch = _last_run(results)
+    error = _run_error(prefetch)
+    if error:
+        return f"the prefetch did not complete ({error})"
+    totals = prefetch.get("totals") or {}
+    failed = int(totals.get("failed") or 0) + int(totals.get("skipped") or 0)
+    failed = max(failed, sum(1 for entry in prefetch.get("images") or [] if entry.get("status") in _BAD))
+    if failed:
+        return f"the prefetch did not complete ({failed} images failed)"
+    pin = prefetch.get("pin") or {}
+    if pin.get("error"):
+        return f"the prefetch did not complete (the pin failed: {pin['error']})"
+    # Only the check ran (check mode) and it says the pins would change: a real run must pin before it prunes.
+    only_the_check = not _last_run(results[1:])
+    if not check_mode and only_the_check and pin.get("changed"):
+        return "the prefetch did not complete (the pins were not updated)"
+    return ""
 
 
 def prune_files(record_file: str, lock_file: str, progress_file: str) -> Dict[str, Optional[str]]:
@@ -231,6 +256,8 @@ def result_line(result: Mapping[str, Any]) -> str:
             result["freed_bytes"] / 1048576,
             result["prune_kept"],
         )
+    if result.get("prune_skipped"):
+        line += f"; prune skipped: {result['prune_skipped']}"
     if result["error"]:
         line += f"; {result['error']}"
     return line

@@ -55,6 +55,7 @@ KEYS = {
     "prune_kept",
     "freed_bytes",
     "changed_by_prune",
+    "prune_skipped",
 }
 
 
@@ -272,3 +273,24 @@ def test_the_role_takes_its_own_node_paths_under_the_host_root():
     )
     assert F["node_host_path"]("/var/tmp/p.json", "") == "/var/tmp/p.json"
     assert F["node_host_path"]("/var/tmp/p.json", None) == "/var/tmp/p.json"
+
+
+def test_the_prune_waits_for_a_complete_prefetch():
+    blocker = F["node_prune_blocker"]
+    pulled = dict(method="label", ran=True, changed=True, images=[A, B])
+    assert blocker([prefetch(), {}, prefetch(pin=pulled)]) == ""
+    assert blocker([prefetch()]) == "", "nothing to do: the check is the whole run"
+    failed = prefetch(totals=dict(failed=1), images=[dict(image=A, status="failed", error="x")])
+    assert blocker([prefetch(), {}, failed]) == "the prefetch did not complete (1 images failed)"
+    assert blocker([prefetch(), {}, dict(failed=True, msg="timed out")]) == "the prefetch did not complete (timed out)"
+    pin_failed = prefetch(pin=dict(pulled, error="CRI still reports x unpinned"))
+    assert blocker([prefetch(), {}, pin_failed]).startswith("the prefetch did not complete (the pin failed: CRI")
+    would_pin = prefetch(pin=dict(method="label", ran=False, changed=True, images=[A]))
+    assert blocker([would_pin, {"skipped": True}]) == "the prefetch did not complete (the pins were not updated)"
+    assert blocker([would_pin], True) == "", "check mode: the check is the prefetch's whole run"
+    assert blocker([{}]).startswith("the prefetch did not complete (the prefetch ended without a result")
+
+
+def test_a_skipped_prune_says_why_on_the_line():
+    out = F["node_result"]([prefetch()], "w1", False, False, "", [A, B], [], 10.0, prune=dict(prune_skipped="why"))
+    assert out["pruned"] is None and F["node_result_line"](out).endswith("; prune skipped: why")
