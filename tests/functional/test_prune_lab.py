@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -189,6 +190,21 @@ def test_a_shrunk_set_frees_exactly_the_dropped_image_and_keeps_the_others_with_
     assert not set(runnable.values()) & set(left)
 
 
+def test_an_image_someone_else_also_pulled_under_a_tag_stays_with_that_tag(lab, node, tmp_path):
+    images = lab.images()
+    wanted, dropped = images["plain-small"], images["plain-shared-a"]
+    prefetch(lab, node, tmp_path, [wanted.reference, dropped.reference])
+    # The same image (one id), pulled by someone else by its tag: RemoveImage by id would take the tag too.
+    with CriClient(node["endpoint"]) as client:
+        client.pull_image(dropped.tag_reference)
+        assert client.image_status(dropped.tag_reference)["id"] == client.image_status(dropped.reference)["id"]
+    result = prune(node, tmp_path, [wanted.reference])
+    assert result["removed"] == [] and result["images"][0]["reason"] == "other_names", result
+    assert dropped.tag_reference in result["images"][0]["detail"]
+    with CriClient(node["endpoint"]) as client:
+        assert client.image_status(dropped.tag_reference) is not None
+
+
 def test_a_runtime_killed_mid_prune_leaves_whole_images_and_the_rerun_finishes(lab, node, tmp_path):
     bulk = [record.reference for record in lab.push_bulk(BULK, prefix="prune-kill")]
     wanted = lab.images()["plain-small"].reference
@@ -220,10 +236,16 @@ def test_a_runtime_killed_mid_prune_leaves_whole_images_and_the_rerun_finishes(l
     assert prune(node, tmp_path, [wanted])["removed"] == []
 
 
-def run_playbook(lab, tmp_path, nodes, images, check=False, options=(), **extra_vars) -> tuple:
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "pinning.md"
+
+
+def run_playbook(lab, tmp_path, nodes, images, check=False, documented=False, **extra_vars) -> tuple:
     """``ansible-playbook pinned.images.prefetch`` on ``nodes`` with one worker set of ``images``; (the process, the
-    report's rows by host)."""
-    inventory = lab.write_inventory(tmp_path / "lab.yml", nodes=nodes)
+    report's rows by host). ``documented``: docs/pinning.md's command as written, run in a directory that holds its
+    ``inventory`` and ``vars.yml``."""
+    work = tmp_path / "docs-command" if documented else tmp_path
+    work.mkdir(exist_ok=True)
+    inventory = lab.write_inventory(work / ("inventory" if documented else "lab.yml"), nodes=nodes)
     sets = tmp_path / "sets.yaml"
     sets.write_text(
         yaml.safe_dump_all(
@@ -235,7 +257,14 @@ def run_playbook(lab, tmp_path, nodes, images, check=False, options=(), **extra_
     )
     report = tmp_path / "report.json"
     extra = dict(cluster_sets=[str(sets)], node_progress_interval=1, cluster_report_file=str(report), **extra_vars)
-    proc = playbook("pinned.images.prefetch", inventory, extra, check=check, options=options, timeout=900)
+    if documented:
+        command = re.search(r"^ansible-playbook -i inventory pinned\.images\.prefetch .*$", DOCS.read_text(), re.M)
+        assert command is not None, "docs/pinning.md shows the prune's playbook command"
+        (work / "vars.yml").write_text(yaml.safe_dump(extra))
+        argv = shlex.split(command.group(0))
+        proc = playbook(argv[1], options=argv[2:], cwd=work, timeout=900)
+    else:
+        proc = playbook("pinned.images.prefetch", inventory, extra, check=check, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc, {row["host"]: row for row in json.loads(report.read_text())["nodes"]}
 
@@ -263,8 +292,25 @@ def test_the_prefetch_playbook_with_cluster_prune_frees_the_dropped_images_on_ev
         assert re.search(r'"%s\s+check .* %s  (label|dropin) \d",?$' % (name, freed), proc.stdout, re.M), proc.stdout
     assert 'check mode: nothing was pruned; \\"freed\\" counts the bytes the prune would free' in proc.stdout
 
-    # docs/pinning.md's command: -e cluster_prune=true after the run's own variables.
-    proc, rows = run_playbook(lab, tmp_path, names, [small], options=["-e", "cluster_prune=true"])
+    # A prefetch that did not complete (an image the registry lacks) prunes nothing: the old images stay pinned.
+    missing = small.split("@")[0] + "@sha256:" + "0" * 64
+    proc, rows = run_playbook(
+        lab,
+        tmp_path,
+        names,
+        [small, missing],
+        cluster_prune=True,
+        node_fail_on_error=False,
+        cluster_fail_on_node_errors=False,
+    )
+    assert {entry["name"]: set(on_node(entry)) for entry in entries} == {n: set(before[n]) for n in names}
+    assert all(row["pruned"] is None for row in rows.values()), rows
+    assert proc.stdout.count("prune skipped: the prefetch did not complete (1 images failed)") == len(names), (
+        proc.stdout
+    )
+
+    # docs/pinning.md's command as written: -e cluster_prune=true after the run's own variables.
+    proc, rows = run_playbook(lab, tmp_path, names, [small], documented=True)
     for entry in entries:
         left = on_node(entry)
         assert set(left) == {small, outside}, (entry["name"], left)
