@@ -22,8 +22,8 @@ description:
     still reports it pinned once this collection's pin is gone, or its pin is not this collection's (V(pinned));
     it is younger than O(min_age) (V(young))."
   - The images to remove lose this collection's pin first (the containerd label this collection set, or their
-    entries of the CRI-O drop-in O(dropin_path), which CRI-O then reloads), and CRI is read again before the
-    removal. The first runtime error other than "not found" stops the removals.
+    exact entries of the CRI-O drop-in O(dropin_path), which CRI-O then reloads; a pattern entry, or one that also
+    pins a wanted image, stays and keeps the image as V(pinned)), and CRI is read again before the removal. The first runtime error other than "not found" stops the removals.
   - The record forgets the images removed and those no longer on the node. A record that is not JSON, not this
     collection's format, not owned by this user or writable by others fails the task, naming it; nothing is
     removed.
@@ -115,7 +115,9 @@ options:
     type: path
   settle_timeout:
     description:
-      - Seconds to wait after CRI-O reloaded the drop-in until CRI reports the images unpinned.
+      - Seconds to wait after the unpin until CRI reports the images unpinned (CRI-O after it reloaded the drop-in,
+        containerd after the label change reached its CRI image cache). An image still pinned then is kept as
+        V(pinned).
     type: float
     default: 10.0
 seealso:

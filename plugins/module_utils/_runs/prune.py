@@ -38,11 +38,14 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_lab
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     MAX_DROPIN_SIZE,
     DropinSettings,
+    NotReportedError,
     RunCommand,
     covers,
     dropin_pinned_images,
     effective_pins,
+    is_pattern,
     pin_dropin,
+    wait_reported,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prune.plan import (
     REMOVE,
@@ -169,6 +172,7 @@ class Pins:
         self.run_command = run_command
         self.records: List[Dict[str, Any]] = client.list_records() if method == METHOD_LABEL else []
         self.listed: List[str] = []
+        self.wanted: Tuple[str, ...] = ()
         if method == PIN_DROPIN:
             text = read_bytes(dropin.path, MAX_DROPIN_SIZE)
             self.listed = (dropin_pinned_images(text.decode("utf-8", "replace")) if text else None) or []
@@ -177,10 +181,20 @@ class Pins:
         names = all_names(candidate)
         return [record for record in self.records if record["name"] in names]
 
-    def _ours(self, candidate: Candidate) -> List[str]:
-        """The drop-in entries that pin the candidate."""
+    def own_entries(self, candidate: Candidate) -> List[str]:
+        """The drop-in's exact entries that pin the candidate and no wanted image (a pattern pins more than it)."""
         names = all_names(candidate)
-        return [entry for entry in self.listed if any(covers([entry], name) for name in names)]
+        return [
+            entry
+            for entry in self.listed
+            if not is_pattern(entry) and entry in names and not any(covers([entry], w) for w in self.wanted)
+        ]
+
+    def _patterns(self, candidate: Candidate) -> List[str]:
+        """The drop-in's entries that pin the candidate and stay: patterns, and entries that pin a wanted image."""
+        names = all_names(candidate)
+        ours = self.own_entries(candidate)
+        return [e for e in self.listed if e not in ours and any(covers([e], name) for name in names)]
 
     def pinned_by_others(self, candidate: Candidate, cri_pinned: bool) -> bool:
         """Whether the candidate stays pinned once the collection's own pin is gone."""
@@ -188,12 +202,12 @@ class Pins:
             pinned = [r for r in self._records_of(candidate) if r["labels"].get(PIN_LABEL) == PIN_VALUE]
             return any(r["labels"].get(OWNER_LABEL) != OWNER_VALUE for r in pinned) or (cri_pinned and not pinned)
         if self.method == PIN_DROPIN:
-            remaining = [entry for entry in self.listed if entry not in self._ours(candidate)]
+            remaining = [entry for entry in self.listed if entry not in self.own_entries(candidate)]
             kept, source = effective_pins(self.dropin.path, remaining)
             by_other_file = source not in (None, self.dropin.path) and any(
                 covers(kept, name) for name in all_names(candidate)
             )
-            return by_other_file or (cri_pinned and not self._ours(candidate))
+            return by_other_file or bool(self._patterns(candidate)) or (cri_pinned and not self.own_entries(candidate))
         return cri_pinned
 
     def unpin(self, candidates: List[Candidate]) -> Dict[str, Any]:
@@ -204,9 +218,15 @@ class Pins:
             ]
             for record in records:
                 self.client.update_labels(record, {}, PIN_KEYS)
+            unpinned = [c["id"] for c in candidates if any(r in records for r in self._records_of(c))]
+            try:
+                # containerd applies the label change from its event stream, after the call returns.
+                wait_reported(self.client, dict.fromkeys(unpinned, False), self.dropin.settle_timeout, "labels removed")
+            except NotReportedError:
+                pass  # the read-back after the unpin keeps what is still pinned
             return dict(changed=bool(records), unpinned=sorted(r["name"] for r in records), diff=None)
         if self.method == PIN_DROPIN:
-            drop = {entry for candidate in candidates for entry in self._ours(candidate)}
+            drop = {entry for candidate in candidates for entry in self.own_entries(candidate)}
             if not drop:
                 return dict(changed=False, unpinned=[], diff=None)
             remaining = [entry for entry in self.listed if entry not in drop]
@@ -327,6 +347,7 @@ def run_prune(
             sandbox_ids = _sandbox_ids(client, method, request.keep) if candidates else set()
             ages = _ages(candidates, entries, clock())
             pins = Pins(client, method, request.dropin, run_command)
+            pins.wanted = request.wanted
             others = {c["id"] for c in candidates if pins.pinned_by_others(c, c["pinned"])}
             decisions = _decide(request, candidates, wanted_ids, client.list_containers(), ages, others, sandbox_ids)
             unpin: Dict[str, Any] = dict(changed=False, unpinned=[], diff=None)
@@ -335,19 +356,29 @@ def run_prune(
                 leaving = [
                     c for c in candidates if any(d["id"] == c["id"] and d["action"] == REMOVE for d in decisions)
                 ]
-                unpin = pins.unpin(leaving)
-                # What CRI reports once the collection's pins are gone, and the containers right before removal.
-                vanished = set()
-                for candidate in leaving:
-                    status = client.image_status(candidate["id"])
-                    if status is None:
-                        vanished.add(candidate["id"])
-                        gone.extend(candidate["names"])
-                    elif status.get("pinned"):
-                        others.add(candidate["id"])
-                present = [c for c in candidates if c["id"] not in vanished]
-                containers = client.list_containers()
-                decisions = _decide(request, present, wanted_ids, containers, ages, others, sandbox_ids)
+                try:
+                    unpin = pins.unpin(leaving)
+                except NotReportedError as err:
+                    # The drop-in is rewritten and CRI-O reloaded: say so.
+                    unpinned = sorted({e for c in leaving for e in pins.own_entries(c)})
+                    partial = dict(changed=True, pin=dict(method=method, changed=True, unpinned=unpinned))
+                    raise PruneStopped(f"prune stopped after the unpin: {err.message}", partial) from err
+                try:
+                    # What CRI reports once the collection's pins are gone, and the containers right before removal.
+                    vanished = set()
+                    for candidate in leaving:
+                        status = client.image_status(candidate["id"])
+                        if status is None:
+                            vanished.add(candidate["id"])
+                            gone.extend(candidate["names"])
+                        elif status.get("pinned"):
+                            others.add(candidate["id"])
+                    present = [c for c in candidates if c["id"] not in vanished]
+                    containers = client.list_containers()
+                    decisions = _decide(request, present, wanted_ids, containers, ages, others, sandbox_ids)
+                except CollectionError as err:
+                    partial = _result(request, decisions, [], gone, runtime, unpin, method)
+                    raise PruneStopped(f"prune stopped after the unpin: {err.message}", partial) from err
                 removed = _remove(client, decisions, gone, entries, request, runtime, unpin, method)
             else:
                 removed = [d for d in decisions if d["action"] == REMOVE]
@@ -418,9 +449,13 @@ def _remove(
             if err.kind == NOT_FOUND:
                 gone.extend(decision["names"])
                 continue
-            write_record(request.record_file, _forget(entries, removed, gone))
+            message = f"prune stopped at {decision['image']}: {err.message}"
+            try:
+                write_record(request.record_file, _forget(entries, removed, gone))
+            except CollectionError as record_err:
+                message += f"; the record was not updated ({record_err.message})"
             partial = _result(request, decisions, removed, gone, runtime, unpin, method)
-            raise PruneStopped(f"prune stopped at {decision['image']}: {err.message}", partial) from err
+            raise PruneStopped(message, partial) from err
         removed.append(decision)
     return removed
 

@@ -18,6 +18,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
     render_pinned_images,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prune.record import noted, write_record
+from ansible_collections.pinned.images.plugins.module_utils._runs import prune as prune_run
 from ansible_collections.pinned.images.plugins.module_utils._runs.prune import PruneRequest, PruneStopped, run_prune
 from fixtures.scripted_runtime import ScriptedRuntime
 
@@ -261,3 +262,70 @@ def test_a_runtime_that_names_no_pause_image_and_reports_no_pins_is_not_pruned_w
     assert runtime.removed == [] and record_names(tmp_path) == [DROPPED]
     prune(tmp_path, runtime, keep=["registry.k8s.io/pause:*"])
     assert runtime.removed == [DROPPED]
+
+
+class LateContainerd(Runtime):
+    """containerd applies a label change from its event stream: CRI reports it ``late`` ImageStatus calls later."""
+
+    def __init__(self, late, **kwargs):
+        super().__init__(**kwargs)
+        self.late, self.reported = late, {}
+
+    def update_labels(self, record, labels, keys):
+        super().update_labels(record, labels, keys)
+        self.reported[record["name"]] = self.late
+
+    def image_status(self, name):
+        status = super().image_status(name)
+        if status is not None and self.reported.get(self.images[status["id"]], 0) > 0:
+            self.reported[self.images[status["id"]]] -= 1
+            status["pinned"] = True
+        return status
+
+
+def test_the_label_unpin_waits_until_cri_reports_it(tmp_path):
+    recorded(tmp_path, DROPPED)
+    runtime = LateContainerd(2, labels={DROPPED: OURS})
+    result = prune(tmp_path, runtime)
+    assert runtime.removed == [DROPPED] and result["images"][0]["reason"] is None
+
+
+def test_a_drop_in_pattern_is_never_dropped_and_keeps_its_image(tmp_path):
+    recorded(tmp_path, DROPPED)
+    dropin = tmp_path / "50-pinned-images"
+    pattern = "registry.example:5000/drop*"
+    dropin.write_text(render_pinned_images([WANTED, pattern]))
+    runtime = Crio(tmp_path)
+    result = prune(tmp_path, runtime, pin="dropin")
+    assert runtime.removed == [] and result["images"][0]["reason"] == "pinned"
+    assert dropin_pinned_images(dropin.read_text()) == [WANTED, pattern]
+
+
+class BrokenAfterUnpin(Runtime):
+    def list_containers(self):
+        if not any(PIN_LABEL in labels for labels in self.labels.values()):
+            raise CriError("ListContainers: scripted", UNKNOWN)
+        return []
+
+
+def test_an_error_after_the_unpin_reports_the_unpin(tmp_path):
+    recorded(tmp_path, DROPPED)
+    runtime = BrokenAfterUnpin(labels={DROPPED: OURS})
+    with pytest.raises(PruneStopped) as info:
+        prune(tmp_path, runtime)
+    assert info.value.message == "prune stopped after the unpin: ListContainers: scripted"
+    assert info.value.details["changed"] is True and info.value.details["pin"]["unpinned"] == [DROPPED]
+    assert runtime.removed == [] and record_names(tmp_path) == [DROPPED]
+
+
+def test_a_record_that_cannot_be_written_after_a_removal_error_still_reports_the_result(tmp_path, monkeypatch):
+    recorded(tmp_path, DROPPED)
+
+    def failing(path, entries, check_mode=False):
+        raise CollectionError("scripted: disk full")
+
+    monkeypatch.setattr(prune_run, "write_record", failing)
+    with pytest.raises(PruneStopped) as info:
+        prune(tmp_path, Runtime(fail_remove=UNKNOWN))
+    assert info.value.message.endswith("; the record was not updated (scripted: disk full)")
+    assert info.value.details["removed"] == []
