@@ -18,12 +18,12 @@ description:
     the record does not (a tag, or a digest under another repository), or the record holds its tag without an
     image id (V(other_names)); one of its names matches a O(keep) pattern (V(keep)); a container uses it, in any
     state (CRI C(ListContainers)), or it is the runtime's pause image (C(sandboxImage) in CRI C(Status))
-    (V(in_use)); the runtime
-    still reports it pinned once this collection's pin is gone, or its pin is not this collection's (V(pinned));
-    it is younger than O(min_age) (V(young))."
+    (V(in_use)); the runtime still reports it pinned once this collection's pin is gone, or its pin is not this
+    collection's (V(pinned)); it is younger than O(min_age) (V(young))."
   - The images to remove lose this collection's pin first (the containerd label this collection set, or their
     exact entries of the CRI-O drop-in O(dropin_path), which CRI-O then reloads; a pattern entry, or one that also
-    pins a wanted image, stays and keeps the image as V(pinned)), and CRI is read again before the removal. The first runtime error other than "not found" stops the removals.
+    pins a wanted image, stays and keeps the image as V(pinned)), and CRI is read again before the removal. The
+    first runtime error other than "not found" stops the removals.
   - The record forgets the images removed and those no longer on the node. A record that is not JSON, not this
     collection's format, not owned by this user or writable by others fails the task, naming it; nothing is
     removed.

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
+from fixtures.reference import reference_path
 from support.cri_workloads import image_id, list_containers, list_sandboxes, run_container, run_sandbox
 from support.errors import LabError
 from support.lab import started_lab
-from support.node import CGROUP_ROOT, RUNTIMES, crio_available, runc_containers
+from support.node import CGROUP_ROOT, RUNTIMES, runc_containers, shim_sockets
 
 
 def alive(pid: int) -> bool:
@@ -114,13 +115,15 @@ def test_a_running_container_outlives_its_runtime_killed_and_started_again(lab, 
 def test_only_workload_nodes_name_a_pause_image(lab, workload_node):
     for name, node in lab.state["nodes"].items():
         config = Path(node["config"]).read_text()
-        assert ("pause" in config) is bool(node.get("workloads")), name
+        names_one = re.search(r"^\s*(sandbox_image|sandbox|pause_image)\s*=", config, re.M) is not None
+        assert names_one is bool(node.get("workloads")), name
     assert workload_node["pause_image"] in Path(workload_node["config"]).read_text()
 
 
 @pytest.mark.lab
 def test_lab_down_kills_the_containers_left_running_and_removes_their_cgroups(tmp_path_factory):
-    runtimes = ["containerd-2.1"] + (["cri-o"] if crio_available() else [])
+    reference_path("cri-o")  # the skip without the CRI-O reference directory
+    runtimes = ["containerd-2.1", "cri-o"]
     with started_lab(tmp_path_factory.mktemp("wlab"), nodes=0) as lab:
         busybox = lab.workload_images()["busybox"]
         nodes = [lab.workload_node(runtime) for runtime in runtimes]
@@ -131,6 +134,14 @@ def test_lab_down_kills_the_containers_left_running_and_removes_their_cgroups(tm
         # A sandbox and its container per node (CRI-O runs no pause container: its pods share the node's PID).
         assert len(pids) >= 1 + len(nodes) and all(alive(pid) for pid in pids)
         cgroups = [node["cgroup_parent"].strip("/") for node in nodes]
-        assert all(list(CGROUP_ROOT.glob("*/" + name)) for name in cgroups)
+        assert all(node_cgroups(name) for name in cgroups)
+        sockets = [socket for node in nodes for socket in shim_sockets(Path(node["root"]).parent)]
+        assert sockets and all(socket.is_socket() for socket in sockets)
     assert not [pid for pid in pids if alive(pid)]
-    assert not [path for name in cgroups for path in CGROUP_ROOT.glob("*/" + name)]
+    assert not [path for name in cgroups for path in node_cgroups(name)]
+    assert not [socket for socket in sockets if socket.exists()], "the shims' sockets go with them"
+
+
+def node_cgroups(name: str) -> list:
+    """The node's cgroup in every hierarchy: cgroup v2's one tree, or v1's controllers."""
+    return list(CGROUP_ROOT.glob(name)) + list(CGROUP_ROOT.glob("*/" + name))

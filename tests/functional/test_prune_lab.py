@@ -26,7 +26,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard
 from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, playbook, remove_all_images
 from fixtures.openshift_objects import ROLE_LABEL as ROLE
 from fixtures.openshift_objects import pinned_image_set, role_pool
-from fixtures.reference import reference_available, reference_path
+from fixtures.reference import reference_path
 from support.cri_workloads import remove_workloads, run_container
 from support.node import RUNTIMES, pin_args
 
@@ -270,7 +270,8 @@ def run_playbook(lab, tmp_path, nodes, images, check=False, documented=False, **
 
 
 def test_the_prefetch_playbook_with_cluster_prune_frees_the_dropped_images_on_every_node(lab, tmp_path):
-    runtimes = [runtime for runtime in PRUNE_RUNTIMES if runtime != "cri-o" or reference_available("cri-o")]
+    reference_path("cri-o")  # the skip without the CRI-O reference directory
+    runtimes = list(PRUNE_RUNTIMES)
     entries = [emptied(lab.workload_node(runtime)) for runtime in runtimes]
     names = [entry["name"] for entry in entries]
     images = lab.images()

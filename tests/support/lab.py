@@ -64,8 +64,10 @@ from support.node import (
     hosts_toml,
     node_names,
     remove_cgroup,
+    remove_sockets,
     runtime_binary,
     runtime_choices,
+    shim_sockets,
 )
 from support.pki import make_pki
 from support.ports import free_ports
@@ -302,11 +304,18 @@ class Lab(Supervisor):
             raise LabError("%s is not empty and is not a lab directory; pick another --dir" % self.path)
         # Workload nodes' containers first: they outlive their runtime, shims and conmons.
         node_dirs = sorted(self.path.glob("nodes/*"))
+        sockets = [socket for base in node_dirs for socket in shim_sockets(base)]
+        # A node whose runc state cannot be listed must not stop the rest of down: raised at the end.
+        problems = []
         for base in node_dirs:
-            delete_containers(base)
+            try:
+                delete_containers(base)
+            except LabError as err:
+                problems.append(str(err))
         # Only children not yet reaped: a reaped child's pid may already belong to someone else.
         self._kill(lab_processes(self.path) + [p.pid for p in self._children.values() if p.poll() is None])
         self._children.clear()
+        remove_sockets(sockets)
         for base in node_dirs:
             remove_cgroup(cgroup_parent(base))
         for point in mounts_under(self.path):
@@ -320,6 +329,8 @@ class Lab(Supervisor):
         else:
             shutil.rmtree(self.path, ignore_errors=not self.path.exists())
             self.state = {}
+        if problems:
+            raise LabError("down finished, but: " + "; ".join(problems))
 
     def _reset(self) -> None:
         """Clear whatever a killed or half-finished run left: processes, mounts, sockets, files."""

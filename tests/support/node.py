@@ -16,6 +16,7 @@ import lzma
 import os
 import re
 import socket
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -453,6 +454,26 @@ def delete_containers(base: Path) -> list[str]:
         )
         deleted.append(container["id"])
     return deleted
+
+
+def shim_sockets(base: Path) -> list[Path]:
+    """The sockets of the containerd shims of the node under ``base`` (each task's ``address`` file names its
+    socket, in ``/run/containerd/s/``): a shim killed by signal leaves its socket behind."""
+    found = []
+    for address in base.glob("state/io.containerd.runtime.v2.task/*/*/address"):
+        with contextlib.suppress(OSError):
+            text = address.read_text().strip()
+            if text.startswith("unix://"):
+                found.append(Path(text[len("unix://") :]))
+    return found
+
+
+def remove_sockets(paths: Sequence[Path]) -> None:
+    """Unlink the sockets ``paths`` that still exist (only sockets)."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(path.lstat().st_mode):
+                path.unlink()
 
 
 def remove_cgroup(parent: str, root: Path = CGROUP_ROOT) -> None:

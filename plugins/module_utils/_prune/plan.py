@@ -26,7 +26,8 @@ Public API
 ``validate_keep(patterns) -> list[str]``: PruneInputError naming every bad entry.
 ``Candidate``: a recorded image found on the node; ``all_names(candidate)``: its id, names, tags and digests.
 ``decide(candidates, wanted_ids, containers, keep, min_age, ages, pinned_by_others, wanted_names, sandbox_ids)
--> list[Decision]``, sorted by image name (ids compared bare). ``group_candidates({name: CRI image or None}) -> list[Candidate]``. ``totals(decisions) -> dict``.
+-> list[Decision]``, sorted by image name (ids compared bare).
+``group_candidates({name: CRI image or None}, unsure) -> list[Candidate]``. ``totals(decisions) -> dict``.
 """
 
 from __future__ import annotations
@@ -221,9 +222,7 @@ def decide(
     return sorted(decisions, key=lambda decision: decision["image"])
 
 
-def group_candidates(
-    found: Mapping[str, Optional[Mapping[str, Any]]], unsure: Iterable[str] = ()
-) -> List[Candidate]:
+def group_candidates(found: Mapping[str, Optional[Mapping[str, Any]]], unsure: Iterable[str] = ()) -> List[Candidate]:
     """Candidates from ``{recorded name: CRI image or None}``: one per image id, with every recorded name of it
     (``unsure``: the recorded tags without a recorded image id)."""
     doubtful = set(unsure)
