@@ -144,7 +144,7 @@ images:
   elements: dict
   contains:
     image:
-      description: The first recorded name of the image.
+      description: The alphabetically first of its recorded names.
       type: str
     names:
       description: Its recorded names.
@@ -185,7 +185,8 @@ totals:
   returned: always
   type: dict
 freed_bytes:
-  description: The CRI sizes of the images removed (in check mode, that would be).
+  description: The sum of the CRI sizes of the images removed (in check mode, that would be); layers they share
+    with kept images stay on disk, so the disk may gain less.
   returned: always
   type: int
   sample: 734003200

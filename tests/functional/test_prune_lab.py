@@ -9,8 +9,10 @@ dropped image on every node. The nodes are the session lab's workload nodes, sha
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -48,12 +50,13 @@ def emptied(entry) -> dict:
 @pytest.fixture(params=PRUNE_RUNTIMES)
 def node(request, lab):
     """The session lab's workload node of the runtime (support.cri_workloads runs containers on it), emptied, and
-    its containers removed afterwards. Not containerd 1.6, which cannot pin."""
+    emptied again afterwards. Not containerd 1.6, which cannot pin."""
     if RUNTIMES[request.param].kind == "cri-o":
         reference_path("cri-o")  # the skip without the CRI-O reference directory
     entry = emptied(lab.workload_node(request.param))
     yield entry
-    remove_workloads(entry)
+    # Emptied again: the session lab's other tests on this node expect only their own images.
+    emptied(entry)
 
 
 def files(tmp_path: Path) -> dict:
@@ -212,13 +215,17 @@ def test_a_runtime_killed_mid_prune_leaves_whole_images_and_the_rerun_finishes(l
     # No shrinking prefetch first: the prune removes the collection's pins of the bulk images itself.
     command = adhoc_command("pinned.images.prune", prune_args(node, tmp_path, [wanted]))
     running = subprocess.Popen(command, env=ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    # Kill the runtime as soon as the prune has removed one of the images, as a crash would.
-    deadline = time.monotonic() + 60
+    # Kill the runtime as soon as the prune has removed one of the images, as a crash would: SIGSTOP at once (no
+    # further removal), then SIGKILL. The poll sleeps so as not to starve the prune; the deadline covers ansible's
+    # start and the unpin on a loaded machine.
+    deadline = time.monotonic() + 240
     with CriClient(node["endpoint"]) as client:
         while time.monotonic() < deadline and running.poll() is None:
             listed = {digest for image in client.list_images() for digest in image["repo_digests"]}
             if not set(bulk) <= listed:
+                os.kill(lab.state["nodes"][node["name"]]["pid"], signal.SIGSTOP)
                 break
+            time.sleep(0.02)
     lab.stop_node(node["name"], kill=True)
     output = running.communicate(timeout=120)[0]
     lab.start_node(node["name"])

@@ -59,12 +59,15 @@ def default_record_file(lock_file: Optional[str]) -> Optional[str]:
 
 
 def _check_owner(path: str) -> None:
+    # lstat: a link planted in a world-writable /var/tmp is named, not followed.
     try:
-        info = os.stat(path)
+        info = os.lstat(path)
     except FileNotFoundError:
         return
     except OSError as exc:
         raise RecordError(path, f"cannot be read ({exc.strerror or exc})") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise RecordError(path, "is not a regular file")
     if info.st_uid != os.geteuid():
         raise RecordError(path, f"belongs to uid {info.st_uid}, not to this user ({os.geteuid()})")
     if stat.S_IMODE(info.st_mode) & (stat.S_IWGRP | stat.S_IWOTH):
@@ -76,6 +79,13 @@ def _check_entry(name: object, entry: object) -> Optional[str]:
         return f"an image name {name!r} is not a non-empty string"
     if not isinstance(entry, dict) or not isinstance(entry.get("image_id", ""), str):
         return f"the entry of {name} is not an object with a string image_id"
+    for key in ("first_seen", "last_seen"):
+        value = entry.get(key, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"the {key} of {name} is not a number of seconds"
+    for key in ("pulled", "pinned"):
+        if not isinstance(entry.get(key, False), bool):
+            return f"the {key} of {name} is not true or false"
     return None
 
 

@@ -239,11 +239,12 @@ class Pins:
 def _recorded_image(client: Any, name: str, entry: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
     """The image the collection recorded under ``name``: when the name now points at another image (a tag that
     moved), the recorded image by its id, or None (gone: the name no longer names anything the collection brought)."""
-    image = client.image_status(name)
+    image: Optional[Mapping[str, Any]] = client.image_status(name)
     recorded_id = str(entry.get("image_id") or "")
     if image is None or not recorded_id or bare_id(image["id"]) == bare_id(recorded_id):
         return image
-    return client.image_status(recorded_id)
+    by_id: Optional[Mapping[str, Any]] = client.image_status(recorded_id)
+    return by_id
 
 
 def _candidates(
@@ -385,7 +386,9 @@ def run_prune(
         result = _result(request, decisions, removed, gone, runtime, unpin, method)
         if not request.check_mode:
             # Under the lock: a prefetch that starts next adds to this record, not to the one read before.
-            result["record_changed"] = write_record(request.record_file, _forget(entries, removed, gone))
+            remaining = _forget(entries, removed, gone)
+            # Nothing forgotten: no record is written (none may exist yet, nor its directory).
+            result["record_changed"] = remaining != entries and write_record(request.record_file, remaining)
     finally:
         if lock is not None:
             lock.release()

@@ -64,6 +64,9 @@ def test_an_image_keeps_its_first_run_and_what_it_once_was():
         ('{"version": 1}', "has no images object"),
         ('{"version": 1, "images": {"x": "y"}}', "is corrupt: the entry of x is not an object"),
         ('{"version": 1, "images": {"": {}}}', "is corrupt: an image name '' is not a non-empty string"),
+        ('{"version": 1, "images": {"x": {"first_seen": "soon"}}}', "is corrupt: the first_seen of x is not a number"),
+        ('{"version": 1, "images": {"x": {"last_seen": true}}}', "is corrupt: the last_seen of x is not a number"),
+        ('{"version": 1, "images": {"x": {"pinned": "yes"}}}', "is corrupt: the pinned of x is not true or false"),
     ],
 )
 def test_a_corrupt_record_is_an_error_naming_the_file(tmp_path, content, why):
@@ -82,3 +85,13 @@ def test_a_record_others_may_write_is_refused(tmp_path):
     path.chmod(0o666)
     with pytest.raises(RecordError, match=r"is writable by others \(mode 0666\)"):
         read_record(str(path))
+
+
+def test_a_link_is_refused_not_followed(tmp_path):
+    target = tmp_path / "elsewhere.json"
+    target.write_text(json.dumps({"version": 1, "images": {}}))
+    target.chmod(0o600)
+    link = tmp_path / "record.json"
+    link.symlink_to(target)
+    with pytest.raises(RecordError, match=r"is not a regular file"):
+        read_record(str(link))

@@ -125,10 +125,11 @@ def test_every_bad_option_is_named(tmp_path):
     assert len(info.value.problems) == 3
 
 
-def test_without_a_record_nothing_is_removed(tmp_path):
+def test_without_a_record_nothing_is_removed_and_nothing_written(tmp_path):
     runtime = Runtime()
-    result = prune(tmp_path, runtime)
-    assert (runtime.removed, result["images"], result["changed"]) == ([], [], False)
+    result = prune(tmp_path, runtime, record_file=str(tmp_path / "absent-dir" / "record.json"))
+    assert (runtime.removed, result["images"], result["changed"], result["record_changed"]) == ([], [], False, False)
+    assert not (tmp_path / "absent-dir").exists()
 
 
 def test_the_dropped_image_is_unpinned_then_removed_and_forgotten(tmp_path):
