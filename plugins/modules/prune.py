@@ -79,7 +79,8 @@ options:
   lock_file:
     description:
       - The node lock M(pinned.images.prefetch) takes (its O(pinned.images.prefetch#module:lock_file)); the prune
-        holds it, so that a prefetch never runs at the same time. Not taken in check mode; without it no lock is taken.
+        holds it, so that a prefetch never runs at the same time. Not taken in check mode; without it no lock is
+        taken and a real run warns.
     type: path
   run_id:
     description:

@@ -344,6 +344,11 @@ def run_prune(
         with client_factory(request.runtime) as client:
             runtime = dict(client.version(), endpoint=client.endpoint)
             method, _sign, warnings = mco_pin_method(request.pin, pin_method(request.pin, runtime), request.mco_dir)
+            if not request.check_mode and not request.lock_file:
+                warnings.append(
+                    "lock_file is not set: the prune takes no node lock, so a prefetch running at the same time may "
+                    "record images this prune does not see; give the prefetch's lock_file"
+                )
             candidates, wanted_ids, gone = _candidates(client, request, entries)
             sandbox_ids = _sandbox_ids(client, method, request.keep) if candidates else set()
             ages = _ages(candidates, entries, clock())

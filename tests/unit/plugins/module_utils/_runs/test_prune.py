@@ -330,3 +330,12 @@ def test_a_record_that_cannot_be_written_after_a_removal_error_still_reports_the
         prune(tmp_path, Runtime(fail_remove=UNKNOWN))
     assert info.value.message.endswith("; the record was not updated (scripted: disk full)")
     assert info.value.details["removed"] == []
+
+
+def test_a_prune_without_a_lock_warns(tmp_path):
+    recorded(tmp_path, DROPPED)
+    request = PruneRequest.from_params(params(tmp_path, lock_file=None), False)
+    _result, warnings = run_prune(request, client_factory=lambda _p: Runtime())
+    assert [w for w in warnings if w.startswith("lock_file is not set: the prune takes no node lock")]
+    check = PruneRequest.from_params(params(tmp_path, lock_file=None), True)
+    assert run_prune(check, client_factory=lambda _p: Runtime())[1] == []
