@@ -276,10 +276,18 @@ def run_playbook(lab, tmp_path, nodes, images, check=False, documented=False, **
     return proc, {row["host"]: row for row in json.loads(report.read_text())["nodes"]}
 
 
-def test_the_prefetch_playbook_with_cluster_prune_frees_the_dropped_images_on_every_node(lab, tmp_path):
+@pytest.fixture
+def all_nodes(lab):
+    """The session lab's workload node of every PRUNE_RUNTIMES, emptied before and after."""
     reference_path("cri-o")  # the skip without the CRI-O reference directory
-    runtimes = list(PRUNE_RUNTIMES)
-    entries = [emptied(lab.workload_node(runtime)) for runtime in runtimes]
+    entries = [emptied(lab.workload_node(runtime)) for runtime in PRUNE_RUNTIMES]
+    yield entries
+    for entry in entries:
+        emptied(entry)
+
+
+def test_the_prefetch_playbook_with_cluster_prune_frees_the_dropped_images_on_every_node(lab, all_nodes, tmp_path):
+    entries = all_nodes
     names = [entry["name"] for entry in entries]
     images = lab.images()
     small, dropped, outside = (images[n].reference for n in ("plain-small", "plain-shared-a", "plain-shared-b"))
