@@ -24,7 +24,8 @@ Public API
 ``bare_id(text) -> str``: an image id without ``sha256:`` (CRI-O's ids are bare, containerd's are not).
 ``parse_duration(text) -> float``: ``"90"``, ``"90s"``, ``"30m"``, ``"2h"``, ``"7d"`` in seconds; PruneInputError.
 ``validate_keep(patterns) -> list[str]``: PruneInputError naming every bad entry.
-``Candidate``: a recorded image found on the node; ``all_names(candidate)``: its id, names, tags and digests.
+``Candidate``: a recorded image found on the node; ``all_names(candidate)``: its id, names, tags and digests;
+``users(candidate, containers) -> list[str]``: the ListContainers entries that use it.
 ``decide(candidates, wanted_ids, containers, keep, min_age, ages, pinned_by_others, wanted_names, sandbox_ids)
 -> list[Decision]``, sorted by image name (ids compared bare).
 ``group_candidates({name: CRI image or None}, unsure) -> list[Candidate]``. ``totals(decisions) -> dict``.
@@ -135,7 +136,8 @@ def _other_names(candidate: Candidate) -> List[str]:
     return sorted(others)
 
 
-def _users(candidate: Candidate, containers: Sequence[Mapping[str, Any]]) -> List[str]:
+def users(candidate: Candidate, containers: Sequence[Mapping[str, Any]]) -> List[str]:
+    """The containers (``name (state)``) that use the candidate by any of its names or its id."""
     names = {bare_id(name) for name in all_names(candidate)}
     users = []
     for container in containers:
@@ -177,9 +179,9 @@ def _reason(
         matched = [name for name in names if fnmatch.fnmatchcase(name, pattern)]
         if matched:
             return dict(reason=KEEP_PATTERN, detail=f"{matched[0]} matches keep pattern {pattern!r}")
-    users = _users(candidate, containers)
-    if users:
-        return dict(reason=IN_USE, detail="used by container " + ", ".join(users))
+    using = users(candidate, containers)
+    if using:
+        return dict(reason=IN_USE, detail="used by container " + ", ".join(using))
     if bare_id(candidate["id"]) in pinned_by_others:
         return dict(reason=PINNED, detail="the runtime reports it pinned by someone other than pinned.images")
     if min_age > 0 and age is not None and age < min_age:

@@ -48,6 +48,8 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
     wait_reported,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prune.plan import (
+    IN_USE,
+    KEEP,
     REMOVE,
     Candidate,
     Decision,
@@ -58,6 +60,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prune.plan import (
     group_candidates,
     parse_duration,
     totals,
+    users,
     validate_keep,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prune.record import (
@@ -385,7 +388,8 @@ def run_prune(
                 except CollectionError as err:
                     partial = _result(request, decisions, [], gone, runtime, unpin, method)
                     raise PruneStopped(f"prune stopped after the unpin: {err.message}", partial) from err
-                removed = _remove(client, decisions, gone, entries, request, runtime, unpin, method)
+                by_id = {c["id"]: c for c in present}
+                removed = _remove(client, decisions, gone, entries, request, runtime, unpin, method, by_id)
             else:
                 removed = [d for d in decisions if d["action"] == REMOVE]
         result = _result(request, decisions, removed, gone, runtime, unpin, method)
@@ -444,14 +448,20 @@ def _remove(
     runtime: Mapping[str, Any],
     unpin: Mapping[str, Any],
     method: str,
+    candidates: Mapping[str, Candidate],
 ) -> List[Decision]:
     """RemoveImage each image to remove; "not found" means someone removed it first. Any other error stops: the
-    record forgets what was removed, and PruneStopped carries the result so far."""
+    record forgets what was removed, and PruneStopped carries the result so far. The containers are listed again
+    right before each removal (containerd removes an image in use): one that uses the image now keeps it."""
     removed: List[Decision] = []
     for decision in decisions:
         if decision["action"] != REMOVE:
             continue
         try:
+            using = users(candidates[decision["id"]], client.list_containers())
+            if using:
+                decision.update(action=KEEP, reason=IN_USE, detail="used by container " + ", ".join(using))
+                continue
             client.remove_image(decision["id"])
         except CriError as err:
             if err.kind == NOT_FOUND:

@@ -339,3 +339,26 @@ def test_a_prune_without_a_lock_warns(tmp_path):
     assert [w for w in warnings if w.startswith("lock_file is not set: the prune takes no node lock")]
     check = PruneRequest.from_params(params(tmp_path, lock_file=None), True)
     assert run_prune(check, client_factory=lambda _p: Runtime())[1] == []
+
+
+class LateContainer(Runtime):
+    """A container that starts with the dropped image after the prune decided (its third ListContainers)."""
+
+    calls = 0
+
+    def list_containers(self):
+        self.calls += 1
+        late = dict(id="c2", name="late", state="created", image=DROPPED, image_ref="", image_id="")
+        return [late] if self.calls >= 3 else []
+
+
+def test_a_container_started_after_the_decision_keeps_its_image(tmp_path):
+    recorded(tmp_path, DROPPED, HAND)
+    runtime = LateContainer()
+    result = prune(tmp_path, runtime)
+    assert runtime.removed == [HAND]
+    assert {d["image"]: (d["action"], d["detail"]) for d in result["images"]}[DROPPED] == (
+        "keep",
+        "used by container late (created)",
+    )
+    assert result["kept"] == [DROPPED] and record_names(tmp_path) == [DROPPED]
