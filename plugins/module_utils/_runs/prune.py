@@ -460,7 +460,8 @@ def _remove(
         try:
             using = users(candidates[decision["id"]], client.list_containers())
             if using:
-                decision.update(action=KEEP, reason=IN_USE, detail="used by container " + ", ".join(using))
+                decision["action"], decision["reason"] = KEEP, IN_USE
+                decision["detail"] = "used by container " + ", ".join(using)
                 continue
             client.remove_image(decision["id"])
         except CriError as err:
