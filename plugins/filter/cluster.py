@@ -7,6 +7,7 @@ the .yml files; the logic is in ``plugin_utils/_cluster.py`` and ``plugin_utils/
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.pinned.images.plugins.plugin_utils import _cluster, _report_html
@@ -50,8 +51,9 @@ def cluster_node_pods(
     host_root: str,
     python: str,
 ) -> List[Dict[str, Any]]:
-    """The inventory host and host variables of each node reached through its pod."""
-    return _cluster.node_pods(pods, node_groups, k8s_auth or {}, host_root, python)
+    """The inventory host and host variables of each node reached through its pod (the ``K8S_AUTH_*`` variables
+    of the controller's environment, as the cluster modules read them, where ``k8s_auth`` leaves an option out)."""
+    return _cluster.node_pods(pods, node_groups, k8s_auth or {}, host_root, python, os.environ)
 
 
 def cluster_plan_message(plan: List[Dict[str, Any]], order: Any) -> str:

@@ -285,3 +285,28 @@ def test_an_interrupted_runs_pods_are_removed_by_the_next_run(plab, first_run):
     assert {image["status"] for node in report["nodes"] for image in node["images"]} == {"present"}
     assert plab.pods() == []
     print(f"pod mode, 2 nodes, nothing to do, after removing 2 leftover pods: {seconds:.1f} s")
+
+
+def test_a_token_reaches_kubectl_only_in_a_file_and_validate_certs_works(plab, first_run, tmp_path):
+    # A kubectl that records its argv: every exec of the connection plugin, and whatever else runs it.
+    argv_log = tmp_path / "kubectl-argv"
+    wrapper = tmp_path / "bin" / "kubectl"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$*" >> {shlex.quote(str(argv_log))}\nexec {KUBECTL_DIR}/kubectl "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    auth = {"host": plab.api.url, "ca_cert": str(plab.api.ca_cert_path), "validate_certs": True}
+    extra = dict(plab.extra(sets_file(plab, "sets", first_run["images"])), cluster_k8s_auth=auth)
+    command, env, _report = plab.command(extra)
+    # The token from the environment, as the cluster modules read it.
+    env = dict(env, PATH=f"{wrapper.parent}:{env['PATH']}", K8S_AUTH_API_KEY=plab.api.token)
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400, check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    calls = argv_log.read_text().splitlines()
+    assert sum(" exec -i " in call for call in calls) >= 4, calls
+    assert all("--insecure-skip-tls-verify=false" in call for call in calls if " exec -i " in call), calls
+    assert not [call for call in calls if plab.api.token in call]
+    assert plab.api.token not in output
+    assert plab.pods() == []
