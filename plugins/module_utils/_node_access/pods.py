@@ -112,6 +112,8 @@ def pod_manifest(node: str, run_id: str, settings: PodSettings) -> KubeObject:
         "activeDeadlineSeconds": settings.lifetime,
         "terminationGracePeriodSeconds": 0,
         "enableServiceLinks": False,
+        # Nothing in the pod talks to the API server: no service account token on every node.
+        "automountServiceAccountToken": False,
         "tolerations": [{"operator": "Exists"}],
         "containers": [
             {
@@ -121,6 +123,9 @@ def pod_manifest(node: str, run_id: str, settings: PodSettings) -> KubeObject:
                 # A bounded life even where activeDeadlineSeconds is not enforced (a kubelet that is restarting).
                 "command": ["sleep", str(settings.lifetime)],
                 "securityContext": {"privileged": True, "runAsUser": 0},
+                # Not BestEffort, the first evicted under the disk pressure big pulls cause; no limits, as the
+                # module's memory follows the images.
+                "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
                 "volumeMounts": [{"name": "host", "mountPath": settings.host_root}],
             }
         ],

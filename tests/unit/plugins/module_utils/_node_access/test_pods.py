@@ -43,6 +43,8 @@ def test_the_pod_is_privileged_on_its_node_with_the_hosts_root_and_a_bounded_lif
     assert spec["tolerations"] == [{"operator": "Exists"}]
     assert spec["activeDeadlineSeconds"] == 600 and spec["containers"][0]["command"] == ["sleep", "600"]
     assert spec["containers"][0]["securityContext"]["privileged"] is True
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["containers"][0]["resources"] == {"requests": {"cpu": "10m", "memory": "64Mi"}}
     assert spec["containers"][0]["volumeMounts"] == [{"name": "host", "mountPath": "/host"}]
     assert spec["volumes"] == [{"name": "host", "hostPath": {"path": "/", "type": "Directory"}}]
     assert (spec["serviceAccountName"], spec["priorityClassName"]) == ("sa", "system-node-critical")
