@@ -694,6 +694,28 @@ def kubectl_connection(k8s_auth: Mapping[str, Any], environ: Mapping[str, str]) 
     return connection
 
 
+def pod_access_problem(
+    kubectl: str, which: Callable[[str], Optional[str]], find_connection: Callable[[str], bool]
+) -> str:
+    """Why the controller cannot reach nodes through pods ("" when it can): no ``kubectl`` on the ``PATH``
+    (``which``), no ``kubernetes.core.kubectl`` connection plugin (``find_connection``)."""
+    missing = []
+    if not which(kubectl):
+        missing.append(f"no {kubectl} on the controller's PATH")
+    if not find_connection("kubernetes.core.kubectl"):
+        missing.append(
+            "no connection plugin kubernetes.core.kubectl: install the collection kubernetes.core "
+            "(a dependency of pinned.images), for example from the ansible package or a tarball"
+        )
+    if not missing:
+        return ""
+    return (
+        "cluster_node_access=pod needs kubectl and kubernetes.core on the controller: "
+        + "; ".join(missing)
+        + ("; no pod was created")
+    )
+
+
 def node_pods(
     pods: Sequence[Mapping[str, Any]],
     node_groups: Sequence[Mapping[str, Any]],

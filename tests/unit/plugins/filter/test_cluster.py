@@ -663,3 +663,16 @@ def test_a_plan_with_hosts_to_add_reads_no_variable_of_a_missing_host():
     hostvars = _StrictHostvars(cp={"node_images": ["x"]})
     assert host_var(hostvars, "cp", "node_images") == ["x"]
     assert host_var(hostvars, "w-9", "node_images", []) == []
+
+
+def test_pod_mode_names_a_missing_kubectl_or_kubernetes_core_before_any_pod(monkeypatch, tmp_path):
+    from ansible_collections.pinned.images.plugins.plugin_utils._cluster import pod_access_problem
+
+    assert pod_access_problem("kubectl", lambda _name: "/usr/bin/kubectl", lambda _name: True) == ""
+    problem = pod_access_problem("kubectl", lambda _name: None, lambda _name: False)
+    assert problem.startswith("cluster_node_access=pod needs kubectl and kubernetes.core on the controller: ")
+    assert "no kubectl on the controller's PATH" in problem
+    assert "no connection plugin kubernetes.core.kubectl: install the collection kubernetes.core" in problem
+    assert problem.endswith("; no pod was created")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert "no kubectl on the controller's PATH" in F["cluster_pod_access_problem"]("kubectl")
