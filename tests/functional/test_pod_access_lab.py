@@ -264,7 +264,15 @@ def test_missing_rbac_fails_each_node_with_the_apis_403(plab, first_run):
     assert plab.pods() == []
 
 
-def test_an_interrupted_runs_pods_are_removed_by_the_next_run(plab, first_run):
+def docs_block(marker: str) -> str:
+    """The fenced block that follows ``<!-- nodes: <marker> -->`` in docs/nodes.md."""
+    text = (REPO / "docs" / "nodes.md").read_text()
+    match = re.search(r"<!-- nodes: " + re.escape(marker) + r" -->\n```\w*\n(.*?)\n```", text, re.S)
+    assert match, marker
+    return match.group(1)
+
+
+def test_an_interrupted_runs_pods_stay_for_a_live_run_and_go_with_the_documented_command(plab, first_run):
     command, env, _report = plab.command(plab.extra(sets_file(plab, "sets", first_run["images"])))
     proc = subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
@@ -279,12 +287,30 @@ def test_an_interrupted_runs_pods_are_removed_by_the_next_run(plab, first_run):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert plab.pods() == left
+    # Running, as a live run's pods are: the next run works beside them and leaves them.
     run, report, seconds = plab.run(plab.extra(sets_file(plab, "sets", first_run["images"])))
     assert run.returncode == 0, run.stdout + run.stderr
     assert {node["status"] for node in report["nodes"]} == {"ok"}
     assert {image["status"] for node in report["nodes"] for image in node["images"]} == {"present"}
+    assert plab.pods() == left
+    print(f"pod mode, 2 nodes, nothing to do, beside 2 leftover pods: {seconds:.1f} s")
+    # Ended at their deadline: the next run removes them.
+    plab.api.pods.set_status("pinned-images", left[0], {"phase": "Failed", "reason": "DeadlineExceeded"})
+    run, report, _seconds = plab.run(plab.extra(sets_file(plab, "sets", first_run["images"])))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert plab.pods() == left[1:]
+    # The documented cleanup, as written.
+    cleanup = subprocess.run(
+        docs_block("pod-cleanup"),
+        shell=True,
+        env=dict(env, KUBECONFIG=str(plab.api.kubeconfig_path)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert cleanup.returncode == 0, cleanup.stderr
     assert plab.pods() == []
-    print(f"pod mode, 2 nodes, nothing to do, after removing 2 leftover pods: {seconds:.1f} s")
 
 
 def test_a_token_reaches_kubectl_only_in_a_file_and_validate_certs_works(plab, first_run, tmp_path):
@@ -310,3 +336,40 @@ def test_a_token_reaches_kubectl_only_in_a_file_and_validate_certs_works(plab, f
     assert not [call for call in calls if plab.api.token in call]
     assert plab.api.token not in output
     assert plab.pods() == []
+
+
+def test_a_pod_gone_mid_run_fails_its_node_and_the_run_still_removes_every_pod_and_reports(plab, first_run):
+    # The control plane runs one node at a time: a batch whose only node turns unreachable must not end the
+    # playbook before the play that removes the pods.
+    extra = dict(plab.extra(sets_file(plab, "sets", first_run["images"])), cluster_control_plane_serial=1)
+    command, env, report = plab.command(extra)
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deleted = None
+    try:
+        deadline = time.monotonic() + 120
+        while deleted is None and time.monotonic() < deadline and proc.poll() is None:
+            pod = next((name for name in plab.pods() if "-cp-0-" in name), None)
+            execs = [r for r in plab.api.requests if pod and r.path.endswith(f"/pods/{pod}/exec")]
+            # Past the first tasks on the node: its run is under way.
+            if len(execs) >= 3:
+                deleted = pod
+                gone = subprocess.run(
+                    [f"{KUBECTL_DIR}/kubectl", "--kubeconfig", str(plab.api.kubeconfig_path), "delete", "pod"]
+                    + ["-n", "pinned-images", "--wait=false", deleted],
+                    check=False,
+                    capture_output=True,
+                    text=True,
+                )
+                assert gone.returncode == 0, gone.stderr
+            time.sleep(0.05)
+        output, _ = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert deleted, output
+    assert proc.returncode == 2, output
+    nodes = {node["host"]: node for node in json.loads(report.read_text())["nodes"]}
+    assert nodes["cp-0"]["status"] == "failed", nodes["cp-0"]
+    assert nodes["worker-0"]["status"] == "ok", nodes["worker-0"]
+    assert plab.pods() == []
+    print(f"cp-0, its pod deleted mid-run: {nodes['cp-0']['error']}")
