@@ -264,6 +264,21 @@ def test_missing_rbac_fails_each_node_with_the_apis_403(plab, first_run):
     assert plab.pods() == []
 
 
+def test_a_forbidden_list_stops_the_run_with_that_error_not_the_cleanups(plab, first_run):
+    # The pods cannot be listed: the open fails, and so does the rescue's cleanup, with the same 403.
+    plab.api.forbid("list", "pods", "pinned-images")
+    try:
+        proc, _report, _seconds = plab.run(plab.extra(sets_file(plab, "sets", first_run["images"])))
+    finally:
+        plab.api.forbidden.clear()
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "TASK [pinned.images.cluster : Stop, as the pods could not be opened]" in output, output[-4000:]
+    stopped = output.split("Stop, as the pods could not be opened]")[1]
+    assert "forbidden: the credentials may not list pods" in stopped.split("TASK [")[0], output[-3000:]
+    assert plab.pods() == []
+
+
 def docs_block(marker: str) -> str:
     """The fenced block that follows ``<!-- nodes: <marker> -->`` in docs/nodes.md."""
     text = (REPO / "docs" / "nodes.md").read_text()
