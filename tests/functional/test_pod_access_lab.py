@@ -279,6 +279,15 @@ def test_a_forbidden_list_stops_the_run_with_that_error_not_the_cleanups(plab, f
     assert plab.pods() == []
 
 
+def test_pod_modes_settings_overridden_by_extra_variables_fail_before_any_pod(plab, first_run):
+    extra = dict(plab.extra(sets_file(plab, "sets", first_run["images"])), cluster_add_hosts=False)
+    proc, _report, _seconds = plab.run(extra)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "cluster_node_access=pod takes the nodes from the cluster and needs cluster_read_cluster and" in output
+    assert plab.pods() == []
+
+
 def docs_block(marker: str) -> str:
     """The fenced block that follows ``<!-- nodes: <marker> -->`` in docs/nodes.md."""
     text = (REPO / "docs" / "nodes.md").read_text()
