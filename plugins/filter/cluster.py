@@ -7,6 +7,8 @@ the .yml files; the logic is in ``plugin_utils/_cluster.py`` and ``plugin_utils/
 
 from __future__ import annotations
 
+import os
+import shutil
 from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.pinned.images.plugins.plugin_utils import _cluster, _report_html
@@ -50,8 +52,18 @@ def cluster_node_pods(
     host_root: str,
     python: str,
 ) -> List[Dict[str, Any]]:
-    """The inventory host and host variables of each node reached through its pod."""
-    return _cluster.node_pods(pods, node_groups, k8s_auth or {}, host_root, python)
+    """The inventory host and host variables of each node reached through its pod (the ``K8S_AUTH_*`` variables
+    of the controller's environment, as the cluster modules read them, where ``k8s_auth`` leaves an option out)."""
+    return _cluster.node_pods(pods, node_groups, k8s_auth or {}, host_root, python, os.environ)
+
+
+def cluster_pod_access_problem(kubectl: str) -> str:
+    """Why pod mode cannot run on this controller, "" when it can."""
+    from ansible.plugins.loader import connection_loader  # pylint: disable=import-outside-toplevel
+
+    return _cluster.pod_access_problem(
+        kubectl, shutil.which, lambda name: connection_loader.find_plugin(name) is not None
+    )
 
 
 def cluster_plan_message(plan: List[Dict[str, Any]], order: Any) -> str:
@@ -175,6 +187,7 @@ class FilterModule:
             "cluster_node_groups": cluster_node_groups,
             "cluster_plan_message": cluster_plan_message,
             "cluster_node_pods": cluster_node_pods,
+            "cluster_pod_access_problem": cluster_pod_access_problem,
             "cluster_phases": cluster_phases,
             "node_set_list": node_set_list,
             "cluster_progressing": cluster_progressing,

@@ -95,8 +95,9 @@ attributes:
     platforms: posix
     description: Runs where the cluster is reached, usually the controller.
 notes:
-  - "RBAC in O(namespace): C(create), C(get), C(list) and C(delete) on C(pods), and C(create) on C(pods/exec) for the
-    connection plugin. See the minimal Role in docs/nodes.md of the collection."
+  - "RBAC in O(namespace): C(create), C(get), C(list) and C(delete) on C(pods), and C(create) and C(get) on
+    C(pods/exec) for the connection plugin (kubectl >= 1.30 opens exec with a WebSocket GET). See the minimal Role
+    in docs/nodes.md of the collection."
 seealso:
   - module: pinned.images.prefetch
 """

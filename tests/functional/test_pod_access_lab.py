@@ -264,7 +264,39 @@ def test_missing_rbac_fails_each_node_with_the_apis_403(plab, first_run):
     assert plab.pods() == []
 
 
-def test_an_interrupted_runs_pods_are_removed_by_the_next_run(plab, first_run):
+def test_a_forbidden_list_stops_the_run_with_that_error_not_the_cleanups(plab, first_run):
+    # The pods cannot be listed: the open fails, and so does the rescue's cleanup, with the same 403.
+    plab.api.forbid("list", "pods", "pinned-images")
+    try:
+        proc, _report, _seconds = plab.run(plab.extra(sets_file(plab, "sets", first_run["images"])))
+    finally:
+        plab.api.forbidden.clear()
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "TASK [pinned.images.cluster : Stop, as the pods could not be opened]" in output, output[-4000:]
+    stopped = output.split("Stop, as the pods could not be opened]")[1]
+    assert "forbidden: the credentials may not list pods" in stopped.split("TASK [")[0], output[-3000:]
+    assert plab.pods() == []
+
+
+def test_pod_modes_settings_overridden_by_extra_variables_fail_before_any_pod(plab, first_run):
+    extra = dict(plab.extra(sets_file(plab, "sets", first_run["images"])), cluster_add_hosts=False)
+    proc, _report, _seconds = plab.run(extra)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "cluster_node_access=pod takes the nodes from the cluster and needs cluster_read_cluster and" in output
+    assert plab.pods() == []
+
+
+def docs_block(marker: str) -> str:
+    """The fenced block that follows ``<!-- nodes: <marker> -->`` in docs/nodes.md."""
+    text = (REPO / "docs" / "nodes.md").read_text()
+    match = re.search(r"<!-- nodes: " + re.escape(marker) + r" -->\n```\w*\n(.*?)\n```", text, re.S)
+    assert match, marker
+    return match.group(1)
+
+
+def test_an_interrupted_runs_pods_stay_for_a_live_run_and_go_with_the_documented_command(plab, first_run):
     command, env, _report = plab.command(plab.extra(sets_file(plab, "sets", first_run["images"])))
     proc = subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
@@ -279,9 +311,82 @@ def test_an_interrupted_runs_pods_are_removed_by_the_next_run(plab, first_run):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert plab.pods() == left
+    # Running, as a live run's pods are: the next run works beside them and leaves them.
     run, report, seconds = plab.run(plab.extra(sets_file(plab, "sets", first_run["images"])))
     assert run.returncode == 0, run.stdout + run.stderr
     assert {node["status"] for node in report["nodes"]} == {"ok"}
     assert {image["status"] for node in report["nodes"] for image in node["images"]} == {"present"}
+    assert plab.pods() == left
+    print(f"pod mode, 2 nodes, nothing to do, beside 2 leftover pods: {seconds:.1f} s")
+    # Ended at their deadline: the next run removes them.
+    plab.api.pods.set_status("pinned-images", left[0], {"phase": "Failed", "reason": "DeadlineExceeded"})
+    run, report, _seconds = plab.run(plab.extra(sets_file(plab, "sets", first_run["images"])))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert plab.pods() == left[1:]
+    # The documented cleanup, as written.
+    cleanup = subprocess.run(
+        docs_block("pod-cleanup"),
+        shell=True,
+        env=dict(env, KUBECONFIG=str(plab.api.kubeconfig_path)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert cleanup.returncode == 0, cleanup.stderr
     assert plab.pods() == []
-    print(f"pod mode, 2 nodes, nothing to do, after removing 2 leftover pods: {seconds:.1f} s")
+
+
+def test_a_token_reaches_kubectl_only_in_a_file_and_validate_certs_works(plab, first_run, tmp_path):
+    # A kubectl that records its argv: every exec of the connection plugin, and whatever else runs it.
+    argv_log = tmp_path / "kubectl-argv"
+    wrapper = tmp_path / "bin" / "kubectl"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$*" >> {shlex.quote(str(argv_log))}\nexec {KUBECTL_DIR}/kubectl "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    auth = {"host": plab.api.url, "ca_cert": str(plab.api.ca_cert_path), "validate_certs": True}
+    extra = dict(plab.extra(sets_file(plab, "sets", first_run["images"])), cluster_k8s_auth=auth)
+    command, env, _report = plab.command(extra)
+    # The token from the environment, as the cluster modules read it.
+    env = dict(env, PATH=f"{wrapper.parent}:{env['PATH']}", K8S_AUTH_API_KEY=plab.api.token)
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400, check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    calls = argv_log.read_text().splitlines()
+    assert sum(" exec -i " in call for call in calls) >= 4, calls
+    assert all("--insecure-skip-tls-verify=false" in call for call in calls if " exec -i " in call), calls
+    assert not [call for call in calls if plab.api.token in call]
+    assert plab.api.token not in output
+    assert plab.pods() == []
+
+
+def test_a_pod_gone_mid_run_fails_its_node_and_the_run_still_removes_every_pod_and_reports(plab, first_run):
+    # The control plane one node at a time: a batch whose only node is lost must not end the playbook before the
+    # play that removes the pods.
+    extra = dict(plab.extra(sets_file(plab, "sets", first_run["images"])), cluster_control_plane_serial=1)
+    command, env, report = plab.command(extra)
+    seen = []
+
+    def gone_before_the_first_module(record):
+        # The exec that makes the first module's temporary directory: the pod is deleted just before it runs.
+        if "-cp-0-" in record.path and record.path.endswith("/exec") and "mkdir" in " ".join(record.command or []):
+            seen.append(record.path)
+            if len(seen) == 1:
+                name = record.path.split("/pods/")[1].split("/")[0]
+                plab.api.pods._delete(("pinned-images", name), {"gracePeriodSeconds": 0})
+
+    plab.api.on_request(gone_before_the_first_module)
+    try:
+        proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400, check=False)
+    finally:
+        plab.api.before_request.remove(gone_before_the_first_module)
+    output = proc.stdout + proc.stderr
+    assert seen, output
+    assert report.exists(), output[-4000:]
+    nodes = {node["host"]: node for node in json.loads(report.read_text())["nodes"]}
+    assert nodes["cp-0"]["status"] == "failed", nodes["cp-0"]
+    assert nodes["worker-0"]["status"] == "ok", nodes["worker-0"]
+    assert plab.pods() == []
+    print(f"cp-0, its pod deleted mid-run: {nodes['cp-0']['error']}")

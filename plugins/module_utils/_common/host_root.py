@@ -13,6 +13,8 @@ where they read their options (``_runs/options.node_params``), and to the host p
     HostRootError naming the input.
 ``host_path(root, path) -> str``: ``path`` (or a ``unix://`` URL) under ``root``; unchanged without a root, and for a
     relative path or ``host:port``.
+``resolved_host_path(root, path)``: ``host_path`` with the host's symbolic links resolved inside ``root`` (an
+    absolute link target is the host's), for paths looked for on the node (the default CRI sockets).
 ``host_paths(root, value)``: a path option's value (a str, a list of them) under ``root``; ``host_path_list(root,
     value)``: a ``:``-separated list of paths (containerd's ``config_path``) under ``root``.
 ``chrooted(root, run_command)``: a command runner that runs each command in the host's root (``chroot``), so
@@ -57,6 +59,41 @@ def host_path(root: Optional[str], path: str) -> str:
     if not root or not path or not os.path.isabs(path):
         return path
     return root if os.path.normpath(path) == "/" else root + os.path.normpath(path)
+
+
+# Linux's limit on symbolic links followed in one lookup (ELOOP).
+_MAX_LINKS = 40
+
+
+def resolved_host_path(root: Optional[str], path: str) -> str:
+    """``host_path``, with the symbolic links of the host resolved inside ``root``, as the host resolves them: an
+    absolute target (Debian's ``/var/run -> /run``) is a host path too, not one of the pod's. Components that do
+    not exist are kept as they are; a loop or too many links gives the plain ``host_path``."""
+    if path.startswith("unix://"):
+        return "unix://" + resolved_host_path(root, path[len("unix://") :])
+    if not root or not path or not os.path.isabs(path):
+        return path
+    pending = [part for part in os.path.normpath(path).split("/") if part]
+    done: List[str] = []
+    links = 0
+    while pending:
+        part = pending.pop(0)
+        if part == "..":
+            if done:
+                done.pop()
+            continue
+        candidate = root + "/" + "/".join(done + [part])
+        if not os.path.islink(candidate):
+            done.append(part)
+            continue
+        links += 1
+        if links > _MAX_LINKS:
+            return host_path(root, path)
+        target = os.readlink(candidate)
+        if os.path.isabs(target):
+            done = []
+        pending = [item for item in target.split("/") if item and item != "."] + pending
+    return root + "/" + "/".join(done) if done else root
 
 
 def host_paths(root: Optional[str], value: Any) -> Any:

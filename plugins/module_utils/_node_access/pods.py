@@ -112,6 +112,8 @@ def pod_manifest(node: str, run_id: str, settings: PodSettings) -> KubeObject:
         "activeDeadlineSeconds": settings.lifetime,
         "terminationGracePeriodSeconds": 0,
         "enableServiceLinks": False,
+        # Nothing in the pod talks to the API server: no service account token on every node.
+        "automountServiceAccountToken": False,
         "tolerations": [{"operator": "Exists"}],
         "containers": [
             {
@@ -121,6 +123,9 @@ def pod_manifest(node: str, run_id: str, settings: PodSettings) -> KubeObject:
                 # A bounded life even where activeDeadlineSeconds is not enforced (a kubelet that is restarting).
                 "command": ["sleep", str(settings.lifetime)],
                 "securityContext": {"privileged": True, "runAsUser": 0},
+                # Not BestEffort, the first evicted under the disk pressure big pulls cause; no limits, as the
+                # module's memory follows the images.
+                "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
                 "volumeMounts": [{"name": "host", "mountPath": settings.host_root}],
             }
         ],
@@ -223,6 +228,25 @@ def remove_pods(client: K8sClient, namespace: str, labels: Mapping[str, str]) ->
     return sorted(removed)
 
 
+def remove_ended_pods(client: K8sClient, nodes: Sequence[str], run_id: str, namespace: str) -> List[str]:
+    """Delete the pods of other runs on ``nodes`` that have ended (phase Succeeded or Failed, as at their
+    deadline); the names deleted. A pod that runs or is starting may belong to a run still under way (its execs
+    would die with it), so it stays: the node lock keeps two runs from pulling on a node at once, and an
+    interrupted run's pods end at their own deadline or go with ``kubectl delete pod -l`` (docs/nodes.md)."""
+    wanted = {label_value(node) for node in nodes}
+    removed = []
+    for pod in client.list("v1", "Pod", selector(), namespace=namespace):
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get(NODE_LABEL) not in wanted or labels.get(RUN_LABEL) == label_value(run_id):
+            continue
+        if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            continue
+        name = pod["metadata"]["name"]
+        if client.delete("v1", "Pod", name, namespace):
+            removed.append(name)
+    return sorted(removed)
+
+
 def open_pods(
     client: K8sClient,
     nodes: Sequence[str],
@@ -232,18 +256,10 @@ def open_pods(
     sleep: Callable[[float], None] = time.sleep,
     interval: float = 0.5,
 ) -> Dict[str, Any]:
-    """Remove the pods earlier runs left on ``nodes``, create one pod per node and wait until each runs, fails or
+    """Remove the ended pods earlier runs left on ``nodes`` (``remove_ended_pods``), create one pod per node and wait until each runs, fails or
     ``settings.start_timeout`` passes; ``{pods: [PodState], removed: [names]}``. A pod the API refuses (RBAC,
     admission) fails its node with the API's error; listing the leftovers fails the whole call (K8sError)."""
-    wanted = {label_value(node) for node in nodes}
-    removed = [
-        name
-        for pod in client.list("v1", "Pod", selector(), namespace=settings.namespace)
-        if (pod["metadata"].get("labels") or {}).get(NODE_LABEL) in wanted
-        and (pod["metadata"].get("labels") or {}).get(RUN_LABEL) != label_value(run_id)
-        for name in [pod["metadata"]["name"]]
-        if client.delete("v1", "Pod", name, settings.namespace)
-    ]
+    removed = remove_ended_pods(client, nodes, run_id, settings.namespace)
     states: Dict[str, PodState] = {}
     for node in nodes:
         manifest = pod_manifest(node, run_id, settings)
@@ -261,9 +277,14 @@ def open_pods(
     deadline = clock() + settings.start_timeout
     waiting = [node for node in nodes if not states[node]["reason"]]
     while waiting:
+        # One list of the run's pods per round, not a get per pod: a big cluster has a pod per node.
+        found = {
+            pod["metadata"]["name"]: pod
+            for pod in client.list("v1", "Pod", selector(run_id), namespace=settings.namespace)
+        }
         for node in list(waiting):
             state = states[node]
-            pod = client.get("v1", "Pod", state["name"], settings.namespace)
+            pod = found.get(state["name"])
             if pod is None:
                 state["reason"] = _failure(state["name"], settings, "the pod was deleted")
             elif is_running(pod):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import read_config_text, short_value
+from ansible_collections.pinned.images.plugins.module_utils._common.host_root import host_path
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, RegistryCredentials
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import HostEndpoint
@@ -116,21 +117,22 @@ def _port(host: str) -> str:
     return host.rsplit(":", 1)[1] if host.count(":") == 1 else ""
 
 
-def _strings(value: object, where: str, base: str) -> Tuple[str, ...]:
+def _strings(value: object, where: str, base: str, root: Optional[str]) -> Tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
         raise ContainerdHostsError(f"{where}: must be a string or a list of strings, got {short_value(value)}")
-    return tuple(_absolute(item, base) for item in items)
+    return tuple(_absolute(item, base, root) for item in items)
 
 
-def _absolute(path: str, base: str) -> str:
-    return path if os.path.isabs(path) else os.path.join(base, path)
+def _absolute(path: str, base: str, root: Optional[str]) -> str:
+    # An absolute path in hosts.toml is the node's: under host_root when the module sees the node from a pod.
+    return host_path(root, path) if os.path.isabs(path) else os.path.join(base, path)
 
 
-def _client_pairs(value: object, where: str, base: str) -> Tuple[Tuple[str, str], ...]:
+def _client_pairs(value: object, where: str, base: str, root: Optional[str]) -> Tuple[Tuple[str, str], ...]:
     """``client``: a file, a list of files, or a list of [cert, key] pairs (an empty key: the key is in the cert)."""
     if isinstance(value, str):
-        return ((_absolute(value, base), ""),)
+        return ((_absolute(value, base, root), ""),)
     if not isinstance(value, list):
         raise ContainerdHostsError(
             f"{where}: must be a path, a list of paths or a list of [cert, key] pairs, got {short_value(value)}"
@@ -138,11 +140,11 @@ def _client_pairs(value: object, where: str, base: str) -> Tuple[Tuple[str, str]
     pairs = []
     for item in value:
         if isinstance(item, str):
-            pairs.append((_absolute(item, base), ""))
+            pairs.append((_absolute(item, base, root), ""))
             continue
         if not isinstance(item, list) or len(item) != 2 or not all(isinstance(p, str) for p in item):
             raise ContainerdHostsError(f"{where}: {short_value(item)} is not a [cert, key] pair")
-        pairs.append((_absolute(item[0], base), _absolute(item[1], base) if item[1] else ""))
+        pairs.append((_absolute(item[0], base, root), _absolute(item[1], base, root) if item[1] else ""))
     return tuple(pairs)
 
 
@@ -153,7 +155,9 @@ def _duration(value: object, where: str) -> float:
     return sum(float(number) * _SECONDS[unit] for number, unit in _DURATION_PART.findall(value))
 
 
-def _parse_host_config(server: str, base: str, table: Mapping[str, Any], where: str, source: str) -> HostConfig:
+def _parse_host_config(
+    server: str, base: str, table: Mapping[str, Any], where: str, source: str, root: Optional[str]
+) -> HostConfig:
     """containerd's ``parseHostConfig`` for one ``[host."..."]`` table or the top level (``server``)."""
     scheme = host = path = ""
     override = table.get("override_path", False)
@@ -186,8 +190,8 @@ def _parse_host_config(server: str, base: str, table: Mapping[str, Any], where: 
                 f"{where}.capabilities: unknown capability {unknown[0]!r}; allowed: pull, resolve, push, referrers"
             )
         capabilities = frozenset(name.lower() for name in names)
-    ca = _strings(table["ca"], f"{where}.ca", base) if "ca" in table else None
-    client = _client_pairs(table["client"], f"{where}.client", base) if "client" in table else None
+    ca = _strings(table["ca"], f"{where}.ca", base, root) if "ca" in table else None
+    client = _client_pairs(table["client"], f"{where}.client", base, root) if "client" in table else None
     header: List[Tuple[str, Tuple[str, ...]]] = []
     headers = table.get("header")
     if headers is not None:
@@ -202,10 +206,11 @@ def _parse_host_config(server: str, base: str, table: Mapping[str, Any], where: 
     return HostConfig(scheme, host, path, capabilities, ca, client, skip_verify, tuple(header), timeout, source)
 
 
-def parse_hosts_file(base: str, text: str, source: str = "hosts.toml") -> List[HostConfig]:
+def parse_hosts_file(base: str, text: str, source: str = "hosts.toml", root: Optional[str] = None) -> List[HostConfig]:
     """The entries of one hosts.toml: its ``[host]`` tables in file order, then the top level (``server``).
 
-    Relative ``ca`` and ``client`` paths are under ``base`` (the host directory). Raises ContainerdHostsError
+    Relative ``ca`` and ``client`` paths are under ``base`` (the host directory), absolute ones (the node's) under
+    ``root``, the host root (``_common/host_root.host_path``). Raises ContainerdHostsError
     naming ``source`` and the key.
     """
     data = load_toml(text, source, ContainerdHostsError)
@@ -220,8 +225,8 @@ def parse_hosts_file(base: str, text: str, source: str = "hosts.toml") -> List[H
     for name, table in tables.items():
         if not isinstance(table, dict):
             raise ContainerdHostsError(f"{source}: host.{json.dumps(name)} must be a table")
-        hosts.append(_parse_host_config(name, base, table, f"{source}: host.{json.dumps(name)}", source))
-    hosts.append(_parse_host_config(server, base, data, f"{source}: top level", source))
+        hosts.append(_parse_host_config(name, base, table, f"{source}: host.{json.dumps(name)}", source, root))
+    hosts.append(_parse_host_config(server, base, data, f"{source}: top level", source, root))
     return hosts
 
 
@@ -242,7 +247,7 @@ def load_cert_files(directory: str) -> List[HostConfig]:
     return [HostConfig(ca=tuple(ca) or None, client=tuple(pairs) or None, source=directory)]
 
 
-def load_host_dir(directory: str) -> List[HostConfig]:
+def load_host_dir(directory: str, root: Optional[str] = None) -> List[HostConfig]:
     """The entries of one host directory (``loadHostDir``); ContainerdHostsError for a hosts.toml that does not
     parse (containerd logs it and falls back to the directory's certificate files; the guard refuses to guess)."""
     path = os.path.join(directory, "hosts.toml")
@@ -251,14 +256,14 @@ def load_host_dir(directory: str) -> List[HostConfig]:
     text = read_config_text(path, "containerd hosts file", MAX_HOSTS_FILE, ContainerdHostsError)
     if not text.strip():
         return load_cert_files(directory)
-    return parse_hosts_file(directory, text, path)
+    return parse_hosts_file(directory, text, path, root)
 
 
-def configure_hosts(host: str, roots: Sequence[str]) -> List[HostConfig]:
+def configure_hosts(host: str, roots: Sequence[str], root: Optional[str] = None) -> List[HostConfig]:
     """Where containerd's CRI plugin sends a pull from registry ``host``, in order (``ConfigureHosts`` with the
     options the CRI plugin passes: no default scheme, no default TLS)."""
     directory = find_host_dir(roots, host)
-    hosts = load_host_dir(directory) if directory else [HostConfig(source="default")]
+    hosts = load_host_dir(directory, root) if directory else [HostConfig(source="default")]
     if hosts and not hosts[-1].host:
         last = hosts[-1]
         scheme, name, skip_verify = "https", host, last.skip_verify
@@ -291,13 +296,17 @@ def uses_http_fallback(config: HostConfig) -> bool:
 
 
 def endpoints(
-    host: str, roots: Sequence[str], digest: bool, headers: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    host: str,
+    roots: Sequence[str],
+    digest: bool,
+    headers: Tuple[Tuple[str, Tuple[str, ...]], ...] = (),
+    root: Optional[str] = None,
 ) -> List[HostEndpoint]:
     """The hosts a manifest of registry ``host`` is read from, in containerd's order: those with ``pull`` (and
     ``resolve`` for a tag), with ``?ns=<host>`` on mirrors, their TLS files checked."""
     wanted = {"pull"} if digest else {"pull", "resolve"}
     found = []
-    for config in configure_hosts(host, roots):
+    for config in configure_hosts(host, roots, root):
         if not wanted <= config.capabilities:
             continue
         check_tls_files(config)
@@ -501,6 +510,8 @@ class ContainerdHosts:
 
     config: RegistryHostsConfig
     overrides: RegistriesConf
+    # The host root the config's roots are already under; absolute paths in hosts.toml go under it too.
+    host_root: Optional[str] = None
 
     def describe(self) -> str:
         """Which files give the node's hosts, for the result."""
@@ -511,7 +522,7 @@ class ContainerdHosts:
         """The hosts containerd tries for ``ref``, in order; all but the last are skipped on failure."""
         if self.overrides.find_registry(ref) is not None:
             return self.overrides.pull_sources(ref)
-        found = endpoints(ref.registry, self.config.roots, ref.digest is not None, self.config.headers)
+        found = endpoints(ref.registry, self.config.roots, ref.digest is not None, self.config.headers, self.host_root)
         if not found:
             needed = "pull" if ref.digest else "pull and resolve"
             raise ContainerdHostsError(

@@ -27,6 +27,7 @@ from ansible_collections.pinned.images.plugins.module_utils._common.host_root im
     host_path,
     host_path_list,
     host_paths,
+    resolved_host_path,
 )
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import DEFAULT_TIMEOUT
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
@@ -126,7 +127,8 @@ def cri_socket(params: Mapping[str, Any]) -> Optional[str]:
     root = params.get("host_root")
     if socket or not root:
         return socket
-    candidates = [host_path(root, path) for _runtime, path in DEFAULT_SOCKETS]
+    # Resolved inside the root: Debian's /var/run is a link to /run, which the pod would follow to its own.
+    candidates = [resolved_host_path(root, path) for _runtime, path in DEFAULT_SOCKETS]
     found = next((path for path in candidates if os.path.exists(path)), None)
     if found is None:
         raise CriError(

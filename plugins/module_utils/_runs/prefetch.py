@@ -331,7 +331,7 @@ def pull_sources(
     )
     # Every root is a host path, whichever told it.
     found = replace(found, roots=tuple(host_path(root, path) for path in found.roots))
-    hosts = ContainerdHosts(found, request.overrides)
+    hosts = ContainerdHosts(found, request.overrides, root)
     return hosts, hosts.describe(), list(hosts.config.warnings)
 
 

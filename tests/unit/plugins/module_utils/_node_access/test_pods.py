@@ -43,6 +43,8 @@ def test_the_pod_is_privileged_on_its_node_with_the_hosts_root_and_a_bounded_lif
     assert spec["tolerations"] == [{"operator": "Exists"}]
     assert spec["activeDeadlineSeconds"] == 600 and spec["containers"][0]["command"] == ["sleep", "600"]
     assert spec["containers"][0]["securityContext"]["privileged"] is True
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["containers"][0]["resources"] == {"requests": {"cpu": "10m", "memory": "64Mi"}}
     assert spec["containers"][0]["volumeMounts"] == [{"name": "host", "mountPath": "/host"}]
     assert spec["volumes"] == [{"name": "host", "hostPath": {"path": "/", "type": "Directory"}}]
     assert (spec["serviceAccountName"], spec["priorityClassName"]) == ("sa", "system-node-critical")
@@ -76,22 +78,26 @@ def test_a_pod_that_cannot_start_is_told_by_its_own_reason():
     assert start_problem({"status": {"phase": "Pending"}}) is None
 
 
-def test_pods_open_on_every_node_and_leftovers_of_other_runs_go_first(client, fake_apiserver):
+def test_pods_open_on_every_node_and_ended_pods_of_other_runs_go_first(client, fake_apiserver):
     fake_apiserver.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-0"}})
     old = pod_manifest("worker-0", "old-run", SETTINGS)
+    live = pod_manifest("worker-1", "live-run", SETTINGS)
     other_node = pod_manifest("worker-9", "old-run", SETTINGS)
-    fake_apiserver.pods.add(old)
-    fake_apiserver.pods.add(other_node)
+    for pod in (old, live, other_node):
+        fake_apiserver.pods.add(pod)
+    fake_apiserver.pods.set_status("pinned", old["metadata"]["name"], {"phase": "Failed", "reason": "DeadlineExceeded"})
     result = open_pods(client, ["worker-0", "worker-1"], "new-run", SETTINGS)
     assert [(p["node"], p["running"], p["reason"]) for p in result["pods"]] == [
         ("worker-0", True, ""),
         ("worker-1", True, ""),
     ]
+    # A running pod of another run may be a run under way: it stays.
     assert result["removed"] == [old["metadata"]["name"]]
     names = {name for _ns, name in fake_apiserver.pods.objects}
-    assert names == {other_node["metadata"]["name"]} | {p["name"] for p in result["pods"]}
+    kept = {other_node["metadata"]["name"], live["metadata"]["name"]}
+    assert names == kept | {p["name"] for p in result["pods"]}
     assert remove_pods(client, "pinned", selector("new-run")) == sorted(p["name"] for p in result["pods"])
-    assert {name for _ns, name in fake_apiserver.pods.objects} == {other_node["metadata"]["name"]}
+    assert {name for _ns, name in fake_apiserver.pods.objects} == kept
 
 
 def test_a_pod_stuck_on_its_image_fails_its_node_only_with_the_reason(client, fake_apiserver):

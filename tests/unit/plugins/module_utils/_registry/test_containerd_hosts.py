@@ -192,6 +192,24 @@ def test_server_omitted_falls_back_to_the_registry(tmp_path):
     ]
 
 
+def test_absolute_tls_paths_of_hosts_toml_are_the_nodes_under_the_host_root(tmp_path):
+    # As a pod sees the node: its / at host_root; hosts.toml names the node's own paths.
+    root = tmp_path / "host"
+    certs = root / "etc/containerd/certs.d"
+    write(
+        certs / "reg.example" / "hosts.toml",
+        'server = "https://reg.example"\n'
+        'ca = "/etc/containerd/certs.d/reg.example/ca.crt"\n'
+        'client = [["/etc/pki/client.cert", "client.key"]]\n',
+    )
+    hosts = configure_hosts("reg.example", [str(certs)], str(root))
+    assert hosts[-1].ca == (f"{root}/etc/containerd/certs.d/reg.example/ca.crt",)
+    # The relative key is under the host directory, already under the root.
+    assert hosts[-1].client == ((f"{root}/etc/pki/client.cert", f"{certs}/reg.example/client.key"),)
+    # SSH mode (no root): as written.
+    assert configure_hosts("reg.example", [str(certs)])[-1].ca == ("/etc/containerd/certs.d/reg.example/ca.crt",)
+
+
 def test_endpoints_filter_capabilities_and_set_ns(tmp_path):
     write(
         tmp_path / "docker.io" / "hosts.toml",

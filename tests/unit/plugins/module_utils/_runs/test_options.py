@@ -248,6 +248,15 @@ def test_the_default_cri_socket_is_found_under_host_root(tmp_path):
     assert cri_socket(dict(host_root=None, cri_socket=None)) is None
 
 
+def test_cri_os_default_socket_is_found_through_debians_absolute_var_run_link(tmp_path):
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var/run").symlink_to("/run")
+    (tmp_path / "run/crio").mkdir(parents=True)
+    path = tmp_path / "run/crio/crio.sock"
+    path.write_text("")
+    assert cri_socket(dict(host_root=str(tmp_path), cri_socket=None)) == str(path)
+
+
 def test_the_default_pull_secret_and_registries_conf_are_the_hosts(tmp_path):
     (tmp_path / "var/lib/kubelet").mkdir(parents=True)
     (tmp_path / "var/lib/kubelet/config.json").write_text('{"auths": {"quay.io": {"auth": "dXNlcjpzM2NyZXQ="}}}')
