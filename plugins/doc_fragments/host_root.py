@@ -15,7 +15,7 @@ options:
         itself (V(/host), as C(oc debug node/NAME) and the pod mode of the C(pinned.images.prefetch) playbook mount it).
       - Every node path of the module is then taken under it, given or default (the CRI socket, the drop-in, the CRI-O
         pid file, the auth file, registries.conf, the certificate directories, containerd's config file, the lock,
-        progress and machine-config-operator files), and so are the paths the node reports itself (the registry
+        progress, prune record and machine-config-operator files), and so are the paths the node reports itself (the registry
         directories CRI Status or containerd's config name, the image filesystem).
       - A C(systemd) reload of CRI-O runs C(chroot HOST_ROOT systemctl reload crio), so that the host's own systemd
         reloads it; a C(signal) reload reads the host's pid file under it and needs the host's PID namespace (C(hostPID)).

@@ -64,9 +64,10 @@ def node_prune_files(record_file: str, lock_file: str, progress_file: str) -> Di
     return _node.prune_files(record_file, lock_file, progress_file)
 
 
-def node_prune_blocker(results: Sequence[Any], check_mode: bool = False) -> str:
-    """Why the prune must not run after the prefetch calls' results; empty when it may."""
-    return _node.prune_blocker(results, check_mode)
+def node_prune_blocker(results: Sequence[Any], check_mode: bool = False, wanted: Optional[Sequence[Any]] = None) -> str:
+    """Why the prune must not run after the prefetch calls' results (or for a node that wants no image); empty when
+    it may."""
+    return _node.prune_blocker(results, check_mode, wanted)
 
 
 def node_host_path(path: str, host_root: Any = None) -> str:

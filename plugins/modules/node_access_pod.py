@@ -19,8 +19,9 @@ description:
     O(start_timeout) passes.
   - Each pod is labelled C(pinned.images/node-access=true), C(pinned.images/run=RUN_ID) and
     C(pinned.images/node=NODE), and owned by its Node when the Node can be read (the garbage collector removes
-    it with the node). Pods of other runs on the same nodes (leftovers of an interrupted run) are deleted
-    first.
+    it with the node). Pods of other runs on the same nodes that have ended (phase C(Succeeded) or C(Failed), as an
+    interrupted run's, once their lifetime is over) are deleted first; a running one may belong to a live run and is
+    left alone.
   - A pod that does not start fails only its node, with the pod's own reason (C(ErrImagePull), C(Unschedulable),
     ...) or the API's refusal (RBAC, Pod Security or SecurityContextConstraints admission, HTTP 403), in RV(pods).
   - With O(state=absent), deletes every pod of O(run_id) in O(namespace).

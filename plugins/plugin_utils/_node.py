@@ -188,9 +188,16 @@ def _prune_fields(prune: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     }
 
 
-def prune_blocker(results: Sequence[Any], check_mode: bool = False) -> str:
+def prune_blocker(results: Sequence[Any], check_mode: bool = False, wanted: Optional[Sequence[Any]] = None) -> str:
     """Empty when the prefetch completed: every call ran, no image failed, the pin step ran or had nothing to do.
-    Otherwise the prune would unpin and remove the old images the incomplete prefetch left pinned on purpose."""
+    Otherwise the prune would unpin and remove the old images the incomplete prefetch left pinned on purpose. A node
+    that wants no image (``wanted`` empty) is not pruned either: node_allow_empty allows emptying its pins, not
+    removing every image the record names."""
+    if wanted is not None and not wanted:
+        return (
+            "the node wants no image: the prune would remove every image the record names; "
+            "pinned.images.prune with allow_empty=true does that"
+        )
     prefetch = _last_run(results)
     error = _run_error(prefetch)
     if error:

@@ -289,6 +289,9 @@ def test_the_prune_waits_for_a_complete_prefetch():
     assert blocker([would_pin, {"skipped": True}]) == "the prefetch did not complete (the pins were not updated)"
     assert blocker([would_pin], True) == "", "check mode: the check is the prefetch's whole run"
     assert blocker([{}]).startswith("the prefetch did not complete (the prefetch ended without a result")
+    # node_allow_empty empties the pins of a node that wants nothing; it never prunes every recorded image.
+    assert blocker([prefetch(), {}, prefetch(pin=pulled)], False, []).startswith("the node wants no image: the prune")
+    assert blocker([prefetch(), {}, prefetch(pin=pulled)], False, [A]) == ""
 
 
 def test_a_skipped_prune_says_why_on_the_line():

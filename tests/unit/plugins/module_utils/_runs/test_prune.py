@@ -119,6 +119,35 @@ def test_an_empty_wanted_list_is_refused_before_the_runtime(tmp_path):
     PruneRequest.from_params(params(tmp_path, images=[], allow_empty=True), False)
 
 
+def test_under_host_root_the_prune_s_node_paths_are_the_host_s(tmp_path):
+    host = tmp_path / "host"
+    host.mkdir()
+    request = PruneRequest.from_params(
+        params(
+            tmp_path,
+            host_root=str(host),
+            record_file="/var/tmp/record.json",
+            lock_file="/var/tmp/p.json.lock",
+            mco_dir="/etc/machine-config-daemon",
+            dropin_path="/etc/crio/crio.conf.d/50-pinned-images",
+            crio_pid_file="/run/crio/crio.pid",
+            cri_socket="/run/containerd/containerd.sock",
+        ),
+        False,
+    )
+    assert (request.record_file, request.lock_file, request.mco_dir) == (
+        f"{host}/var/tmp/record.json",
+        f"{host}/var/tmp/p.json.lock",
+        f"{host}/etc/machine-config-daemon",
+    )
+    assert (request.dropin.path, request.dropin.pid_file) == (
+        f"{host}/etc/crio/crio.conf.d/50-pinned-images",
+        f"{host}/run/crio/crio.pid",
+    )
+    assert request.runtime["cri_socket"] == f"{host}/run/containerd/containerd.sock"
+    assert request.runtime["host_root"] == str(host)
+
+
 def test_every_bad_option_is_named(tmp_path):
     with pytest.raises(CollectionError) as info:
         PruneRequest.from_params(params(tmp_path, images=["x y"], keep=[""], min_age="soon"), False)
