@@ -536,13 +536,14 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node 
     DEFAULT_DIRECTORY as MCO_DIRECTORY,
 )
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
+from ansible_collections.pinned.images.plugins.module_utils._pins.method import PIN_CHOICES, PIN_NONE
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,
     HOST_ROOT_ARGUMENT_SPEC,
     REGISTRY_ARGUMENT_SPEC,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
-from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import PIN_CHOICES, PIN_NONE, run
+from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import run
 
 
 def _argument_spec() -> dict:

@@ -26,21 +26,18 @@ from ansible_collections.pinned.images.plugins.module_utils._common.image_ref im
     parse_image_ref,
 )
 from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock
-from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriImage
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
-from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node import dropin_decision
-from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import (
-    LabelSettings,
-    auto_pin_problem,
-    pin_labels,
-    runtime_problem,
-    validate_images,
-)
-from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
-    DropinSettings,
-    RunCommand,
-    missing_images,
-    pin_dropin,
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import LabelSettings
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DropinSettings, RunCommand
+from ansible_collections.pinned.images.plugins.module_utils._pins.method import (
+    PIN_AUTO,
+    PIN_DROPIN,
+    PIN_LABEL,
+    PIN_NONE,
+    PinSettings,
+    mco_pin_method,
+    pin_images,
+    pin_method,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import (
     check,
@@ -116,12 +113,6 @@ _NODE_PATHS = (
     "containerd_config",
     "record_file",
 )
-
-# The values of the pin option, and the methods a run pins with (``auto`` becomes one of the others).
-PIN_NONE, PIN_AUTO, PIN_DROPIN, PIN_LABEL = "none", "auto", "dropin", "label"
-PIN_CHOICES = (PIN_NONE, PIN_AUTO, PIN_DROPIN, PIN_LABEL)
-# The statuses of images a pin covers: the node has them.
-_ON_NODE = (PRESENT, PULLED)
 
 
 class DiskGuardRefused(CollectionError):
@@ -383,83 +374,6 @@ def _locked(request: PrefetchRequest) -> Optional[NodeLock]:
     return NodeLock(request.lock_file, request.pulls.run_id).acquire()
 
 
-def pin_method(wanted: str, runtime: Mapping[str, Any]) -> str:
-    """The method a run pins with: ``auto`` is the drop-in on CRI-O, the image label on containerd 1.7.3 and
-    later, none on anything else (older containerd stores the label but does not honour it)."""
-    if wanted != PIN_AUTO:
-        return wanted
-    if runtime.get("runtime_name") == "cri-o":
-        return PIN_DROPIN
-    if runtime.get("runtime_name") == "containerd" and runtime_problem(dict(runtime)) is None:
-        return PIN_LABEL
-    return PIN_NONE
-
-
-def mco_pin_method(wanted: str, method: str, mco_dir: str) -> Tuple[str, Optional[str], List[str]]:
-    """(method, the MCO sign or None, warnings): on a node the machine-config-operator manages, ``auto`` leaves the
-    drop-in to it (no pin) and an explicit ``dropin`` warns (``_openshift.mco_node``)."""
-    if method != PIN_DROPIN:
-        return method, None, []
-    write, sign, warnings = dropin_decision(wanted == PIN_AUTO, mco_dir)
-    return (method if write else PIN_NONE), sign, warnings
-
-
-def pin_images(
-    client: Any,
-    request: PrefetchRequest,
-    method: str,
-    images: List[ImageResult],
-    run_command: Optional[RunCommand],
-    present: Optional[Mapping[str, CriImage]] = None,
-    runtime: Optional[Mapping[str, Any]] = None,
-) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]], List[str]]:
-    """Pin the requested images with ``method`` once every one is on the node (the same step as
-    ``crio_pinned_images`` / ``containerd_pinned_images``), else leave the pins as they are. ``present`` (the run's
-    present check) spares the label pin an ImageStatus call for each image that was already there.
-
-    Returns (the result's ``pin``: ``method``, ``ran``, ``changed``, ``images``, ``path``, ``reloaded``,
-    ``records``, ``cri_pinned`` (what CRI reports per image after the pin), and ``reason`` when ``auto`` found a
-    runtime that cannot pin; the pin's diff or None; warnings). Raises the pin step's CollectionError.
-    """
-    pin: Dict[str, Any] = dict(
-        method=method, ran=False, changed=False, images=[], path=None, reloaded=False, records=None, cri_pinned={}
-    )
-    if method == PIN_NONE:
-        reason = auto_pin_problem(request.pin, runtime or {})
-        if reason:
-            pin["reason"] = reason
-        return pin, None, [reason] if reason else []
-    if any(entry["status"] not in _ON_NODE for entry in images):
-        return pin, None, []
-    names = [str(ref) for ref in request.refs]
-    if method == PIN_DROPIN:
-        done = pin_dropin(
-            validate_images(names, request.require_digest),
-            request.dropin,
-            request.check_mode,
-            lambda wanted: missing_images(client, wanted),
-            run_command,
-            client=client,
-            known=present,
-        )
-        pin.update(
-            ran=True,
-            changed=done["changed"],
-            images=done["images"],
-            path=done["path"],
-            reloaded=done["reloaded"],
-            cri_pinned=done["cri_pinned"],
-        )
-        return pin, done["diff"], done["warnings"]
-    done = pin_labels(
-        client, validate_images(names, request.require_digest), request.label, request.check_mode, known=present
-    )
-    pin.update(
-        ran=True, changed=done["changed"], images=done["images"], records=done["records"], cri_pinned=done["cri_pinned"]
-    )
-    return pin, done["diff"], done["warnings"]
-
-
 def record_images(request: PrefetchRequest, images: List[ImageResult], pin: Mapping[str, Any]) -> List[str]:
     """Add the images this run pulled and pinned to the record (not in check mode); a warning when it cannot be
     read or written: the prefetch is done, and a prune then leaves these images alone."""
@@ -537,8 +451,11 @@ def run_prefetch(
             )
             pin_started = time.time()
             try:
+                settings = PinSettings(
+                    request.pin, request.require_digest, request.dropin, request.label, request.check_mode
+                )
                 pin, pin_diff, pin_warnings = pin_images(
-                    client, request, method, report["images"], run_command, present, runtime
+                    client, settings, method, report["images"], run_command, present, runtime
                 )
                 pin["mco_managed"] = mco_sign
                 pin_warnings = mco_warnings + pin_warnings

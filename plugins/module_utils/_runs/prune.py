@@ -47,6 +47,16 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
     pin_dropin,
     wait_reported,
 )
+from ansible_collections.pinned.images.plugins.module_utils._pins.method import (
+    PIN_AUTO,
+    PIN_DROPIN,
+    PIN_NONE,
+    mco_pin_method,
+    pin_method,
+)
+from ansible_collections.pinned.images.plugins.module_utils._pins.method import (
+    PIN_LABEL as METHOD_LABEL,
+)
 from ansible_collections.pinned.images.plugins.module_utils._prune.plan import (
     IN_USE,
     KEEP,
@@ -75,16 +85,6 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
     node_params,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
-from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
-    PIN_AUTO,
-    PIN_DROPIN,
-    PIN_NONE,
-    mco_pin_method,
-    pin_method,
-)
-from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
-    PIN_LABEL as METHOD_LABEL,
-)
 
 _RUNTIME_OPTIONS = ("cri_socket", "cri_connect_timeout", "cri_timeout", "containerd_namespace", "host_root")
 # The prune's own node paths, under host_root (with the shared ones, ``node_params``).

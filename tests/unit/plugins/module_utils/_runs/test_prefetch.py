@@ -18,7 +18,6 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
     DiskGuardRefused,
     PrefetchRequest,
-    pin_method,
     pull_sources,
     run_prefetch,
 )
@@ -230,23 +229,6 @@ def test_a_held_lock_fails_with_the_locked_kind(tmp_path):
         assert info.value.details == {"error_kind": LOCKED}
     finally:
         held.release()
-
-
-@pytest.mark.parametrize(
-    "wanted, runtime, method",
-    [
-        ("auto", dict(runtime_name="cri-o", runtime_version="1.31.0"), "dropin"),
-        ("auto", dict(runtime_name="containerd", runtime_version="1.7.24~ds1"), "label"),
-        ("auto", dict(runtime_name="containerd", runtime_version="v1.7.3"), "label"),
-        ("auto", dict(runtime_name="containerd", runtime_version="1.6.20~ds1"), "none"),
-        ("auto", dict(runtime_name="other", runtime_version="9.9.9"), "none"),
-        ("dropin", dict(runtime_name="containerd", runtime_version="1.6.20"), "dropin"),
-        ("label", dict(runtime_name="cri-o", runtime_version="1.31.0"), "label"),
-        ("none", dict(runtime_name="cri-o", runtime_version="1.31.0"), "none"),
-    ],
-)
-def test_the_pin_method_follows_the_runtime(wanted, runtime, method):
-    assert pin_method(wanted, runtime) == method
 
 
 def run(tmp_path, runtime, check_mode=False, run_command=None, **overrides):
