@@ -39,23 +39,19 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.method import 
     pin_images,
     pin_method,
 )
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import (
-    check,
-    estimate,
-    filesystem_stats,
-    parse_size,
-)
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import (
-    PullEstimator,
-    PullSources,
-    RetryPolicy,
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import parse_size
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullSources, RetryPolicy
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.preflight import (
+    DiskGuardSettings,
+    SourceSettings,
+    guard_disk,
+    pull_sources,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import (
     PRESENT,
     PULLED,
     WOULD_PULL,
     ImageResult,
-    KnownFailure,
     PrefetchOptions,
     failure_message,
     find_present,
@@ -68,15 +64,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prune.record import
     write_record,
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
-from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import (
-    DEFAULT_CONTAINERD_CONFIG,
-    DISTRIBUTION_CONFIGS,
-    ContainerdHosts,
-    locate,
-)
-from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
-from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform, parse_platform
+from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import parse_platform
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
     RegistriesConf,
     load_registries_conf,
@@ -113,15 +101,6 @@ _NODE_PATHS = (
     "containerd_config",
     "record_file",
 )
-
-
-class DiskGuardRefused(CollectionError):
-    """The missing images do not fit; ``disk_guard`` (the guard's report) is in the details."""
-
-    def __init__(self, guard: Dict[str, Any]) -> None:
-        super().__init__(
-            f"disk guard refused the prefetch, nothing was pulled: {guard['message']}", details={"disk_guard": guard}
-        )
 
 
 def parse_images(images: List[str], require_digest: bool) -> List[ImageRef]:
@@ -164,14 +143,10 @@ class PrefetchRequest:
     ``warnings`` (of registries.conf) be given with the result."""
 
     refs: Tuple[ImageRef, ...]
-    platform: Optional[Platform]
     registry: RegistryOptions
     check_mode: bool
     pulls: PrefetchOptions
-    disk_guard: str
-    image_store_path: Optional[str]
-    min_free: str
-    expansion_factor: float
+    guard: DiskGuardSettings
     lock_file: Optional[str]
     pin: str
     require_digest: bool
@@ -180,13 +155,10 @@ class PrefetchRequest:
     # The CRI options (socket, timeouts, containerd namespace), for the runtime's client.
     runtime: Mapping[str, Any]
     fail_on_error: bool
-    # On containerd, which never reads registries.conf: only what the options give explicitly.
-    overrides: RegistriesConf
+    # The registry files the runtime pulls with, for the guard's estimate.
+    sources: SourceSettings
     # Where the machine-config-operator's files tell that it manages this node (``_openshift.mco_node``).
     mco_dir: str
-    # containerd's config file, and its registry config_path that overrides the one found in it.
-    containerd_config: Optional[str]
-    containerd_config_path: Optional[str]
     # The record of what this collection pulled and pinned, for the prune (``_prune/record``); None: none kept.
     record_file: Optional[str] = None
     # Where the host's / is (a pod): the registry directories CRI Status and config files name are under it.
@@ -263,16 +235,31 @@ class PrefetchRequest:
             run_id=params["run_id"],
         )
         # raise_any() raised when a reader failed: refs and registry are set.
-        return cls(
-            tuple(cast(List[ImageRef], refs)),
-            platform,
-            cast(RegistryOptions, registry),
-            check_mode,
-            pulls,
+        registry = cast(RegistryOptions, registry)
+        guard = DiskGuardSettings(
             params["disk_guard"],
-            params["image_store_path"],
             params["min_free"],
             params["expansion_factor"],
+            params["image_store_path"],
+            registry.docker_config,
+            registry.certs_dirs,
+            registry.timeout,
+            RetryPolicy(pulls.retries, pulls.retry_delay, max_delay=pulls.retry_max_delay),
+            platform,
+        )
+        sources = SourceSettings(
+            registry.registries,
+            cast(RegistriesConf, overrides),
+            params["containerd_config"],
+            params["containerd_config_path"],
+            root,
+        )
+        return cls(
+            tuple(cast(List[ImageRef], refs)),
+            registry,
+            check_mode,
+            pulls,
+            guard,
             lock_file,
             params["pin"],
             params["require_digest"],
@@ -285,10 +272,8 @@ class PrefetchRequest:
             LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"]),
             {name: params.get(name) for name in _RUNTIME_OPTIONS},
             params["fail_on_error"],
-            cast(RegistriesConf, overrides),
+            sources,
             params["mco_dir"],
-            params["containerd_config"],
-            params["containerd_config_path"],
             params.get("record_file") or default_record_file(lock_file),
             root,
         )
@@ -300,72 +285,6 @@ class PrefetchRequest:
         if credentials is None:
             return None, f"no credentials for {ref.registry} in {source}; pulled anonymously"
         return credentials.cri_auth_fields(), f"credentials for {credentials.server_address} from {source}"
-
-
-def pull_sources(
-    request: PrefetchRequest, runtime: Mapping[str, Any], status_info: Callable[[], Dict[str, str]]
-) -> Tuple[PullSources, str, List[str]]:
-    """(the runtime's pull sources, which files they come from, their warnings): registries.conf on CRI-O and
-    any other runtime, hosts.toml on containerd (``status_info()``: its CRI Status info, asked only when needed)."""
-    if runtime.get("runtime_name") != "containerd":
-        files = ", ".join(request.registries.files) or "no registries.conf"
-        return request.registries, f"registries.conf: {files}", []
-    override = request.containerd_config_path
-    info = status_info() if override is None and not request.containerd_config else None
-    root = request.host_root
-    found = locate(
-        info,
-        runtime.get("runtime_version", ""),
-        request.containerd_config,
-        override,
-        tuple(host_path(root, path) for path in (DEFAULT_CONTAINERD_CONFIG,) + DISTRIBUTION_CONFIGS),
-    )
-    # Every root is a host path, whichever told it.
-    found = replace(found, roots=tuple(host_path(root, path) for path in found.roots))
-    hosts = ContainerdHosts(found, request.overrides, root)
-    return hosts, hosts.describe(), list(hosts.config.warnings)
-
-
-def guard_disk(
-    request: PrefetchRequest, image_fs: Optional[str], missing: List[ImageRef], sources: Optional[PullSources] = None
-) -> Tuple[Optional[Dict[str, Any]], Dict[str, KnownFailure]]:
-    """(the guard's report or None when off, {image: (error, kind)} of unreadable manifests); raise
-    DiskGuardRefused before any pull when the missing images do not fit. ``sources``: the runtime's pull sources
-    (default: registries.conf)."""
-    mode = request.disk_guard
-    if mode == "off":
-        return None, {}
-    path = request.image_store_path or image_fs
-    try:
-        total, free = filesystem_stats(path)  # type: ignore[arg-type]  # None is caught as TypeError
-    except (OSError, TypeError) as err:
-        raise CollectionError(
-            f"disk guard cannot read the free space of the image filesystem {path!r} ({err}); "
-            "set image_store_path to a path on it, or disk_guard to off"
-        ) from err
-    manifests: List[Tuple[str, ManifestInfo]] = []
-    unreadable: Dict[str, KnownFailure] = {}
-    estimator = None
-    if mode == "estimate" and missing:
-        with RegistryClient(request.registry.timeout, request.registry.certs_dirs) as registry_client:
-            pulls = request.pulls
-            retry = RetryPolicy(pulls.retries, pulls.retry_delay, max_delay=pulls.retry_max_delay)
-            estimator = PullEstimator(
-                registry_client, sources or request.registries, request.auth_config, retry, request.platform
-            )
-            manifests, unreadable = estimator.read(missing)
-    guard = check(
-        estimate(manifests, request.expansion_factor), total, free, request.min_free, mode, pulls=len(missing)
-    )
-    guard.update(
-        filesystem=path,
-        registry_requests=estimator.requests if estimator else 0,
-        estimate_seconds=estimator.seconds if estimator else 0.0,
-        sources=estimator.sources if estimator else {},
-    )
-    if not guard["ok"]:
-        raise DiskGuardRefused(guard)
-    return guard, unreadable
 
 
 def _locked(request: PrefetchRequest) -> Optional[NodeLock]:
@@ -433,9 +352,11 @@ def run_prefetch(
             present = find_present(client, list(request.refs))
             missing = [ref for ref in request.refs if str(ref) not in present]
             guard_sources: Optional[PullSources] = None
-            if request.disk_guard == "estimate" and missing:
-                guard_sources, sources_from, source_warnings = pull_sources(request, runtime, client.status_info)
-            guard, unreadable = guard_disk(request, image_fs, missing, guard_sources)
+            if request.guard.mode == "estimate" and missing:
+                guard_sources, sources_from, source_warnings = pull_sources(
+                    request.sources, runtime, client.status_info
+                )
+            guard, unreadable = guard_disk(request.guard, image_fs, missing, guard_sources or request.registries)
             if guard is not None and guard_sources is not None:
                 guard["sources_from"] = sources_from
             report = prefetch(

@@ -15,12 +15,8 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
 from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock, NodeLockError
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import dropin_pinned_images
-from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import (
-    DiskGuardRefused,
-    PrefetchRequest,
-    pull_sources,
-    run_prefetch,
-)
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.preflight import DiskGuardRefused, pull_sources
+from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import PrefetchRequest, run_prefetch
 from fixtures.scripted_runtime import ScriptedRuntime
 
 DIGEST = "sha256:" + "d" * 64
@@ -172,15 +168,15 @@ def test_each_runtime_reads_its_own_registry_files(tmp_path):
         return lambda: asked.append(1) or {"config": json.dumps(config)}
 
     request = PrefetchRequest.from_params(params(tmp_path), False)
-    sources, files, _warnings = pull_sources(request, {"runtime_name": "cri-o"}, status({}))
+    sources, files, _warnings = pull_sources(request.sources, {"runtime_name": "cri-o"}, status({}))
     assert sources is request.registries and files == f"registries.conf: {tmp_path / 'registries.conf'}"
     containerd = {"runtime_name": "containerd", "runtime_version": "1.7.24"}
     overridden = PrefetchRequest.from_params(params(tmp_path, containerd_config_path="/opt/a:/opt/b"), False)
-    sources, files, _warnings = pull_sources(overridden, containerd, status({}))
+    sources, files, _warnings = pull_sources(overridden.sources, containerd, status({}))
     assert (sources.config.roots, asked) == (("/opt/a", "/opt/b"), [])
     assert sources.overrides.files == [str(tmp_path / "registries.conf")]
     mirrors = {"registry": {"configPath": "", "mirrors": {"docker.io": {"endpoint": ["https://m"]}}}}
-    sources, files, warnings = pull_sources(request, containerd, status(mirrors))
+    sources, files, warnings = pull_sources(request.sources, containerd, status(mirrors))
     assert (sources.config.roots, asked, files) == (
         (),
         [1],
@@ -190,7 +186,7 @@ def test_each_runtime_reads_its_own_registry_files(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text('version = 3\n[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/etc/c"\n')
     configured = PrefetchRequest.from_params(params(tmp_path, containerd_config=str(config)), False)
-    sources, files, _warnings = pull_sources(configured, dict(containerd, runtime_version="2.1.9"), status({}))
+    sources, files, _warnings = pull_sources(configured.sources, dict(containerd, runtime_version="2.1.9"), status({}))
     assert sources.config.roots == ("/etc/c",) and str(config) in files
 
 
@@ -419,12 +415,14 @@ def test_under_host_root_every_node_path_and_those_the_node_reports_are_the_host
     assert request.mco_dir == f"{host}/etc/machine-config-daemon" and request.runtime["host_root"] == str(host)
     # containerd 2.x: the default config file under host_root, and the config_path it names is a host path too.
     containerd = {"runtime_name": "containerd", "runtime_version": "2.1.9"}
-    sources, files, _warnings = pull_sources(request, containerd, lambda: {})
+    sources, files, _warnings = pull_sources(request.sources, containerd, lambda: {})
     assert sources.config.roots == (f"{host}/etc/containerd/certs.d",)
     assert f"{host}/etc/containerd/config.toml" in files
     # containerd 1.7: the config_path CRI Status reports.
     status = {"config": json.dumps({"registry": {"configPath": "/etc/containerd/certs.d:/etc/docker/certs.d"}})}
-    sources, _files, _warnings = pull_sources(request, dict(containerd, runtime_version="1.7.24"), lambda: status)
+    sources, _files, _warnings = pull_sources(
+        request.sources, dict(containerd, runtime_version="1.7.24"), lambda: status
+    )
     assert sources.config.roots == (f"{host}/etc/containerd/certs.d", f"{host}/etc/docker/certs.d")
     with pytest.raises(CollectionError, match="progress_file: directory .*/host/missing does not exist"):
         PrefetchRequest.from_params(dict(given, progress_file="/missing/p.json"), False)
