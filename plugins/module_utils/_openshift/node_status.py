@@ -26,20 +26,17 @@ Rules (the machine-config-operator's, plus what its reviewers asked for):
 * ``lastTransitionTime`` changes only when a condition's status changes, so an unchanged result writes
   nothing.
 
-``publish_statuses`` is the pinned_image_status module's run: it reads the Nodes, computes each status and writes
-it with a merge patch conditional on the Node's ``resourceVersion`` (a concurrent writer makes it read again).
+``write_node_status`` writes one Node's status with a merge patch conditional on the Node's ``resourceVersion`` (a
+concurrent writer makes it read again); the pinned_image_status module's run (``_runs/pinned_image_status``) reads
+the Nodes and calls it for each.
 """
 
 from __future__ import annotations
 
 import copy
-import datetime
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypedDict
-
-from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import (
@@ -47,11 +44,8 @@ from ansible_collections.pinned.images.plugins.module_utils._common.image_ref im
     parse_image_ref,
 )
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
-    HAS_KUBERNETES,
-    KUBERNETES_IMPORT_ERROR,
     K8sClient,
 )
-from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
 from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import PRESENT, PULLED
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import API_VERSION, PINNED_IMAGE_SET_KIND
@@ -325,7 +319,7 @@ def summarise(status: Status) -> str:
     return SUMMARY_UNKNOWN
 
 
-# The pinned_image_status module's run: read the Nodes, compute each status, write it when it changed.
+# Writing a status: read the Node, compute its status, write it when it changed.
 
 # Writes of one node's annotation that may meet a concurrent writer (409) before the task gives up.
 WRITE_ATTEMPTS = 3
@@ -344,7 +338,8 @@ class NodeParams(TypedDict):
     error: Optional[str]
 
 
-def _live(node: Mapping[str, Any], annotation: str) -> LiveNode:
+def live_node(node: Mapping[str, Any], annotation: str) -> LiveNode:
+    """The Node's status annotation and resourceVersion."""
     metadata = node.get("metadata") or {}
     return (metadata.get("annotations") or {}).get(annotation), metadata.get("resourceVersion")
 
@@ -409,67 +404,13 @@ def write_node_status(
             return status, changed, live
         try:
             written = client.annotate("v1", "Node", name, {annotation: value}, resource_version=version)
-            return status, changed, _live(written, annotation)
+            return status, changed, live_node(written, annotation)
         except K8sError as exc:
             if exc.status != 409:
                 raise
         fresh = client.get("v1", "Node", name)
-        live = _live(fresh, annotation) if fresh is not None else None
+        live = live_node(fresh, annotation) if fresh is not None else None
     raise StatusError(
         f"node {name}: its status annotation changed {WRITE_ATTEMPTS} times while this task wrote it; "
         "is another run writing it too?"
     )
-
-
-@dataclass(frozen=True)
-class StatusRequest:
-    """The pinned_image_status module's options: the nodes' statuses (as the argument spec gives them), the
-    annotation, whether to read the clusters' set generations, and the connection."""
-
-    nodes: List[NodeParams]
-    annotation: str
-    cluster_generations: bool
-    connection: K8sConnection
-
-
-def publish_statuses(
-    request: StatusRequest, check_mode: bool, tmpdir: Optional[str], warnings: List[str], now: Optional[str] = None
-) -> Dict[str, Any]:
-    """The pinned_image_status module: write each node's status annotation; the module's result.
-
-    Warnings are appended to ``warnings`` as they come, so a failure keeps them. A failure is a CollectionError
-    whose details hold the result so far (``changed``, ``nodes``, ``missing``) and, from the API, ``status`` and
-    ``reason``.
-    """
-    if not HAS_KUBERNETES:
-        raise CollectionError(missing_required_lib("kubernetes"), details={"exception": str(KUBERNETES_IMPORT_ERROR)})
-    annotation = request.annotation
-    now = now or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    result: Dict[str, Any] = {"changed": False, "nodes": [], "missing": []}
-    try:
-        with K8sClient.connect(request.connection, tmpdir=tmpdir) as client:
-            generations = cluster_generations(client, warnings) if request.cluster_generations else {}
-            live = {
-                (node.get("metadata") or {}).get("name"): _live(node, annotation) for node in client.list("v1", "Node")
-            }
-            for node in request.nodes:
-                name = node["name"]
-                written = write_node_status(
-                    client, node, live.get(name), annotation, now, generations, check_mode, warnings
-                )
-                if written is None:
-                    result["missing"].append(name)
-                    continue
-                status, changed, live[name] = written
-                result["changed"] |= changed
-                result["nodes"].append(
-                    {"name": name, "changed": changed, "summary": summarise(status), "status": status}
-                )
-            warnings.extend(f"API server: {warning}" for warning in client.warnings)
-    except CollectionError as exc:
-        raise CollectionError(exc.problems, message=exc.message, details=dict(result, **exc.details)) from exc
-    if result["missing"]:
-        warnings.append(
-            "the cluster has no node named " + ", ".join(result["missing"]) + "; their status was not written"
-        )
-    return result
