@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The import graph of plugins/: absolute imports only, and module_utils never imports a higher layer; only
-``_runs/`` reads a module's parameters.
+``_runs/`` reads a module's parameters, and no run imports another (only ``_runs/options`` and ``_runs/outcome`` are
+shared).
 
 module_utils holds only packages, and LAYERS is the one declaration of each package's layer (CONTRIBUTING.md
 describes them): a file may import files of its own layer or a lower one. A new package fails here until it is
@@ -150,6 +151,48 @@ def test_the_checks_see_upward_and_relative_imports(tmp_path):
     ]
     assert _upward_imports(bad, DOMAIN) == [f"line 4: {PREFIX}modules.prefetch (plugins/modules is above module_utils)"]
     assert [line for line, module in _imports(bad) if module is None] == [5]
+
+
+# The files of _runs/ that every run may use; any other run file is one module's, and no run imports another's.
+SHARED_RUN_FILES = ("options", "outcome")
+
+
+def _imports_of_other_runs(path: Path) -> list:
+    """The imports of ``path`` (a file of _runs/) that reach a run file other than itself and the shared ones."""
+    found = []
+    for line, module in sorted(_imports(path), key=lambda imported: imported[0]):
+        if not module or not module.startswith(PREFIX + "module_utils._runs"):
+            continue
+        parts = module[len(PREFIX) :].split(".")
+        target = parts[2] if len(parts) > 2 else None
+        if target not in SHARED_RUN_FILES + (path.stem,):
+            found.append(f"line {line}: {module}")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _module_utils_files() if _layer_of(p) == "_runs"],
+    ids=lambda p: str(p.relative_to(MODULE_UTILS)),
+)
+def test_no_run_imports_another_run(path):
+    assert _imports_of_other_runs(path) == [], "move what two runs share into the domain, or into _runs/options"
+
+
+def test_the_run_check_sees_another_run_and_the_package(tmp_path):
+    bad = tmp_path / "prune.py"
+    bad.write_text(
+        f"from {PREFIX}module_utils._runs.options import Problems\n"
+        f"from {PREFIX}module_utils._runs.outcome import Outcome\n"
+        f"from {PREFIX}module_utils._runs.prefetch import PIN_AUTO\n"
+        "def f():\n"
+        f"    from {PREFIX}module_utils._runs import machine_config\n"
+        f"from {PREFIX}module_utils._runs.prune import run\n"
+    )
+    assert _imports_of_other_runs(bad) == [
+        f"line 3: {PREFIX}module_utils._runs.prefetch",
+        f"line 5: {PREFIX}module_utils._runs",
+    ]
 
 
 def _mains():
