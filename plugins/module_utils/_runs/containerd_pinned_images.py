@@ -17,6 +17,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_lab
     validate_images,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    RuntimeOptions,
     containerd_client,
     node_params,
     selected_images,
@@ -42,7 +43,7 @@ def run(invocation: Invocation) -> Outcome:
         settings = LabelSettings(params["force"], params["old_runtime"], params["settle_timeout"])
         # After the input is checked, so that bad input is reported as such on a node without grpcio too.
         require_node_deps()
-        client = containerd_client(params)
+        client = containerd_client(RuntimeOptions.from_params(params))
         with client:
             result: Dict[str, Any] = pin_labels(client, images, settings, invocation.check_mode, params["state"])
     except CollectionError as error:

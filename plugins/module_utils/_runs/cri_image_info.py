@@ -12,7 +12,7 @@ from ansible_collections.pinned.images.plugins.module_utils._common.host_root im
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import ImageFsUsage
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import filesystem_stats
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import cri_client, node_params
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import RuntimeOptions, cri_client, node_params
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
 
@@ -31,9 +31,10 @@ def describe_runtime(params: Mapping[str, Any]) -> Dict[str, Any]:
     the others in ``missing``) and its image filesystems. Raises CriError."""
     params = node_params(params, ())
     requested = params["images"]
-    with cri_client(params) as client:
+    options = RuntimeOptions.from_params(params)
+    with cri_client(options) as client:
         runtime = dict(client.version(), endpoint=client.endpoint)
-        filesystems = [_with_local_usage(fs, params["host_root"]) for fs in client.image_fs_info()]
+        filesystems = [_with_local_usage(fs, options.host_root) for fs in client.image_fs_info()]
         missing: List[str] = []
         if requested is None:
             images: List[Dict[str, Any]] = [dict(image) for image in client.list_images()]

@@ -20,6 +20,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
     validate_pinned_images,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    RuntimeOptions,
     cri_client,
     node_params,
     selected_images,
@@ -38,11 +39,12 @@ def run(invocation: Invocation) -> Outcome:
     except CollectionError as error:
         return Outcome(dict(changed=False, path=invocation.params["path"], images=[], set_names=[]), failure=error)
     before: Mapping[str, Any] = dict(changed=False, path=params["path"], images=[], set_names=[], reloaded=False)
+    runtime = RuntimeOptions.from_params(params)
 
     def connect() -> CriClient:
         # grpcio is needed only for a CRI call: removing a drop-in that is already gone makes none.
         require_node_deps()
-        return cri_client(params)
+        return cri_client(runtime)
 
     client = LazyStatusClient(connect)
     try:
@@ -60,7 +62,7 @@ def run(invocation: Invocation) -> Outcome:
             invocation.check_mode,
             check_presence,
             # systemctl of the host's own systemd, from a pod.
-            chrooted(params["host_root"], invocation.run_command),
+            chrooted(runtime.host_root, invocation.run_command),
             params["state"],
             client,
         )

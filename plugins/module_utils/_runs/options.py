@@ -4,12 +4,13 @@
 
 """The argument specs several modules share, and their readers: the one place where those options are named.
 
-``CRI_CLIENT_ARGUMENT_SPEC`` -> ``cri_client(params)``, ``containerd_client(params)``;
+``CRI_CLIENT_ARGUMENT_SPEC`` -> ``RuntimeOptions.from_params(params)``, for ``cri_client(options)`` and
+``containerd_client(options)``;
 ``REGISTRY_ARGUMENT_SPEC`` -> ``RegistryOptions.from_params(params)``; ``K8S_AUTH_ARG_SPEC`` (kubernetes.core's
 names, aliases and ``K8S_AUTH_*`` variables) -> ``k8s_connection(params)``; ``SELECTION_ARGUMENT_SPEC`` (with
 ``SELECTION_MUTUALLY_EXCLUSIVE``, ``SELECTION_REQUIRED_BY``) -> ``selected_images(params, validate, emptied)``; ``HOST_ROOT_ARGUMENT_SPEC`` (every node
 module's) -> ``node_params(params, paths)``, the parameters with their node paths under ``host_root``, and
-``cri_socket(params)``, the default sockets looked for under it.
+``cri_socket(options)``, the default sockets looked for under it.
 ``Problems`` gathers every problem of a request's options, so that one error names them all.
 """
 
@@ -109,22 +110,48 @@ def node_params(params: Mapping[str, Any], paths: Tuple[str, ...], joined: Tuple
     return mapped
 
 
+DEFAULT_CRI_CONNECT_TIMEOUT = 5.0
+DEFAULT_CRI_TIMEOUT = 60.0
 CRI_CLIENT_ARGUMENT_SPEC = dict(
     cri_socket=dict(type="str"),
-    cri_connect_timeout=dict(type="float", default=5.0),
-    cri_timeout=dict(type="float", default=60.0),
+    cri_connect_timeout=dict(type="float", default=DEFAULT_CRI_CONNECT_TIMEOUT),
+    cri_timeout=dict(type="float", default=DEFAULT_CRI_TIMEOUT),
 )
 
 
-def cri_socket(params: Mapping[str, Any]) -> Optional[str]:
+@dataclass(frozen=True)
+class RuntimeOptions:
+    """How a run reaches the runtime over CRI: the socket (None: found by ``cri_socket``), the timeouts,
+    containerd's namespace (None: the CRI plugin's) and where the host's / is (``host_root``, None: here)."""
+
+    cri_socket: Optional[str] = None
+    cri_connect_timeout: float = DEFAULT_CRI_CONNECT_TIMEOUT
+    cri_timeout: float = DEFAULT_CRI_TIMEOUT
+    containerd_namespace: Optional[str] = None
+    host_root: Optional[str] = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> "RuntimeOptions":
+        """The options of ``CRI_CLIENT_ARGUMENT_SPEC`` (and ``containerd_namespace``, ``host_root`` where the module
+        has them), from parameters with their node paths under ``host_root`` (``node_params``)."""
+        return cls(
+            cri_socket=params.get("cri_socket"),
+            cri_connect_timeout=params["cri_connect_timeout"],
+            cri_timeout=params["cri_timeout"],
+            containerd_namespace=params.get("containerd_namespace"),
+            host_root=params.get("host_root"),
+        )
+
+
+def cri_socket(options: RuntimeOptions) -> Optional[str]:
     """The CRI socket option; when it is empty under a ``host_root``, the first of the runtimes' default sockets
     found under it (None: the client looks for them and reports what it looked for)."""
     # Here, not at the top, as below: controller-side modules share this file and must not import grpc or the
     # set files' loader.
     from ansible_collections.pinned.images.plugins.module_utils._cri.client import DEFAULT_SOCKETS, CriError
 
-    socket = params.get("cri_socket")
-    root = params.get("host_root")
+    socket = options.cri_socket
+    root = options.host_root
     if socket or not root:
         return socket
     # Resolved inside the root: Debian's /var/run is a link to /run, which the pod would follow to its own.
@@ -139,22 +166,22 @@ def cri_socket(params: Mapping[str, Any]) -> Optional[str]:
     return found
 
 
-def cri_client(params: Mapping[str, Any]) -> CriClient:
-    """A CRI client on the socket and timeouts of the module parameters."""
+def cri_client(options: RuntimeOptions) -> CriClient:
+    """A CRI client on the socket and timeouts of ``options``."""
     from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 
-    return CriClient(cri_socket(params), params["cri_connect_timeout"], params["cri_timeout"])
+    return CriClient(cri_socket(options), options.cri_connect_timeout, options.cri_timeout)
 
 
-def containerd_client(params: Mapping[str, Any]) -> ContainerdClient:
-    """A containerd client on the socket, timeouts and ``containerd_namespace`` of the module parameters."""
+def containerd_client(options: RuntimeOptions) -> ContainerdClient:
+    """A containerd client on the socket, timeouts and containerd namespace of ``options``."""
     from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import CRI_NAMESPACE, ContainerdClient
 
     return ContainerdClient(
-        cri_socket(params),
-        params["cri_connect_timeout"],
-        params["cri_timeout"],
-        params.get("containerd_namespace") or CRI_NAMESPACE,
+        cri_socket(options),
+        options.cri_connect_timeout,
+        options.cri_timeout,
+        options.containerd_namespace or CRI_NAMESPACE,
     )
 
 

@@ -72,6 +72,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.registries
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     Problems,
     RegistryOptions,
+    RuntimeOptions,
     containerd_client,
     cri_client,
     node_params,
@@ -88,7 +89,6 @@ _AT_LEAST = (
     ("pull_timeout", 0),
 )
 _ABOVE_ZERO = ("expansion_factor", "cri_timeout", "cri_connect_timeout", "settle_timeout")
-_RUNTIME_OPTIONS = ("cri_socket", "cri_connect_timeout", "cri_timeout", "containerd_namespace", "host_root")
 # The prefetch's own node paths, under host_root (with the shared ones, ``node_params``); containerd_config_path is
 # mapped with the registry directories found on the node (``pull_sources``).
 _NODE_PATHS = (
@@ -152,8 +152,8 @@ class PrefetchRequest:
     require_digest: bool
     dropin: DropinSettings
     label: LabelSettings
-    # The CRI options (socket, timeouts, containerd namespace), for the runtime's client.
-    runtime: Mapping[str, Any]
+    # How the runtime's client reaches it, and where the host's / is.
+    runtime: RuntimeOptions
     fail_on_error: bool
     # The registry files the runtime pulls with, for the guard's estimate.
     sources: SourceSettings
@@ -161,8 +161,6 @@ class PrefetchRequest:
     mco_dir: str
     # The record of what this collection pulled and pinned, for the prune (``_prune/record``); None: none kept.
     record_file: Optional[str] = None
-    # Where the host's / is (a pod): the registry directories CRI Status and config files name are under it.
-    host_root: Optional[str] = None
 
     @property
     def auth_config(self) -> DockerConfig:
@@ -270,12 +268,11 @@ class PrefetchRequest:
                 settle_timeout=params["settle_timeout"],
             ),
             LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"]),
-            {name: params.get(name) for name in _RUNTIME_OPTIONS},
+            RuntimeOptions.from_params(params),
             params["fail_on_error"],
             sources,
             params["mco_dir"],
             params.get("record_file") or default_record_file(lock_file),
-            root,
         )
 
     def auth_for(self, ref: ImageRef) -> Tuple[Optional[Dict[str, str]], str]:
@@ -348,7 +345,7 @@ def run_prefetch(
             runtime = dict(client.version(), endpoint=client.endpoint)
             filesystems = client.image_fs_info()
             # A host path, as every path the runtime reports.
-            image_fs = host_path(request.host_root, filesystems[0]["mountpoint"]) if filesystems else None
+            image_fs = host_path(request.runtime.host_root, filesystems[0]["mountpoint"]) if filesystems else None
             present = find_present(client, list(request.refs))
             missing = [ref for ref in request.refs if str(ref) not in present]
             guard_sources: Optional[PullSources] = None
@@ -432,7 +429,7 @@ def run(invocation: Invocation) -> Outcome:
     secrets = frozenset(request.secrets)
     try:
         # systemctl of the host's own systemd, from a pod.
-        run_command = chrooted(request.host_root, invocation.run_command)
+        run_command = chrooted(request.runtime.host_root, invocation.run_command)
         outcome = run_prefetch(request, diff=invocation.diff, run_command=run_command)
     except CollectionError as error:
         return Outcome(warnings=request.warnings, secrets=secrets, failure=error)

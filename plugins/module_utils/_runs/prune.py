@@ -65,13 +65,13 @@ from ansible_collections.pinned.images.plugins.module_utils._prune.record import
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     Problems,
+    RuntimeOptions,
     containerd_client,
     cri_client,
     node_params,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
-_RUNTIME_OPTIONS = ("cri_socket", "cri_connect_timeout", "cri_timeout", "containerd_namespace", "host_root")
 # The prune's own node paths, under host_root (with the shared ones, ``node_params``).
 _NODE_PATHS = ("record_file", "lock_file", "mco_dir", "dropin_path", "crio_pid_file")
 
@@ -89,7 +89,7 @@ class PruneRequest:
     pin: str
     mco_dir: str
     dropin: DropinSettings
-    runtime: Mapping[str, Any]
+    runtime: RuntimeOptions
     check_mode: bool
 
     @classmethod
@@ -136,7 +136,7 @@ class PruneRequest:
                 params["crio_pid_file"],
                 settle_timeout=params["settle_timeout"],
             ),
-            {name: params.get(name) for name in _RUNTIME_OPTIONS},
+            RuntimeOptions.from_params(params),
             check_mode,
         )
 
@@ -396,7 +396,7 @@ def run(invocation: Invocation) -> Outcome:
     request = PruneRequest.from_params(invocation.params, invocation.check_mode)
     try:
         # systemctl of the host's own systemd, from a pod.
-        run_command = chrooted(request.runtime.get("host_root"), invocation.run_command)
+        run_command = chrooted(request.runtime.host_root, invocation.run_command)
         result, warnings = run_prune(request, diff=invocation.diff, run_command=run_command)
     except CollectionError as error:
         return Outcome(failure=error)

@@ -35,21 +35,24 @@ EXPECTED_AB = (
 
 class FakeCriClient:
     """Stands in for CriClient: the presence check and the read-back only call image_status; an image is pinned when
-    the drop-in lists it (as if CRI-O had read it). The real CRI-O is in tests/functional/test_crio_lab.py."""
+    the drop-in of the module's run lists it (as if CRI-O had read it). The real CRI-O is in
+    tests/functional/test_crio_lab.py."""
 
     present = set()
     error_message = None
     opened = 0
     asked = []
+    # The drop-in the module's run writes (``run`` sets it).
+    dropin = None
 
-    def __init__(self, params):
-        self.params = params
+    def __init__(self, options):
+        self.options = options
 
     @classmethod
-    def from_params(cls, params):
+    def from_options(cls, options):
         if cls.error_message:
             raise CriError(cls.error_message)
-        return cls(params)
+        return cls(options)
 
     def __enter__(self):
         type(self).opened += 1
@@ -61,7 +64,7 @@ class FakeCriClient:
     def image_status(self, image):
         type(self).asked.append(image)
         if image in self.present:
-            pinned = image in (_listed(self.params["path"]) or [])
+            pinned = image in (_listed(self.dropin) or [])
             return {"id": "sha256:1", "repo_tags": [], "repo_digests": [image], "size": 1, "pinned": pinned}
         return None
 
@@ -80,7 +83,7 @@ def cri(monkeypatch):
     FakeCriClient.error_message = None
     FakeCriClient.opened = 0
     FakeCriClient.asked = []
-    monkeypatch.setattr(crio_run, "cri_client", FakeCriClient.from_params)
+    monkeypatch.setattr(crio_run, "cri_client", FakeCriClient.from_options)
     return FakeCriClient
 
 
@@ -101,6 +104,7 @@ def systemctl(monkeypatch):
 
 
 def run(args, capsys, check_mode=False, diff=False):
+    FakeCriClient.dropin = args.get("path")
     return run_module(module, args, capsys, check_mode, diff)
 
 

@@ -84,7 +84,7 @@ class CrioWithEveryImage(ScriptedRuntime):
     image_fs = "/"
 
     @classmethod
-    def from_params(cls, params):
+    def from_options(cls, options):
         return cls()
 
     def image_fs_info(self):
@@ -103,7 +103,7 @@ def test_a_missing_systemctl_fails_the_pin_and_the_result_keeps_the_pulls_and_th
     (tmp_path / "bin").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     monkeypatch.setattr(CrioWithEveryImage, "image_fs", str(tmp_path))
-    monkeypatch.setattr(_prefetch_run, "cri_client", CrioWithEveryImage.from_params)
+    monkeypatch.setattr(_prefetch_run, "cri_client", CrioWithEveryImage.from_options)
     dropin = tmp_path / "50-pinned-images"
     (tmp_path / "auth.json").write_text('{"auths": {}}')
     (tmp_path / "registries.conf").write_text("")

@@ -16,6 +16,7 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
     K8S_AUTH_ARG_SPEC,
     Problems,
     RegistryOptions,
+    RuntimeOptions,
     cri_socket,
     k8s_connection,
     node_params,
@@ -231,21 +232,41 @@ def test_node_params_put_the_node_paths_under_host_root_and_leave_the_rest(tmp_p
         node_params(dict(params, host_root="host"), ())
 
 
+def test_the_runtime_options_are_read_once_with_the_node_paths_under_host_root(tmp_path):
+    params = node_params(
+        dict(
+            host_root=str(tmp_path),
+            cri_socket="/run/containerd/containerd.sock",
+            cri_connect_timeout=2.0,
+            cri_timeout=9.0,
+        ),
+        (),
+    )
+    assert RuntimeOptions.from_params(params) == RuntimeOptions(
+        cri_socket=f"{tmp_path}/run/containerd/containerd.sock",
+        cri_connect_timeout=2.0,
+        cri_timeout=9.0,
+        containerd_namespace=None,
+        host_root=str(tmp_path),
+    )
+    assert RuntimeOptions.from_params(dict(params, containerd_namespace="k8s.io")).containerd_namespace == "k8s.io"
+
+
 def test_the_default_cri_socket_is_found_under_host_root(tmp_path):
     with pytest.raises(
         CollectionError, match=f"no CRI socket found under host_root {tmp_path} .*{tmp_path}/run/containerd"
     ):
-        cri_socket(dict(host_root=str(tmp_path), cri_socket=None))
+        cri_socket(RuntimeOptions(cri_socket=None, host_root=str(tmp_path)))
     (tmp_path / "run/containerd").mkdir(parents=True)
     path = tmp_path / "run/containerd/containerd.sock"
     listener = socket.socket(socket.AF_UNIX)
     try:
         listener.bind(str(path))
-        assert cri_socket(dict(host_root=str(tmp_path), cri_socket=None)) == str(path)
+        assert cri_socket(RuntimeOptions(cri_socket=None, host_root=str(tmp_path))) == str(path)
     finally:
         listener.close()
-    assert cri_socket(dict(host_root=str(tmp_path), cri_socket="/x.sock")) == "/x.sock"
-    assert cri_socket(dict(host_root=None, cri_socket=None)) is None
+    assert cri_socket(RuntimeOptions(cri_socket="/x.sock", host_root=str(tmp_path))) == "/x.sock"
+    assert cri_socket(RuntimeOptions(cri_socket=None, host_root=None)) is None
 
 
 def test_cri_os_default_socket_is_found_through_debians_absolute_var_run_link(tmp_path):
@@ -254,7 +275,7 @@ def test_cri_os_default_socket_is_found_through_debians_absolute_var_run_link(tm
     (tmp_path / "run/crio").mkdir(parents=True)
     path = tmp_path / "run/crio/crio.sock"
     path.write_text("")
-    assert cri_socket(dict(host_root=str(tmp_path), cri_socket=None)) == str(path)
+    assert cri_socket(RuntimeOptions(cri_socket=None, host_root=str(tmp_path))) == str(path)
 
 
 def test_the_default_pull_secret_and_registries_conf_are_the_hosts(tmp_path):

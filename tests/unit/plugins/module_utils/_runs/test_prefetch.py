@@ -412,7 +412,7 @@ def test_under_host_root_every_node_path_and_those_the_node_reports_are_the_host
         f"{host}/etc/crio/crio.conf.d/50-pinned-images",
         f"{host}/run/crio/crio.pid",
     )
-    assert request.mco_dir == f"{host}/etc/machine-config-daemon" and request.runtime["host_root"] == str(host)
+    assert request.mco_dir == f"{host}/etc/machine-config-daemon" and request.runtime.host_root == str(host)
     # containerd 2.x: the default config file under host_root, and the config_path it names is a host path too.
     containerd = {"runtime_name": "containerd", "runtime_version": "2.1.9"}
     sources, files, _warnings = pull_sources(request.sources, containerd, lambda: {})

@@ -144,8 +144,8 @@ def test_under_host_root_the_prune_s_node_paths_are_the_host_s(tmp_path):
         f"{host}/etc/crio/crio.conf.d/50-pinned-images",
         f"{host}/run/crio/crio.pid",
     )
-    assert request.runtime["cri_socket"] == f"{host}/run/containerd/containerd.sock"
-    assert request.runtime["host_root"] == str(host)
+    assert request.runtime.cri_socket == f"{host}/run/containerd/containerd.sock"
+    assert request.runtime.host_root == str(host)
 
 
 def test_every_bad_option_is_named(tmp_path):
