@@ -40,7 +40,9 @@ def run(invocation: Invocation) -> Outcome:
     try:
         params = node_params(invocation.params, ())
         images, set_names = selected_images(params, validate_images, "unpin every image pinned.images pinned")
-        settings = LabelSettings(params["force"], params["old_runtime"], params["settle_timeout"])
+        settings = LabelSettings(
+            force=params["force"], old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"]
+        )
         # After the input is checked, so that bad input is reported as such on a node without grpcio too.
         require_node_deps()
         client = containerd_client(RuntimeOptions.from_params(params))

@@ -50,7 +50,11 @@ def run(invocation: Invocation) -> Outcome:
     try:
         images, set_names = selected_images(params, validate_pinned_images, f"remove the drop-in {params['path']}")
         settings = DropinSettings(
-            params["path"], params["reload"], params["pid_file"], params["force"], params["settle_timeout"]
+            path=params["path"],
+            reload=params["reload"],
+            pid_file=params["pid_file"],
+            force=params["force"],
+            settle_timeout=params["settle_timeout"],
         )
 
         def check_presence(wanted: List[str]) -> List[str]:

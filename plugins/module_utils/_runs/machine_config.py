@@ -174,21 +174,21 @@ def machine_config_request(params: Mapping[str, Any]) -> MachineConfigRequest:
             f"disruption_policy_timeout must be 0 or more seconds (finite), got {params['disruption_policy_timeout']}"
         )
     return MachineConfigRequest(
-        params["pools"],
-        params["sets"],
-        params["images"],
-        params["require_digest"],
-        params["name"],
-        params["ignition_version"],
-        params["dest"],
-        params["apply"],
-        params["state"],
-        params["return_images"],
-        params["return_objects"],
-        k8s_connection(params),
-        params["disruption_policy"],
-        params["allow_reboot"],
-        params["disruption_policy_timeout"],
+        pools=params["pools"],
+        sets=params["sets"],
+        images=params["images"],
+        require_digest=params["require_digest"],
+        name=params["name"],
+        ignition_version=params["ignition_version"],
+        dest=params["dest"],
+        apply=params["apply"],
+        state=params["state"],
+        return_images=params["return_images"],
+        return_objects=params["return_objects"],
+        connection=k8s_connection(params),
+        disruption_policy=params["disruption_policy"],
+        allow_reboot=params["allow_reboot"],
+        disruption_policy_timeout=params["disruption_policy_timeout"],
     )
 
 

@@ -43,7 +43,9 @@ class NodeDepsRequest:
         if problems:
             raise NodeDepsError(problems, details={"changed": False})
         return cls(
-            params["path"], params["state"], tuple((wheel["name"], wheel["sha256"]) for wheel in params["wheels"])
+            path=params["path"],
+            state=params["state"],
+            wheels=tuple((wheel["name"], wheel["sha256"]) for wheel in params["wheels"]),
         )
 
 

@@ -36,12 +36,12 @@ class WheelhouseRequest:
     def from_params(cls, params: Mapping[str, Any]) -> "WheelhouseRequest":
         """The options as the argument spec checked them; the wheelhouse defaults to ``default_path()``."""
         return cls(
-            params["path"] or default_path(),
-            tuple(params["targets"]),
-            tuple(params["requirements"]),
-            params["download"],
-            params["pip"],
-            params["timeout"],
+            path=params["path"] or default_path(),
+            targets=tuple(params["targets"]),
+            requirements=tuple(params["requirements"]),
+            download=params["download"],
+            pip=params["pip"],
+            timeout=params["timeout"],
         )
 
 

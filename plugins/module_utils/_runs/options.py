@@ -240,7 +240,12 @@ class RegistryOptions:
         )
         if docker_config is None or registries is None:
             return None
-        return cls(docker_config, registries, tuple(params["registry_certs_dirs"] or ()), params["registry_timeout"])
+        return cls(
+            docker_config=docker_config,
+            registries=registries,
+            certs_dirs=tuple(params["registry_certs_dirs"] or ()),
+            timeout=params["registry_timeout"],
+        )
 
 
 SELECTION_ARGUMENT_SPEC = dict(

@@ -70,16 +70,16 @@ class SetRequest:
     def from_params(cls, params: Mapping[str, Any]) -> "SetRequest":
         """The options as the argument spec checked them; the set itself is checked by ``publish_set``."""
         return cls(
-            params["name"],
-            params["images"],
-            params["labels"],
-            params["pool_selector"],
-            params["definition"],
-            params["state"],
-            params["dest"],
-            params["apply"],
-            params["force_conflicts"],
-            k8s_connection(params),
+            name=params["name"],
+            images=params["images"],
+            labels=params["labels"],
+            pool_selector=params["pool_selector"],
+            definition=params["definition"],
+            state=params["state"],
+            dest=params["dest"],
+            apply=params["apply"],
+            force_conflicts=params["force_conflicts"],
+            connection=k8s_connection(params),
         )
 
 

@@ -82,7 +82,12 @@ class InfoRequest:
     def from_params(cls, params: Mapping[str, Any]) -> "InfoRequest":
         """The options as the argument spec checked them; the sets and pools are checked as they are read."""
         return cls(
-            params["cluster"], params["paths"], params["sets"], params["pools"], params["nodes"], k8s_connection(params)
+            cluster=params["cluster"],
+            paths=params["paths"],
+            sets=params["sets"],
+            pools=params["pools"],
+            nodes=params["nodes"],
+            connection=k8s_connection(params),
         )
 
 

@@ -91,7 +91,10 @@ def run(invocation: Invocation) -> Outcome:
     still worth one."""
     params = invocation.params
     request = StatusRequest(
-        params["nodes"], params["annotation"], params["cluster_generations"], k8s_connection(params)
+        nodes=params["nodes"],
+        annotation=params["annotation"],
+        cluster_generations=params["cluster_generations"],
+        connection=k8s_connection(params),
     )
     secrets = frozenset(request.connection.secrets())
     warnings: List[str] = []

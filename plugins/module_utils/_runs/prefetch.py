@@ -213,7 +213,6 @@ class PrefetchRequest:
         problems.attempt(lambda: parse_size(params["min_free"], total=0))
         platform = problems.attempt(lambda: parse_platform(params["platform"]) if params["platform"] else None)
         registry = RegistryOptions.from_params(params, problems)
-        root = params["host_root"]
         overrides = problems.attempt(
             lambda: load_registries_conf(
                 params["registries_conf"], params["registry_mirrors"], default_path="", default_conf_d=""
@@ -235,44 +234,44 @@ class PrefetchRequest:
         # raise_any() raised when a reader failed: refs and registry are set.
         registry = cast(RegistryOptions, registry)
         guard = DiskGuardSettings(
-            params["disk_guard"],
-            params["min_free"],
-            params["expansion_factor"],
-            params["image_store_path"],
-            registry.docker_config,
-            registry.certs_dirs,
-            registry.timeout,
-            RetryPolicy(pulls.retries, pulls.retry_delay, max_delay=pulls.retry_max_delay),
-            platform,
+            mode=params["disk_guard"],
+            min_free=params["min_free"],
+            expansion_factor=params["expansion_factor"],
+            image_store_path=params["image_store_path"],
+            docker_config=registry.docker_config,
+            certs_dirs=registry.certs_dirs,
+            registry_timeout=registry.timeout,
+            retry=RetryPolicy(retries=pulls.retries, delay=pulls.retry_delay, max_delay=pulls.retry_max_delay),
+            platform=platform,
         )
         sources = SourceSettings(
-            registry.registries,
-            cast(RegistriesConf, overrides),
-            params["containerd_config"],
-            params["containerd_config_path"],
-            root,
+            registries=registry.registries,
+            overrides=cast(RegistriesConf, overrides),
+            containerd_config=params["containerd_config"],
+            containerd_config_path=params["containerd_config_path"],
+            host_root=params["host_root"],
         )
         return cls(
-            tuple(cast(List[ImageRef], refs)),
-            registry,
-            check_mode,
-            pulls,
-            guard,
-            lock_file,
-            params["pin"],
-            params["require_digest"],
-            DropinSettings(
-                params["dropin_path"],
-                params["crio_reload"],
-                params["crio_pid_file"],
+            refs=tuple(cast(List[ImageRef], refs)),
+            registry=registry,
+            check_mode=check_mode,
+            pulls=pulls,
+            guard=guard,
+            lock_file=lock_file,
+            pin=params["pin"],
+            require_digest=params["require_digest"],
+            dropin=DropinSettings(
+                path=params["dropin_path"],
+                reload=params["crio_reload"],
+                pid_file=params["crio_pid_file"],
                 settle_timeout=params["settle_timeout"],
             ),
-            LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"]),
-            RuntimeOptions.from_params(params),
-            params["fail_on_error"],
-            sources,
-            params["mco_dir"],
-            params.get("record_file") or default_record_file(lock_file),
+            label=LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"]),
+            runtime=RuntimeOptions.from_params(params),
+            fail_on_error=params["fail_on_error"],
+            sources=sources,
+            mco_dir=params["mco_dir"],
+            record_file=params.get("record_file") or default_record_file(lock_file),
         )
 
     def auth_for(self, ref: ImageRef) -> Tuple[Optional[Dict[str, str]], str]:
@@ -370,7 +369,11 @@ def run_prefetch(
             pin_started = time.time()
             try:
                 settings = PinSettings(
-                    request.pin, request.require_digest, request.dropin, request.label, request.check_mode
+                    wanted=request.pin,
+                    require_digest=request.require_digest,
+                    dropin=request.dropin,
+                    label=request.label,
+                    check_mode=request.check_mode,
                 )
                 pin, pin_diff, pin_warnings = pin_images(
                     client, settings, method, report["images"], run_command, present, runtime

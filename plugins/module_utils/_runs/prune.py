@@ -122,22 +122,22 @@ class PruneRequest:
             problems.add("crio_reload=signal needs crio_pid_file")
         problems.raise_any()
         return cls(
-            tuple(sorted(set(wanted))),
-            tuple(keep or ()),
-            float(min_age or 0.0),
-            params["record_file"],
-            params["lock_file"],
-            params["run_id"],
-            params["pin"],
-            params["mco_dir"],
-            DropinSettings(
-                params["dropin_path"],
-                params["crio_reload"],
-                params["crio_pid_file"],
+            wanted=tuple(sorted(set(wanted))),
+            keep=tuple(keep or ()),
+            min_age=float(min_age or 0.0),
+            record_file=params["record_file"],
+            lock_file=params["lock_file"],
+            run_id=params["run_id"],
+            pin=params["pin"],
+            mco_dir=params["mco_dir"],
+            dropin=DropinSettings(
+                path=params["dropin_path"],
+                reload=params["crio_reload"],
+                pid_file=params["crio_pid_file"],
                 settle_timeout=params["settle_timeout"],
             ),
-            RuntimeOptions.from_params(params),
-            check_mode,
+            runtime=RuntimeOptions.from_params(params),
+            check_mode=check_mode,
         )
 
 

@@ -74,18 +74,18 @@ class ReleaseRequest:
         problems.raise_any()
         # raise_any() raised when a reader failed: ref and registry are set.
         return cls(
-            cast(ImageRef, ref),
-            platform,
-            tuple(params["include"]),
-            tuple(params["exclude"]),
-            params["include_release_image"],
-            params["name"],
-            dict(params["labels"]),
-            tuple(params["pools"]),
-            params["estimate"],
-            params["expansion_factor"],
-            params["dest"],
-            cast(RegistryOptions, registry),
+            release=cast(ImageRef, ref),
+            platform=platform,
+            include=tuple(params["include"]),
+            exclude=tuple(params["exclude"]),
+            include_release_image=params["include_release_image"],
+            name=params["name"],
+            labels=dict(params["labels"]),
+            pools=tuple(params["pools"]),
+            estimate=params["estimate"],
+            expansion_factor=params["expansion_factor"],
+            dest=params["dest"],
+            registry=cast(RegistryOptions, registry),
         )
 
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The import graph of plugins/: absolute imports only, and module_utils never imports a higher layer; only
-``_runs/`` reads a module's parameters, and no run imports another (only ``_runs/options`` and ``_runs/outcome`` are
-shared).
+``_runs/`` reads a module's parameters, no run imports another (only ``_runs/options`` and ``_runs/outcome`` are
+shared), and the runs build their requests by keyword.
 
 module_utils holds only packages, and LAYERS is the one declaration of each package's layer (CONTRIBUTING.md
 describes them): a file may import files of its own layer or a lower one. A new package fails here until it is
@@ -11,6 +11,7 @@ given a layer.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -193,6 +194,50 @@ def test_the_run_check_sees_another_run_and_the_package(tmp_path):
         f"line 3: {PREFIX}module_utils._runs.prefetch",
         f"line 5: {PREFIX}module_utils._runs",
     ]
+
+
+# What a run builds from the parameters and hands on: built by keyword, so that no option lands in the wrong field.
+BUILT_BY_KEYWORD = re.compile(r"(Request|Settings|Options)$")
+
+
+def _positional_constructions(path: Path) -> list:
+    """Lines where ``path`` builds a request, settings or options object (``cls(...)`` in such a class) with a
+    positional argument."""
+    lines = []
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    owners = {id(node): cls.name for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for node in ast.walk(cls)}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+        if name == "cls":
+            name = owners.get(id(node))
+        if name and BUILT_BY_KEYWORD.search(name):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _module_utils_files() if _layer_of(p) == "_runs"],
+    ids=lambda p: str(p.relative_to(MODULE_UTILS)),
+)
+def test_runs_build_requests_by_keyword(path):
+    assert _positional_constructions(path) == [], "name each field: Request(field=..., ...)"
+
+
+def test_the_keyword_check_sees_positional_fields_and_cls(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "class PruneRequest:\n"
+        "    @classmethod\n"
+        "    def from_params(cls, params):\n"
+        "        return cls(params['a'], b=1)\n"
+        "def f(params):\n"
+        "    good = DropinSettings(path=params['p'])\n"
+        "    return LabelSettings(params['force']), RuntimeOptions.from_params(params), str(params)\n"
+    )
+    assert _positional_constructions(bad) == [4, 7]
 
 
 def _mains():
