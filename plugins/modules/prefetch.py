@@ -536,7 +536,7 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node 
     DEFAULT_DIRECTORY as MCO_DIRECTORY,
 )
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
-from ansible_collections.pinned.images.plugins.module_utils._pins.method import PIN_CHOICES, PIN_NONE
+from ansible_collections.pinned.images.plugins.module_utils._pins.method import METHOD_NONE, PIN_CHOICES
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,
     HOST_ROOT_ARGUMENT_SPEC,
@@ -566,7 +566,7 @@ def _argument_spec() -> dict:
         lock_file=dict(type="path"),
         record_file=dict(type="path"),
         run_id=dict(type="str"),
-        pin=dict(type="str", choices=list(PIN_CHOICES), default=PIN_NONE),
+        pin=dict(type="str", choices=list(PIN_CHOICES), default=METHOD_NONE),
         mco_dir=dict(type="path", default=MCO_DIRECTORY),
         allow_empty=dict(type="bool", default=False),
         dropin_path=dict(type="path", default=DEFAULT_PATH),

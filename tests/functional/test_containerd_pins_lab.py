@@ -20,8 +20,8 @@ import yaml
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import (
-    OWNER_LABEL,
-    PIN_LABEL,
+    OWNER_LABEL_KEY,
+    PIN_LABEL_KEY,
     wait_reported,
 )
 from fixtures.ansible_runs import adhoc, playbook, remove_all_images
@@ -106,8 +106,10 @@ def test_list_get_update_on_the_wire(mlab, node, reports_pinned):
         assert client.get_record("127.0.0.1:1/none@sha256:" + "0" * 64) is None
         assert client.list_records([f"name=={image}"]) == [records[image]]
 
-        updated = client.update_labels(records[image], {PIN_LABEL: "pinned", "extra": "x"}, [PIN_LABEL, "extra"])
-        assert updated["labels"] == {"io.cri-containerd.image": "managed", PIN_LABEL: "pinned", "extra": "x"}
+        updated = client.update_labels(
+            records[image], {PIN_LABEL_KEY: "pinned", "extra": "x"}, [PIN_LABEL_KEY, "extra"]
+        )
+        assert updated["labels"] == {"io.cri-containerd.image": "managed", PIN_LABEL_KEY: "pinned", "extra": "x"}
         assert updated["target"] == records[image]["target"]
         assert ctr_labels(mlab, node)[image] == updated["labels"]
         # CRI learns of the change from containerd's event stream, just after Update returns.
@@ -116,8 +118,8 @@ def test_list_get_update_on_the_wire(mlab, node, reports_pinned):
 
         # A key in the mask that the labels lack is deleted; the others stay.
         client.update_labels(records[image], {}, ["extra"])
-        assert ctr_labels(mlab, node)[image] == {"io.cri-containerd.image": "managed", PIN_LABEL: "pinned"}
-        client.update_labels(records[image], {}, [PIN_LABEL])
+        assert ctr_labels(mlab, node)[image] == {"io.cri-containerd.image": "managed", PIN_LABEL_KEY: "pinned"}
+        client.update_labels(records[image], {}, [PIN_LABEL_KEY])
         wait_reported(client, {image: False}, 10)
     assert cri_pinned(mlab, node) == {image: False}
 
@@ -130,7 +132,7 @@ def test_pin_a_set_survive_a_restart_unpin_and_leave_other_pins_alone(mlab):
     )
     tagged = mlab.images()["plain-shared-a"].tag_reference
     prefetch(mlab, NEW, [small, shared_a, shared_b, multiarch, tagged])
-    ctr(mlab, NEW, "images", "label", multiarch, f"{PIN_LABEL}=pinned")
+    ctr(mlab, NEW, "images", "label", multiarch, f"{PIN_LABEL_KEY}=pinned")
     with CriClient(sock) as client:
         wait_reported(client, {multiarch: True}, 10)
     args = dict(cri_socket=sock)
@@ -140,7 +142,7 @@ def test_pin_a_set_survive_a_restart_unpin_and_leave_other_pins_alone(mlab):
     assert result["changed"] is True
     assert result["pinned"] == sorted([small, shared_a])
     assert cri_pinned(mlab, NEW) == {small: False, shared_a: False, shared_b: False, multiarch: True}
-    assert PIN_LABEL not in ctr_labels(mlab, NEW)[small]
+    assert PIN_LABEL_KEY not in ctr_labels(mlab, NEW)[small]
 
     rc, result, output = adhoc(MODULE, dict(args, images=[small, shared_a]))
     assert rc == 0, output
@@ -150,8 +152,8 @@ def test_pin_a_set_survive_a_restart_unpin_and_leave_other_pins_alone(mlab):
     assert len(result["records"]["pinned"]) == 5
     assert cri_pinned(mlab, NEW) == {small: True, shared_a: True, shared_b: False, multiarch: True}
     labels = ctr_labels(mlab, NEW)
-    assert all(labels[name][OWNER_LABEL] == "pinned.images" for name in result["records"]["pinned"])
-    assert OWNER_LABEL not in labels[multiarch]
+    assert all(labels[name][OWNER_LABEL_KEY] == "pinned.images" for name in result["records"]["pinned"])
+    assert OWNER_LABEL_KEY not in labels[multiarch]
 
     rc, result, output = adhoc(MODULE, dict(args, images=[small, shared_a]))
     assert rc == 0, output
@@ -168,7 +170,7 @@ def test_pin_a_set_survive_a_restart_unpin_and_leave_other_pins_alone(mlab):
     # multiarch was pinned (by hand, on its digest record): its other records get the label, as any wanted image.
     assert any(name.startswith("sha256:") for name in result["records"]["pinned"])
     assert cri_pinned(mlab, NEW) == {small: True, shared_a: False, shared_b: False, multiarch: True}
-    assert not any(key in ctr_labels(mlab, NEW)[tagged] for key in (PIN_LABEL, OWNER_LABEL))
+    assert not any(key in ctr_labels(mlab, NEW)[tagged] for key in (PIN_LABEL_KEY, OWNER_LABEL_KEY))
 
     rc, result, output = adhoc(MODULE, dict(args, state="absent"))
     assert rc == 0, output
@@ -206,13 +208,13 @@ def test_containerd_16_fails_with_the_version_message_or_warns_when_told(mlab):
     assert rc != 0
     assert "will not honour the pin" in result["msg"] and "1.7.3" in result["msg"]
     assert result["runtime"]["runtime_version"].startswith("1.6.")
-    assert PIN_LABEL not in ctr_labels(mlab, OLD)[small]
+    assert PIN_LABEL_KEY not in ctr_labels(mlab, OLD)[small]
 
     rc, result, output = adhoc(MODULE, dict(cri_socket=sock, images=[small], old_runtime="warn"))
     assert rc == 0, output
     assert "will not honour the pin" in output
     assert result["pinned"] == [small]
-    assert ctr_labels(mlab, OLD)[small][PIN_LABEL] == "pinned"
+    assert ctr_labels(mlab, OLD)[small][PIN_LABEL_KEY] == "pinned"
     assert cri_pinned(mlab, OLD) == {small: False}
     adhoc(MODULE, dict(cri_socket=sock, state="absent", old_runtime="warn"))
 
@@ -269,8 +271,8 @@ def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, 
     dropin.unlink()
     with ContainerdClient(socket(mlab, NEW)) as client:
         for record in client.list_records():
-            if PIN_LABEL in record["labels"]:
-                client.update_labels(record, {}, [PIN_LABEL, OWNER_LABEL])
+            if PIN_LABEL_KEY in record["labels"]:
+                client.update_labels(record, {}, [PIN_LABEL_KEY, OWNER_LABEL_KEY])
         wait_reported(client, {image: False for image in images}, 10)
     proc, nodes = run_prefetch_playbook(mlab, tmp_path, images)
     recap = dict(re.findall(r"^((?:cp|worker)-\d+)\s+: ok=\d+\s+changed=(\d+)", proc.stdout, re.MULTILINE))

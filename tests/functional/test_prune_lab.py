@@ -22,7 +22,7 @@ import yaml
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient, CriError
 from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
-from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import PIN_LABEL, PIN_VALUE
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import PIN_LABEL_KEY, PIN_VALUE
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
 from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env, playbook, remove_all_images
@@ -123,7 +123,7 @@ def pin_by_hand(lab, node, image: str, wanted: list) -> None:
         status = client.image_status(image)
         for record in client.list_records():
             if record["name"] in [status["id"], *status["repo_digests"], *status["repo_tags"]]:
-                client.update_labels(record, {PIN_LABEL: PIN_VALUE}, [PIN_LABEL])
+                client.update_labels(record, {PIN_LABEL_KEY: PIN_VALUE}, [PIN_LABEL_KEY])
 
 
 def runnable_image(lab, state: str) -> str:

@@ -7,11 +7,11 @@
 containerd (1.7.3 and later) reports an image as ``pinned`` through CRI when one of its image records carries the
 label, and the kubelet never garbage-collects pinned images. Every record (digest name, tags, the image id) of a
 wanted image is labelled, so CRI reports it pinned whichever name the kubelet uses. Records this collection pins also
-get ``OWNER_LABEL``; only those are ever unpinned, so a pin set by hand or by another tool stays.
+get ``OWNER_LABEL_KEY``; only those are ever unpinned, so a pin set by hand or by another tool stays.
 
 Public API
 ----------
-``PIN_LABEL``, ``PIN_VALUE``, ``OWNER_LABEL``, ``OWNER_VALUE``, ``MIN_VERSION`` (1, 7, 3).
+``PIN_LABEL_KEY``, ``PIN_VALUE``, ``OWNER_LABEL_KEY``, ``OWNER_VALUE``, ``MIN_VERSION`` (1, 7, 3).
 ``parse_version(text) -> tuple | None``: ``"1.7.24~ds1"`` / ``"v1.7.3"`` -> ``(1, 7, 24)``.
 ``runtime_problem(version) -> str | None``: why the runtime (CRI ``Version`` dict) will not honour the label.
 ``auto_pin_problem(pin, version) -> str | None``: why ``pin=auto`` pins nothing on that containerd, and the fix.
@@ -40,12 +40,12 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
     wait_reported,
 )
 
-PIN_LABEL = "io.cri-containerd.pinned"
+PIN_LABEL_KEY = "io.cri-containerd.pinned"
 PIN_VALUE = "pinned"
 # Marks the pins this collection made: only these are removed when an image is no longer wanted.
-OWNER_LABEL = "pinned.images/pinned-by"
+OWNER_LABEL_KEY = "pinned.images/pinned-by"
 OWNER_VALUE = "pinned.images"
-PIN_KEYS = (PIN_LABEL, OWNER_LABEL)
+PIN_KEYS = (PIN_LABEL_KEY, OWNER_LABEL_KEY)
 # containerd/containerd#8817 (1.7.3): the CRI plugin reports the label as Image.pinned.
 MIN_VERSION = (1, 7, 3)
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
@@ -91,10 +91,10 @@ def runtime_problem(version: Mapping[str, Any]) -> Optional[str]:
     parsed = parse_version(text)
     wanted = ".".join(map(str, MIN_VERSION))
     if parsed is None:
-        return f"cannot read the containerd version {text!r}; containerd reports the {PIN_LABEL} label from {wanted} on"
+        return f"cannot read the containerd version {text!r}; containerd reports the {PIN_LABEL_KEY} label from {wanted} on"
     if parsed < MIN_VERSION:
         return (
-            f"containerd {text} will not honour the pin: it stores the {PIN_LABEL} label but reports images as pinned "
+            f"containerd {text} will not honour the pin: it stores the {PIN_LABEL_KEY} label but reports images as pinned "
             f"through CRI (and so protects them from the kubelet's image garbage collection) only from {wanted} on"
         )
     return None
@@ -126,12 +126,12 @@ def validate_images(images: object, require_digest: bool = True) -> List[str]:
 
 def _is_pinned(record: Mapping[str, Any]) -> bool:
     labels: Mapping[str, str] = record["labels"]
-    return labels.get(PIN_LABEL) == PIN_VALUE
+    return labels.get(PIN_LABEL_KEY) == PIN_VALUE
 
 
 def _is_ours(record: Mapping[str, Any]) -> bool:
     labels: Mapping[str, str] = record["labels"]
-    return labels.get(OWNER_LABEL) == OWNER_VALUE
+    return labels.get(OWNER_LABEL_KEY) == OWNER_VALUE
 
 
 def _display_name(names: Iterable[str]) -> str:
@@ -214,7 +214,7 @@ def sync_containerd_pins(
     }
     if not check_mode:
         for name in to_pin:
-            client.update_labels(records[name], {PIN_LABEL: PIN_VALUE, OWNER_LABEL: OWNER_VALUE}, PIN_KEYS)
+            client.update_labels(records[name], {PIN_LABEL_KEY: PIN_VALUE, OWNER_LABEL_KEY: OWNER_VALUE}, PIN_KEYS)
         for name in to_unpin:
             client.update_labels(records[name], {}, PIN_KEYS)
         if (to_pin or to_unpin) and not problem:

@@ -32,9 +32,10 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
 )
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import PRESENT, PULLED, ImageResult
 
-# The values of the pin option, and the methods a run pins with (``auto`` becomes one of the others).
-PIN_NONE, PIN_AUTO, PIN_DROPIN, PIN_LABEL = "none", "auto", "dropin", "label"
-PIN_CHOICES = (PIN_NONE, PIN_AUTO, PIN_DROPIN, PIN_LABEL)
+# The methods a run pins with, and the values of the pin option: a method, or ``auto`` (the runtime's method).
+METHOD_NONE, METHOD_DROPIN, METHOD_LABEL = "none", "dropin", "label"
+PIN_AUTO = "auto"
+PIN_CHOICES = (METHOD_NONE, PIN_AUTO, METHOD_DROPIN, METHOD_LABEL)
 # The statuses of images a pin covers: the node has them.
 _ON_NODE = (PRESENT, PULLED)
 
@@ -56,19 +57,19 @@ def pin_method(wanted: str, runtime: Mapping[str, Any]) -> str:
     if wanted != PIN_AUTO:
         return wanted
     if runtime.get("runtime_name") == "cri-o":
-        return PIN_DROPIN
+        return METHOD_DROPIN
     if runtime.get("runtime_name") == "containerd" and runtime_problem(dict(runtime)) is None:
-        return PIN_LABEL
-    return PIN_NONE
+        return METHOD_LABEL
+    return METHOD_NONE
 
 
 def mco_pin_method(wanted: str, method: str, mco_dir: str) -> Tuple[str, Optional[str], List[str]]:
     """(method, the MCO sign or None, warnings): on a node the machine-config-operator manages, ``auto`` leaves the
     drop-in to it (no pin) and an explicit ``dropin`` warns (``_openshift.mco_node``)."""
-    if method != PIN_DROPIN:
+    if method != METHOD_DROPIN:
         return method, None, []
     write, sign, warnings = dropin_decision(wanted == PIN_AUTO, mco_dir)
-    return (method if write else PIN_NONE), sign, warnings
+    return (method if write else METHOD_NONE), sign, warnings
 
 
 def pin_images(
@@ -92,7 +93,7 @@ def pin_images(
     pin: Dict[str, Any] = dict(
         method=method, ran=False, changed=False, images=[], path=None, reloaded=False, records=None, cri_pinned={}
     )
-    if method == PIN_NONE:
+    if method == METHOD_NONE:
         reason = auto_pin_problem(settings.wanted, runtime or {})
         if reason:
             pin["reason"] = reason
@@ -100,7 +101,7 @@ def pin_images(
     if any(entry["status"] not in _ON_NODE for entry in images):
         return pin, None, []
     names = [entry["image"] for entry in images]
-    if method == PIN_DROPIN:
+    if method == METHOD_DROPIN:
         done = pin_dropin(
             validate_images(names, settings.require_digest),
             settings.dropin,

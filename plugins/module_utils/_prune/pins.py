@@ -11,10 +11,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import read_bytes
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import (
-    OWNER_LABEL,
+    OWNER_LABEL_KEY,
     OWNER_VALUE,
     PIN_KEYS,
-    PIN_LABEL,
+    PIN_LABEL_KEY,
     PIN_VALUE,
 )
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
@@ -29,8 +29,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
     pin_dropin,
     wait_reported,
 )
-from ansible_collections.pinned.images.plugins.module_utils._pins.method import PIN_DROPIN
-from ansible_collections.pinned.images.plugins.module_utils._pins.method import PIN_LABEL as METHOD_LABEL
+from ansible_collections.pinned.images.plugins.module_utils._pins.method import METHOD_DROPIN, METHOD_LABEL
 from ansible_collections.pinned.images.plugins.module_utils._prune.plan import Candidate, all_names
 
 
@@ -45,7 +44,7 @@ class Pins:
         self.records: List[Dict[str, Any]] = client.list_records() if method == METHOD_LABEL else []
         self.listed: List[str] = []
         self.wanted: Tuple[str, ...] = ()
-        if method == PIN_DROPIN:
+        if method == METHOD_DROPIN:
             text = read_bytes(dropin.path, MAX_DROPIN_SIZE)
             self.listed = (dropin_pinned_images(text.decode("utf-8", "replace")) if text else None) or []
 
@@ -71,9 +70,9 @@ class Pins:
     def pinned_by_others(self, candidate: Candidate, cri_pinned: bool) -> bool:
         """Whether the candidate stays pinned once the collection's own pin is gone."""
         if self.method == METHOD_LABEL:
-            pinned = [r for r in self._records_of(candidate) if r["labels"].get(PIN_LABEL) == PIN_VALUE]
-            return any(r["labels"].get(OWNER_LABEL) != OWNER_VALUE for r in pinned) or (cri_pinned and not pinned)
-        if self.method == PIN_DROPIN:
+            pinned = [r for r in self._records_of(candidate) if r["labels"].get(PIN_LABEL_KEY) == PIN_VALUE]
+            return any(r["labels"].get(OWNER_LABEL_KEY) != OWNER_VALUE for r in pinned) or (cri_pinned and not pinned)
+        if self.method == METHOD_DROPIN:
             remaining = [entry for entry in self.listed if entry not in self.own_entries(candidate)]
             kept, source = effective_pins(self.dropin.path, remaining)
             by_other_file = source not in (None, self.dropin.path) and any(
@@ -86,7 +85,7 @@ class Pins:
         """Remove the collection's pin of ``candidates``: the owner-marked labels, or their drop-in entries."""
         if self.method == METHOD_LABEL:
             records = [
-                r for c in candidates for r in self._records_of(c) if r["labels"].get(OWNER_LABEL) == OWNER_VALUE
+                r for c in candidates for r in self._records_of(c) if r["labels"].get(OWNER_LABEL_KEY) == OWNER_VALUE
             ]
             for record in records:
                 self.client.update_labels(record, {}, PIN_KEYS)
@@ -97,7 +96,7 @@ class Pins:
             except NotReportedError:
                 pass  # the read-back after the unpin keeps what is still pinned
             return dict(changed=bool(records), unpinned=sorted(r["name"] for r in records), diff=None)
-        if self.method == PIN_DROPIN:
+        if self.method == METHOD_DROPIN:
             drop = {entry for candidate in candidates for entry in self.own_entries(candidate)}
             if not drop:
                 return dict(changed=False, unpinned=[], diff=None)

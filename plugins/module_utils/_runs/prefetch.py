@@ -30,10 +30,10 @@ from ansible_collections.pinned.images.plugins.module_utils._node_python.deps im
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import LabelSettings
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DropinSettings, RunCommand
 from ansible_collections.pinned.images.plugins.module_utils._pins.method import (
+    METHOD_DROPIN,
+    METHOD_LABEL,
+    METHOD_NONE,
     PIN_AUTO,
-    PIN_DROPIN,
-    PIN_LABEL,
-    PIN_NONE,
     PinSettings,
     mco_pin_method,
     pin_images,
@@ -195,7 +195,7 @@ class PrefetchRequest:
         for name in _ABOVE_ZERO:
             problems.above_zero(params, name)
         if (
-            params["pin"] in (PIN_AUTO, PIN_DROPIN)
+            params["pin"] in (PIN_AUTO, METHOD_DROPIN)
             and params["crio_reload"] == "signal"
             and not params["crio_pid_file"]
         ):
@@ -204,7 +204,7 @@ class PrefetchRequest:
         if params["progress_file"] and not os.path.isdir(progress_dir):
             problems.add(f"progress_file: directory {progress_dir} does not exist")
         refs = problems.attempt(lambda: parse_images(params["images"], params["require_digest"]))
-        if refs is not None and not refs and params["pin"] != PIN_NONE and not params["allow_empty"]:
+        if refs is not None and not refs and params["pin"] != METHOD_NONE and not params["allow_empty"]:
             problems.add(
                 f"images is empty: with pin={params['pin']} that would remove every pin of this node (the drop-in "
                 f"{params['dropin_path']}, or the labels pinned.images set); nothing was changed. Give the images, "
@@ -330,7 +330,7 @@ def run_prefetch(
     label, else a CRI client); ``run_command(argv) -> (rc, out, err)`` runs ``systemctl`` for a CRI-O reload.
     """
     if client_factory is None:
-        labels = request.pin in (PIN_AUTO, PIN_LABEL)
+        labels = request.pin in (PIN_AUTO, METHOD_LABEL)
         client_factory = containerd_client if labels else cri_client
     open_client: Callable[[Any], Any] = client_factory
     lock = _locked(request)

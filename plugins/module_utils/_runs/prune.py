@@ -33,14 +33,12 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
     RunCommand,
 )
 from ansible_collections.pinned.images.plugins.module_utils._pins.method import (
+    METHOD_DROPIN,
+    METHOD_LABEL,
+    METHOD_NONE,
     PIN_AUTO,
-    PIN_DROPIN,
-    PIN_NONE,
     mco_pin_method,
     pin_method,
-)
-from ansible_collections.pinned.images.plugins.module_utils._pins.method import (
-    PIN_LABEL as METHOD_LABEL,
 )
 from ansible_collections.pinned.images.plugins.module_utils._prune.pins import Pins
 from ansible_collections.pinned.images.plugins.module_utils._prune.plan import (
@@ -115,7 +113,7 @@ class PruneRequest:
         min_age = problems.attempt(lambda: parse_duration(params["min_age"]))
         problems.above_zero(params, "settle_timeout")
         if (
-            params["pin"] in (PIN_AUTO, PIN_DROPIN)
+            params["pin"] in (PIN_AUTO, METHOD_DROPIN)
             and params["crio_reload"] == "signal"
             and not params["crio_pid_file"]
         ):
@@ -190,7 +188,7 @@ def _sandbox_ids(client: Any, method: str, keep: Tuple[str, ...]) -> Set[str]:
     if isinstance(name, str) and name:
         image = client.image_status(name)
         return {bare_id(image["id"])} if image is not None else set()
-    if method == PIN_NONE and not keep:
+    if method == METHOD_NONE and not keep:
         raise PruneInputError(
             "the runtime names no pause image (sandboxImage) in its CRI Status and reports no pins, so the prune "
             "cannot tell which image new pod sandboxes need; nothing was removed. Name the pause image in keep"

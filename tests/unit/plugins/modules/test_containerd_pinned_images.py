@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL, PIN_LABEL
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL_KEY, PIN_LABEL_KEY
 from ansible_collections.pinned.images.plugins.module_utils._runs import containerd_pinned_images as containerd_run
 from ansible_collections.pinned.images.plugins.modules import containerd_pinned_images as module
 from fixtures.image_refs import A, B, C
 from fixtures.module_runner import run_module
 from fixtures.scripted_runtime import ScriptedRuntime
 
-OWN = {PIN_LABEL: "pinned", OWNER_LABEL: "pinned.images"}
+OWN = {PIN_LABEL_KEY: "pinned", OWNER_LABEL_KEY: "pinned.images"}
 
 
 class ScriptedContainerd(ScriptedRuntime):
@@ -41,7 +41,7 @@ class ScriptedContainerd(ScriptedRuntime):
             return None
         digest = self.records[name]["target"]["digest"]
         group = [r for r in self.records.values() if r["target"]["digest"] == digest]
-        pinned = self.report_pins and any(r["labels"].get(PIN_LABEL) == "pinned" for r in group)
+        pinned = self.report_pins and any(r["labels"].get(PIN_LABEL_KEY) == "pinned" for r in group)
         names = sorted(r["name"] for r in group)
         return dict(
             id=names[-1] if names[-1].startswith("sha256:") else names[0],
@@ -100,12 +100,12 @@ def test_check_mode_and_diff_write_nothing(runtime, capsys):
 
 
 def test_only_own_pins_are_removed(runtime, capsys):
-    fake = runtime({A: dict(OWN), B: {PIN_LABEL: "pinned"}})
+    fake = runtime({A: dict(OWN), B: {PIN_LABEL_KEY: "pinned"}})
     result = run_module(module, dict(state="absent"), capsys)
     assert result["rc"] == 0, result
     assert result["unpinned"] == [A]
     assert fake.records[A]["labels"] == {}
-    assert fake.records[B]["labels"] == {PIN_LABEL: "pinned"}
+    assert fake.records[B]["labels"] == {PIN_LABEL_KEY: "pinned"}
 
 
 def test_an_empty_list_unpins_nothing_unless_allowed(runtime, capsys):

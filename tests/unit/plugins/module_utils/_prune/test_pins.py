@@ -4,7 +4,7 @@ drop-in. Whole prunes against a scripted runtime: tests/unit/plugins/module_util
 
 from __future__ import annotations
 
-from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL, PIN_LABEL
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL_KEY, PIN_LABEL_KEY
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     DropinSettings,
     dropin_pinned_images,
@@ -15,7 +15,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prune.pins import P
 OURS = f"registry.example:5000/ours@sha256:{'a' * 64}"
 HAND = f"registry.example:5000/hand@sha256:{'b' * 64}"
 WANTED = f"registry.example:5000/wanted@sha256:{'c' * 64}"
-OWN_LABELS = {PIN_LABEL: "pinned", OWNER_LABEL: "pinned.images"}
+OWN_LABELS = {PIN_LABEL_KEY: "pinned", OWNER_LABEL_KEY: "pinned.images"}
 
 
 class Containerd:
@@ -35,7 +35,7 @@ class Containerd:
         name = next((n for n in self.labels if image in (n, f"id-{n}")), None)
         if name is None:
             return None
-        pinned = PIN_LABEL in self.labels[name]
+        pinned = PIN_LABEL_KEY in self.labels[name]
         return dict(id=f"id-{name}", repo_tags=[], repo_digests=[name], size=1, pinned=pinned)
 
 
@@ -44,13 +44,13 @@ def candidate(name, pinned=True):
 
 
 def test_the_label_pin_of_someone_else_stays_and_only_the_collections_goes(tmp_path):
-    runtime = Containerd({OURS: OWN_LABELS, HAND: {PIN_LABEL: "pinned"}})
+    runtime = Containerd({OURS: OWN_LABELS, HAND: {PIN_LABEL_KEY: "pinned"}})
     pins = Pins(runtime, "label", DropinSettings(str(tmp_path / "dropin"), settle_timeout=1.0), None)
     assert not pins.pinned_by_others(candidate(OURS), True)
     assert pins.pinned_by_others(candidate(HAND), True)
     done = pins.unpin([candidate(OURS), candidate(HAND)])
     assert (done["changed"], done["unpinned"]) == (True, [OURS])
-    assert runtime.labels == {OURS: {}, HAND: {PIN_LABEL: "pinned"}}
+    assert runtime.labels == {OURS: {}, HAND: {PIN_LABEL_KEY: "pinned"}}
 
 
 def test_a_pin_cri_reports_without_a_label_counts_as_someone_elses(tmp_path):

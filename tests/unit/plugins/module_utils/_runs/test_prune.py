@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import NOT_FOUND, UNKNOWN, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
-from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL, PIN_LABEL
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL_KEY, PIN_LABEL_KEY
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     covers,
     dropin_pinned_images,
@@ -26,7 +26,7 @@ WANTED = "registry.example:5000/wanted@sha256:" + "a" * 64
 DROPPED = "registry.example:5000/dropped@sha256:" + "b" * 64
 HAND = "registry.example:5000/hand@sha256:" + "c" * 64
 OUTSIDE = "registry.example:5000/outside@sha256:" + "d" * 64
-OURS = {PIN_LABEL: "pinned", OWNER_LABEL: "pinned.images"}
+OURS = {PIN_LABEL_KEY: "pinned", OWNER_LABEL_KEY: "pinned.images"}
 
 
 class Runtime(ScriptedRuntime):
@@ -53,7 +53,7 @@ class Runtime(ScriptedRuntime):
         image_id = self._id(name)
         if image_id is None:
             return None
-        pinned = PIN_LABEL in self.labels.get(self.images[image_id], {})
+        pinned = PIN_LABEL_KEY in self.labels.get(self.images[image_id], {})
         tags = [self.aliases[image_id]] if image_id in self.aliases else []
         return dict(id=image_id, repo_tags=tags, repo_digests=[self.images[image_id]], size=1000, pinned=pinned)
 
@@ -178,11 +178,11 @@ def test_the_dropped_image_is_unpinned_then_removed_and_forgotten(tmp_path):
 def test_a_hand_pin_an_outside_image_and_a_container_keep_theirs(tmp_path):
     recorded(tmp_path, DROPPED, HAND)
     using = dict(id="c1", name="web", state="exited", image="sha256:dro", image_ref="", image_id="")
-    runtime = Runtime(labels={HAND: {PIN_LABEL: "pinned"}}, containers=[using])
+    runtime = Runtime(labels={HAND: {PIN_LABEL_KEY: "pinned"}}, containers=[using])
     result = prune(tmp_path, runtime)
     assert runtime.removed == [] and OUTSIDE in runtime.images.values()
     assert {d["image"]: d["reason"] for d in result["images"]} == {DROPPED: "in_use", HAND: "pinned"}
-    assert runtime.labels[HAND] == {PIN_LABEL: "pinned"}, "a pin of someone else is not touched"
+    assert runtime.labels[HAND] == {PIN_LABEL_KEY: "pinned"}, "a pin of someone else is not touched"
 
 
 def test_an_image_gone_already_is_forgotten(tmp_path):
@@ -333,7 +333,7 @@ def test_a_drop_in_pattern_is_never_dropped_and_keeps_its_image(tmp_path):
 
 class BrokenAfterUnpin(Runtime):
     def list_containers(self):
-        if not any(PIN_LABEL in labels for labels in self.labels.values()):
+        if not any(PIN_LABEL_KEY in labels for labels in self.labels.values()):
             raise CriError("ListContainers: scripted", UNKNOWN)
         return []
 
