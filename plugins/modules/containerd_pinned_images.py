@@ -50,13 +50,15 @@ options:
         and pinned by a later run once they are present.
     type: bool
     default: false
-  old_runtime:
+  old_containerd:
     description:
       - What to do on containerd older than 1.7.3, which stores the label but does not report the image as pinned
         (so the kubelet may still garbage-collect it).
       - V(fail) fails with that message; V(warn) sets the labels anyway and warns.
       - A runtime that is not containerd always fails.
+      - Its alias O(old_runtime) is its former name.
     type: str
+    aliases: [old_runtime]
     choices: [fail, warn]
     default: fail
   settle_timeout:
@@ -117,7 +119,7 @@ EXAMPLES = r"""
 - name: Set the labels on containerd 1.6 too, ready for an upgrade
   pinned.images.containerd_pinned_images:
     images: "{{ wanted_images }}"
-    old_runtime: warn
+    old_containerd: warn
   become: true
 
 - name: Remove every pin this collection made
@@ -191,7 +193,7 @@ def main():
         state=dict(type="str", default="present", choices=["present", "absent"]),
         require_digest=dict(type="bool", default=True),
         force=dict(type="bool", default=False),
-        old_runtime=dict(type="str", default="fail", choices=["fail", "warn"]),
+        old_containerd=dict(type="str", default="fail", choices=["fail", "warn"], aliases=["old_runtime"]),
         containerd_namespace=dict(type="str", default=CRI_NAMESPACE),
         settle_timeout=dict(type="float", default=10.0),
         **CRI_CLIENT_ARGUMENT_SPEC,

@@ -22,12 +22,12 @@ description:
   - The file is replaced atomically and rewritten only when its content changes; CRI-O is then told to reload.
   - CRI-O reads its drop-in directory in file-name order, and the last file that sets C(pinned_images) replaces the
     whole list. Before writing, the other files of the directory are read in that order, and when one read after
-    O(path) sets C(pinned_images) without all of these images, the task fails and names it (in check mode too),
+    O(dropin_path) sets C(pinned_images) without all of these images, the task fails and names it (in check mode too),
     since CRI-O would pin none of them.
   - After a reload the pins are proven, not assumed; the module reads CRI C(ImageStatus) back and waits, up to
     O(settle_timeout) seconds, until CRI reports every wanted image that is on the node as pinned and every image
     the file no longer lists as not pinned; otherwise the task fails and says which images CRI reports wrongly.
-    On a rerun that changes nothing, CRI is read once and must agree too. With O(reload=none) CRI is only read
+    On a rerun that changes nothing, CRI is read once and must agree too. With O(crio_reload=none) CRI is only read
     and reported (RV(cri_pinned)).
   - O(state=absent) removes the file. A selection of no image (O(images=[]), or sets that select nothing for this
     node) fails without touching it, unless O(allow_empty=true), which removes it too. With O(state=present), one of
@@ -39,10 +39,13 @@ extends_documentation_fragment:
   - pinned.images.host_root
   - pinned.images.image_selection
 options:
-  path:
+  dropin_path:
     description:
       - The drop-in file.
+      - Its alias O(path) is its former name; M(pinned.images.prefetch) and M(pinned.images.prune) call it
+        O(dropin_path) too.
     type: path
+    aliases: [path]
     default: /etc/crio/crio.conf.d/50-pinned-images
   state:
     description:
@@ -64,18 +67,22 @@ options:
         missing image.
     type: bool
     default: false
-  reload:
+  crio_reload:
     description:
       - How to make CRI-O read the changed file; only done when the content changed.
       - V(systemd) runs C(systemctl reload crio) (the unit sends SIGHUP). V(signal) sends SIGHUP to the process
-        whose id is in O(pid_file). V(none) leaves it to you.
+        whose id is in O(crio_pid_file). V(none) leaves it to you.
+      - Its alias O(reload) is its former name.
     type: str
+    aliases: [reload]
     choices: [none, systemd, signal]
     default: systemd
-  pid_file:
+  crio_pid_file:
     description:
-      - File holding the CRI-O process id, for O(reload=signal).
+      - File holding the CRI-O process id, for O(crio_reload=signal).
+      - Its alias O(pid_file) is its former name.
     type: path
+    aliases: [pid_file]
   settle_timeout:
     description:
       - Seconds to wait after a reload until CRI reports the pins as the drop-ins say.
@@ -130,7 +137,7 @@ EXAMPLES = r"""
 - name: Preview the change without reloading CRI-O
   pinned.images.crio_pinned_images:
     images: "{{ wanted_images }}"
-    reload: none
+    crio_reload: none
   check_mode: true
   diff: true
 
@@ -201,12 +208,12 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import
 def main():
     argument_spec = dict(
         SELECTION_ARGUMENT_SPEC,
-        path=dict(type="path", default=DEFAULT_PATH),
+        dropin_path=dict(type="path", default=DEFAULT_PATH, aliases=["path"]),
         state=dict(type="str", default="present", choices=["present", "absent"]),
         require_digest=dict(type="bool", default=True),
         force=dict(type="bool", default=False),
-        reload=dict(type="str", default="systemd", choices=["none", "systemd", "signal"]),
-        pid_file=dict(type="path"),
+        crio_reload=dict(type="str", default="systemd", choices=["none", "systemd", "signal"], aliases=["reload"]),
+        crio_pid_file=dict(type="path", aliases=["pid_file"]),
         settle_timeout=dict(type="float", default=10.0),
         **CRI_CLIENT_ARGUMENT_SPEC,
         **HOST_ROOT_ARGUMENT_SPEC,
@@ -216,7 +223,7 @@ def main():
         supports_check_mode=True,
         mutually_exclusive=SELECTION_MUTUALLY_EXCLUSIVE,
         required_by=SELECTION_REQUIRED_BY,
-        required_if=[("reload", "signal", ("pid_file",)), ("state", "present", ("images", "sets"), True)],
+        required_if=[("crio_reload", "signal", ("crio_pid_file",)), ("state", "present", ("images", "sets"), True)],
     )
     end_module(module, run)
 

@@ -56,10 +56,13 @@ options:
       - Number of images pulled at the same time. Use V(1) on control-plane nodes.
     type: int
     default: 5
-  throttle:
+  pull_pause:
     description:
       - Seconds a worker waits between two images it pulls (not after its last one), to spare the node and the registry.
+      - Its alias O(throttle) is its former name, which Ansible's C(throttle) task keyword (a cap on parallel hosts)
+        made misleading.
     type: float
+    aliases: [throttle]
     default: 0.0
   retries:
     description:
@@ -178,7 +181,7 @@ options:
         CRI-O reload it (O(crio_reload)) when it changed; as that module does, it first fails when a drop-in CRI-O
         reads later sets C(pinned_images) without these images (naming it, in check mode too), and after the reload
         waits up to O(settle_timeout) until CRI reports the images pinned. V(label) sets the image label
-        C(io.cri-containerd.pinned=pinned) as M(pinned.images.containerd_pinned_images) does (O(old_runtime),
+        C(io.cri-containerd.pinned=pinned) as M(pinned.images.containerd_pinned_images) does (O(old_containerd),
         O(settle_timeout)). The pins hold exactly the requested images.
       - V(auto) picks by the runtime the CRI C(Version) call names, the drop-in on CRI-O, the label on containerd
         1.7.3 and later, and no pin on anything else (older containerd stores the label but does not honour it);
@@ -218,7 +221,7 @@ options:
   crio_reload:
     description:
       - How CRI-O is made to read a changed drop-in, once, in this run (not in check mode), as
-        M(pinned.images.crio_pinned_images)'s C(reload) does.
+        M(pinned.images.crio_pinned_images)'s O(pinned.images.crio_pinned_images#module:crio_reload) does.
       - V(systemd) runs C(systemctl reload crio); V(signal) sends SIGHUP to the process whose id is in
         O(crio_pid_file); V(none) leaves it to you.
     type: str
@@ -230,11 +233,13 @@ options:
       - File holding the CRI-O process id, for O(crio_reload=signal).
     type: path
     version_added: 0.1.0
-  old_runtime:
+  old_containerd:
     description:
       - What O(pin=label) does on containerd older than 1.7.3, which stores the label but does not honour it.
         V(fail) fails, V(warn) sets the labels anyway and warns. O(pin=auto) never picks the label there.
+      - Its alias O(old_runtime) is its former name.
     type: str
+    aliases: [old_runtime]
     choices: [fail, warn]
     default: fail
     version_added: 0.1.0
@@ -268,7 +273,7 @@ EXAMPLES = r"""
     images: "{{ node_images }}"
     cri_socket: /run/containerd/containerd.sock
     concurrency: 1
-    throttle: 1
+    pull_pause: 1
 """
 
 RETURN = r"""
@@ -551,7 +556,7 @@ def _argument_spec() -> dict:
         images=dict(type="list", elements="str", required=True),
         require_digest=dict(type="bool", default=True),
         concurrency=dict(type="int", default=5),
-        throttle=dict(type="float", default=0.0),
+        pull_pause=dict(type="float", default=0.0, aliases=["throttle"]),
         retries=dict(type="int", default=5),
         retry_delay=dict(type="float", default=1.0),
         retry_max_delay=dict(type="float", default=10.0),
@@ -572,7 +577,7 @@ def _argument_spec() -> dict:
         dropin_path=dict(type="path", default=DEFAULT_PATH),
         crio_reload=dict(type="str", choices=["none", "systemd", "signal"], default="systemd"),
         crio_pid_file=dict(type="path"),
-        old_runtime=dict(type="str", choices=["fail", "warn"], default="fail"),
+        old_containerd=dict(type="str", choices=["fail", "warn"], default="fail", aliases=["old_runtime"]),
         settle_timeout=dict(type="float", default=10.0),
         containerd_config_path=dict(type="str"),
         containerd_config=dict(type="path"),

@@ -210,13 +210,13 @@ def test_containerd_16_fails_with_the_version_message_or_warns_when_told(mlab):
     assert result["runtime"]["runtime_version"].startswith("1.6.")
     assert PIN_LABEL_KEY not in ctr_labels(mlab, OLD)[small]
 
-    rc, result, output = adhoc(MODULE, dict(cri_socket=sock, images=[small], old_runtime="warn"))
+    rc, result, output = adhoc(MODULE, dict(cri_socket=sock, images=[small], old_containerd="warn"))
     assert rc == 0, output
     assert "will not honour the pin" in output
     assert result["pinned"] == [small]
     assert ctr_labels(mlab, OLD)[small][PIN_LABEL_KEY] == "pinned"
     assert cri_pinned(mlab, OLD) == {small: False}
-    adhoc(MODULE, dict(cri_socket=sock, state="absent", old_runtime="warn"))
+    adhoc(MODULE, dict(cri_socket=sock, state="absent", old_containerd="warn"))
 
 
 def run_prefetch_playbook(lab: Lab, tmp_path, images, **extra_vars) -> tuple:
@@ -296,7 +296,8 @@ def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, 
 
 def test_the_background_prefetchs_warning_reaches_the_user_as_its_text(mlab, tmp_path):
     """node_pin label on the 1.6 node, which lacks the images: the background prefetch pins with the label and warns
-    (old_runtime warn), and prefetch_job hands the warning on as the module's message, not as its serialized form."""
+    (old_containerd warn, which the role still passes by its alias old_runtime), and prefetch_job hands the warning
+    on as the module's message, not as its serialized form."""
     remove_all_images(socket(mlab, OLD))
     images = refs(mlab, "plain-small")
     proc, nodes = run_prefetch_playbook(mlab, tmp_path, images, node_pin="label")

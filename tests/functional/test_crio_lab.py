@@ -86,9 +86,9 @@ def test_a_later_dropin_that_sets_pinned_images_fails_the_pin_naming_it(lab, cri
     assert cri_pinned(crio) == {small: False, other: True}
     args = dict(
         images=[small, other],
-        path=str(Path(crio["dropin_dir"]) / "50-pinned-images"),
-        reload="signal",
-        pid_file=crio["pid_file"],
+        dropin_path=str(Path(crio["dropin_dir"]) / "50-pinned-images"),
+        crio_reload="signal",
+        crio_pid_file=crio["pid_file"],
         cri_socket=crio["endpoint"],
     )
     for check in (True, False):

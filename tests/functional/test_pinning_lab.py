@@ -20,7 +20,7 @@ def test_pins_only_present_images_and_reruns_unchanged(lab, tmp_path):
     assert rc == 0, output
     drop_in = tmp_path / "crio.conf.d" / "50-pinned-images"
     drop_in.parent.mkdir()
-    args = dict(cri_socket=socket, path=str(drop_in), reload="none")
+    args = dict(cri_socket=socket, dropin_path=str(drop_in), crio_reload="none")
 
     rc, result, output = adhoc("pinned.images.crio_pinned_images", dict(args, images=[present, missing]))
     assert rc != 0

@@ -147,7 +147,7 @@ def test_pinning_modules_refuse_sets_that_select_nothing(lab, work, untouched, m
         cri_socket=node_socket(lab, "worker-0"),
     )
     if module == "crio_pinned_images":
-        args.update(path=str(dropins(lab)["worker-0"]), reload="none")
+        args.update(dropin_path=str(dropins(lab)["worker-0"]), crio_reload="none")
     rc, result, output = adhoc(f"pinned.images.{module}", args)
     assert rc != 0, output
     assert result["msg"].startswith(
@@ -257,7 +257,7 @@ PRIVATE_DIR = "/nonexistent/pinned-images-python"
         ("prefetch", dict(images=[]), None),
         ("prefetch", dict(images=[]), PRIVATE_DIR),
         ("cri_image_info", dict(), PRIVATE_DIR),
-        ("crio_pinned_images", dict(images=[f"registry.example/a@{DIGEST}"], reload="none"), PRIVATE_DIR),
+        ("crio_pinned_images", dict(images=[f"registry.example/a@{DIGEST}"], crio_reload="none"), PRIVATE_DIR),
         ("containerd_pinned_images", dict(images=[f"registry.example/a@{DIGEST}"]), PRIVATE_DIR),
     ],
 )
@@ -265,7 +265,7 @@ def test_every_node_module_fails_clearly_without_grpc(tmp_path, module, args, pr
     if subprocess.run([SYSTEM_PYTHON, "-c", "import grpc"], capture_output=True, check=False).returncode == 0:
         pytest.fail(f"{SYSTEM_PYTHON} imports grpc: the test proves nothing")
     if module == "crio_pinned_images":
-        args = dict(args, path=str(tmp_path / "50-pinned-images"))
+        args = dict(args, dropin_path=str(tmp_path / "50-pinned-images"))
     env = {"ANSIBLE_PYTHON_INTERPRETER": SYSTEM_PYTHON}
     if private_dir:
         env["PINNED_IMAGES_PYTHON_DIR"] = private_dir

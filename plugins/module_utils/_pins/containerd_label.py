@@ -17,7 +17,7 @@ Public API
 ``auto_pin_problem(pin, version) -> str | None``: why ``pin=auto`` pins nothing on that containerd, and the fix.
 ``validate_images(images, require_digest=True) -> list[str]``: as the CRI-O drop-in's, without patterns.
 ``OldRuntimeError``: the runtime is not containerd >= 1.7.3 (``.version``).
-``sync_containerd_pins(client, images, state, check_mode, force, old_runtime) -> dict``
+``sync_containerd_pins(client, images, state, check_mode, force, old_containerd) -> dict``
     The whole node-side step (see its docstring); ``client`` is a ``ContainerdClient``.
 ``LabelSettings``, ``pin_labels(client, images, settings, check_mode, state) -> dict``: that step for
     ``containerd_pinned_images`` and the prefetch's pin, its CRI errors said to be the pin's.
@@ -149,14 +149,14 @@ def sync_containerd_pins(
     state: str = "present",
     check_mode: bool = False,
     force: bool = False,
-    old_runtime: str = "fail",
+    old_containerd: str = "fail",
     settle_timeout: float = 10.0,
     known: Optional[Mapping[str, CriImage]] = None,
 ) -> Dict[str, Any]:
     """Label every record of each of ``images`` (validated) as pinned; unpin the records this collection pinned
     that no wanted image has any more. ``state=absent`` unpins everything this collection pinned.
 
-    The runtime must be containerd >= 1.7.3 (OldRuntimeError), unless ``old_runtime='warn'``. Unless ``force``,
+    The runtime must be containerd >= 1.7.3 (OldRuntimeError), unless ``old_containerd='warn'``. Unless ``force``,
     every wanted image must be present (checked through CRI ImageStatus; MissingImagesError, nothing written);
     with ``force`` the missing ones are left out and listed. A record pinned by someone else is never touched.
     ``known`` maps wanted images to the CRI images a caller already read (the prefetch's present check); only the
@@ -174,9 +174,9 @@ def sync_containerd_pins(
     warnings: List[str] = []
     problem = runtime_problem(version)
     if problem:
-        if old_runtime != "warn" or version.get("runtime_name") != "containerd":
+        if old_containerd != "warn" or version.get("runtime_name") != "containerd":
             raise OldRuntimeError(problem, version)
-        warnings.append(problem + "; labels set anyway (old_runtime=warn)")
+        warnings.append(problem + "; labels set anyway (old_containerd=warn)")
 
     already_read = known or {}
     statuses = {name: already_read.get(name) or client.image_status(name) for name in wanted}
@@ -262,7 +262,7 @@ class LabelSettings:
     """The pin options of ``sync_containerd_pins``."""
 
     force: bool = False
-    old_runtime: str = "fail"
+    old_containerd: str = "fail"
     settle_timeout: float = 10.0
 
 
@@ -283,7 +283,7 @@ def pin_labels(
             state=state,
             check_mode=check_mode,
             force=settings.force,
-            old_runtime=settings.old_runtime,
+            old_containerd=settings.old_containerd,
             settle_timeout=settings.settle_timeout,
             known=known,
         )

@@ -62,7 +62,7 @@ class PrefetchReport(TypedDict):
 @dataclass(frozen=True)
 class PrefetchOptions:
     concurrency: int = 5
-    throttle: float = 0.0
+    pull_pause: float = 0.0
     retries: int = 5
     retry_delay: float = 1.0
     retry_factor: float = 2.0
@@ -208,8 +208,8 @@ def prefetch(
             except queue.Empty:
                 return
             # Between this worker's pulls only: nothing waits after the last one.
-            if pulled_before and options.throttle:
-                sleep(options.throttle)
+            if pulled_before and options.pull_pause:
+                sleep(options.pull_pause)
             if stop.is_set():
                 result["status"] = SKIPPED
                 result["error"] = "not attempted: an earlier pull ran out of disk space"

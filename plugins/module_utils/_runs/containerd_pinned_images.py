@@ -41,7 +41,7 @@ def run(invocation: Invocation) -> Outcome:
         params = node_params(invocation.params, ())
         images, set_names = selected_images(params, validate_images, "unpin every image pinned.images pinned")
         settings = LabelSettings(
-            force=params["force"], old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"]
+            force=params["force"], old_containerd=params["old_containerd"], settle_timeout=params["settle_timeout"]
         )
         # After the input is checked, so that bad input is reported as such on a node without grpcio too.
         require_node_deps()

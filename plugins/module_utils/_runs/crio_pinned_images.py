@@ -35,10 +35,12 @@ def run(invocation: Invocation) -> Outcome:
     """The module's run: its result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``,
     ``cri_pinned``, ``diff``) and warnings, or the failure with those fields as they were before the run."""
     try:
-        params = node_params(invocation.params, ("path", "pid_file"))
+        params = node_params(invocation.params, ("dropin_path", "crio_pid_file"))
     except CollectionError as error:
-        return Outcome(dict(changed=False, path=invocation.params["path"], images=[], set_names=[]), failure=error)
-    before: Mapping[str, Any] = dict(changed=False, path=params["path"], images=[], set_names=[], reloaded=False)
+        return Outcome(
+            dict(changed=False, path=invocation.params["dropin_path"], images=[], set_names=[]), failure=error
+        )
+    before: Mapping[str, Any] = dict(changed=False, path=params["dropin_path"], images=[], set_names=[], reloaded=False)
     runtime = RuntimeOptions.from_params(params)
 
     def connect() -> CriClient:
@@ -48,11 +50,13 @@ def run(invocation: Invocation) -> Outcome:
 
     client = LazyStatusClient(connect)
     try:
-        images, set_names = selected_images(params, validate_pinned_images, f"remove the drop-in {params['path']}")
+        images, set_names = selected_images(
+            params, validate_pinned_images, f"remove the drop-in {params['dropin_path']}"
+        )
         settings = DropinSettings(
-            path=params["path"],
-            reload=params["reload"],
-            pid_file=params["pid_file"],
+            path=params["dropin_path"],
+            reload=params["crio_reload"],
+            pid_file=params["crio_pid_file"],
             force=params["force"],
             settle_timeout=params["settle_timeout"],
         )

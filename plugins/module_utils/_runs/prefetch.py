@@ -83,7 +83,7 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import
 _AT_LEAST = (
     ("concurrency", 1),
     ("retries", 0),
-    ("throttle", 0),
+    ("pull_pause", 0),
     ("retry_delay", 0),
     ("retry_max_delay", 0),
     ("pull_timeout", 0),
@@ -222,7 +222,7 @@ class PrefetchRequest:
         lock_file = params["lock_file"] or (params["progress_file"] + ".lock" if params["progress_file"] else None)
         pulls = PrefetchOptions(
             concurrency=params["concurrency"],
-            throttle=params["throttle"],
+            pull_pause=params["pull_pause"],
             retries=params["retries"],
             retry_delay=params["retry_delay"],
             retry_max_delay=params["retry_max_delay"],
@@ -266,7 +266,7 @@ class PrefetchRequest:
                 pid_file=params["crio_pid_file"],
                 settle_timeout=params["settle_timeout"],
             ),
-            label=LabelSettings(old_runtime=params["old_runtime"], settle_timeout=params["settle_timeout"]),
+            label=LabelSettings(old_containerd=params["old_containerd"], settle_timeout=params["settle_timeout"]),
             runtime=RuntimeOptions.from_params(params),
             fail_on_error=params["fail_on_error"],
             sources=sources,

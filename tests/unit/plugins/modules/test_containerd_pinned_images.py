@@ -138,10 +138,17 @@ def test_old_containerd_fails_or_warns(runtime, capsys):
     assert "containerd 1.6.20~ds1 will not honour the pin" in result["msg"]
     assert fake.updates == []
 
-    result = run_module(module, dict(images=[A], old_runtime="warn"), capsys)
+    result = run_module(module, dict(images=[A], old_containerd="warn"), capsys)
     assert result["rc"] == 0, result
     assert "will not honour the pin" in str(result["warnings"])
     assert result["pinned"] == [A]
+
+
+def test_the_former_name_old_runtime_still_works(runtime, capsys):
+    fake = runtime({A: {}}, version="1.6.20~ds1")
+    result = run_module(module, dict(images=[A], old_runtime="warn"), capsys)
+    assert result["rc"] == 0 and result["pinned"] == [A] and fake.updates, result
+    assert "labels set anyway (old_containerd=warn)" in str(result["warnings"])
 
 
 def test_a_pin_cri_never_reports_fails_after_the_settle_timeout(runtime, capsys, monkeypatch):

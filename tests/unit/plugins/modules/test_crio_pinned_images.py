@@ -104,13 +104,13 @@ def systemctl(monkeypatch):
 
 
 def run(args, capsys, check_mode=False, diff=False):
-    FakeCriClient.dropin = args.get("path")
+    FakeCriClient.dropin = args.get("dropin_path", args.get("path"))
     return run_module(module, args, capsys, check_mode, diff)
 
 
 def test_pins_and_reloads_then_is_idempotent(tmp_path, capsys, cri, systemctl):
     path = tmp_path / "50-pinned-images"
-    result = run({"images": [B, A, B], "path": str(path)}, capsys, diff=True)
+    result = run({"images": [B, A, B], "dropin_path": str(path)}, capsys, diff=True)
     assert result["rc"] == 0 and result["changed"] and result["reloaded"]
     assert result["images"] == [A, B] and result["path"] == str(path) and result["set_names"] == []
     assert path.read_text() == EXPECTED_AB
@@ -120,7 +120,7 @@ def test_pins_and_reloads_then_is_idempotent(tmp_path, capsys, cri, systemctl):
     assert cri.asked == [A, B, A, B] and result["cri_pinned"] == {A: True, B: True}
 
     cri.asked.clear()
-    again = run({"images": [A, B], "path": str(path)}, capsys)
+    again = run({"images": [A, B], "dropin_path": str(path)}, capsys)
     assert again["rc"] == 0 and not again["changed"] and not again["reloaded"]
     # A rerun reads CRI once: the pins must still be what the file says.
     assert cri.opened == 2 and cri.asked == [A, B] and len(systemctl) == 1
@@ -129,7 +129,7 @@ def test_pins_and_reloads_then_is_idempotent(tmp_path, capsys, cri, systemctl):
 
 def test_check_mode_writes_nothing_and_returns_a_diff(tmp_path, capsys, cri, systemctl):
     path = tmp_path / "50-pinned-images"
-    result = run({"images": [A, B], "path": str(path)}, capsys, check_mode=True, diff=True)
+    result = run({"images": [A, B], "dropin_path": str(path)}, capsys, check_mode=True, diff=True)
     assert result["changed"] and not result["reloaded"]
     assert result["diff"]["after"] == EXPECTED_AB
     assert not path.exists() and systemctl == []
@@ -138,19 +138,19 @@ def test_check_mode_writes_nothing_and_returns_a_diff(tmp_path, capsys, cri, sys
 def test_missing_images_are_all_listed_and_nothing_is_written(tmp_path, capsys, cri, systemctl):
     cri.present = {A}
     path = tmp_path / "50-pinned-images"
-    result = run({"images": [A, B, C], "path": str(path)}, capsys)
+    result = run({"images": [A, B, C], "dropin_path": str(path)}, capsys)
     assert result["rc"] == 1 and result["failed"]
     assert result["missing"] == [B, C]
     assert B in result["msg"] and C in result["msg"] and "force" in result["msg"]
     assert not path.exists() and systemctl == []
 
-    forced = run({"images": [A, B, C], "path": str(path), "force": True, "reload": "none"}, capsys)
+    forced = run({"images": [A, B, C], "dropin_path": str(path), "force": True, "crio_reload": "none"}, capsys)
     assert forced["changed"] and path.exists() and not forced["reloaded"]
 
 
 def test_runtime_unreachable_is_a_clear_failure(tmp_path, capsys, cri):
     cri.error_message = "nothing is listening at /run/x.sock (no such file): is crio or containerd running?"
-    result = run({"images": [A], "path": str(tmp_path / "f"), "reload": "none"}, capsys)
+    result = run({"images": [A], "dropin_path": str(tmp_path / "f"), "crio_reload": "none"}, capsys)
     assert result["rc"] == 1 and "cannot read the images' state through CRI" in result["msg"]
     assert "/run/x.sock" in result["msg"]
     assert not (tmp_path / "f").exists()
@@ -158,7 +158,7 @@ def test_runtime_unreachable_is_a_clear_failure(tmp_path, capsys, cri):
 
 def test_bad_images_fail_with_every_problem(tmp_path, capsys, cri):
     path = tmp_path / "f"
-    result = run({"images": [A, "quay.io/x:latest", "quay.io/y/*"], "path": str(path)}, capsys)
+    result = run({"images": [A, "quay.io/x:latest", "quay.io/y/*"], "dropin_path": str(path)}, capsys)
     assert result["rc"] == 1
     assert len(result["problems"]) == 2
     assert result["problems"][0].startswith("images[1]: ") and result["problems"][1].startswith("images[2]: ")
@@ -168,7 +168,13 @@ def test_bad_images_fail_with_every_problem(tmp_path, capsys, cri):
 def test_patterns_without_require_digest(tmp_path, capsys, cri):
     path = tmp_path / "f"
     result = run(
-        {"images": ["quay.io/y/*", "*pause*", A], "require_digest": False, "path": str(path), "reload": "none"}, capsys
+        {
+            "images": ["quay.io/y/*", "*pause*", A],
+            "require_digest": False,
+            "dropin_path": str(path),
+            "crio_reload": "none",
+        },
+        capsys,
     )
     assert result["rc"] == 0 and result["images"] == ["*pause*", A, "quay.io/y/*"]
     # Patterns name no image: neither checked for presence nor read back.
@@ -186,7 +192,7 @@ def test_sets_union_and_pool_selection(tmp_path, capsys, cri):
         tmp_path, pinned_image_set("w", [B, A], {ROLE: "worker"}), pinned_image_set("m", [C], {ROLE: "master"})
     )
     path = tmp_path / "f"
-    base = {"sets": [sets_file], "path": str(path), "reload": "none"}
+    base = {"sets": [sets_file], "dropin_path": str(path), "crio_reload": "none"}
     everything = run(base, capsys, check_mode=True)
     assert everything["images"] == [A, B, C] and everything["set_names"] == ["w", "m"]
     worker = run(dict(base, pools=["worker"]), capsys, check_mode=True)
@@ -219,8 +225,8 @@ def test_node_labels_with_pools_from_the_set_files(tmp_path, capsys, cri):
             "sets": [sets_file],
             "node_labels": labels,
             "pools": ["worker"],
-            "path": str(tmp_path / "f"),
-            "reload": "none",
+            "dropin_path": str(tmp_path / "f"),
+            "crio_reload": "none",
         },
         capsys,
         check_mode=True,
@@ -234,7 +240,7 @@ def test_bad_sets_fail_with_every_problem_and_nothing_is_written(tmp_path, capsy
     bad = pinned_image_set(
         "Bad_Name", ["quay.io/org/a:latest", A, A] + [f"quay.io/org/x@sha256:{n:064x}" for n in range(498)]
     )
-    result = run({"sets": [write_sets(tmp_path, bad)], "path": str(path)}, capsys)
+    result = run({"sets": [write_sets(tmp_path, bad)], "dropin_path": str(path)}, capsys)
     assert result["rc"] == 1
     text = "\n".join(result["problems"])
     assert "metadata.name 'Bad_Name'" in text
@@ -248,13 +254,13 @@ def test_bad_sets_fail_with_every_problem_and_nothing_is_written(tmp_path, capsy
 def test_an_empty_selection_fails_and_touches_nothing(tmp_path, capsys, cri, systemctl):
     path = tmp_path / "f"
     path.write_text(EXPECTED_AB)
-    listed = run({"images": [], "path": str(path)}, capsys)
+    listed = run({"images": [], "dropin_path": str(path)}, capsys)
     assert listed["rc"] == 1 and listed["msg"] == (
         f"images is empty: that would remove the drop-in {path}; nothing was changed. Give the images to pin, "
         "allow_empty=true to empty the pins, or state=absent to remove them"
     )
     (tmp_path / "sets").mkdir()
-    from_sets = run({"sets": [str(tmp_path / "sets")], "pools": ["worker"], "path": str(path)}, capsys)
+    from_sets = run({"sets": [str(tmp_path / "sets")], "pools": ["worker"], "dropin_path": str(path)}, capsys)
     assert from_sets["rc"] == 1 and from_sets["msg"].startswith(
         f"sets ({tmp_path / 'sets'}) selected no image for the pools worker (sets found: none): that would remove"
     )
@@ -264,12 +270,12 @@ def test_an_empty_selection_fails_and_touches_nothing(tmp_path, capsys, cri, sys
 def test_an_allowed_empty_list_and_absent_remove_the_file(tmp_path, capsys, cri, systemctl):
     path = tmp_path / "f"
     path.write_text(EXPECTED_AB)
-    result = run({"images": [], "allow_empty": True, "path": str(path)}, capsys, diff=True)
+    result = run({"images": [], "allow_empty": True, "dropin_path": str(path)}, capsys, diff=True)
     assert result["changed"] and result["reloaded"] and not path.exists()
     assert result["diff"]["before"] == EXPECTED_AB and result["diff"]["after"] == ""
-    assert not run({"state": "absent", "path": str(path)}, capsys)["changed"]
+    assert not run({"state": "absent", "dropin_path": str(path)}, capsys)["changed"]
     path.write_text(EXPECTED_AB)
-    gone = run({"state": "absent", "path": str(path), "reload": "none"}, capsys)
+    gone = run({"state": "absent", "dropin_path": str(path), "crio_reload": "none"}, capsys)
     assert gone["changed"] and not path.exists() and gone["images"] == []
 
 
@@ -282,7 +288,7 @@ def test_absent_also_removes_a_dead_writers_leftover(tmp_path, capsys, cri, syst
     leftover = tmp_path / f".{path.name}.{finished.pid}.{'5' * 16}.tmp"
     leftover.write_text(EXPECTED_AB)
     assert tomllib.loads(leftover.read_text())["crio"]["image"]["pinned_images"] == [A, B]
-    result = run({"state": "absent", "path": str(path), "reload": "none"}, capsys)
+    result = run({"state": "absent", "dropin_path": str(path), "crio_reload": "none"}, capsys)
     assert result["rc"] == 0 and result["changed"]
     assert list(tmp_path.iterdir()) == []
 
@@ -303,7 +309,13 @@ def test_reload_by_signal(tmp_path, capsys, cri):
         pid_file = tmp_path / "crio.pid"
         pid_file.write_text(str(child.pid))
         result = run(
-            {"images": [A], "path": str(tmp_path / "f"), "reload": "signal", "pid_file": str(pid_file)}, capsys
+            {
+                "images": [A],
+                "dropin_path": str(tmp_path / "f"),
+                "crio_reload": "signal",
+                "crio_pid_file": str(pid_file),
+            },
+            capsys,
         )
         assert result["rc"] == 0 and result["reloaded"]
         assert child.wait(timeout=10) == 42
@@ -316,7 +328,7 @@ def test_reload_by_signal(tmp_path, capsys, cri):
 def test_reload_failure_reports_the_written_file(tmp_path, capsys, cri, monkeypatch):
     monkeypatch.setattr(AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: "/bin/" + name)
     monkeypatch.setattr(AnsibleModule, "run_command", lambda self, args, **kw: (5, "", "Failed to reload crio.service"))
-    result = run({"images": [A], "path": str(tmp_path / "f")}, capsys)
+    result = run({"images": [A], "dropin_path": str(tmp_path / "f")}, capsys)
     assert result["rc"] == 1 and result["changed"] and not result["reloaded"]
     assert "was written, but CRI-O was not reloaded" in result["msg"] and "Failed to reload" in result["msg"]
 
@@ -324,18 +336,31 @@ def test_reload_failure_reports_the_written_file(tmp_path, capsys, cri, monkeypa
 def test_a_missing_systemctl_is_a_failed_reload_that_reports_the_written_file(tmp_path, capsys, cri, monkeypatch):
     (tmp_path / "bin").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
-    result = run({"images": [A], "path": str(tmp_path / "f")}, capsys)
+    result = run({"images": [A], "dropin_path": str(tmp_path / "f")}, capsys)
     assert result["rc"] == 1 and result["changed"] and result["images"] == [A] and not result["reloaded"]
     assert "was written, but CRI-O was not reloaded: systemctl reload crio failed (rc=127)" in result["msg"]
     assert "systemctl is not on the PATH" in result["msg"]
 
 
+def test_the_former_names_path_reload_and_pid_file_still_work(tmp_path, capsys, cri):
+    path = tmp_path / "50-pinned-images"
+    result = run({"images": [A, B], "path": str(path), "reload": "none"}, capsys)
+    assert result["rc"] == 0 and result["changed"] and not result["reloaded"], result
+    assert result["path"] == str(path) and path.read_text() == EXPECTED_AB
+    without_pid = run({"images": [A], "path": str(path), "reload": "signal"}, capsys)
+    assert without_pid["rc"] == 1 and "crio_pid_file" in without_pid["msg"]
+    pid_file = tmp_path / "crio.pid"
+    pid_file.write_text("999999999")
+    signalled = run({"images": [A], "path": str(path), "reload": "signal", "pid_file": str(pid_file)}, capsys)
+    assert signalled["rc"] == 1 and str(pid_file) in signalled["msg"], signalled
+
+
 def test_option_rules(tmp_path, capsys, cri):
-    both = run({"images": [A], "sets": [], "path": str(tmp_path / "f")}, capsys)
+    both = run({"images": [A], "sets": [], "dropin_path": str(tmp_path / "f")}, capsys)
     assert both["rc"] == 1 and "mutually exclusive" in both["msg"]
-    signal_without_pid = run({"images": [A], "reload": "signal", "path": str(tmp_path / "f")}, capsys)
+    signal_without_pid = run({"images": [A], "crio_reload": "signal", "dropin_path": str(tmp_path / "f")}, capsys)
     assert signal_without_pid["rc"] == 1 and "pid_file" in signal_without_pid["msg"]
-    nothing = run({"path": str(tmp_path / "f")}, capsys)
+    nothing = run({"dropin_path": str(tmp_path / "f")}, capsys)
     assert nothing["rc"] == 1 and "images, sets" in nothing["msg"]
-    pools_without_sets = run({"images": [A], "pools": ["worker"], "path": str(tmp_path / "f")}, capsys)
+    pools_without_sets = run({"images": [A], "pools": ["worker"], "dropin_path": str(tmp_path / "f")}, capsys)
     assert pools_without_sets["rc"] == 1 and "sets" in pools_without_sets["msg"]

@@ -23,6 +23,7 @@ GOOD = f"quay.io/org/app@{DIGEST}"
     [
         (dict(concurrency=0), "concurrency must be at least 1, got 0"),
         (dict(retries=-1), "retries must be at least 0, got -1"),
+        (dict(pull_pause=-1), "pull_pause must be at least 0, got -1.0"),
         (dict(pull_timeout=-5), "pull_timeout must be at least 0, got -5.0"),
         (dict(registry_timeout=0), "registry_timeout must be above 0, got 0.0"),
         (dict(cri_timeout=0), "cri_timeout must be above 0, got 0.0"),
@@ -43,6 +44,18 @@ def test_bad_input_fails_before_contacting_the_runtime(args, message, capsys, tm
     assert result["rc"] == 1
     assert message in result["msg"]
     assert "is crio or containerd running" not in result["msg"]
+
+
+@pytest.mark.parametrize(
+    "former, value, message",
+    [
+        ("throttle", -1, "pull_pause must be at least 0, got -1.0"),
+        ("old_runtime", "sometimes", "value of old_containerd must be one of: fail, warn, got: sometimes"),
+    ],
+)
+def test_the_former_names_throttle_and_old_runtime_still_work(former, value, message, capsys, tmp_path):
+    result = run_module(module, {"images": [GOOD], "cri_socket": str(tmp_path / "no.sock"), former: value}, capsys)
+    assert result["rc"] == 1 and message in result["msg"], result
 
 
 def test_progress_file_directory_must_exist(capsys, tmp_path):

@@ -193,16 +193,16 @@ def test_one_worker_never_overlaps():
     assert runtime.max_active == 1
 
 
-def test_throttle_waits_between_pulls_only():
+def test_pull_pause_waits_between_pulls_only():
     refs = [ref(1), ref(2), ref(3), ref(4)]
     runtime = ScriptedRuntime(present=[str(ref(2))])
-    _report, sleeps = run(runtime, refs, concurrency=1, throttle=1.5)
+    _report, sleeps = run(runtime, refs, concurrency=1, pull_pause=1.5)
     # Three pulls: a wait before the second and the third, none after the last.
     assert sleeps == [1.5, 1.5]
 
 
-def test_throttle_does_not_wait_after_a_single_pull():
-    _report, sleeps = run(ScriptedRuntime(), [ref(1)], concurrency=1, throttle=1.5)
+def test_pull_pause_does_not_wait_after_a_single_pull():
+    _report, sleeps = run(ScriptedRuntime(), [ref(1)], concurrency=1, pull_pause=1.5)
     assert not sleeps
 
 
