@@ -19,11 +19,8 @@ import yaml
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
-from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import (
-    OWNER_LABEL_KEY,
-    PIN_LABEL_KEY,
-    wait_reported,
-)
+from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL_KEY, PIN_LABEL_KEY
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import wait_reported
 from fixtures.ansible_runs import adhoc, playbook, remove_all_images
 from fixtures.openshift_objects import ROLE_LABEL as ROLE
 from fixtures.openshift_objects import pinned_image_set, role_pool

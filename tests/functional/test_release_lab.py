@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import is_loopback
+from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import is_loopback
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import host_platform
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import validate_set
 from fixtures.ansible_runs import adhoc, node_socket, playbook, remove_all_images

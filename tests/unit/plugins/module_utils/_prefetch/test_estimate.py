@@ -10,12 +10,9 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import (
-    PullEstimator,
-    RetryPolicy,
-    is_loopback,
-)
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullEstimator, RetryPolicy
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
+from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import is_loopback
 from ansible_collections.pinned.images.plugins.module_utils._registry.errors import (
     ManifestUnknownError,
     RegistryAuthRejected,

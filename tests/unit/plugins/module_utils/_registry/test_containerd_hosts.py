@@ -11,11 +11,7 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
-from ansible_collections.pinned.images.plugins.module_utils._registry.client import (
-    HostEndpoint,
-    RegistryClient,
-    RegistryTLSError,
-)
+from ansible_collections.pinned.images.plugins.module_utils._registry.client import HostEndpoint, RegistryClient
 from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import (
     DEFAULT_CONFIG_PATH_2_2,
     ContainerdHosts,
@@ -29,6 +25,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.containerd
     from_cri_status,
     locate,
 )
+from ansible_collections.pinned.images.plugins.module_utils._registry.errors import RegistryTLSError
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import load_registries_conf
 from support.registries import PASSWORD, USER, registry_lab  # noqa: F401 pylint: disable=unused-import
 
