@@ -12,22 +12,6 @@ to, or removal of, the same target removes such leftovers of writers that are no
 
 Note for config directories read wholesale (CRI-O walks every file of ``crio.conf.d``): the temporary
 exists only between create and rename; ``tmp_dir`` puts it elsewhere on the same filesystem.
-
-Public API
-----------
-``AtomicFileError(CollectionError)``: a write or removal failed (message names the path and the cause).
-``read_bytes(path, limit=None) -> bytes | None``: content (at most ``limit + 1`` bytes), or None when the file does
-    not exist.
-``atomic_write(path, content, mode=0o644, check_mode=False, same=None, tmp_dir=None) -> dict``
-    ``content`` is str (UTF-8) or bytes. ``same(old_bytes, new_bytes) -> bool`` decides "unchanged"
-    (default: byte equality). Unchanged content is not rewritten; a wrong mode is fixed with chmod.
-    Returns ``{changed, created, content_changed, diff}`` (``content_changed`` is false for a mode-only fix);
-    ``diff`` is ``{before, after, before_header, after_header}``.
-``remove_file(path, check_mode=False) -> dict``: ``{changed, diff}``; a missing file is no change.
-    Outside check mode it also removes the leftovers of dead writers next to ``path`` (CRI-O would read them,
-    hidden or not); ``changed`` and ``diff`` describe ``path`` only.
-``cleanup_stale_temps(path) -> list[str]``: remove leftovers of dead writers for ``path``.
-``file_sha256(path) -> str``: the hex sha256 of a file, read in blocks.
 """
 
 from __future__ import annotations
@@ -41,6 +25,17 @@ from typing import Any, Callable, Dict, List, Optional, Pattern, Tuple, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import StrPath
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+
+__all__ = [
+    "DEFAULT_MODE",
+    "AtomicFileError",
+    "atomic_write",
+    "cleanup_stale_temps",
+    "compare_limit",
+    "file_sha256",
+    "read_bytes",
+    "remove_file",
+]
 
 DEFAULT_MODE = 0o644
 _TEMP_SUFFIX = ".tmp"
@@ -182,7 +177,12 @@ def atomic_write(
     tmp_dir: Optional[str] = None,
     _before_replace: Optional[Callable[[str], None]] = None,
 ) -> Dict[str, Any]:
-    """Replace ``path`` with ``content`` atomically; see the module docstring."""
+    """Replace ``path`` with ``content`` (str, as UTF-8, or bytes) atomically, as the module docstring says.
+
+    ``same(old_bytes, new_bytes)`` decides "unchanged" (default: byte equality); unchanged content is not rewritten,
+    and a wrong mode is fixed with chmod. Returns ``{changed, created, content_changed, diff}``
+    (``content_changed`` is false for a mode-only fix; ``diff``: ``{before, after, before_header, after_header}``).
+    """
     path = os.fspath(path)
     data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
     before, oversize = _read_bounded(path, compare_limit(data))
@@ -265,7 +265,8 @@ def atomic_write(
 
 
 def remove_file(path: StrPath, check_mode: bool = False) -> Dict[str, Any]:
-    """Remove ``path`` and the leftovers of dead writers for it; a missing file is no change."""
+    """Remove ``path`` and, outside check mode, the leftovers of dead writers for it (CRI-O would read them, hidden
+    or not); a missing file is no change. Returns ``{changed, diff}``, which describe ``path`` only."""
     path = os.fspath(path)
     if not check_mode:
         # A directory read wholesale (crio.conf.d) would still apply a temporary a killed writer left behind.

@@ -12,6 +12,8 @@ import os
 import reprlib
 from typing import Any, Callable, Union
 
+__all__ = ["StrPath", "read_config_text", "short_value", "toml_module"]
+
 
 def toml_module() -> Any:
     """The TOML reader of the node's Python (registries.conf, hosts.toml, CRI-O drop-ins): tomllib from 3.11, else

@@ -13,6 +13,21 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Optional, Union
 
+__all__ = [
+    "AUTH",
+    "DEADLINE",
+    "INVALID",
+    "LOCKED",
+    "NOT_FOUND",
+    "NO_SPACE",
+    "PERMANENT_ERROR_KINDS",
+    "PERMISSION",
+    "UNAVAILABLE",
+    "UNKNOWN",
+    "CollectionError",
+    "join_problems",
+]
+
 # Error kinds (a failure's ``error_kind``); a retry cannot fix the ones in PERMANENT_ERROR_KINDS.
 UNAVAILABLE = "unavailable"
 PERMISSION = "permission"

@@ -28,6 +28,17 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 
+__all__ = [
+    "HostRootError",
+    "RunCommand",
+    "check_host_root",
+    "chrooted",
+    "host_path",
+    "host_path_list",
+    "host_paths",
+    "resolved_host_path",
+]
+
 if TYPE_CHECKING:  # pragma: no cover
     RunCommand = Callable[[List[str]], Tuple[int, str, str]]
 

@@ -18,6 +18,19 @@ from typing import Iterable, List, Set
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 
+__all__ = [
+    "DOCKER_HUB",
+    "DOCKER_HUB_ALIASES",
+    "GO_SPACE",
+    "MAX_NAME_LENGTH",
+    "MAX_REFERENCE_LENGTH",
+    "ImageRef",
+    "ImageReferenceError",
+    "go_trim_space",
+    "parse_image_ref",
+    "unique_sorted_images",
+]
+
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_ALIASES = frozenset((DOCKER_HUB, "index.docker.io", "registry-1.docker.io"))
 # distribution/reference (since v0.6.0) caps the path, without the host, at 255 characters.

@@ -20,6 +20,8 @@ import os
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import LOCKED, CollectionError
 
+__all__ = ["NodeLock", "NodeLockError"]
+
 # A lock file holds one small JSON record; a bigger one is not ours and is not read whole.
 _MAX_RECORD = 4096
 

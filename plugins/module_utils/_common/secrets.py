@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+__all__ = ["REDACTED", "redact"]
+
 # Ansible masks no_log values with the same string, so a reader sees one marker everywhere.
 REDACTED = "********"
 

@@ -45,6 +45,8 @@ else:
 
     _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+__all__ = ["HAS_YAML", "YAML_IMPORT_ERROR", "YAMLError", "dump_yaml", "load_yaml", "load_yaml_all"]
+
 
 def _require_yaml() -> None:
     if not HAS_YAML:  # pragma: no cover

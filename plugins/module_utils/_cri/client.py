@@ -39,6 +39,21 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto impor
 if HAS_GRPC:
     import grpc
 
+__all__ = [
+    "CRI_API_VERSION",
+    "DEFAULT_SOCKETS",
+    "MAX_MESSAGE_BYTES",
+    "CriClient",
+    "CriContainer",
+    "CriError",
+    "CriImage",
+    "ImageFsUsage",
+    "RuntimeVersion",
+    "classify_message",
+    "describe_listener",
+    "resolve_endpoint",
+]
+
 # Tried in this order when no socket is given, as crictl does.
 DEFAULT_SOCKETS = (
     ("cri-o", "/var/run/crio/crio.sock"),

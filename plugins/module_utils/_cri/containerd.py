@@ -7,16 +7,6 @@
 containerd serves its own API and the CRI plugin on one socket, so ``ContainerdClient`` is a ``CriClient``
 (``version``, ``image_status``, ``list_images``, ...) whose channel also carries the images API. Every images call
 names the namespace in the ``containerd-namespace`` metadata; the CRI plugin keeps its images in ``k8s.io``.
-
-Public API
-----------
-``CRI_NAMESPACE``: ``k8s.io``.
-``ContainerdClient(socket=None, connect_timeout=5.0, timeout=60.0, namespace=CRI_NAMESPACE)``
-    ``list_records(filters=()) -> list[dict]``, ``get_record(name) -> dict | None`` and
-    ``update_labels(record, labels, keys) -> dict``: image records as ``{name, labels, target}`` (``target``:
-    ``{media_type, digest, size}``); ``update_labels`` sets each of ``keys`` on the record to its value in
-    ``labels`` and deletes the keys ``labels`` lacks, touching no other label. Failures raise ``CriError``
-    (from ``_cri.client``).
 """
 
 from __future__ import annotations
@@ -33,6 +23,8 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.containerd_prot
     containerd_images_pb2_grpc as cpb_grpc,
 )
 
+__all__ = ["CRI_NAMESPACE", "NAMESPACE_HEADER", "ContainerdClient"]
+
 CRI_NAMESPACE = "k8s.io"
 NAMESPACE_HEADER = "containerd-namespace"
 
@@ -48,7 +40,8 @@ def _record(image: Any) -> Dict[str, Any]:
 
 
 class ContainerdClient(CriClient):
-    """CRI plus containerd's images API on one connection."""
+    """CRI plus containerd's images API on one connection. Image records are ``{name, labels, target}``
+    (``target``: ``{media_type, digest, size}``); failures raise ``CriError`` (from ``_cri.client``)."""
 
     def __init__(
         self,
@@ -92,7 +85,8 @@ class ContainerdClient(CriClient):
     def update_labels(
         self, record: Mapping[str, Any], labels: Mapping[str, str], keys: Iterable[str]
     ) -> Dict[str, Any]:
-        """Set ``keys`` on ``record`` (as listed) to their values in ``labels``; keys ``labels`` lacks are deleted."""
+        """Set ``keys`` on ``record`` (as listed) to their values in ``labels``; keys ``labels`` lacks are deleted,
+        and no other label is touched. Returns the record as stored."""
         name = record["name"]
         request = cpb.UpdateImageRequest(
             # The target goes along although the mask leaves it alone: containerd 1.7.24 dereferences it

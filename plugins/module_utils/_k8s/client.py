@@ -42,6 +42,20 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import 
     selector_string,
 )
 
+__all__ = [
+    "APPLY_PATCH",
+    "DEFAULT_FIELD_MANAGER",
+    "DEFAULT_TIMEOUT",
+    "HAS_KUBERNETES",
+    "KUBERNETES_IMPORT_ERROR",
+    "MAX_ATTEMPTS",
+    "MERGE_PATCH",
+    "RETRY_DELAY",
+    "K8sClient",
+    "check_timeout",
+    "require_kubernetes",
+]
+
 # The library is imported on first use (require_kubernetes), not here: its import takes longer than rendering
 # thousands of images, and a module that only writes files never talks to a cluster.
 HAS_KUBERNETES = all(importlib.util.find_spec(name) is not None for name in ("kubernetes", "urllib3"))

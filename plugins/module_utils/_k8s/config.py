@@ -25,6 +25,16 @@ from urllib.parse import unquote
 from ansible_collections.pinned.images.plugins.module_utils._common.secrets import redact
 from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
 
+__all__ = [
+    "K8sConnection",
+    "build_configuration",
+    "kubeconfig_secrets",
+    "safe_url",
+    "scrub_text",
+    "temp_file_kwarg",
+    "url_secrets",
+]
+
 # Shorter values are not scrubbed from messages: they would blank out unrelated words.
 _MIN_SECRET_LENGTH = 4
 # Keys of a kubeconfig whose string values are credentials.

@@ -10,6 +10,8 @@ from typing import Any, Dict, List, Optional
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 
+__all__ = ["K8sError"]
+
 
 class K8sError(CollectionError):
     """A Kubernetes API failure.

@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, Mapping, Optional, Union
 
+__all__ = ["SERVER_METADATA_FIELDS", "KubeObject", "LabelSelector", "clean_object", "selector_string"]
+
 # A Kubernetes API object (or a part of one) as JSON.
 KubeObject = Dict[str, Any]
 # A label selector given as text (``a=b,c``) or as {key: value or None}.

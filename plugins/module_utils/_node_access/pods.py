@@ -27,6 +27,26 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K
 from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
 from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import KubeObject
 
+__all__ = [
+    "CONTAINER",
+    "DEFAULT_HOST_ROOT",
+    "MANAGED_LABEL",
+    "NODE_LABEL",
+    "RUN_LABEL",
+    "PodSettings",
+    "PodState",
+    "is_running",
+    "label_value",
+    "open_pods",
+    "pending_reason",
+    "pod_manifest",
+    "pod_name",
+    "remove_ended_pods",
+    "remove_pods",
+    "selector",
+    "start_problem",
+]
+
 MANAGED_LABEL = "pinned.images/node-access"
 RUN_LABEL = "pinned.images/run"
 NODE_LABEL = "pinned.images/node"

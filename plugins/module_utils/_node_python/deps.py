@@ -38,6 +38,27 @@ from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
 
+__all__ = [
+    "FLOORS",
+    "HAS_NODE_DEPS",
+    "MANIFEST",
+    "MIN_PYTHON",
+    "NODE_DEPS",
+    "NODE_DEPS_ERROR",
+    "SITE",
+    "WHEELS",
+    "NodeDepsError",
+    "NodeDepsMissing",
+    "NodeDepsState",
+    "interpreter",
+    "node_deps_report",
+    "provision",
+    "read_manifest",
+    "remove",
+    "require_node_deps",
+    "verify",
+]
+
 # The oldest versions the committed stubs run on; requirements-node.txt states the same floors (a unit test compares).
 MIN_PYTHON = (3, 8)
 FLOORS = {"grpcio": (1, 62, 0), "protobuf": (4, 25, 0)}

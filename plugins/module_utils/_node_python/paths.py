@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+__all__ = ["DEFAULT_DIR", "ENV_DIR"]
+
 ENV_DIR = "PINNED_IMAGES_PYTHON_DIR"
 # Used without the variable too, so that ad hoc runs on a node the role provisioned need nothing more.
 DEFAULT_DIR = "/var/lib/pinned-images/python"

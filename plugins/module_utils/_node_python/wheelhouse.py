@@ -35,6 +35,20 @@ if TYPE_CHECKING:  # names for annotations only: nothing more is needed of packa
     from packaging.utils import NormalizedName
     from packaging.version import Version
 
+__all__ = [
+    "ENV_WHEELHOUSE",
+    "HAS_PACKAGING",
+    "PLATFORMS",
+    "TAG_PATTERN",
+    "WheelhouseError",
+    "default_path",
+    "download_command",
+    "fill",
+    "parse_tag",
+    "requirements_for",
+    "select",
+]
+
 ENV_WHEELHOUSE = "PINNED_IMAGES_WHEELHOUSE"
 TAG_PATTERN = re.compile(r"^(cp)(3)(\d+)-(manylinux|musllinux)-(x86_64|aarch64|ppc64le|s390x)$")
 # The libc each platform family targets: manylinux2014 (glibc 2.17, RHEL 7+) and musl 1.1 or 1.2.

@@ -21,27 +21,6 @@ admin's) stay theirs. The MCO's controller merges the spec with its built-in pol
 ``status.nodeDisruptionPolicyStatus.clusterPolicies``; the daemon looks a changed file up there (the exact path or
 the longest directory above it, ``FindClosestFilePolicyPathMatch``) once ``status.observedGeneration`` has reached
 ``metadata.generation``, and reboots for a file without a policy (``pkg/daemon/update.go``, MCO 7ff337a).
-
-Public API
-----------
-``API_VERSION``, ``KIND``, ``NAME``, ``RELOAD_SERVICE``, ``POLICY_FILE_NAME``;
-``DisruptionPolicyError(CollectionError)``, ``RebootRefused(DisruptionPolicyError)`` (details ``reboot``: ``reason``,
-    ``nodes``, ``pools`` ``[{pool, nodes}]``).
-``policy_entry(path) -> dict``, ``render_policy(path) -> dict`` (the apply body); ``policy_file_object(path) ->
-    dict`` (the GitOps file: with ``GITOPS_ANNOTATIONS``, Argo CD's and Flux's never-prune and ordering).
-``spec_entry(obj, path) -> dict | None``: the entry of ``path`` in a MachineConfiguration's spec.
-``closest_policy(files, path) -> dict | None``: the status entry the MCO daemon would use for ``path``.
-``reboot_reason(obj, path, pending=None) -> str | None``: why a change of ``path`` would still reboot the nodes
-    (None: it would not); ``pending`` is an entry about to be applied (check mode predicts with it).
-``sync_policy(client, path, check_mode, field_manager) -> {changed, diff, object}``: server-side apply the entry
-    when the cluster's differs; DisruptionPolicyError when the object is missing, another manager owns the entry or
-    the server dropped it (a CRD without ``spec.nodeDisruptionPolicy``).
-``pool_node_counts(client, pools) -> [{pool, nodes}]``; ``refuse_reboot(client, pools, reason)`` raises RebootRefused.
-``await_no_reboot(client, path, timeout, sleep) -> (obj, reason)``: the object once its status is reconciled and the
-    path has a policy without reboot, or the last reason after ``timeout`` seconds.
-``check_no_reboot(client, pools, pending, check_mode, timeout, path)``: RebootRefused unless a change of ``path`` on
-    ``pools`` would not reboot (in check mode predicted with the ``pending`` entry, else awaited).
-``sync_policy_file(dest, path, check_mode) -> atomic_write's result and path``: ``<dest>/POLICY_FILE_NAME``.
 """
 
 from __future__ import annotations
@@ -63,6 +42,30 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     default_pool,
 )
+
+__all__ = [
+    "API_VERSION",
+    "GITOPS_ANNOTATIONS",
+    "KIND",
+    "NAME",
+    "POLICY_FILE_NAME",
+    "POLL_INTERVAL",
+    "RELOAD_SERVICE",
+    "DisruptionPolicyError",
+    "RebootRefused",
+    "await_no_reboot",
+    "check_no_reboot",
+    "closest_policy",
+    "policy_entry",
+    "policy_file_object",
+    "pool_node_counts",
+    "reboot_reason",
+    "refuse_reboot",
+    "render_policy",
+    "spec_entry",
+    "sync_policy",
+    "sync_policy_file",
+]
 
 API_VERSION = "operator.openshift.io/v1"
 KIND = "MachineConfiguration"
@@ -226,7 +229,8 @@ def sync_policy(
 ) -> Dict[str, Any]:
     """Server-side apply the collection's entry when the cluster's entry for ``path`` differs (dry run in check
     mode). ``client`` is a ``_k8s.client.K8sClient``. Returns ``{changed, diff, object}`` (``object``: the
-    MachineConfiguration after the apply, as stored or as it would be)."""
+    MachineConfiguration after the apply, as stored or as it would be). DisruptionPolicyError when the object is
+    missing, another manager owns the entry, or the server dropped it (a CRD without ``spec.nodeDisruptionPolicy``)."""
     live = _get_configuration(client)
     if live is None:
         raise DisruptionPolicyError(

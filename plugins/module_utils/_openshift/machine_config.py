@@ -23,32 +23,6 @@ One MachineConfig per pool::
             mode: 420
             overwrite: true
             path: /etc/crio/crio.conf.d/50-pinned-images
-
-Public API
-----------
-``MachineConfigError(CollectionError)``
-``SUPPORTED_IGNITION_VERSIONS`` (3.1.0 .. 3.4.0), ``DEFAULT_IGNITION_VERSION`` (3.2.0),
-``DEFAULT_NAME_TEMPLATE`` (``99-{pool}-pinned-images``; ``{pool}`` is replaced by the pool name).
-``machine_config_name(pool_name, template=DEFAULT_NAME_TEMPLATE) -> str`` (validated RFC 1123 subdomain)
-``data_url(content) -> str`` (``data:;base64,...``)
-``render_machine_config(pool_name, images, name_template=..., ignition_version=..., path=DEFAULT_PATH) -> dict``
-    ``images`` must already be validated (see ``_pins.crio_dropin.validate_pinned_images``); it is rendered in
-    the given order, so pass the sorted list for MCO-identical bytes.
-``render_for_pools(pools, sets=None, images=None, ...) -> list[dict]``
-    Per pool (names, pool dicts or ``MachineConfigPool``): ``{pool, name, images, set_names, machine_config}``;
-    ``machine_config`` is None when the pool has no images. With ``images`` every pool gets that list;
-    otherwise each pool gets the union of its sets (``_sets.pools.images_for_pool``).
-``file_path(dest, name)``: ``<dest>/<name>.yaml``.
-``sync_files(entries, dest, state, check_mode) -> {changed, files, diffs, file_changes, previous_images}``:
-    atomic, byte-stable files; any file system failure is raised as ``_common.atomic_file.AtomicFileError`` naming
-    the path. ``file_changes`` is ``{created, changed, removed}`` (paths; "changed" only when the bytes differ),
-    ``previous_images`` the images each MachineConfig file pinned before (by name; [] when absent or unreadable).
-``images_in_machine_config(obj) -> list[str]``: the images a MachineConfig object pins ([] when it carries no
-    drop-in this module can read).
-``image_changes(before, after) -> {added, removed}``: sorted.
-``sync_cluster(entries, client, state, check_mode) -> {changed, applied, deleted, diffs, previous_images}``:
-    server-side apply (field manager ``pinned-images``) only when the managed parts differ; deletes MachineConfigs
-    of empty pools and, with ``state=absent``, of every pool.
 """
 
 from __future__ import annotations
@@ -86,6 +60,26 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
 )
 from ansible_collections.pinned.images.plugins.module_utils._sets.pools import images_for_pool
 
+__all__ = [
+    "DATA_URL_PREFIX",
+    "DEFAULT_IGNITION_VERSION",
+    "DEFAULT_NAME_TEMPLATE",
+    "FILE_MODE",
+    "MACHINE_CONFIG_KIND",
+    "SUPPORTED_IGNITION_VERSIONS",
+    "MachineConfigError",
+    "check_ignition_version",
+    "data_url",
+    "file_path",
+    "image_changes",
+    "images_in_machine_config",
+    "machine_config_name",
+    "render_for_pools",
+    "render_machine_config",
+    "sync_cluster",
+    "sync_files",
+]
+
 MACHINE_CONFIG_KIND = "MachineConfig"
 SUPPORTED_IGNITION_VERSIONS = ("3.1.0", "3.2.0", "3.3.0", "3.4.0")
 DEFAULT_IGNITION_VERSION = "3.2.0"
@@ -108,7 +102,8 @@ def check_ignition_version(version: Any) -> str:
 
 
 def machine_config_name(pool_name: str, template: str = DEFAULT_NAME_TEMPLATE) -> str:
-    """The MachineConfig name for a pool; the result must be an RFC 1123 subdomain."""
+    """The MachineConfig name for a pool (``{pool}`` in ``template`` is replaced by its name); the result must be an
+    RFC 1123 subdomain."""
     if not isinstance(template, str) or not template:
         raise MachineConfigError("the name template must be a non-empty string")
     name = template.replace("{pool}", pool_name)
@@ -138,7 +133,9 @@ def render_machine_config(
     ignition_version: str = DEFAULT_IGNITION_VERSION,
     path: str = DEFAULT_PATH,
 ) -> Dict[str, Any]:
-    """One MachineConfig that writes the drop-in for ``images`` on the pool's nodes."""
+    """One MachineConfig that writes the drop-in for ``images`` on the pool's nodes. ``images`` must already be
+    validated (``_pins.crio_dropin.validate_pinned_images``) and are rendered in the given order: pass the sorted
+    list for the MCO's bytes."""
     check_ignition_version(ignition_version)
     names = list(images)
     if not names:
@@ -176,7 +173,9 @@ def render_for_pools(
     ignition_version: str = DEFAULT_IGNITION_VERSION,
     path: str = DEFAULT_PATH,
 ) -> List[Dict[str, Any]]:
-    """Render per pool; see the module docstring."""
+    """Render per pool (names, pool dicts or ``MachineConfigPool``): ``{pool, name, images, set_names,
+    machine_config}`` each, ``machine_config`` None when the pool has no images. With ``images`` every pool gets
+    that list, otherwise the union of its sets (``_sets.pools.images_for_pool``)."""
     check_ignition_version(ignition_version)
     results: List[Dict[str, Any]] = []
     names: Dict[str, str] = {}
@@ -257,7 +256,9 @@ def sync_files(
     """Write ``<dest>/<name>.yaml`` for entries with a MachineConfig; remove it for the others or when absent.
 
     Returns ``{changed, files, diffs, file_changes, previous_images}``; ``files`` lists the paths written or up
-    to date (present) or removed (absent and empty pools); see the module docstring for the others.
+    to date (present) or removed (absent and empty pools); ``file_changes`` is ``{created, changed, removed}``
+    (paths; "changed" only when the bytes differ), ``previous_images`` the images each MachineConfig file pinned
+    before (by name; [] when absent or unreadable). A file system failure is an AtomicFileError naming the path.
     """
     changed, files, diffs = False, [], []
     file_changes: Dict[str, List[str]] = {"created": [], "changed": [], "removed": []}

@@ -20,11 +20,6 @@ reconcile. The signs, from the MCO's source (MCO 7ff337a), both in the daemon's 
 
 Nothing but the MCO writes these paths, and each sign is the document's shape, not the file's existence: an empty
 or stray file is no sign. The node's annotation itself is not read: the node side has no API access.
-
-Public API
-----------
-``DEFAULT_DIRECTORY``; ``mco_sign(directory) -> str | None``: the sign found (for results), or None.
-``dropin_decision(auto, directory) -> (write, sign, warnings)``: whether a drop-in pin goes ahead on this node.
 """
 
 from __future__ import annotations
@@ -32,6 +27,16 @@ from __future__ import annotations
 import json
 import os
 from typing import Any, List, Optional, Tuple
+
+__all__ = [
+    "CURRENT_CONFIG",
+    "CURRENT_CONFIG_ANNOTATION",
+    "DEFAULT_DIRECTORY",
+    "MAX_SIZE",
+    "NODE_ANNOTATIONS",
+    "dropin_decision",
+    "mco_sign",
+]
 
 DEFAULT_DIRECTORY = "/etc/machine-config-daemon"
 CURRENT_CONFIG = "currentconfig"

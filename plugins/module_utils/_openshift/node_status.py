@@ -50,6 +50,40 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import PRESENT, PULLED
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import API_VERSION, PINNED_IMAGE_SET_KIND
 
+__all__ = [
+    "DEFAULT_ANNOTATION",
+    "DEGRADED_CONDITION",
+    "MAX_ANNOTATION_SIZE",
+    "MAX_ERROR_LENGTH",
+    "MAX_MESSAGE_LENGTH",
+    "PROGRESSING_CONDITION",
+    "STATES",
+    "STATE_DONE",
+    "STATE_PROGRESSING",
+    "SUMMARY_CURRENT",
+    "SUMMARY_DEGRADED",
+    "SUMMARY_PROGRESSING",
+    "SUMMARY_UNKNOWN",
+    "WRITE_ATTEMPTS",
+    "ClusterGenerations",
+    "Failures",
+    "LiveNode",
+    "NodeParams",
+    "Status",
+    "StatusError",
+    "cluster_generations",
+    "desired_generation",
+    "image_list_hash",
+    "live_node",
+    "parse_status",
+    "read_status",
+    "render_status",
+    "set_failures",
+    "summarise",
+    "update_status",
+    "write_node_status",
+]
+
 DEFAULT_ANNOTATION = "pinned.images/pinned-image-sets"
 PROGRESSING_CONDITION = "PinnedImageSetsProgressing"
 DEGRADED_CONDITION = "PinnedImageSetsDegraded"

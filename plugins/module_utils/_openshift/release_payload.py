@@ -55,6 +55,24 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     validate_set,
 )
 
+__all__ = [
+    "IMAGE_REFERENCES",
+    "MAX_CONFIG_SIZE",
+    "MAX_MANIFEST_FILE",
+    "RELEASE_LABEL",
+    "RELEASE_METADATA",
+    "ReleasePayload",
+    "ReleasePayloadError",
+    "build_sets",
+    "default_set_name",
+    "estimate_payload",
+    "parse_image_references",
+    "parse_release_metadata",
+    "read_release",
+    "scan_layer",
+    "select_components",
+]
+
 RELEASE_LABEL = "io.openshift.release"
 IMAGE_REFERENCES = "release-manifests/image-references"
 RELEASE_METADATA = "release-manifests/release-metadata"

@@ -8,19 +8,6 @@ containerd (1.7.3 and later) reports an image as ``pinned`` through CRI when one
 label, and the kubelet never garbage-collects pinned images. Every record (digest name, tags, the image id) of a
 wanted image is labelled, so CRI reports it pinned whichever name the kubelet uses. Records this collection pins also
 get ``OWNER_LABEL_KEY``; only those are ever unpinned, so a pin set by hand or by another tool stays.
-
-Public API
-----------
-``PIN_LABEL_KEY``, ``PIN_VALUE``, ``OWNER_LABEL_KEY``, ``OWNER_VALUE``, ``MIN_VERSION`` (1, 7, 3).
-``parse_version(text) -> tuple | None``: ``"1.7.24~ds1"`` / ``"v1.7.3"`` -> ``(1, 7, 24)``.
-``runtime_problem(version) -> str | None``: why the runtime (CRI ``Version`` dict) will not honour the label.
-``auto_pin_problem(pin, version) -> str | None``: why ``pin=auto`` pins nothing on that containerd, and the fix.
-``validate_images(images, require_digest=True) -> list[str]``: as the CRI-O drop-in's, without patterns.
-``OldRuntimeError``: the runtime is not containerd >= 1.7.3 (``.version``).
-``sync_containerd_pins(client, images, state, check_mode, force, old_containerd) -> dict``
-    The whole node-side step (see its docstring); ``client`` is a ``ContainerdClient``.
-``LabelSettings``, ``pin_labels(client, images, settings, check_mode, state) -> dict``: that step for
-    ``containerd_pinned_images`` and the prefetch's pin, its CRI errors said to be the pin's.
 """
 
 from __future__ import annotations
@@ -39,6 +26,24 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
     validate_pinned_images,
     wait_reported,
 )
+
+__all__ = [
+    "MIN_VERSION",
+    "OWNER_LABEL_KEY",
+    "OWNER_VALUE",
+    "PIN_KEYS",
+    "PIN_LABEL_KEY",
+    "PIN_VALUE",
+    "LabelSettings",
+    "OldRuntimeError",
+    "PinClient",
+    "auto_pin_problem",
+    "parse_version",
+    "pin_labels",
+    "runtime_problem",
+    "sync_containerd_pins",
+    "validate_images",
+]
 
 PIN_LABEL_KEY = "io.cri-containerd.pinned"
 PIN_VALUE = "pinned"
@@ -74,7 +79,8 @@ class OldRuntimeError(CollectionError):
 
 
 def parse_version(text: str) -> Optional[Tuple[int, ...]]:
-    """(major, minor, patch) of a containerd version string, None when it has none."""
+    """(major, minor, patch) of a containerd version string (``"1.7.24~ds1"``, ``"v1.7.3"``), None when it has
+    none."""
     match = _VERSION_RE.match(text or "")
     return tuple(int(part) for part in match.groups()) if match else None
 

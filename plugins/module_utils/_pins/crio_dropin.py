@@ -12,34 +12,6 @@ strings, one trailing newline)::
     [crio]
       [crio.image]
         pinned_images = ["quay.io/a/b@sha256:<64 hex>", "registry.example.com/c@sha256:<64 hex>"]
-
-Public API
-----------
-``DEFAULT_PATH``: ``/etc/crio/crio.conf.d/50-pinned-images``.
-``PinnedImagesError(CollectionError)``: ``.problems`` lists every bad entry (index, value, why).
-``validate_pinned_images(images, require_digest=True) -> list[str]``
-    Digest references written fully qualified, exactly as CRI-O matches them (registry host written out,
-    ``docker.io/library/...`` for Docker Hub's official images); with ``require_digest=False`` also tag
-    references and CRI-O's glob (``quay.io/foo/*``) and keyword (``*bar*``) patterns.
-    Returns the MCO list: blank names dropped, de-duplicated, sorted (``_common.image_ref.unique_sorted_images``).
-``render_pinned_images(images) -> str``: the drop-in text for an already validated list (kept in the given order).
-``same_content(old, new) -> bool``: the MCO's rewrite test (equal after Go's ``bytes.TrimSpace``, which trims
-    U+0085 and U+00A0 too, but not U+001C..U+001F).
-``is_pattern(name)``, ``missing_images(client, images) -> list[str]`` (``client.image_status(name)`` is None
-    for an absent image; patterns are skipped), ``MissingImagesError`` (``.missing``).
-``reload_crio(method, run_command=None, pid_file=None, service="crio")``: ``none`` | ``systemd``
-    (``systemctl reload crio``; the unit's reload sends SIGHUP) | ``signal`` (SIGHUP to the pid in ``pid_file``);
-    raises ``ReloadError``.
-``dropin_pinned_images(text) -> list[str] | None``: the ``pinned_images`` a drop-in sets (None: it sets none).
-``effective_pins(path, images) -> (list, file)``: the list CRI-O keeps once ``path`` holds ``images``, and the
-    file it comes from: CRI-O reads its drop-in directory in name order, and the last file that sets
-    ``pinned_images`` replaces the whole list. ``covers(patterns, name)``: CRI-O's match (exact, glob, keyword).
-``OverriddenError``: a later drop-in voids pins (``.files``). ``wait_reported(client, expected, timeout, what)``
-    polls CRI ImageStatus until each image reports the wanted ``pinned``; ``NotReportedError`` otherwise.
-``sync_pinned_images(path, images, state, check_mode, force, check_presence, reload, run_command, pid_file,
-    client, settle_timeout)``
-    The whole node-side step; returns ``{changed, path, images, reloaded, diff, cri_pinned, warnings}``. A
-    ReloadError or NotReportedError raised after the write carries the result's fields in its details.
 """
 
 from __future__ import annotations
@@ -58,6 +30,34 @@ from ansible_collections.pinned.images.plugins.module_utils._common.image_ref im
     parse_image_ref,
     unique_sorted_images,
 )
+
+__all__ = [
+    "DEFAULT_PATH",
+    "MAX_DROPIN_SIZE",
+    "CheckPresence",
+    "DropinSettings",
+    "ImageStatusClient",
+    "LazyStatusClient",
+    "MissingImagesError",
+    "NotReportedError",
+    "OverriddenError",
+    "PinnedImagesError",
+    "ReloadError",
+    "RunCommand",
+    "check_overrides",
+    "covers",
+    "dropin_pinned_images",
+    "effective_pins",
+    "is_pattern",
+    "missing_images",
+    "pin_dropin",
+    "reload_crio",
+    "render_pinned_images",
+    "same_content",
+    "sync_pinned_images",
+    "validate_pinned_images",
+    "wait_reported",
+]
 
 DEFAULT_PATH = "/etc/crio/crio.conf.d/50-pinned-images"
 # Characters an image reference or a CRI-O pattern body may hold.
@@ -99,7 +99,8 @@ def _quote(value: str) -> str:
 
 
 def render_pinned_images(images: Iterable[object]) -> str:
-    """The drop-in text, exactly as the machine-config-operator encodes it."""
+    """The drop-in text, exactly as the machine-config-operator encodes it, for an already validated list (kept in
+    the given order)."""
     given = list(images)
     names = [name for name in given if isinstance(name, str)]
     if len(names) != len(given):
@@ -153,7 +154,13 @@ def _check_entry(value: object, require_digest: bool) -> Optional[str]:
 
 
 def validate_pinned_images(images: object, require_digest: bool = True) -> List[str]:
-    """Check every entry (all problems in one error); return the blank-free, unique, sorted list."""
+    """Check every entry (all problems in one PinnedImagesError); return the blank-free, unique, sorted list (the
+    MCO's).
+
+    Digest references written fully qualified, exactly as CRI-O matches them (registry host written out,
+    ``docker.io/library/...`` for Docker Hub's official images); with ``require_digest=False`` also tag references
+    and CRI-O's glob (``quay.io/foo/*``) and keyword (``*bar*``) patterns.
+    """
     if images is None:
         images = []
     if not isinstance(images, (list, tuple)):
@@ -169,7 +176,8 @@ def validate_pinned_images(images: object, require_digest: bool = True) -> List[
 
 
 def same_content(old: Union[str, bytes, None], new: Union[str, bytes]) -> bool:
-    """The MCO rewrites the file only when ``bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(new))`` is false."""
+    """The MCO rewrites the file only when ``bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(new))`` is false (Go's
+    TrimSpace trims U+0085 and U+00A0 too, but not U+001C..U+001F)."""
     if old is None:
         return False
     texts = []

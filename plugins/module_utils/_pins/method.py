@@ -32,6 +32,18 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
 )
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import PRESENT, PULLED, ImageResult
 
+__all__ = [
+    "METHOD_DROPIN",
+    "METHOD_LABEL",
+    "METHOD_NONE",
+    "PIN_AUTO",
+    "PIN_CHOICES",
+    "PinSettings",
+    "mco_pin_method",
+    "pin_images",
+    "pin_method",
+]
+
 # The methods a run pins with, and the values of the pin option: a method, or ``auto`` (the runtime's method).
 METHOD_NONE, METHOD_DROPIN, METHOD_LABEL = "none", "dropin", "label"
 PIN_AUTO = "auto"

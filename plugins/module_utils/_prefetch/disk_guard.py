@@ -21,6 +21,21 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, TypedDic
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 
+__all__ = [
+    "DEFAULT_EXPANSION_FACTOR",
+    "DEFAULT_MIN_FREE",
+    "LARGEST_SHOWN",
+    "MODES",
+    "DiskGuardError",
+    "Estimate",
+    "ImageEstimate",
+    "check",
+    "estimate",
+    "filesystem_stats",
+    "human_size",
+    "parse_size",
+]
+
 MODES = ("estimate", "free_only", "off")
 DEFAULT_MIN_FREE = "16Gi"
 DEFAULT_EXPANSION_FACTOR = 2

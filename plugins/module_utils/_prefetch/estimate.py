@@ -50,6 +50,20 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.registries
     credentials_for_source,
 )
 
+__all__ = [
+    "MAX_PARALLEL_READS",
+    "Failure",
+    "ManifestReader",
+    "PullEstimator",
+    "PullSources",
+    "RetryPolicy",
+    "RetrySchedule",
+    "SourcesFailedError",
+    "error_kind",
+    "read_from_sources",
+    "source_credentials",
+]
+
 # Manifest reads are small; more parallel requests than this only queue up at the registry.
 MAX_PARALLEL_READS = 8
 

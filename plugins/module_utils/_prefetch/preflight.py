@@ -41,6 +41,8 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.manifests 
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf
 
+__all__ = ["DiskGuardRefused", "DiskGuardSettings", "SourceSettings", "guard_disk", "pull_sources"]
+
 
 class DiskGuardRefused(CollectionError):
     """The missing images do not fit; ``disk_guard`` (the guard's report) is in the details."""

@@ -23,6 +23,24 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError, CriImage
 
+__all__ = [
+    "FAILED",
+    "PRESENT",
+    "PULLED",
+    "SKIPPED",
+    "STATUSES",
+    "WOULD_PULL",
+    "AuthFor",
+    "ImageResult",
+    "KnownFailure",
+    "PrefetchClient",
+    "PrefetchOptions",
+    "PrefetchReport",
+    "failure_message",
+    "find_present",
+    "prefetch",
+]
+
 PRESENT = "present"
 PULLED = "pulled"
 FAILED = "failed"

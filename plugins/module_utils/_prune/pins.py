@@ -32,6 +32,8 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
 from ansible_collections.pinned.images.plugins.module_utils._pins.method import METHOD_DROPIN, METHOD_LABEL
 from ansible_collections.pinned.images.plugins.module_utils._prune.plan import Candidate, all_names
 
+__all__ = ["Pins"]
+
 
 class Pins:
     """The collection's pins of the candidates on this runtime (``method``): who else pins them, and unpinning."""

@@ -17,18 +17,6 @@ ListContainers: its image, image_ref or image_id names the image), or it is the 
 (``sandbox_ids``); ``pinned``: the runtime still reports it pinned
 once the collection's own pin is gone, or the pin is not the collection's; ``young``: it is younger than
 ``min_age`` (where its age is known).
-
-Public API
-----------
-``REMOVE``, ``KEEP``, and the reasons ``WANTED``, ``OTHER_NAMES``, ``KEEP_PATTERN``, ``IN_USE``, ``PINNED``, ``YOUNG``.
-``bare_id(text) -> str``: an image id without ``sha256:`` (CRI-O's ids are bare, containerd's are not).
-``parse_duration(text) -> float``: ``"90"``, ``"90s"``, ``"30m"``, ``"2h"``, ``"7d"`` in seconds; PruneInputError.
-``validate_keep(patterns) -> list[str]``: PruneInputError naming every bad entry.
-``Candidate``: a recorded image found on the node; ``all_names(candidate)``: its id, names, tags and digests;
-``users(candidate, containers) -> list[str]``: the ListContainers entries that use it.
-``decide(candidates, wanted_ids, containers, keep, min_age, ages, pinned_by_others, wanted_names, sandbox_ids)
--> list[Decision]``, sorted by image name (ids compared bare).
-``group_candidates({name: CRI image or None}, unsure) -> list[Candidate]``. ``totals(decisions) -> dict``.
 """
 
 from __future__ import annotations
@@ -43,6 +31,28 @@ from ansible_collections.pinned.images.plugins.module_utils._common.image_ref im
     parse_image_ref,
 )
 
+__all__ = [
+    "IN_USE",
+    "KEEP",
+    "KEEP_PATTERN",
+    "OTHER_NAMES",
+    "PINNED",
+    "REMOVE",
+    "WANTED",
+    "YOUNG",
+    "Candidate",
+    "Decision",
+    "PruneInputError",
+    "all_names",
+    "bare_id",
+    "decide",
+    "group_candidates",
+    "parse_duration",
+    "totals",
+    "users",
+    "validate_keep",
+]
+
 REMOVE, KEEP = "remove", "keep"
 WANTED, KEEP_PATTERN, IN_USE, PINNED, YOUNG = "wanted", "keep", "in_use", "pinned", "young"
 OTHER_NAMES = "other_names"
@@ -56,7 +66,7 @@ class PruneInputError(CollectionError):
 
 
 def parse_duration(text: object, name: str = "min_age") -> float:
-    """Seconds of ``"90"``, ``"90s"``, ``"30m"``, ``"2h"``, ``"7d"``."""
+    """Seconds of ``"90"``, ``"90s"``, ``"30m"``, ``"2h"``, ``"7d"``; PruneInputError naming ``name`` otherwise."""
     match = _DURATION_RE.match(str(text))
     if match is None:
         raise PruneInputError(
@@ -66,7 +76,7 @@ def parse_duration(text: object, name: str = "min_age") -> float:
 
 
 def validate_keep(patterns: Optional[Iterable[object]]) -> List[str]:
-    """The ``keep`` patterns, each a non-empty string."""
+    """The ``keep`` patterns, each a non-empty string; one PruneInputError naming every bad entry."""
     found: List[str] = []
     problems: List[str] = []
     for index, pattern in enumerate(patterns or []):
@@ -106,7 +116,7 @@ class Decision(TypedDict):
 
 
 def bare_id(text: str) -> str:
-    """``text`` without a leading ``sha256:``."""
+    """``text`` without a leading ``sha256:`` (CRI-O's image ids are bare, containerd's are not)."""
     return text[len(_ID_PREFIX) :] if text.startswith(_ID_PREFIX) else text
 
 

@@ -10,16 +10,6 @@ candidate. The record is a JSON file next to the lock file, mode 0600, rewritten
 
     {"version": 1, "images": {"quay.io/a/b@sha256:...": {"image_id": "sha256:...", "pulled": true,
      "pinned": true, "first_run": "...", "last_run": "...", "first_seen": 1700000000.0, "last_seen": ...}}}
-
-Public API
-----------
-``RECORD_NAME``: the file's name next to the lock file. ``default_record_file(lock_file) -> str | None``.
-``RecordError``: the record cannot be read, is not this format, or others may write it (it names the file).
-``read_record(path) -> dict``: ``{image: entry}``; a missing file is an empty record.
-``noted(entries, ids, pulled, pinned, run_id, now) -> dict``: the entries with this run's pulled and pinned
-    images.
-``forgotten(entries, images) -> dict``: the entries without ``images``.
-``write_record(path, entries, check_mode=False) -> bool``: whether the file changed.
 """
 
 from __future__ import annotations
@@ -31,6 +21,20 @@ from typing import Any, Dict, Iterable, Mapping, Optional
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import atomic_write, read_bytes
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "RECORD_MODE",
+    "RECORD_NAME",
+    "RECORD_VERSION",
+    "Entry",
+    "RecordError",
+    "default_record_file",
+    "forgotten",
+    "noted",
+    "read_record",
+    "write_record",
+]
 
 RECORD_NAME = "pinned-images-record.json"
 RECORD_VERSION = 1

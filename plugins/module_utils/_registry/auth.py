@@ -31,6 +31,16 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import DOCKER_HUB, DOCKER_HUB_ALIASES
 from ansible_collections.pinned.images.plugins.module_utils._common.secrets import REDACTED
 
+__all__ = [
+    "DEFAULT_AUTH_FILE",
+    "MAX_AUTH_FILE_SIZE",
+    "DockerConfig",
+    "RegistryAuthError",
+    "RegistryCredentials",
+    "load_docker_config",
+    "parse_docker_config",
+]
+
 DEFAULT_AUTH_FILE = "/var/lib/kubelet/config.json"
 # A pull secret is a few kilobytes; refuse to parse anything absurd.
 MAX_AUTH_FILE_SIZE = 4 * 1024 * 1024

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Tuple
 
+__all__ = ["Challenge", "parse_challenges"]
+
 # An authentication challenge: (scheme in lower case, {param: value}).
 Challenge = Tuple[str, Dict[str, str]]
 _SCHEME_RE = re.compile(r"\s*,?\s*([A-Za-z][A-Za-z0-9_-]*)")

@@ -67,6 +67,8 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.transport 
     error_detail,
 )
 
+__all__ = ["DEFAULT_CERTS_DIRS", "DEFAULT_TIMEOUT", "HostEndpoint", "RegistryClient"]
+
 DEFAULT_CERTS_DIRS = ("/etc/containers/certs.d", "/etc/docker/certs.d")
 DEFAULT_TIMEOUT = 30.0
 

@@ -33,6 +33,35 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.registries
     load_toml,
 )
 
+__all__ = [
+    "ALL_CAPABILITIES",
+    "DEFAULT_CONFIG_PATH_2_2",
+    "DEFAULT_CONTAINERD_CONFIG",
+    "DISTRIBUTION_CONFIGS",
+    "MAX_HOSTS_FILE",
+    "ContainerdHosts",
+    "ContainerdHostsError",
+    "HostConfig",
+    "RegistryHostsConfig",
+    "check_tls_files",
+    "configure_hosts",
+    "containerd_credentials",
+    "endpoints",
+    "find_host_dir",
+    "from_config_file",
+    "from_cri_status",
+    "host_directory",
+    "host_paths",
+    "is_loopback",
+    "load_cert_files",
+    "load_host_dir",
+    "locate",
+    "parse_hosts_file",
+    "registry_headers",
+    "split_config_path",
+    "uses_http_fallback",
+]
+
 DEFAULT_CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 # Where k3s and RKE2 write the config of the containerd they run; tried, in order, when the default is absent.
 DISTRIBUTION_CONFIGS = (

@@ -8,6 +8,18 @@ from __future__ import annotations
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 
+__all__ = [
+    "DigestMismatchError",
+    "ManifestFormatError",
+    "ManifestUnknownError",
+    "PlatformError",
+    "PlatformNotFoundError",
+    "RegistryAuthRejected",
+    "RegistryConnectionError",
+    "RegistryError",
+    "RegistryTLSError",
+]
+
 
 class RegistryError(CollectionError):
     """A registry request failed; ``registry`` names the registry (host[:port])."""

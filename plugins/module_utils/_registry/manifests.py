@@ -19,6 +19,25 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.errors imp
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform, variant_preference
 
+__all__ = [
+    "ACCEPT",
+    "DOCKER_LIST",
+    "DOCKER_MANIFEST",
+    "DOCKER_SCHEMA1",
+    "INDEX_TYPES",
+    "KNOWN_TYPES",
+    "MANIFEST_TYPES",
+    "MAX_INDEX_DEPTH",
+    "MAX_MANIFEST_SIZE",
+    "OCI_INDEX",
+    "OCI_MANIFEST",
+    "ManifestInfo",
+    "decode_manifest",
+    "guess_type",
+    "manifest_layers",
+    "select_platform",
+]
+
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"

@@ -14,6 +14,8 @@ from typing import List, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._registry.errors import PlatformError
 
+__all__ = ["Platform", "host_platform", "parse_platform", "variant_preference"]
+
 
 @dataclass(frozen=True)
 class Platform:

@@ -31,6 +31,25 @@ from ansible_collections.pinned.images.plugins.module_utils._common.image_ref im
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig, RegistryCredentials
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import HostEndpoint
 
+__all__ = [
+    "DEFAULT_REGISTRIES_CONF",
+    "DEFAULT_REGISTRIES_CONF_D",
+    "MAX_CONF_SIZE",
+    "PULL_FROM_MIRROR_VALUES",
+    "Endpoint",
+    "Mirror",
+    "PullSource",
+    "RegistriesConf",
+    "RegistriesConfError",
+    "Registry",
+    "RegistryBlockedError",
+    "credentials_for_source",
+    "load_registries_conf",
+    "load_toml",
+    "parse_registries_conf",
+    "registries_from_list",
+]
+
 DEFAULT_REGISTRIES_CONF = "/etc/containers/registries.conf"
 DEFAULT_REGISTRIES_CONF_D = "/etc/containers/registries.conf.d"
 # registries.conf files are small; refuse to parse anything absurd.

@@ -13,6 +13,8 @@ from typing import Iterable, Optional, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._registry.errors import RegistryTLSError
 
+__all__ = ["endpoint_tls_context", "tls_context"]
+
 
 def tls_context(host: str, insecure: bool, certs_dirs: Iterable[str]) -> ssl.SSLContext:
     """The context for ``host`` (``host[:port]``) with the files of its certs.d directories."""

@@ -16,6 +16,8 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.errors imp
     RegistryConnectionError,
 )
 
+__all__ = ["MAX_SMALL_BODY", "BlobStream", "Response", "error_code", "error_detail"]
+
 MAX_SMALL_BODY = 1024 * 1024
 
 

@@ -24,6 +24,8 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
+__all__ = ["run"]
+
 
 def run(invocation: Invocation) -> Outcome:
     """The module's run: its result, or the failure with the fields of a run that changed nothing."""

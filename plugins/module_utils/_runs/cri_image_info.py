@@ -15,6 +15,8 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import RuntimeOptions, cri_client, node_params
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
+__all__ = ["describe_runtime", "run"]
+
 
 def _with_local_usage(filesystem: ImageFsUsage, host_root: Optional[str] = None) -> Dict[str, Any]:
     """The runtime's image filesystem with the size and free space of the filesystem holding its mountpoint (a host

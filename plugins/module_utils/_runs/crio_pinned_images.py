@@ -30,6 +30,8 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import
 if TYPE_CHECKING:  # grpc is imported only once require_node_deps found it
     from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
 
+__all__ = ["run"]
+
 
 def run(invocation: Invocation) -> Outcome:
     """The module's run: its result (``changed``, ``path``, ``images``, ``set_names``, ``reloaded``,

@@ -36,6 +36,8 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.loading import
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import MachineConfigPool, PinnedImageSet
 from ansible_collections.pinned.images.plugins.module_utils._sets.pools import resolve_pools
 
+__all__ = ["MachineConfigRequest", "machine_config_request", "plan", "pool_summary", "run", "run_machine_config"]
+
 
 @dataclass(frozen=True)
 class MachineConfigRequest:

@@ -20,6 +20,8 @@ from ansible_collections.pinned.images.plugins.module_utils._node_access.pods im
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import Problems, k8s_connection
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
+__all__ = ["pod_settings", "run"]
+
 
 def pod_settings(params: Dict[str, Any]) -> PodSettings:
     """The pods' settings of the options, every problem in one error."""

@@ -23,6 +23,8 @@ from ansible_collections.pinned.images.plugins.module_utils._node_python.deps im
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
+__all__ = ["NodeDepsRequest", "python_deps", "run"]
+
 
 @dataclass(frozen=True)
 class NodeDepsRequest:

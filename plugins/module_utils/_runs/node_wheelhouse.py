@@ -20,6 +20,8 @@ from ansible_collections.pinned.images.plugins.module_utils._node_python.wheelho
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
+__all__ = ["WheelhouseRequest", "fill_targets", "run"]
+
 
 @dataclass(frozen=True)
 class WheelhouseRequest:

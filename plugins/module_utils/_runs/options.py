@@ -52,6 +52,27 @@ if TYPE_CHECKING:  # pragma: no cover
     from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
     from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
 
+__all__ = [
+    "CRI_CLIENT_ARGUMENT_SPEC",
+    "DEFAULT_CRI_CONNECT_TIMEOUT",
+    "DEFAULT_CRI_TIMEOUT",
+    "HOST_ROOT_ARGUMENT_SPEC",
+    "K8S_AUTH_ARG_SPEC",
+    "REGISTRY_ARGUMENT_SPEC",
+    "SELECTION_ARGUMENT_SPEC",
+    "SELECTION_MUTUALLY_EXCLUSIVE",
+    "SELECTION_REQUIRED_BY",
+    "Problems",
+    "RegistryOptions",
+    "RuntimeOptions",
+    "containerd_client",
+    "cri_client",
+    "cri_socket",
+    "k8s_connection",
+    "node_params",
+    "selected_images",
+]
+
 _T = TypeVar("_T")
 
 

@@ -19,6 +19,8 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, NoRe
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 
+__all__ = ["Invocation", "Outcome", "end_module", "hiding", "report"]
+
 
 @dataclass(frozen=True)
 class Outcome:

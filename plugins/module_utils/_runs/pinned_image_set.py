@@ -47,6 +47,8 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     validate_set,
 )
 
+__all__ = ["SetRequest", "build_object", "dropped_fields", "publish_set", "render", "run"]
+
 _USED_METADATA = ("name", "labels", "annotations")
 _USED_SPEC = ("pinnedImages", "machineConfigPoolSelector")
 

@@ -51,6 +51,8 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.pools import (
     set_matches_pool,
 )
 
+__all__ = ["InfoRequest", "NodeLabels", "describe_sets", "merge_by_name", "run"]
+
 
 class _Named(Protocol):
     """A set or a pool: what merge_by_name needs of an item."""

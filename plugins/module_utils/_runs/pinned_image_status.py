@@ -30,6 +30,8 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.node_stat
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
+__all__ = ["StatusRequest", "publish_statuses", "run"]
+
 
 @dataclass(frozen=True)
 class StatusRequest:

@@ -79,6 +79,8 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
+__all__ = ["PrefetchOutcome", "PrefetchRequest", "image_diff", "parse_images", "record_images", "run", "run_prefetch"]
+
 # Options with a lower bound (inclusive), and options that must be above 0.
 _AT_LEAST = (
     ("concurrency", 1),

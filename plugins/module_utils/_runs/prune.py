@@ -70,6 +70,8 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
+__all__ = ["PruneRequest", "PruneStopped", "run", "run_prune"]
+
 # The prune's own node paths, under host_root (with the shared ones, ``node_params``).
 _NODE_PATHS = ("record_file", "lock_file", "mco_dir", "dropin_path", "crio_pid_file")
 

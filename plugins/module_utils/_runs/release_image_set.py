@@ -38,6 +38,8 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.platforms 
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import Problems, RegistryOptions
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, hiding
 
+__all__ = ["ReleaseRequest", "release_sets", "run"]
+
 
 @dataclass(frozen=True)
 class ReleaseRequest:

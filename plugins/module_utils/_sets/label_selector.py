@@ -2,19 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Kubernetes names, labels and label selectors: validation and matching, as the API server and the MCO do them.
-
-Public API
-----------
-``LabelSelectorError``: a selector given to ``label_selector_matches`` is invalid; ``.problems`` lists why.
-``MAX_NAME_LENGTH`` (253), ``check_dns_subdomain(value, what) -> str | None``
-    Why ``value`` is not an RFC 1123 subdomain (Kubernetes object names), naming it ``what``; None when it is.
-``check_labels(labels, what) -> list[str]`` and ``check_selector(selector, what) -> list[str]``: the problems.
-``label_selector_matches(selector, labels) -> bool``
-    Kubernetes LabelSelector semantics: matchLabels and matchExpressions (In, NotIn, Exists,
-    DoesNotExist) are ANDed; an empty selector matches everything, a missing (None) one nothing.
-``selector_is_empty(selector) -> bool``, ``type_name(value) -> str`` (the YAML name of a value's type, for messages).
-"""
+"""Kubernetes names, labels and label selectors: validation and matching, as the API server and the MCO do them."""
 
 from __future__ import annotations
 
@@ -23,6 +11,17 @@ from typing import Any, List, Mapping, Optional
 
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import short_value
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "LabelSelectorError",
+    "check_dns_subdomain",
+    "check_labels",
+    "check_selector",
+    "label_selector_matches",
+    "selector_is_empty",
+    "type_name",
+]
 
 MAX_NAME_LENGTH = 253
 
@@ -40,6 +39,7 @@ _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def type_name(value: Any) -> str:
+    """The YAML name of ``value``'s type, for messages."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -135,7 +135,8 @@ def check_selector(selector: Any, what: str) -> List[str]:
 
 
 def label_selector_matches(selector: Optional[Mapping[str, Any]], labels: Optional[Mapping[str, str]]) -> bool:
-    """Kubernetes LabelSelector matching; None matches nothing, {} matches everything."""
+    """Kubernetes LabelSelector matching: matchLabels and matchExpressions (In, NotIn, Exists, DoesNotExist) are
+    ANDed; None matches nothing, {} matches everything. LabelSelectorError when the selector is invalid."""
     if selector is None:
         return False
     problems = check_selector(selector, "label selector")
@@ -162,4 +163,5 @@ def label_selector_matches(selector: Optional[Mapping[str, Any]], labels: Option
 
 
 def selector_is_empty(selector: Optional[Mapping[str, Any]]) -> bool:
+    """Whether the selector has no matchLabels and no matchExpressions (or is None)."""
     return selector is None or (not selector.get("matchLabels") and not selector.get("matchExpressions"))

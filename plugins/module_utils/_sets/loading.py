@@ -2,19 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Loading PinnedImageSets and MachineConfigPools from objects, YAML files and directories.
-
-Public API
-----------
-``load_sets(sources) -> (sets, pools)``
-    ``sources`` is a list (or one item) of: a PinnedImageSet / MachineConfigPool object dict (or a
-    ``kind: List`` of them), a ``PinnedImageSet`` / ``MachineConfigPool`` instance, or a path to a YAML
-    file (multi-document; documents of other kinds are ignored) or a directory (``*.yaml``/``*.yml``,
-    sorted, not recursive). Validates everything and raises one PinnedImageSetError (``_sets.model``) listing every problem.
-    Sets with the same name must be identical (exact repeats are dropped). Bounded: a file above
-    ``MAX_SET_FILE_SIZE`` is refused unread, and a file or object holding more than ``MAX_EXPANDED_NODES`` values
-    once its YAML aliases are counted out (or containing itself) is refused without expanding it.
-"""
+"""Loading PinnedImageSets and MachineConfigPools from objects, YAML files and directories."""
 
 from __future__ import annotations
 
@@ -38,6 +26,8 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     check_pool,
     check_set,
 )
+
+__all__ = ["MAX_EXPANDED_NODES", "MAX_SET_FILE_SIZE", "YAML_SUFFIXES", "load_sets", "pool_fields", "set_fields"]
 
 YAML_SUFFIXES = (".yaml", ".yml")
 # A full set (500 names of at most 447 characters) is about 250 KB; a bigger file is a wrong path or an attack.
@@ -207,6 +197,12 @@ def _unique_by_name(
 
 def load_sets(sources: Any) -> Tuple[List[PinnedImageSet], List[MachineConfigPool]]:
     """Load and validate sets and pools from dicts, instances, YAML files and directories.
+
+    ``sources`` is a list (or one item) of: a PinnedImageSet / MachineConfigPool object dict (or a ``kind: List`` of
+    them), an instance, or a path to a YAML file (multi-document; other kinds are ignored) or a directory
+    (``*.yaml`` / ``*.yml``, sorted, not recursive). Sets with the same name must be identical (exact repeats are
+    dropped). A file above ``MAX_SET_FILE_SIZE`` is refused unread, and one holding more than
+    ``MAX_EXPANDED_NODES`` values once its YAML aliases are counted out (or containing itself) unexpanded.
 
     Returns ``(sets, pools)``; raises PinnedImageSetError naming every problem found in any source.
     """

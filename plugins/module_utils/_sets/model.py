@@ -7,26 +7,6 @@
 Validation follows the ``machineconfiguration.openshift.io/v1`` CRDs (openAPIV3Schema and CEL rules), so
 a set that validates here is one the API server accepts. Loading from files is in ``_sets.loading``, pool and
 node selection in ``_sets.pools``, labels and selectors in ``_sets.label_selector``.
-
-Public API
-----------
-``PinnedImageSetError(CollectionError)``
-    One error for every problem found; ``.problems`` is a list of strings, each naming the source,
-    the set, the field path (with the list index) and why it is wrong.
-``PinnedImageSet`` (frozen dataclass)
-    ``name``, ``labels`` (dict), ``images`` (tuple of names, as given), ``pool_selector`` (the seed-style
-    ``spec.machineConfigPoolSelector`` or None), ``source`` (str or None); ``to_dict()`` renders the
-    API object (``include_pool_selector=True`` keeps the seed-only field, which the v1 API prunes).
-``MachineConfigPool`` (frozen dataclass)
-    ``name``, ``labels``, ``machine_config_selector``, ``node_selector``, ``pinned_image_sets``
-    (tuple of explicitly referenced set names), ``source``; ``to_dict()`` renders the API object.
-``validate_set(obj, source=None) -> PinnedImageSet`` and ``validate_pool(obj, source=None) -> MachineConfigPool``
-``check_set(obj, source)`` and ``check_pool(obj, source)``: ``(PinnedImageSet or MachineConfigPool or None, problems)``.
-``default_pool(name) -> MachineConfigPool``
-    A pool shaped like OpenShift's built-in ones: machineConfigSelector ``role: <name>``, nodeSelector
-    ``node-role.kubernetes.io/<name>: ""``, label ``pools.operator.machineconfiguration.openshift.io/<name>: ""``.
-``as_pool(value) -> MachineConfigPool``
-    A MachineConfigPool, a pool object dict, or a pool name (-> ``default_pool``).
 """
 
 from __future__ import annotations
@@ -49,6 +29,31 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.label_selector
     check_selector,
     type_name,
 )
+
+__all__ = [
+    "API_GROUP",
+    "API_VERSION",
+    "MACHINE_CONFIG_POOL_KIND",
+    "MASTER_POOL",
+    "MAX_IMAGE_NAME_LENGTH",
+    "MAX_PINNED_IMAGES",
+    "MAX_POOL_SET_REFS",
+    "NODE_ROLE_LABEL_PREFIX",
+    "OS_LABEL",
+    "PINNED_IMAGE_SET_KIND",
+    "POOL_LABEL_PREFIX",
+    "ROLE_LABEL",
+    "WORKER_POOL",
+    "MachineConfigPool",
+    "PinnedImageSet",
+    "PinnedImageSetError",
+    "as_pool",
+    "check_pool",
+    "check_set",
+    "default_pool",
+    "validate_pool",
+    "validate_set",
+]
 
 API_GROUP = "machineconfiguration.openshift.io"
 API_VERSION = API_GROUP + "/v1"
@@ -82,7 +87,8 @@ class PinnedImageSetError(CollectionError):
 
 @dataclass(frozen=True)
 class PinnedImageSet:
-    """A validated PinnedImageSet."""
+    """A validated PinnedImageSet: ``images`` as given, ``pool_selector`` the seed-style
+    ``spec.machineConfigPoolSelector`` or None, ``source`` where it was read."""
 
     name: str
     labels: Dict[str, str] = field(default_factory=dict)
@@ -327,7 +333,9 @@ def validate_pool(obj: Any, source: Any = None) -> MachineConfigPool:
 
 
 def default_pool(name: str) -> MachineConfigPool:
-    """A pool shaped like OpenShift's built-in ``master`` and ``worker`` pools."""
+    """A pool shaped like OpenShift's built-in ``master`` and ``worker`` pools: machineConfigSelector ``role:
+    <name>``, nodeSelector ``node-role.kubernetes.io/<name>: ""``, label
+    ``pools.operator.machineconfiguration.openshift.io/<name>: ""``."""
     problem = check_dns_subdomain(name, "pool name")
     if problem:
         raise PinnedImageSetError(problem)

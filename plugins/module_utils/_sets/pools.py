@@ -2,32 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Which sets a MachineConfigPool gets and which pools a node is in, as the machine-config-operator decides.
-
-Public API
-----------
-``set_matches_pool(pool, image_set) -> bool`` and ``sets_for_pool(pool, sets) -> list[PinnedImageSet]``
-    As the MCO's pinned-image-set controller: a set belongs to a pool when its labels match the pool's non-empty
-    ``spec.machineConfigSelector`` (a missing or empty selector matches nothing), or when its seed-only
-    ``spec.machineConfigPoolSelector`` matches the pool's labels. The pool's ``spec.pinnedImageSets`` is the
-    controller's output and is not read: the controller replaces it with the selector's result. Result keeps
-    the order of ``sets``. ``missing_set_refs(pool, sets)`` lists referenced names that are not among ``sets``.
-``pools_for_node(node_labels, pools) -> list[MachineConfigPool]``
-    As the MCO does: pools whose non-empty ``spec.nodeSelector`` matches (an empty or missing nodeSelector
-    matches no node; Windows nodes are in no pool); then ``master`` wins over a custom pool, a custom pool
-    over ``worker``, and ``worker`` is kept next to a custom pool: ``[custom|master, worker]``,
-    ``[master]`` or ``[worker]``. More than one custom pool raises PinnedImageSetError.
-``images_for_sets(sets) -> list[str]`` and ``images_for_pool(pool, sets) -> (images, set_names)``
-``images_for_node(node_labels, pools, sets) -> (images, set_names)``
-    Union over the node's pools' sets; ``set_names`` in discovery order without repeats.
-``resolve_pools(values, known) -> list[MachineConfigPool]``
-    Pools given by name or object (a module's ``pools`` option), a name defined among ``known`` (the pools found
-    in the set files) meaning that definition.
-``wanted_images(images, sets, pools, node_labels, validate) -> (images, set_names)``
-    What a pinning module's ``images`` / ``sets`` / ``pools`` / ``node_labels`` options select for this node;
-    ``validate(images)`` checks and sorts a plain ``images`` list (the options themselves are declared in
-    ``_runs.options``).
-"""
+"""Which sets a MachineConfigPool gets and which pools a node is in, as the machine-config-operator decides."""
 
 from __future__ import annotations
 
@@ -49,6 +24,20 @@ from ansible_collections.pinned.images.plugins.module_utils._sets.model import (
     as_pool,
     default_pool,
 )
+
+__all__ = [
+    "describe_sources",
+    "empty_selection_message",
+    "images_for_node",
+    "images_for_pool",
+    "images_for_sets",
+    "missing_set_refs",
+    "pools_for_node",
+    "resolve_pools",
+    "set_matches_pool",
+    "sets_for_pool",
+    "wanted_images",
+]
 
 
 def set_matches_pool(pool: Any, image_set: PinnedImageSet) -> bool:
@@ -85,7 +74,9 @@ def missing_set_refs(pool: Any, sets: Iterable[PinnedImageSet]) -> List[str]:
 
 
 def pools_for_node(node_labels: Optional[Mapping[str, str]], pools: Iterable[Any]) -> List[MachineConfigPool]:
-    """The pools a node belongs to, with the MCO's master > custom > worker rule."""
+    """The pools a node belongs to, with the MCO's master > custom > worker rule: pools whose non-empty nodeSelector
+    matches (none for a Windows node), then ``[custom|master, worker]``, ``[master]`` or ``[worker]``; more than one
+    custom pool raises PinnedImageSetError."""
     node_labels = node_labels or {}
     if node_labels.get(OS_LABEL) == "windows":
         return []
