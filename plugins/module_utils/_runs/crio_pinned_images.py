@@ -13,7 +13,6 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
 from ansible_collections.pinned.images.plugins.module_utils._common.host_root import chrooted
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
-    DropinSettings,
     LazyStatusClient,
     missing_images,
     pin_dropin,
@@ -22,6 +21,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin im
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     RuntimeOptions,
     cri_client,
+    dropin_settings,
     node_params,
     selected_images,
 )
@@ -55,13 +55,7 @@ def run(invocation: Invocation) -> Outcome:
         images, set_names = selected_images(
             params, validate_pinned_images, f"remove the drop-in {params['dropin_path']}"
         )
-        settings = DropinSettings(
-            path=params["dropin_path"],
-            reload=params["crio_reload"],
-            pid_file=params["crio_pid_file"],
-            force=params["force"],
-            settle_timeout=params["settle_timeout"],
-        )
+        settings = dropin_settings(params, force=params["force"])
 
         def check_presence(wanted: List[str]) -> List[str]:
             return missing_images(client, wanted)

@@ -51,6 +51,7 @@ _SHARED_NODE_PATHS = ("cri_socket", "auth_file", "registries_conf", "registry_ce
 if TYPE_CHECKING:  # pragma: no cover
     from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
     from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
+    from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DropinSettings
 
 __all__ = [
     "CRI_CLIENT_ARGUMENT_SPEC",
@@ -68,6 +69,7 @@ __all__ = [
     "containerd_client",
     "cri_client",
     "cri_socket",
+    "dropin_settings",
     "k8s_connection",
     "node_params",
     "selected_images",
@@ -203,6 +205,20 @@ def containerd_client(options: RuntimeOptions) -> ContainerdClient:
         options.cri_connect_timeout,
         options.cri_timeout,
         options.containerd_namespace or CRI_NAMESPACE,
+    )
+
+
+def dropin_settings(params: Mapping[str, Any], force: bool = False) -> DropinSettings:
+    """The CRI-O drop-in options every module that writes it names alike (``dropin_path``, ``crio_reload``,
+    ``crio_pid_file``, ``settle_timeout``), with their node paths under ``host_root`` (``node_params``)."""
+    from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DropinSettings
+
+    return DropinSettings(
+        path=params["dropin_path"],
+        reload=params["crio_reload"],
+        pid_file=params["crio_pid_file"],
+        force=force,
+        settle_timeout=params["settle_timeout"],
     )
 
 

@@ -75,6 +75,7 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
     RuntimeOptions,
     containerd_client,
     cri_client,
+    dropin_settings,
     node_params,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
@@ -262,12 +263,7 @@ class PrefetchRequest:
             lock_file=lock_file,
             pin=params["pin"],
             require_digest=params["require_digest"],
-            dropin=DropinSettings(
-                path=params["dropin_path"],
-                reload=params["crio_reload"],
-                pid_file=params["crio_pid_file"],
-                settle_timeout=params["settle_timeout"],
-            ),
+            dropin=dropin_settings(params),
             label=LabelSettings(old_containerd=params["old_containerd"], settle_timeout=params["settle_timeout"]),
             runtime=RuntimeOptions.from_params(params),
             fail_on_error=params["fail_on_error"],

@@ -66,6 +66,7 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
     RuntimeOptions,
     containerd_client,
     cri_client,
+    dropin_settings,
     node_params,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
@@ -130,12 +131,7 @@ class PruneRequest:
             run_id=params["run_id"],
             pin=params["pin"],
             mco_dir=params["mco_dir"],
-            dropin=DropinSettings(
-                path=params["dropin_path"],
-                reload=params["crio_reload"],
-                pid_file=params["crio_pid_file"],
-                settle_timeout=params["settle_timeout"],
-            ),
+            dropin=dropin_settings(params),
             runtime=RuntimeOptions.from_params(params),
             check_mode=check_mode,
         )

@@ -171,11 +171,10 @@ def _imports_of_other_runs(path: Path) -> list:
     return found
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p for p in _module_utils_files() if _layer_of(p) == "_runs"],
-    ids=lambda p: str(p.relative_to(MODULE_UTILS)),
-)
+RUN_FILES = [p for p in _module_utils_files() if _layer_of(p) == "_runs"]
+
+
+@pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: str(p.relative_to(MODULE_UTILS)))
 def test_no_run_imports_another_run(path):
     assert _imports_of_other_runs(path) == [], "move what two runs share into the domain, or into _runs/options"
 
@@ -217,11 +216,7 @@ def _positional_constructions(path: Path) -> list:
     return sorted(lines)
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p for p in _module_utils_files() if _layer_of(p) == "_runs"],
-    ids=lambda p: str(p.relative_to(MODULE_UTILS)),
-)
+@pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: str(p.relative_to(MODULE_UTILS)))
 def test_runs_build_requests_by_keyword(path):
     assert _positional_constructions(path) == [], "name each field: Request(field=..., ...)"
 

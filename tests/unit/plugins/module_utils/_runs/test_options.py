@@ -12,12 +12,14 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8sClient
 from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DropinSettings
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     K8S_AUTH_ARG_SPEC,
     Problems,
     RegistryOptions,
     RuntimeOptions,
     cri_socket,
+    dropin_settings,
     k8s_connection,
     node_params,
     selected_images,
@@ -250,6 +252,27 @@ def test_the_runtime_options_are_read_once_with_the_node_paths_under_host_root(t
         host_root=str(tmp_path),
     )
     assert RuntimeOptions.from_params(dict(params, containerd_namespace="k8s.io")).containerd_namespace == "k8s.io"
+
+
+def test_the_drop_in_options_are_read_alike_for_every_module_that_writes_it(tmp_path):
+    params = node_params(
+        dict(
+            host_root=str(tmp_path),
+            dropin_path="/etc/crio/crio.conf.d/50-pinned-images",
+            crio_reload="signal",
+            crio_pid_file="/run/crio/crio.pid",
+            settle_timeout=3.0,
+        ),
+        ("dropin_path", "crio_pid_file"),
+    )
+    assert dropin_settings(params, force=True) == DropinSettings(
+        path=f"{tmp_path}/etc/crio/crio.conf.d/50-pinned-images",
+        reload="signal",
+        pid_file=f"{tmp_path}/run/crio/crio.pid",
+        force=True,
+        settle_timeout=3.0,
+    )
+    assert dropin_settings(params).force is False
 
 
 def test_the_default_cri_socket_is_found_under_host_root(tmp_path):
