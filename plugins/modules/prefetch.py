@@ -221,7 +221,7 @@ options:
   crio_reload:
     description:
       - How CRI-O is made to read a changed drop-in, once, in this run (not in check mode), as
-        M(pinned.images.crio_pinned_images)'s O(pinned.images.crio_pinned_images#module:crio_reload) does.
+        O(pinned.images.crio_pinned_images#module:crio_reload) does.
       - V(systemd) runs C(systemctl reload crio); V(signal) sends SIGHUP to the process whose id is in
         O(crio_pid_file); V(none) leaves it to you.
     type: str
