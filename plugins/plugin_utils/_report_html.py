@@ -33,7 +33,7 @@ from ansible_collections.pinned.images.plugins.module_utils._common.secrets impo
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import kubeconfig_secrets, url_secrets
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
-from ansible_collections.pinned.images.plugins.plugin_utils._cluster import HostVars, host_var
+from ansible_collections.pinned.images.plugins.plugin_utils._hostvars import HostVars, host_var
 from ansible_collections.pinned.images.plugins.plugin_utils._node import pin_text
 
 CONTROL_PLANE, WORKERS = "control_plane", "workers"

@@ -658,7 +658,7 @@ class _StrictHostvars(dict):
 
 
 def test_a_plan_with_hosts_to_add_reads_no_variable_of_a_missing_host():
-    from ansible_collections.pinned.images.plugins.plugin_utils._cluster import host_var
+    from ansible_collections.pinned.images.plugins.plugin_utils._hostvars import host_var
 
     hostvars = _StrictHostvars(cp={"node_images": ["x"]})
     assert host_var(hostvars, "cp", "node_images") == ["x"]
@@ -666,7 +666,7 @@ def test_a_plan_with_hosts_to_add_reads_no_variable_of_a_missing_host():
 
 
 def test_pod_mode_names_a_missing_kubectl_or_kubernetes_core_before_any_pod(monkeypatch, tmp_path):
-    from ansible_collections.pinned.images.plugins.plugin_utils._cluster import pod_access_problem
+    from ansible_collections.pinned.images.plugins.plugin_utils._pod_access import pod_access_problem
 
     assert pod_access_problem("kubectl", lambda _name: "/usr/bin/kubectl", lambda _name: True) == ""
     problem = pod_access_problem("kubectl", lambda _name: None, lambda _name: False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.plugin_utils._render_report import (
+from ansible_collections.pinned.images.plugins.plugin_utils._render import (
     display_path,
     merge_file_changes,
     render_report,
