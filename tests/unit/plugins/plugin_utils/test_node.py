@@ -1,20 +1,32 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The node role's filters: wanted images, pin option, the step after the check, node_result and its line."""
+"""The node role's logic: wanted images, pin option, the step after the check, node_result and its line, the prune."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.filter.cluster import FilterModule as ClusterFilters
-from ansible_collections.pinned.images.plugins.filter.node import FilterModule
+from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
+from ansible_collections.pinned.images.plugins.plugin_utils._node import (
+    failure_line,
+    next_step,
+    node_host_path,
+    node_result,
+    pin_option,
+    prefetch_args,
+    prune_blocker,
+    prune_files,
+    python_dir_env,
+    result_line,
+    wanted_images,
+)
+from ansible_collections.pinned.images.plugins.plugin_utils._report_html import render_page
+from ansible_collections.pinned.images.plugins.plugin_utils._results import report_lines
 
-F = FilterModule().filters()
 
-
-def report_row(node_result):
-    """The report table's row of one node (cluster_report_lines)."""
+def report_row(row):
+    """The report table's row of one node."""
     totals = dict(nodes=1, ok=1, pulled=1, would_pull=0, present=1, failed_images=0, bytes=0, node_seconds=0.0)
-    return ClusterFilters().filters()["cluster_report_lines"]([node_result], totals)[1]
+    return report_lines([row], totals)[1]
 
 
 A = "quay.io/org/a@sha256:" + "a" * 64
@@ -60,7 +72,7 @@ KEYS = {
 
 
 def result(results, error="", check_mode=False, images=(A, B)):
-    return F["node_result"](results, "w1", True, check_mode, error, list(images), [{"name": "s", "images": [A]}], 10.0)
+    return node_result(results, "w1", True, check_mode, error, list(images), [{"name": "s", "images": [A]}], 10.0)
 
 
 def prefetch(totals=None, images=None, pin=None, **extra):
@@ -75,7 +87,7 @@ def prefetch(totals=None, images=None, pin=None, **extra):
 
 
 def test_wanted_images_keep_the_own_images_first_and_each_once():
-    assert F["node_wanted_images"]([B, A], [{"name": "s", "images": [A, C]}, {"name": "t"}]) == [B, A, C]
+    assert wanted_images([B, A], [{"name": "s", "images": [A, C]}, {"name": "t"}]) == [B, A, C]
 
 
 @pytest.mark.parametrize(
@@ -83,27 +95,27 @@ def test_wanted_images_keep_the_own_images_first_and_each_once():
     [("auto", "auto"), ("true", "dropin"), (True, "dropin"), ("false", "none"), (False, "none"), ("label", "label")],
 )
 def test_pin_option(node_pin, option):
-    assert F["node_pin_option"](node_pin) == option
+    assert pin_option(node_pin) == option
 
 
 def test_an_unknown_pin_value_is_refused():
     with pytest.raises(ValueError, match="node_pin must be one of"):
-        F["node_pin_option"]("sometimes")
+        pin_option("sometimes")
 
 
 def test_next_step_after_the_check():
-    assert F["node_next_step"](prefetch()) == "none"
-    assert F["node_next_step"](prefetch(totals=dict(would_pull=1))) == "pull"
-    assert F["node_next_step"](prefetch(pin=dict(method="dropin", ran=True, changed=True))) == "pin"
-    assert F["node_next_step"](dict(failed=True, msg="no socket")) == "none"
-    assert F["node_next_step"](dict(unreachable=True, msg="gone")) == "none"
-    assert F["node_next_step"](prefetch(totals=dict(would_pull=1)), True) == "none"
+    assert next_step(prefetch()) == "none"
+    assert next_step(prefetch(totals=dict(would_pull=1))) == "pull"
+    assert next_step(prefetch(pin=dict(method="dropin", ran=True, changed=True))) == "pin"
+    assert next_step(dict(failed=True, msg="no socket")) == "none"
+    assert next_step(dict(unreachable=True, msg="gone")) == "none"
+    assert next_step(prefetch(totals=dict(would_pull=1)), True) == "none"
 
 
 def test_missing_python_dependencies_are_provided_once_also_in_check_mode():
     missing = dict(failed=True, msg="grpcio missing", node_deps_missing=True, node_deps={"tag": "cp311"})
-    assert F["node_next_step"](missing, True) == "deps"
-    assert F["node_next_step"](missing, False, True) == "none"
+    assert next_step(missing, True) == "deps"
+    assert next_step(missing, False, True) == "none"
 
 
 def test_the_last_call_that_ran_is_the_result():
@@ -115,7 +127,7 @@ def test_the_last_call_that_ran_is_the_result():
     assert (out["pulled"], out["present"], out["bytes"], out["seconds"]) == (1, 1, 3145728, 1.25)
     assert (out["changed"], out["pinned"], out["pin_method"], out["dropin"]) == (True, 2, "label", None)
     assert out["sets"] == [{"name": "s", "images": [A]}] and out["started"] == 10.0 and out["finished"] > 10.0
-    assert F["node_result_line"](out) == (
+    assert result_line(out) == (
         "ok: 1 pulled, 1 present, 0 failed of 2 images (3.0 MiB) in 1.2 s; 2 pinned by the containerd image label"
     )
     assert out["runtime_version"] == "1.7.24"
@@ -150,7 +162,7 @@ def test_a_node_with_nothing_to_do_and_the_drop_in():
     pin = dict(method="dropin", ran=True, changed=False, images=[A, B], path="/etc/crio/crio.conf.d/50-pinned-images")
     out = result([prefetch(totals=dict(pulled=0, present=2), pin=pin), {}, {}])
     assert (out["status"], out["changed"], out["pinned"], out["dropin"]) == ("ok", False, 2, pin["path"])
-    assert F["node_result_line"](out).endswith("; 2 pinned in /etc/crio/crio.conf.d/50-pinned-images")
+    assert result_line(out).endswith("; 2 pinned in /etc/crio/crio.conf.d/50-pinned-images")
 
 
 def test_a_node_the_mco_manages_says_the_pins_are_left_to_it():
@@ -158,13 +170,11 @@ def test_a_node_the_mco_manages_says_the_pins_are_left_to_it():
     pin = dict(method="none", ran=False, changed=False, images=[], path=None, mco_managed=sign)
     out = result([prefetch(pin=pin)])
     assert (out["pinned"], out["mco_managed"]) == (None, sign)
-    assert F["node_result_line"](out).endswith(
-        "; pins left to the machine-config-operator (PinnedImageSets or MachineConfigs)"
-    )
+    assert result_line(out).endswith("; pins left to the machine-config-operator (PinnedImageSets or MachineConfigs)")
     row = dict(out, host="w1")
     assert report_row(row).split()[-1] == "mco"
     # The page's pinned column says the same.
-    page = ClusterFilters().filters()["cluster_report_html"]({"nodes": [dict(row, started=1.0, finished=2.0)]})
+    page = render_page({"nodes": [dict(row, started=1.0, finished=2.0)]})
     assert "<td>mco</td>" in page
 
 
@@ -174,10 +184,9 @@ def test_an_explicit_drop_in_on_an_mco_node_that_failed_or_did_not_run_is_no_mco
     pin = dict(method="dropin", ran=ran, changed=False, images=[], path=None, mco_managed=sign, error="reload failed")
     out = dict(result([prefetch(pin=pin)]), host="w1")
     assert out["pinned"] is None and out["pin_method"] == "dropin"
-    assert "machine-config-operator" not in F["node_result_line"](out)
-    filters = ClusterFilters().filters()
+    assert "machine-config-operator" not in result_line(out)
     assert report_row(out).split()[-1] == "-"
-    page = filters["cluster_report_html"]({"nodes": [dict(out, started=1.0, finished=2.0)]})
+    page = render_page({"nodes": [dict(out, started=1.0, finished=2.0)]})
     assert "<td>mco</td>" not in page and "<td>-</td>" in page
 
 
@@ -210,16 +219,14 @@ def test_a_failed_task_of_the_role_wins_and_check_mode_is_said():
 
 
 def test_the_python_dir_env_names_only_a_directory_other_than_the_default():
-    from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
-
-    assert F["node_python_dir_env"](DEFAULT_DIR) == {}
-    assert F["node_python_dir_env"](DEFAULT_DIR + "/") == {}
-    assert F["node_python_dir_env"]("/opt/py") == {ENV_DIR: "/opt/py"}
+    assert python_dir_env(DEFAULT_DIR) == {}
+    assert python_dir_env(DEFAULT_DIR + "/") == {}
+    assert python_dir_env("/opt/py") == {ENV_DIR: "/opt/py"}
 
 
 def test_the_shared_prefetch_options_leave_out_the_unset_ones():
     options = dict(images=[], cri_socket="", auth_file=None, require_digest=False, cri_timeout=0.0, pin="auto")
-    assert F["node_prefetch_args"](options) == dict(images=[], require_digest=False, cri_timeout=0.0, pin="auto")
+    assert prefetch_args(options) == dict(images=[], require_digest=False, cri_timeout=0.0, pin="auto")
 
 
 def test_a_failed_argument_check_is_one_line_naming_each_variable():
@@ -228,72 +235,73 @@ def test_a_failed_argument_check_is_one_line_naming_each_variable():
         "argument_errors": ["value of node_pin must be one of: auto, true, false, label, got: yes"],
         "argument_spec_data": {"node_pin": {"choices": ["auto", "true", "false", "label"]}},
     }
-    assert F["node_failure_line"](failed) == (
+    assert failure_line(failed) == (
         "invalid input of the pinned.images.node role: value of node_pin must be one of: auto, true, false, label, "
         "got: yes"
     )
-    assert F["node_failure_line"]({"msg": "cannot\n  connect"}) == "cannot connect"
+    assert failure_line({"msg": "cannot\n  connect"}) == "cannot connect"
 
 
 def test_a_runtime_that_cannot_pin_reads_not_pinned_in_the_table_and_the_page():
     reason = "containerd 1.6.20 will not honour the pin: ...; Upgrade containerd to 1.7.3 or later"
     pin = dict(method="none", ran=False, changed=False, images=[], path=None, reason=reason)
     out = dict(result([prefetch(pin=pin)]), host="w1")
-    filters = ClusterFilters().filters()
     assert report_row(out).endswith("not pinned")
-    page = filters["cluster_report_html"]({"nodes": [dict(out, started=1.0, finished=2.0)]})
+    page = render_page({"nodes": [dict(out, started=1.0, finished=2.0)]})
     assert "<td>not pinned</td>" in page
 
 
 def test_a_prune_adds_its_counts_freed_bytes_and_line():
     prune = dict(changed=True, removed=[C], kept=[], freed_bytes=2 * 1048576)
-    out = F["node_result"]([prefetch()], "w1", False, False, "", [A, B], [], 10.0, prune=prune)
+    out = node_result([prefetch()], "w1", False, False, "", [A, B], [], 10.0, prune=prune)
     assert (out["pruned"], out["prune_kept"], out["freed_bytes"], out["changed"]) == (1, 0, 2 * 1048576, True)
-    assert F["node_result_line"](out).endswith("; pruned 1 images (2.0 MiB freed), kept 0")
-    check = F["node_result"]([prefetch()], "w1", False, True, "", [A, B], [], 10.0, prune=prune)
-    assert "; would prune 1 images (2.0 MiB freed)" in F["node_result_line"](check)
+    assert result_line(out).endswith("; pruned 1 images (2.0 MiB freed), kept 0")
+    check = node_result([prefetch()], "w1", False, True, "", [A, B], [], 10.0, prune=prune)
+    assert "; would prune 1 images (2.0 MiB freed)" in result_line(check)
     # Skipped (node_prune false): nothing of the prune.
-    skipped = F["node_result"]([prefetch()], "w1", False, False, "", [A, B], [], 10.0, prune=dict(skipped=True))
+    skipped = node_result([prefetch()], "w1", False, False, "", [A, B], [], 10.0, prune=dict(skipped=True))
     assert (skipped["pruned"], skipped["freed_bytes"]) == (None, 0)
-    assert "prune" not in F["node_result_line"](skipped)
+    assert "prune" not in result_line(skipped)
 
 
 def test_the_prune_uses_the_prefetch_s_record_and_lock():
-    files = F["node_prune_files"]
-    assert files("", "", "/var/tmp/p.json") == dict(
+    assert prune_files("", "", "/var/tmp/p.json") == dict(
         record_file="/var/tmp/pinned-images-record.json", lock_file="/var/tmp/p.json.lock"
     )
-    assert files("/r.json", "/l/x.lock", "/var/tmp/p.json") == dict(record_file="/r.json", lock_file="/l/x.lock")
-    assert files("", "", "") == dict(record_file=None, lock_file=None)
+    assert prune_files("/r.json", "/l/x.lock", "/var/tmp/p.json") == dict(record_file="/r.json", lock_file="/l/x.lock")
+    assert prune_files("", "", "") == dict(record_file=None, lock_file=None)
 
 
 def test_the_role_takes_its_own_node_paths_under_the_host_root():
-    assert F["node_host_path"]("/run/pinned-images-pull-secret.json", "/host") == (
+    assert node_host_path("/run/pinned-images-pull-secret.json", "/host") == (
         "/host/run/pinned-images-pull-secret.json"
     )
-    assert F["node_host_path"]("/var/tmp/p.json", "") == "/var/tmp/p.json"
-    assert F["node_host_path"]("/var/tmp/p.json", None) == "/var/tmp/p.json"
+    assert node_host_path("/var/tmp/p.json", None) == "/var/tmp/p.json"
 
 
 def test_the_prune_waits_for_a_complete_prefetch():
-    blocker = F["node_prune_blocker"]
     pulled = dict(method="label", ran=True, changed=True, images=[A, B])
-    assert blocker([prefetch(), {}, prefetch(pin=pulled)]) == ""
-    assert blocker([prefetch()]) == "", "nothing to do: the check is the whole run"
+    assert prune_blocker([prefetch(), {}, prefetch(pin=pulled)]) == ""
+    assert prune_blocker([prefetch()]) == "", "nothing to do: the check is the whole run"
     failed = prefetch(totals=dict(failed=1), images=[dict(image=A, status="failed", error="x")])
-    assert blocker([prefetch(), {}, failed]) == "the prefetch did not complete (1 images failed)"
-    assert blocker([prefetch(), {}, dict(failed=True, msg="timed out")]) == "the prefetch did not complete (timed out)"
+    assert prune_blocker([prefetch(), {}, failed]) == "the prefetch did not complete (1 images failed)"
+    assert (
+        prune_blocker([prefetch(), {}, dict(failed=True, msg="timed out")])
+        == "the prefetch did not complete (timed out)"
+    )
     pin_failed = prefetch(pin=dict(pulled, error="CRI still reports x unpinned"))
-    assert blocker([prefetch(), {}, pin_failed]).startswith("the prefetch did not complete (the pin failed: CRI")
+    assert prune_blocker([prefetch(), {}, pin_failed]).startswith("the prefetch did not complete (the pin failed: CRI")
     would_pin = prefetch(pin=dict(method="label", ran=False, changed=True, images=[A]))
-    assert blocker([would_pin, {"skipped": True}]) == "the prefetch did not complete (the pins were not updated)"
-    assert blocker([would_pin], True) == "", "check mode: the check is the prefetch's whole run"
-    assert blocker([{}]).startswith("the prefetch did not complete (the prefetch ended without a result")
+    assert prune_blocker([would_pin, {"skipped": True}]) == "the prefetch did not complete (the pins were not updated)"
+    assert prune_blocker([would_pin], True) == "", "check mode: the check is the prefetch's whole run"
+    assert prune_blocker([{}]).startswith("the prefetch did not complete (the prefetch ended without a result")
     # node_allow_empty empties the pins of a node that wants nothing; it never prunes every recorded image.
-    assert blocker([prefetch(), {}, prefetch(pin=pulled)], False, []).startswith("the node wants no image: the prune")
-    assert blocker([prefetch(), {}, prefetch(pin=pulled)], False, [A]) == ""
+    assert prune_blocker([prefetch(), {}, prefetch(pin=pulled)], False, []).startswith(
+        "the node wants no image: the prune"
+    )
+    assert prune_blocker([prefetch(), {}, prefetch(pin=pulled)], False, [A]) == ""
 
 
 def test_a_skipped_prune_says_why_on_the_line():
-    out = F["node_result"]([prefetch()], "w1", False, False, "", [A, B], [], 10.0, prune=dict(prune_skipped="why"))
-    assert out["pruned"] is None and F["node_result_line"](out).endswith("; prune skipped: why")
+    out = node_result([prefetch()], "w1", False, False, "", [A, B], [], 10.0, prune=dict(prune_skipped="why"))
+    assert out["pruned"] is None and result_line(out).endswith("; prune skipped: why")

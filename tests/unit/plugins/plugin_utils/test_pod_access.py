@@ -6,9 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.pinned.images.plugins.filter.cluster import FilterModule
-
-F = FilterModule().filters()
+from ansible_collections.pinned.images.plugins.plugin_utils._pod_access import node_pods, pod_access_problem
 
 _EMPTY_KUBECTL = {
     "ansible_kubectl_token": "",
@@ -49,11 +47,7 @@ def _kubeconfig_file(tmp_path):
     return path
 
 
-def test_pod_mode_hosts_reach_their_pod_with_the_cluster_connection_and_no_token_on_kubectls_command_line(
-    tmp_path, monkeypatch
-):
-    for variable in ("K8S_AUTH_API_KEY", "K8S_AUTH_HOST", "K8S_AUTH_VERIFY_SSL", "K8S_AUTH_KUBECONFIG"):
-        monkeypatch.delenv(variable, raising=False)
+def test_pod_mode_hosts_reach_their_pod_with_the_cluster_connection_and_no_token_on_kubectls_command_line(tmp_path):
     kubeconfig = _kubeconfig_file(tmp_path)
     pods = [
         {"node": "cp-0", "name": "pinned-images-cp-0-1", "namespace": "ns", "running": True, "reason": ""},
@@ -69,7 +63,7 @@ def test_pod_mode_hosts_reach_their_pod_with_the_cluster_connection_and_no_token
         "host": "",
         "request_timeout": 30,
     }
-    hosts = F["cluster_node_pods"](pods, [{"node": "cp-0", "host": "master-a"}], auth, "/host", "/usr/bin/python3")
+    hosts = node_pods(pods, [{"node": "cp-0", "host": "master-a"}], auth, "/host", "/usr/bin/python3", {})
     assert [(item["node"], item["host"]) for item in hosts] == [("cp-0", "master-a"), ("w-0", "w-0")]
     # The token only inside a kubeconfig dict (the plugin writes it to a 0600 file for each exec), with the
     # context's cluster (its relative CA made absolute) and user; validation off through kubectl's own flag.
@@ -107,18 +101,15 @@ def test_pod_mode_hosts_reach_their_pod_with_the_cluster_connection_and_no_token
         node_access_error="",
     )
     assert hosts[1]["vars"]["node_access_error"] == "ErrImagePull"
-    assert F["cluster_node_pods"](pods[:1], [], None, "/host", "auto")[0]["vars"]["ansible_connection"] == (
+    assert node_pods(pods[:1], [], {}, "/host", "auto", {})[0]["vars"]["ansible_connection"] == (
         "kubernetes.core.kubectl"
     )
 
 
-def test_pod_mode_reads_the_k8s_auth_environment_as_the_modules_do(monkeypatch):
+def test_pod_mode_reads_the_k8s_auth_environment_as_the_modules_do():
     pods = [{"node": "cp-0", "name": "p", "namespace": "ns", "running": True, "reason": ""}]
-    monkeypatch.setenv("K8S_AUTH_API_KEY", "env-t0ken")
-    monkeypatch.setenv("K8S_AUTH_HOST", "https://api:6443")
-    monkeypatch.setenv("K8S_AUTH_VERIFY_SSL", "yes")
-    monkeypatch.delenv("K8S_AUTH_KUBECONFIG", raising=False)
-    variables = F["cluster_node_pods"](pods, [], {"ca_cert": "/ca"}, "/host", "auto")[0]["vars"]
+    environ = {"K8S_AUTH_API_KEY": "env-t0ken", "K8S_AUTH_HOST": "https://api:6443", "K8S_AUTH_VERIFY_SSL": "yes"}
+    variables = node_pods(pods, [], {"ca_cert": "/ca"}, "/host", "auto", environ)[0]["vars"]
     assert variables["ansible_kubectl_token"] == ""
     assert variables["ansible_kubectl_verify_ssl"] == ""
     assert variables["ansible_kubectl_host"] == "https://api:6443"
@@ -129,26 +120,21 @@ def test_pod_mode_reads_the_k8s_auth_environment_as_the_modules_do(monkeypatch):
     ]
     assert variables["ansible_kubectl_kubeconfig"]["clusters"] == [{"name": "pinned-images", "cluster": {}}]
     # Without a token, a kubeconfig path stays a path.
-    monkeypatch.delenv("K8S_AUTH_API_KEY")
-    variables = F["cluster_node_pods"](pods, [], {"kubeconfig": "/k", "context": "c"}, "/host", "auto")[0]["vars"]
+    del environ["K8S_AUTH_API_KEY"]
+    variables = node_pods(pods, [], {"kubeconfig": "/k", "context": "c"}, "/host", "auto", environ)[0]["vars"]
     assert (variables["ansible_kubectl_kubeconfig"], variables["ansible_kubectl_context"]) == ("/k", "c")
 
 
-def test_pod_mode_names_a_missing_kubeconfig(monkeypatch, tmp_path):
-    monkeypatch.delenv("K8S_AUTH_KUBECONFIG", raising=False)
+def test_pod_mode_names_a_missing_kubeconfig(tmp_path):
     pods = [{"node": "cp-0", "name": "p", "namespace": "ns", "running": True, "reason": ""}]
     with pytest.raises(ValueError, match=f"kubeconfig {tmp_path}/none does not exist"):
-        F["cluster_node_pods"](pods, [], {"kubeconfig": str(tmp_path / "none"), "api_key": "t"}, "/host", "auto")
+        node_pods(pods, [], {"kubeconfig": str(tmp_path / "none"), "api_key": "t"}, "/host", "auto", {})
 
 
-def test_pod_mode_names_a_missing_kubectl_or_kubernetes_core_before_any_pod(monkeypatch, tmp_path):
-    from ansible_collections.pinned.images.plugins.plugin_utils._pod_access import pod_access_problem
-
+def test_pod_mode_names_a_missing_kubectl_or_kubernetes_core_before_any_pod():
     assert pod_access_problem("kubectl", lambda _name: "/usr/bin/kubectl", lambda _name: True) == ""
     problem = pod_access_problem("kubectl", lambda _name: None, lambda _name: False)
     assert problem.startswith("cluster_node_access=pod needs kubectl and kubernetes.core on the controller: ")
     assert "no kubectl on the controller's PATH" in problem
     assert "no connection plugin kubernetes.core.kubectl: install the collection kubernetes.core" in problem
     assert problem.endswith("; no pod was created")
-    monkeypatch.setenv("PATH", str(tmp_path))
-    assert "no kubectl on the controller's PATH" in F["cluster_pod_access_problem"]("kubectl")

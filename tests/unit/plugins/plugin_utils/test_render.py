@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.filter.cluster import FilterModule as ClusterFilters
-from ansible_collections.pinned.images.plugins.filter.render import FilterModule as RenderFilters
 from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 from ansible_collections.pinned.images.plugins.plugin_utils._render import (
     display_path,
     merge_file_changes,
+    render_changes,
+    render_objects,
+    render_problem,
     render_report,
+    render_stale,
+    render_written,
 )
 
-F = {**ClusterFilters().filters(), **RenderFilters().filters()}
 BASE = "/repo"
 MC = "/repo/out/machineconfigs"
 
@@ -163,7 +165,7 @@ def test_render_objects_are_valid_api_objects_that_load_back_the_same():
             },
         ],
     }
-    objects = F["render_objects"](info)
+    objects = render_objects(info)
     assert objects["sets"][0] == {
         "apiVersion": "machineconfiguration.openshift.io/v1",
         "kind": "PinnedImageSet",
@@ -220,15 +222,15 @@ def test_stale_files_are_those_found_and_not_written():
         f"{OUT}/machineconfigs/99-worker-pinned-images.yaml",
         f"{OUT}/pinnedimagesets/b.yaml",
     )
-    assert F["render_stale"](everything, SET_FILES, MACHINE_CONFIGS) == [
+    assert render_stale(everything, render_written(SET_FILES, MACHINE_CONFIGS)) == [
         f"{OUT}/machineconfigs/old.yaml",
         f"{OUT}/pinnedimagesets/z.yml",
     ]
     # Skipped tasks wrote nothing: every file found is stale.
-    assert F["render_stale"](found(f"{OUT}/pinnedimagesets/a.yaml"), {"results": []}, SKIPPED) == [
+    assert render_stale(found(f"{OUT}/pinnedimagesets/a.yaml"), render_written({"results": []}, SKIPPED)) == [
         f"{OUT}/pinnedimagesets/a.yaml"
     ]
-    assert F["render_stale"](found()) == []
+    assert render_stale(found(), render_written(None, None)) == []
 
 
 def test_changes_feed_the_report_with_every_kind():
@@ -238,8 +240,8 @@ def test_changes_feed_the_report_with_every_kind():
             {"item": f"{OUT}/machineconfigs/gone.yaml", "changed": False},
         ]
     }
-    changes = F["render_changes"](SET_FILES, MACHINE_CONFIGS, removed)
-    report = F["render_report"](changes, pools=MACHINE_CONFIGS["pools"], dest=OUT, check_mode=True)
+    changes = render_changes(SET_FILES, MACHINE_CONFIGS, removed)
+    report = render_report(changes, pools=MACHINE_CONFIGS["pools"], dest=OUT, check_mode=True)
     assert report["status"] == "drift"
     assert report["created"] == [f"{OUT}/pinnedimagesets/a.yaml"]
     assert report["changed"] == [f"{OUT}/machineconfigs/99-worker-pinned-images.yaml"]
@@ -257,17 +259,16 @@ def test_changes_feed_the_report_with_every_kind():
 
 
 def test_skipped_tasks_give_no_changes():
-    changes = F["render_changes"](SKIPPED, SKIPPED, {"results": []})
-    assert F["render_report"](changes, dest=OUT)["status"] == "clean"
+    changes = render_changes(SKIPPED, SKIPPED, {"results": []})
+    assert render_report(changes, dest=OUT)["status"] == "clean"
 
 
 def test_a_render_of_no_set_fails_naming_the_sources_unless_allowed():
-    problem = F["render_problem"]
     sources = {"cluster_sets": ["sets/"], "cluster_read_cluster": True}
-    assert problem({"sets": [], "pools": []}, sources, "/out") == (
+    assert render_problem({"sets": [], "pools": []}, sources, "/out") == (
         "the sources hold no PinnedImageSet: looked at cluster_sets (sets/) and the cluster, so the render would "
         "remove every file of /out/pinnedimagesets and /out/machineconfigs; nothing was changed. Check the paths, "
         "or cluster_render_allow_empty=true to render the empty state"
     )
-    assert problem({"sets": []}, sources, "/out", allow_empty=True) == ""
-    assert problem({"sets": [{"name": "s"}]}, sources, "/out") == ""
+    assert render_problem({"sets": []}, sources, "/out", allow_empty=True) == ""
+    assert render_problem({"sets": [{"name": "s"}]}, sources, "/out") == ""

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.filter.cluster import FilterModule
-
-F = FilterModule().filters()
+from ansible_collections.pinned.images.plugins.plugin_utils._results import (
+    batch_stopped,
+    done_statuses,
+    node_results,
+    progressing_statuses,
+    report_lines,
+    report_nodes,
+    run_parameters,
+    summary,
+)
 
 A = "quay.io/openshift/app-a@sha256:" + "a" * 64
 
@@ -17,7 +24,7 @@ B = "quay.io/openshift/app-b@sha256:" + "b" * 64
 
 def test_report_nodes_drop_the_image_and_set_lists():
     results = [{"host": "w", "status": "ok", "images": [A], "sets": [{"name": "s"}], "pulled": 1}]
-    assert F["cluster_report_nodes"](results) == [{"host": "w", "status": "ok", "pulled": 1}]
+    assert report_nodes(results) == [{"host": "w", "status": "ok", "pulled": 1}]
     assert results[0]["images"] == [A]
 
 
@@ -32,7 +39,7 @@ def test_progressing_statuses_skip_unresolved_nodes_and_add_own_images():
         "b": {},
         "c": {},
     }
-    assert F["cluster_progressing"](plan, hostvars) == [
+    assert progressing_statuses(plan, hostvars) == [
         {
             "name": "node-a",
             "state": "progressing",
@@ -70,7 +77,7 @@ def test_results_mark_nodes_without_a_result_and_unresolved_nodes():
         "b": {"node_sets": [{"name": "s", "images": [A]}], "node_control_plane": True},
         "c": {"cluster_node_name": "node-c", "cluster_node_error": "ambiguous"},
     }
-    results = F["cluster_results"](["a", "b"], hostvars, ["c"])
+    results = node_results(["a", "b"], hostvars, ["c"])
     assert [(r["host"], r["node_name"], r["status"]) for r in results] == [
         ("a", "a", "ok"),
         ("b", "b", "not_run"),
@@ -80,8 +87,7 @@ def test_results_mark_nodes_without_a_result_and_unresolved_nodes():
     assert results[2]["error"] == results[2]["node_error"] == "ambiguous"
     # The report page puts nodes without a result in their phase.
     assert (results[1]["control_plane"], results[2]["control_plane"]) == (True, False)
-    summary = F["cluster_summary"](results)
-    assert summary == {
+    assert summary(results) == {
         "nodes": 3,
         "ok": 1,
         "failed": 1,
@@ -105,9 +111,9 @@ def test_a_prune_adds_the_freed_bytes_per_node_and_in_total():
         dict(_result(), host="b", node_name="b", pruned=0, prune_kept=0, freed_bytes=0),
         dict(_result(), host="c", node_name="c", pruned=None, freed_bytes=0),
     ]
-    totals = F["cluster_summary"](results)
+    totals = summary(results)
     assert (totals["pruned"], totals["freed_bytes"]) == (2, 3 * 1048576)
-    lines = F["cluster_report_lines"](results, totals, True)
+    lines = report_lines(results, totals, True)
     assert lines[0].split()[-2:] == ["freed", "pinned"]
     assert [line[-22:-10].strip() for line in lines[1:4]] == ["3.0 MiB", "0 B", "-"]
     assert (
@@ -115,7 +121,7 @@ def test_a_prune_adds_the_freed_bytes_per_node_and_in_total():
         and 'nothing was pruned; "freed" counts the bytes the prune would free' in lines[-1]
     )
     # Without a prune the table is as before.
-    assert "freed" not in F["cluster_report_lines"]([results[2]], F["cluster_summary"]([results[2]]))[0]
+    assert "freed" not in report_lines([results[2]], summary([results[2]]))[0]
 
 
 def test_report_lines_show_rows_totals_check_note_and_errors():
@@ -132,14 +138,14 @@ def test_report_lines_show_rows_totals_check_note_and_errors():
             node_name="c",
         ),
     ]
-    lines = F["cluster_report_lines"](results, F["cluster_summary"](results), check_mode=True)
+    lines = report_lines(results, summary(results), check_mode=True)
     assert lines[0].split() == ["node", "status", "pulled", "present", "failed", "bytes", "seconds", "pinned"]
     assert lines[1].split() == ["a", "ok", "1", "1", "0", "3.0", "MiB", "1.2", "dropin", "2"]
     assert lines[2].split() == ["b", "failed", "1", "1", "0", "0", "B", "0.0", "-"]
     assert lines[3].split() == ["c", "ok", "1", "1", "0", "3.0", "MiB", "1.2", "not", "pinned"]
     assert lines[4].split() == ["total", "(3", "nodes)", "2", "ok", "3", "3", "0", "6.0", "MiB", "2.5"]
     assert lines[5].startswith("check mode") and lines[6:] == ["b: boom"]
-    lines = F["cluster_report_lines"](results, F["cluster_summary"](results))
+    lines = report_lines(results, summary(results))
     assert not any(line.startswith("check mode") for line in lines)
 
 
@@ -154,9 +160,12 @@ def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
         ),
         dict(_result(status="not_run", sets=[]), host="c"),
     ]
-    phases = F["cluster_phases"](["control_plane"], 1, "100%", 100, 100)
+    phases = [
+        {"group": "control_plane", "serial": 1, "max_fail_percentage": 100},
+        {"group": "", "serial": 1, "max_fail_percentage": 100},
+    ]
     plan = [{"host": "a", "pools": ["master"]}, {"host": "b", "pools": ["master", "infra"]}, {"host": "c", "pools": []}]
-    run = F["cluster_run"](results, phases, plan, forks="5", check_mode="")
+    run = run_parameters(results, phases, plan, forks="5", check_mode=False)
     assert run == {
         "phases": [{"group": "control_plane", "serial": 1, "max_fail_percentage": 100}],
         "forks": 5,
@@ -167,7 +176,7 @@ def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
         "finished": 16.5,
     }
     # The report entry point on its own: no plan, no phases, no times.
-    assert F["cluster_run"]([dict(_result(), host="a")]) == {
+    assert run_parameters([dict(_result(), host="a")], None, None) == {
         "phases": [],
         "forks": None,
         "check_mode": False,
@@ -180,7 +189,7 @@ def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
 
 def test_done_statuses_carry_sets_images_and_errors():
     results = [dict(_result(node_error="boom"), node_name="node-a"), dict(_result(sets=None), node_name="node-b")]
-    done = F["cluster_done"](results)
+    done = done_statuses(results)
     assert done[0] == {
         "name": "node-a",
         "state": "done",
@@ -209,11 +218,11 @@ def test_a_batch_stops_the_phase_above_its_failure_limit(statuses, limit, stoppe
     hostvars = {
         host: ({} if status is None else {"node_result": {"status": status}}) for host, status in zip(hosts, statuses)
     }
-    assert F["cluster_batch_stopped"](hosts, hostvars, limit) is stopped
+    assert batch_stopped(hosts, hostvars, limit) is stopped
 
 
 def test_a_host_with_an_empty_result_is_not_counted_as_failed():
-    assert F["cluster_batch_stopped"](["a"], {"a": {"node_result": {}}}, 0) is False
+    assert batch_stopped(["a"], {"a": {"node_result": {}}}, 0) is False
 
 
 def test_nodes_a_limit_excludes_are_listed_and_not_counted():
@@ -232,7 +241,7 @@ def test_nodes_a_limit_excludes_are_listed_and_not_counted():
             error="",
         )
     ]
-    totals = F["cluster_summary"](results, ["w-1", "w-2"])
+    totals = summary(results, ["w-1", "w-2"])
     assert totals["nodes"] == 1 and totals["not_run"] == 0 and totals["excluded"] == ["w-1", "w-2"]
-    lines = F["cluster_report_lines"](results, totals)
+    lines = report_lines(results, totals)
     assert "excluded by --limit, not run and not counted: w-1, w-2" in lines

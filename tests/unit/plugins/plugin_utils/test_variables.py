@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.pinned.images.plugins.filter.variables import FilterModule
-from ansible_collections.pinned.images.plugins.plugin_utils._variables import known_variables
-
-F = FilterModule().filters()
+from ansible_collections.pinned.images.plugins.plugin_utils._variables import known_variables, unknown_variables
 
 
 def test_the_known_names_are_the_options_of_every_entry_point_and_the_documented_host_variables():
@@ -42,7 +39,7 @@ def test_a_misspelt_name_is_an_error_naming_the_closest_valid_one_and_the_hosts(
         "cp-0": {"node_pinn": "auto", "node_pin": "auto"},
         "w-0": {"node_pinn": "auto"},
     }
-    checked = F["unknown_variables"](["localhost", "cp-0", "w-0", "gone"], hostvars)
+    checked = unknown_variables(hostvars, ["localhost", "cp-0", "w-0", "gone"], known_variables())
     assert checked == {
         "errors": [
             "cluster_set (on localhost) is not a variable of pinned.images: did you mean cluster_sets?",
@@ -54,7 +51,7 @@ def test_a_misspelt_name_is_an_error_naming_the_closest_valid_one_and_the_hosts(
 
 def test_a_name_on_every_host_is_named_as_an_extra_or_all_variable():
     hostvars = {"localhost": {"cluster_set": []}, "cp-0": {"cluster_set": []}}
-    assert F["unknown_variables"](["localhost", "cp-0"], hostvars)["errors"] == [
+    assert unknown_variables(hostvars, ["localhost", "cp-0"], known_variables())["errors"] == [
         "cluster_set (on every host: an extra variable or one of the group all) is not a variable of pinned.images: "
         "did you mean cluster_sets?"
     ]
@@ -62,7 +59,7 @@ def test_a_name_on_every_host_is_named_as_an_extra_or_all_variable():
 
 def test_another_roles_variable_is_only_a_warning_and_other_names_are_not_looked_at():
     hostvars = {"w-0": {"node_exporter_version": "1.8", "ansible_host": "10.0.0.1", "pinned_images_limit_hosts": []}}
-    assert F["unknown_variables"](["w-0"], hostvars) == {
+    assert unknown_variables(hostvars, ["w-0"], known_variables()) == {
         "errors": [],
         "warnings": ["node_exporter_version (on w-0) is not a variable of pinned.images; ignored"],
     }
