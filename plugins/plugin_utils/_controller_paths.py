@@ -12,6 +12,8 @@ user started the command in (a pipeline's checkout).
 
 Public API
 ----------
+``K8S_AUTH_PATH_OPTIONS``: the path options of the Kubernetes connection, for the action plugins of the cluster
+    modules.
 ``resolve_path(value, base) -> str``: ``value`` joined to ``base`` when it is relative after ``~`` and
     environment-variable expansion; otherwise ``value`` unchanged.
 ``resolve_options(args, options, base, must_exist=()) -> (args, problems)``: a copy of the task arguments with
@@ -25,6 +27,10 @@ from __future__ import annotations
 
 import os
 from typing import Any, Container, Dict, Iterable, List, Mapping, Tuple
+
+# The path options of the Kubernetes connection (the k8s_auth doc fragment, K8S_AUTH_ARG_SPEC of _runs/options),
+# under their names and aliases: the kubeconfig (a path or a dict) and the certificate and key files.
+K8S_AUTH_PATH_OPTIONS = ("kubeconfig", "ca_cert", "ssl_ca_cert", "client_cert", "cert_file", "client_key", "key_file")
 
 
 def resolve_path(value: str, base: str) -> str:

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.pinned.images.plugins.plugin_utils._pod_access import node_pods, pod_access_problem
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC
+from ansible_collections.pinned.images.plugins.plugin_utils._pod_access import (
+    node_pods,
+    pod_access_problem,
+    resolved_k8s_auth,
+)
 
 _EMPTY_KUBECTL = {
     "ansible_kubectl_token": "",
@@ -138,3 +143,16 @@ def test_pod_mode_names_a_missing_kubectl_or_kubernetes_core_before_any_pod():
     assert "no kubectl on the controller's PATH" in problem
     assert "no connection plugin kubernetes.core.kubectl: install the collection kubernetes.core" in problem
     assert problem.endswith("; no pod was created")
+
+
+def test_kubectl_reads_each_connection_option_as_the_modules_do():
+    # Under its name, each alias and its K8S_AUTH_* variable (K8S_AUTH_ARG_SPEC); kubectl has no request timeout.
+    for option, spec in K8S_AUTH_ARG_SPEC.items():
+        if option == "request_timeout":
+            continue
+        value = True if spec["type"] == "bool" else "/given"
+        for name in (option, *spec.get("aliases", ())):
+            assert resolved_k8s_auth({name: value}, {}) == {option: value}, name
+        variable = spec["fallback"][1][0]
+        text, read = ("yes", True) if spec["type"] == "bool" else ("/env", "/env")
+        assert resolved_k8s_auth({}, {variable: text}) == {option: read}, variable
