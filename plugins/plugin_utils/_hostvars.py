@@ -5,17 +5,17 @@
 """Ansible's ``hostvars`` as the controller-side logic reads them.
 
 ``hostvars`` is Ansible's ``hostvars`` (or, in tests, a dict of dicts): only ``hostvars[host].get(name)`` is used.
-
-Public API
-----------
-``HostVars``: the type of ``hostvars``.
-``host_var(hostvars, host, name, default)``: a host variable, ``default`` when the host or the variable is undefined.
-``node_name(hostvars, host)``: the node name of an inventory host (``cluster_node_name``, default the host name).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
+
+__all__ = [
+    "HostVars",
+    "host_var",
+    "node_name",
+]
 
 # Ansible's hostvars (a Mapping of host name to its variables) or, in tests, a dict of dicts.
 HostVars = Mapping[str, Any]

@@ -4,22 +4,6 @@
 
 """The plan of the ``pinned.images.cluster`` role: which inventory host is which node, what it gets, the phases of the
 prefetch playbook and why a plan must not run; exposed as filters by ``plugins/filter/cluster.py``.
-
-Public API
-----------
-``DEFAULT_SET_NAME``: the name of the set that holds a node's own images (``node_images``).
-``CONTROL_PLANE``, ``WORKERS``: the two kinds of phase.
-``node_set_list(sets, images, name)``: the sets a node gets, its own images as one more set.
-``host_nodes(hosts, hostvars, control_plane_hosts)``: inventory hosts described as nodes (name, labels).
-``node_plan(hosts, hostvars, control_plane_hosts, info, add_hosts)``: what each node gets.
-``phase_order(order)``: the order of the phases, from a list or a survey's comma-separated text.
-``phases(order, control_plane, workers)``: the two phases of the prefetch playbook.
-``node_groups(plan, order)``: the inventory groups and variables of each resolved node of the plan.
-``plan_message(plan, order)``: the one-line summary of the plan.
-``plan_problem(plan, hostvars, groups, sources, info, allow_empty)``: why a plan would do nothing, or touch pins
-no input asked for (a failure), else "".
-``no_sets_message(sources)``: that the sources hold no PinnedImageSet, naming them (also for the render).
-``release_message(release)``: the one-line plan of a ``release_image_set`` result (the stage_release playbook).
 """
 
 from __future__ import annotations
@@ -27,6 +11,22 @@ from __future__ import annotations
 from typing import Any, Container, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.pinned.images.plugins.plugin_utils._hostvars import HostVars, host_var, node_name
+
+__all__ = [
+    "CONTROL_PLANE",
+    "DEFAULT_SET_NAME",
+    "WORKERS",
+    "host_nodes",
+    "no_sets_message",
+    "node_groups",
+    "node_plan",
+    "node_set_list",
+    "phase_order",
+    "phases",
+    "plan_message",
+    "plan_problem",
+    "release_message",
+]
 
 DEFAULT_SET_NAME = "pinned-images"
 CONTROL_PLANE = "control_plane"

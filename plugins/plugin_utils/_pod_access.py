@@ -5,15 +5,6 @@
 """The pod mode of the ``pinned.images.cluster`` role on the controller: kubectl connected as the cluster modules
 connect (their options, their ``K8S_AUTH_*`` variables, a token only inside a kubeconfig), and the host variables
 of each node reached through its pod; exposed as filters by ``plugins/filter/cluster.py``.
-
-Public API
-----------
-``resolved_k8s_auth(k8s_auth, environ)``: the connection options as the cluster modules see them.
-``token_kubeconfig(auth)``: a kubeconfig dict with the token of ``auth``, for kubectl.
-``kubectl_connection(k8s_auth, environ)``: the ``kubernetes.core.kubectl`` variables of the cluster connection.
-``pod_access_problem(kubectl, which, find_connection)``: why the controller cannot reach nodes through pods, else "".
-``node_pods(pods, node_groups, k8s_auth, host_root, python, environ)``: the connection variables of each node reached
-through its pod (pod mode), from the ``node_access_pod`` result and the cluster connection options.
 """
 
 from __future__ import annotations
@@ -22,6 +13,14 @@ import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import yaml
+
+__all__ = [
+    "kubectl_connection",
+    "node_pods",
+    "pod_access_problem",
+    "resolved_k8s_auth",
+    "token_kubeconfig",
+]
 
 # The cluster modules' connection options: kubernetes.core's names, their aliases, and the K8S_AUTH_* variables
 # the modules fall back to (K8S_AUTH_ARG_SPEC of _runs/options), resolved here the same way for kubectl.

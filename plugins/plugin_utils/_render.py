@@ -22,18 +22,6 @@ Document (``REPORT_VERSION`` 1)::
 ``clean``: nothing differs; ``drift`` (check mode) and ``updated`` (a real run): some file differs;
 ``error``: the render failed, the lists are empty and ``error`` says why. Paths under ``base`` (the directory
 ``ansible-playbook`` was started in) are given relative to it, as a repository checkout names them.
-
-Public API
-----------
-``REPORT_VERSION``
-``merge_file_changes(changes) -> {created, changed, removed}``: the union of ``file_changes`` results (sorted;
-    ``None`` items are skipped).
-``display_path(path, base) -> str``: ``path`` relative to ``base`` when under it, else unchanged.
-``render_report(changes, pools=None, dest="", check_mode=False, error=None, base=None) -> dict``
-``render_objects(info)``: the sets and pools of a ``pinned_image_set_info`` result as API objects.
-``render_problem(info, sources, dest, allow_empty)``: why the render of no set must not write, else "".
-``render_written(set_files, machine_configs)``, ``render_stale(found, written)``, ``render_changes(set_files,
-machine_configs, removed)``: the files of the render entry point, from the registered task results.
 """
 
 from __future__ import annotations
@@ -44,12 +32,25 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import MachineConfigPool, PinnedImageSet
 from ansible_collections.pinned.images.plugins.plugin_utils._plan import no_sets_message
 
+__all__ = [
+    "REPORT_VERSION",
+    "display_path",
+    "merge_file_changes",
+    "render_changes",
+    "render_objects",
+    "render_problem",
+    "render_report",
+    "render_stale",
+    "render_written",
+]
+
 REPORT_VERSION = 1
 KINDS = ("created", "changed", "removed")
 
 
 def merge_file_changes(changes: Optional[Iterable[Optional[Mapping[str, Any]]]]) -> Dict[str, List[str]]:
-    """One ``{created, changed, removed}`` from many; a path listed twice keeps its first kind."""
+    """One ``{created, changed, removed}`` from many (sorted; ``None`` items are skipped); a path listed twice keeps
+    its first kind."""
     seen: Set[str] = set()
     merged: Dict[str, List[str]] = {kind: [] for kind in KINDS}
     for item in changes or []:

@@ -5,16 +5,6 @@
 """The results of a prefetch run of the ``pinned.images.cluster`` role: the nodes' statuses for
 ``pinned_image_status``, each node's result, the totals, the report table and the run's parameters; exposed as
 filters by ``plugins/filter/cluster.py``.
-
-Public API
-----------
-``progressing_statuses(plan, hostvars)``, ``done_statuses(results)``: the ``nodes`` of ``pinned_image_status``.
-``node_results(hosts, hostvars, unresolved_hosts)``, ``summary(results)``, ``report_lines(results, summary,
-check_mode)``: the report of a run.
-``batch_stopped(batch, hostvars, max_fail_percentage)``: whether a phase stops after a batch.
-``report_nodes(results)``: the results without their image and set lists (for ``set_stats``).
-``run_parameters(results, phases, plan, forks, check_mode)``: the run's phases, forks, sets and pools (the report's
-``run``).
 """
 
 from __future__ import annotations
@@ -25,6 +15,17 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard
 from ansible_collections.pinned.images.plugins.plugin_utils._hostvars import HostVars, host_var, node_name
 from ansible_collections.pinned.images.plugins.plugin_utils._node import pin_text
 from ansible_collections.pinned.images.plugins.plugin_utils._plan import node_set_list
+
+__all__ = [
+    "batch_stopped",
+    "done_statuses",
+    "node_results",
+    "progressing_statuses",
+    "report_lines",
+    "report_nodes",
+    "run_parameters",
+    "summary",
+]
 
 _NOT_RUN = "not attempted: the run stopped before this node (failure percentage) or the node was unreachable"
 _ROW = "%-24s %-8s %7s %8s %7s %11s %8s  %s"
