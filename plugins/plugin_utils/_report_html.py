@@ -24,6 +24,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
 from ansible_collections.pinned.images.plugins.plugin_utils._hostvars import HostVars, host_var
 from ansible_collections.pinned.images.plugins.plugin_utils._node import pin_text
+from ansible_collections.pinned.images.plugins.plugin_utils._plan import CONTROL_PLANE, WORKERS
 
 __all__ = [
     "BAR_HEIGHT",
@@ -39,7 +40,6 @@ __all__ = [
     "report_secrets",
 ]
 
-CONTROL_PLANE, WORKERS = "control_plane", "workers"
 PHASE_TITLES = {CONTROL_PLANE: "Control plane", WORKERS: "Workers"}
 # 680 px is the printable width of A4 (210 mm less 2 x 15 mm margins at 96 px per inch).
 PAGE_WIDTH = 680
