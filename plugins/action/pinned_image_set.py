@@ -6,18 +6,10 @@
 
 from __future__ import annotations
 
+from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths import K8S_AUTH_PATH_OPTIONS
 from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths_action import ControllerPathsAction
 
 
 class ActionModule(ControllerPathsAction):
-    PATH_OPTIONS = (
-        "dest",
-        "kubeconfig",
-        "ca_cert",
-        "ssl_ca_cert",
-        "client_cert",
-        "cert_file",
-        "client_key",
-        "key_file",
-    )
+    PATH_OPTIONS = ("dest", *K8S_AUTH_PATH_OPTIONS)
     INPUT_OPTIONS = ()

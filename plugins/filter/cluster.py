@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """Filters of the cluster role: node plan, phases, statuses, report, report page and render objects (documented in
-the .yml files; the logic is in ``plugin_utils/_cluster.py`` and ``plugin_utils/_report_html.py``)."""
+the .yml files; the logic is in ``plugin_utils``: ``_plan.py``, ``_results.py``, ``_pod_access.py``,
+``_report_html.py`` and ``_render.py``)."""
 
 from __future__ import annotations
 
@@ -11,38 +12,45 @@ import os
 import shutil
 from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence
 
-from ansible_collections.pinned.images.plugins.plugin_utils import _cluster, _report_html
+from ansible_collections.pinned.images.plugins.plugin_utils import (
+    _hostvars,
+    _plan,
+    _pod_access,
+    _render,
+    _report_html,
+    _results,
+)
 
 
 def cluster_host_nodes(
-    hosts: Sequence[str], hostvars: _cluster.HostVars, control_plane_hosts: Container[str]
+    hosts: Sequence[str], hostvars: _hostvars.HostVars, control_plane_hosts: Container[str]
 ) -> List[Dict[str, Any]]:
     """The inventory hosts as nodes (name, labels)."""
-    return _cluster.host_nodes(hosts, hostvars, control_plane_hosts)
+    return _plan.host_nodes(hosts, hostvars, control_plane_hosts)
 
 
 def cluster_plan(
     hosts: Sequence[str],
-    hostvars: _cluster.HostVars,
+    hostvars: _hostvars.HostVars,
     control_plane_hosts: Container[str],
     info: Optional[Mapping[str, Any]] = None,
     add_hosts: Any = False,
     excluded: Optional[Sequence[str]] = None,
 ) -> List[Dict[str, Any]]:
     """What each node gets."""
-    return _cluster.node_plan(
+    return _plan.node_plan(
         hosts, hostvars, control_plane_hosts, info=info, add_hosts=bool(add_hosts), excluded=excluded or []
     )
 
 
 def cluster_phase_order(order: Any) -> List[str]:
     """The order of the phases as a list."""
-    return _cluster.phase_order(order)
+    return _plan.phase_order(order)
 
 
 def cluster_node_groups(plan: List[Dict[str, Any]], order: Any) -> List[Dict[str, Any]]:
     """The groups and variables of each node of the plan."""
-    return _cluster.node_groups(plan, _cluster.phase_order(order))
+    return _plan.node_groups(plan, _plan.phase_order(order))
 
 
 def cluster_node_pods(
@@ -54,21 +62,21 @@ def cluster_node_pods(
 ) -> List[Dict[str, Any]]:
     """The inventory host and host variables of each node reached through its pod (the ``K8S_AUTH_*`` variables
     of the controller's environment, as the cluster modules read them, where ``k8s_auth`` leaves an option out)."""
-    return _cluster.node_pods(pods, node_groups, k8s_auth or {}, host_root, python, os.environ)
+    return _pod_access.node_pods(pods, node_groups, k8s_auth or {}, host_root, python, os.environ)
 
 
 def cluster_pod_access_problem(kubectl: str) -> str:
     """Why pod mode cannot run on this controller, "" when it can."""
     from ansible.plugins.loader import connection_loader  # pylint: disable=import-outside-toplevel
 
-    return _cluster.pod_access_problem(
+    return _pod_access.pod_access_problem(
         kubectl, shutil.which, lambda name: connection_loader.find_plugin(name) is not None
     )
 
 
 def cluster_plan_message(plan: List[Dict[str, Any]], order: Any) -> str:
     """The summary of the plan."""
-    return _cluster.plan_message(plan, _cluster.phase_order(order))
+    return _plan.plan_message(plan, _plan.phase_order(order))
 
 
 def cluster_phases(
@@ -79,8 +87,8 @@ def cluster_phases(
     worker_max_fail_percentage: Any = 0,
 ) -> List[Dict[str, Any]]:
     """The phases of the prefetch playbook."""
-    return _cluster.phases(
-        _cluster.phase_order(order),
+    return _plan.phases(
+        _plan.phase_order(order),
         (control_plane_serial, control_plane_max_fail_percentage),
         (worker_serial, worker_max_fail_percentage),
     )
@@ -88,58 +96,58 @@ def cluster_phases(
 
 def node_set_list(sets: Optional[Sequence[Any]], images: Sequence[str], name: Optional[str] = None) -> List[Any]:
     """The sets of a node, its own images as one more set."""
-    return _cluster.node_set_list(sets, images, name)
+    return _plan.node_set_list(sets, images, name)
 
 
-def cluster_progressing(plan: Sequence[Mapping[str, Any]], hostvars: _cluster.HostVars) -> List[Dict[str, Any]]:
+def cluster_progressing(plan: Sequence[Mapping[str, Any]], hostvars: _hostvars.HostVars) -> List[Dict[str, Any]]:
     """The progressing status of the nodes of the plan."""
-    return _cluster.progressing_statuses(plan, hostvars)
+    return _results.progressing_statuses(plan, hostvars)
 
 
 def cluster_results(
-    hosts: Sequence[str], hostvars: _cluster.HostVars, unresolved_hosts: Optional[Sequence[str]] = None
+    hosts: Sequence[str], hostvars: _hostvars.HostVars, unresolved_hosts: Optional[Sequence[str]] = None
 ) -> List[Dict[str, Any]]:
     """The result of each node."""
-    return _cluster.node_results(hosts, hostvars, unresolved_hosts or [])
+    return _results.node_results(hosts, hostvars, unresolved_hosts or [])
 
 
-def cluster_batch_stopped(batch: Sequence[str], hostvars: _cluster.HostVars, max_fail_percentage: Any) -> bool:
+def cluster_batch_stopped(batch: Sequence[str], hostvars: _hostvars.HostVars, max_fail_percentage: Any) -> bool:
     """Whether too many hosts of the batch failed."""
-    return _cluster.batch_stopped(batch, hostvars, max_fail_percentage)
+    return _results.batch_stopped(batch, hostvars, max_fail_percentage)
 
 
 def cluster_summary(results: Sequence[Mapping[str, Any]], excluded: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """The totals of the results, and the nodes a --limit excluded."""
-    return _cluster.summary(results, excluded or [])
+    return _results.summary(results, excluded or [])
 
 
 def cluster_plan_problem(
     plan: Sequence[Mapping[str, Any]],
-    hostvars: _cluster.HostVars,
+    hostvars: _hostvars.HostVars,
     groups: Mapping[str, Sequence[str]],
     sources: Mapping[str, Any],
     info: Optional[Mapping[str, Any]] = None,
     allow_empty: Any = False,
 ) -> str:
     """Why the plan must not run, or ""."""
-    return _cluster.plan_problem(plan, hostvars, groups, sources, info, bool(allow_empty))
+    return _plan.plan_problem(plan, hostvars, groups, sources, info, bool(allow_empty))
 
 
 def cluster_report_lines(
     results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], check_mode: Any = False
 ) -> List[str]:
     """The report table."""
-    return _cluster.report_lines(results, summary, check_mode=bool(check_mode))
+    return _results.report_lines(results, summary, check_mode=bool(check_mode))
 
 
 def cluster_done(results: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """The done status of each node."""
-    return _cluster.done_statuses(results)
+    return _results.done_statuses(results)
 
 
 def cluster_report_nodes(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """The results without their image and set lists."""
-    return _cluster.report_nodes(results)
+    return _results.report_nodes(results)
 
 
 def cluster_run(
@@ -150,12 +158,12 @@ def cluster_run(
     check_mode: Any = False,
 ) -> Dict[str, Any]:
     """The run's parameters for the report."""
-    return _cluster.run_parameters(results, phases, plan, forks=forks, check_mode=bool(check_mode))
+    return _results.run_parameters(results, phases, plan, forks=forks, check_mode=bool(check_mode))
 
 
 def cluster_report_html(
     report: Mapping[str, Any],
-    hostvars: Optional[_cluster.HostVars] = None,
+    hostvars: Optional[_hostvars.HostVars] = None,
     k8s_auth: Optional[Mapping[str, Any]] = None,
     secrets: Optional[Sequence[str]] = None,
 ) -> str:
@@ -170,12 +178,12 @@ def cluster_report_html_path(report_file: str) -> str:
 
 def render_objects(info: Mapping[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
     """The sets and pools of a pinned_image_set_info result as API objects."""
-    return _cluster.render_objects(info)
+    return _render.render_objects(info)
 
 
 def release_plan_message(release: Mapping[str, Any]) -> str:
     """The plan of a release_image_set result in one line."""
-    return _cluster.release_message(release)
+    return _plan.release_message(release)
 
 
 class FilterModule:

@@ -3,16 +3,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """Filters of the render entry point: controller paths, the files written and the drift report (documented in the
-.yml files)."""
+.yml files; the logic is in ``plugin_utils/_render.py`` and ``plugin_utils/_controller_paths.py``)."""
 
 from __future__ import annotations
 
 import os
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
-from ansible_collections.pinned.images.plugins.plugin_utils import _cluster
+from ansible_collections.pinned.images.plugins.plugin_utils import _render
 from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths import resolve_path
-from ansible_collections.pinned.images.plugins.plugin_utils._render_report import render_report
 
 
 def controller_path(value: str) -> str:
@@ -28,7 +27,7 @@ def render_report_filter(
     error: Any = None,
 ) -> Dict[str, Any]:
     """The render report; paths are shown relative to the directory ansible-playbook was started in."""
-    return render_report(changes, pools=pools, dest=dest, check_mode=check_mode, error=error, base=os.getcwd())
+    return _render.render_report(changes, pools=pools, dest=dest, check_mode=check_mode, error=error, base=os.getcwd())
 
 
 def render_stale(
@@ -37,7 +36,7 @@ def render_stale(
     machine_configs: Optional[Mapping[str, Any]] = None,
 ) -> List[str]:
     """The files found in the output directories that the render did not write."""
-    return _cluster.render_stale(found, _cluster.render_written(set_files, machine_configs))
+    return _render.render_stale(found, _render.render_written(set_files, machine_configs))
 
 
 def render_changes(
@@ -46,12 +45,12 @@ def render_changes(
     removed: Optional[Mapping[str, Any]] = None,
 ) -> List[Optional[Dict[str, Any]]]:
     """The file changes of the render's tasks, for render_report."""
-    return _cluster.render_changes(set_files, machine_configs, removed)
+    return _render.render_changes(set_files, machine_configs, removed)
 
 
 def render_problem(info: Mapping[str, Any], sources: Mapping[str, Any], dest: str, allow_empty: Any = False) -> str:
     """Why the render of no set must not write, or ""."""
-    return _cluster.render_problem(info, sources, dest, bool(allow_empty))
+    return _render.render_problem(info, sources, dest, bool(allow_empty))
 
 
 class FilterModule:

@@ -10,13 +10,6 @@ for a collection playbook such as ``pinned.images.render`` is inside the install
 the working directory. Resolving on the controller, before the module runs, makes both mean the directory the
 user started the command in (a pipeline's checkout).
 
-Public API
-----------
-``resolve_path(value, base) -> str``: ``value`` joined to ``base`` when it is relative after ``~`` and
-    environment-variable expansion; otherwise ``value`` unchanged.
-``resolve_options(args, options, base, must_exist=()) -> (args, problems)``: a copy of the task arguments with
-    each string (or each string element of a list) of ``options`` resolved; ``problems`` names every relative
-    path of ``must_exist`` that does not exist, with the directory it was resolved against.
 The action plugin base that uses them is ``_controller_paths_action.ControllerPathsAction`` (kept apart: importing
 ansible's action machinery changes how modules run in the same process report warnings, which unit tests do).
 """
@@ -25,6 +18,16 @@ from __future__ import annotations
 
 import os
 from typing import Any, Container, Dict, Iterable, List, Mapping, Tuple
+
+__all__ = [
+    "K8S_AUTH_PATH_OPTIONS",
+    "resolve_options",
+    "resolve_path",
+]
+
+# The path options of the Kubernetes connection (the k8s_auth doc fragment, K8S_AUTH_ARG_SPEC of _runs/options),
+# under their names and aliases: the kubeconfig (a path or a dict) and the certificate and key files.
+K8S_AUTH_PATH_OPTIONS = ("kubeconfig", "ca_cert", "ssl_ca_cert", "client_cert", "cert_file", "client_key", "key_file")
 
 
 def resolve_path(value: str, base: str) -> str:
@@ -38,7 +41,8 @@ def resolve_path(value: str, base: str) -> str:
 def resolve_options(
     args: Mapping[str, Any], options: Iterable[str], base: str, must_exist: Container[str] = ()
 ) -> Tuple[Dict[str, Any], List[str]]:
-    """Resolve the path ``options`` of the task ``args``; see the module docstring."""
+    """A copy of the task ``args`` with each string (or each string of a list) of ``options`` resolved, and the
+    problems: each relative path of ``must_exist`` that does not exist, with the directory it was resolved against."""
     resolved: Dict[str, Any] = dict(args)
     problems: List[str] = []
     for option in options:

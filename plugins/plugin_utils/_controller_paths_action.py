@@ -15,6 +15,10 @@ from ansible.utils.collection_loader import resource_from_fqcr
 
 from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths import resolve_options
 
+__all__ = [
+    "ControllerPathsAction",
+]
+
 
 class ControllerPathsAction(ActionBase):
     """Runs the module of the same name with relative paths resolved on the controller (local connection only:

@@ -7,27 +7,6 @@
 The role makes at most four ``pinned.images.prefetch`` calls on a node: the check (check mode, which also says
 whether the pins would change), then either the background prefetch (its start and its end, followed by
 ``prefetch_job``) or one real call that only pins. These functions read their results.
-
-Public API
-----------
-``wanted_images(images, sets) -> list``: the node's own images, then the images of its sets, each once.
-``pin_option(node_pin) -> str``: the prefetch module's ``pin`` for the role's ``node_pin``.
-``next_step(check, check_mode, deps_tried) -> str``: what the check call leaves to do: ``deps``, ``pull``, ``pin``
-or ``none``.
-``node_result(results, ...) -> dict``: the role's ``node_result`` from the calls' results, with the wall-clock
-times of the node, its pulls and its pin step (the report page's timeline).
-``result_line(result) -> str``: the one line the role prints for a node.
-``prefetch_args(options) -> dict``: the prefetch options the role's calls share, without the unset ones.
-``python_dir_env(path) -> dict``: the environment a play needs for the node modules to find the private Python
-directory ``path`` ({} for the directory they find by themselves).
-``failure_line(failed) -> str``: the one line of a failed task of the role (its argument check's errors first).
-``pins_left_to_mco(result) -> bool``: ``node_pin: auto`` left the drop-in to the machine-config-operator.
-``pin_text(result) -> str``: the report's ``pinned`` column (``dropin 3``, ``label 3``, ``not pinned``, ``mco`` or
-``-``), for the table and the page.
-``prune_blocker(results, check_mode) -> str``: why the prune must not run after these prefetch calls (a call that
-failed, an image that failed, a pin that failed or did not run), empty when it may.
-``prune_files(record_file, lock_file, progress_file) -> dict``: the record and lock files of the prefetch, for the
-prune (``record_file``, ``lock_file``; the prefetch module's defaults when empty).
 """
 
 from __future__ import annotations
@@ -38,6 +17,22 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from ansible_collections.pinned.images.plugins.module_utils._common.host_root import host_path
 from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
 from ansible_collections.pinned.images.plugins.module_utils._prune.record import default_record_file
+
+__all__ = [
+    "failure_line",
+    "next_step",
+    "node_host_path",
+    "node_result",
+    "pin_option",
+    "pin_text",
+    "pins_left_to_mco",
+    "prefetch_args",
+    "prune_blocker",
+    "prune_files",
+    "python_dir_env",
+    "result_line",
+    "wanted_images",
+]
 
 # node_pin (true/false kept for the role's first values) -> the prefetch module's pin option.
 _PIN_OPTIONS = {"auto": "auto", "true": "dropin", "false": "none", "label": "label"}

@@ -7,17 +7,6 @@ exposed as the ``cluster_report_html`` filter by ``plugins/filter/cluster.py``.
 
 The page is well-formed XML too (every element closed, only XML's five entities), so any strict parser reads it.
 Every text of the report is redacted (``_common/secrets``) and escaped; characters XML forbids are replaced.
-
-Public API
-----------
-``render_page(report, secrets=()) -> str``: the page of ``report`` (``summary``, ``nodes``, ``run``: the JSON report
-    file, or the ``set_stats`` artifact), with every string of ``secrets`` replaced by the redaction marker;
-    ``check_report(report)`` first (a ValueError naming the key when the shape is wrong).
-``report_secrets(pull_secrets, k8s_auth) -> set``: the secret strings of docker-config pull secrets (text or
-    dict) and of the Kubernetes connection options, for ``render_page``.
-``page_secrets(report, hostvars, k8s_auth, secrets) -> set``: ``report_secrets`` of the nodes' (and localhost's)
-    ``node_pull_secret`` and of ``k8s_auth``, and ``secrets``.
-``page_path(report_file) -> str``: the page's path beside the JSON report file (``.json`` replaced by ``.html``).
 """
 
 from __future__ import annotations
@@ -33,10 +22,24 @@ from ansible_collections.pinned.images.plugins.module_utils._common.secrets impo
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import kubeconfig_secrets, url_secrets
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import parse_docker_config
-from ansible_collections.pinned.images.plugins.plugin_utils._cluster import HostVars, host_var
+from ansible_collections.pinned.images.plugins.plugin_utils._hostvars import HostVars, host_var
 from ansible_collections.pinned.images.plugins.plugin_utils._node import pin_text
+from ansible_collections.pinned.images.plugins.plugin_utils._plan import CONTROL_PLANE, WORKERS
 
-CONTROL_PLANE, WORKERS = "control_plane", "workers"
+__all__ = [
+    "BAR_HEIGHT",
+    "LABEL_CHARS",
+    "PAGE_WIDTH",
+    "PLOT_LEFT",
+    "PLOT_RIGHT",
+    "ROW_HEIGHT",
+    "check_report",
+    "page_path",
+    "page_secrets",
+    "render_page",
+    "report_secrets",
+]
+
 PHASE_TITLES = {CONTROL_PLANE: "Control plane", WORKERS: "Workers"}
 # 680 px is the printable width of A4 (210 mm less 2 x 15 mm margins at 96 px per inch).
 PAGE_WIDTH = 680
@@ -531,7 +534,8 @@ def _failures(page: _Page, nodes: Sequence[Mapping[str, Any]]) -> str:
 
 
 def render_page(report: Mapping[str, Any], secrets: Iterable[str] = ()) -> str:
-    """The HTML page of ``report`` (see the module docstring)."""
+    """The HTML page of ``report`` (``summary``, ``nodes``, ``run``: the JSON report file, or the ``set_stats``
+    artifact), every string of ``secrets`` replaced by the redaction marker; ``check_report(report)`` first."""
     check_report(report)
     page = _Page(secrets)
     nodes = list(report.get("nodes") or [])

@@ -11,11 +11,6 @@ themselves (``register``, ``set_fact``, ``add_host``: an earlier play of the sam
 misspelt variable: an error, since what the user meant is then silently not done (``cluster_set`` leaves the sets
 out). An unknown name close to none is a warning only: inventories carry other roles' variables with these
 prefixes (``node_exporter_version``).
-
-Public API
-----------
-``known_variables(root) -> set``: the names the roles and playbooks read or set.
-``unknown_variables(hostvars, hosts, known) -> dict``: ``errors`` and ``warnings``, one line per name.
 """
 
 from __future__ import annotations
@@ -25,6 +20,11 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Set
 
 import yaml
+
+__all__ = [
+    "known_variables",
+    "unknown_variables",
+]
 
 PREFIXES = ("cluster_", "node_")
 # Read by the roles and playbooks outside the argument specs: host variables of the cluster role's node mapping,

@@ -1,68 +1,22 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The check of the playbooks' variables against the roles' argument specs."""
+"""The variables check as a filter: registered and documented, hosts before hostvars as the playbooks write it, and
+the names every role and playbook of the collection knows (the logic is tested in
+tests/unit/plugins/plugin_utils/test_variables.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.pinned.images.plugins.filter.variables import FilterModule
-from ansible_collections.pinned.images.plugins.plugin_utils._variables import known_variables
+from fixtures.filter_docs import filters_of, registration_problems
 
-F = FilterModule().filters()
-
-
-def test_the_known_names_are_the_options_of_every_entry_point_and_the_documented_host_variables():
-    known = known_variables()
-    for name in (
-        "cluster_sets",
-        "cluster_render_dest",
-        "node_pin",
-        "node_allow_empty",
-        "node_python_deps_state",
-        "cluster_node_name",
-        "cluster_node_labels",
-        "node_deps_hosts",
-    ):
-        assert name in known, name
-    # Facts and registered results of the roles and playbooks: an earlier play of the same run leaves them.
-    for name in (
-        "cluster_render_info",
-        "cluster_plan",
-        "cluster_node_error",
-        "node_prefetch_plan",
-        "node_result",
-        "node_python_report",
-        "cluster_unknown_variables",
-    ):
-        assert name in known, name
-    assert "cluster_set" not in known and "name" not in known
+F = filters_of("variables")
 
 
-def test_a_misspelt_name_is_an_error_naming_the_closest_valid_one_and_the_hosts():
-    hostvars = {
-        "localhost": {"cluster_set": ["sets/"], "cluster_sets": []},
-        "cp-0": {"node_pinn": "auto", "node_pin": "auto"},
-        "w-0": {"node_pinn": "auto"},
-    }
-    checked = F["unknown_variables"](["localhost", "cp-0", "w-0", "gone"], hostvars)
-    assert checked == {
-        "errors": [
-            "cluster_set (on localhost) is not a variable of pinned.images: did you mean cluster_sets?",
-            "node_pinn (on cp-0, w-0) is not a variable of pinned.images: did you mean node_pin?",
-        ],
+def test_every_filter_is_registered_and_documented():
+    assert registration_problems("variables") == []
+
+
+def test_the_collections_own_names_are_known():
+    hostvars = {"localhost": {"cluster_sets": [], "cluster_set": [], "node_pin": "auto"}}
+    assert F["unknown_variables"](["localhost"], hostvars) == {
+        "errors": ["cluster_set (on localhost) is not a variable of pinned.images: did you mean cluster_sets?"],
         "warnings": [],
-    }
-
-
-def test_a_name_on_every_host_is_named_as_an_extra_or_all_variable():
-    hostvars = {"localhost": {"cluster_set": []}, "cp-0": {"cluster_set": []}}
-    assert F["unknown_variables"](["localhost", "cp-0"], hostvars)["errors"] == [
-        "cluster_set (on every host: an extra variable or one of the group all) is not a variable of pinned.images: "
-        "did you mean cluster_sets?"
-    ]
-
-
-def test_another_roles_variable_is_only_a_warning_and_other_names_are_not_looked_at():
-    hostvars = {"w-0": {"node_exporter_version": "1.8", "ansible_host": "10.0.0.1", "pinned_images_limit_hosts": []}}
-    assert F["unknown_variables"](["w-0"], hostvars) == {
-        "errors": [],
-        "warnings": ["node_exporter_version (on w-0) is not a variable of pinned.images; ignored"],
     }

@@ -3,7 +3,15 @@
 
 from __future__ import annotations
 
-from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths import resolve_options, resolve_path
+import yaml
+
+from ansible_collections.pinned.images.plugins.doc_fragments.k8s_auth import ModuleDocFragment
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC
+from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths import (
+    K8S_AUTH_PATH_OPTIONS,
+    resolve_options,
+    resolve_path,
+)
 
 
 def test_relative_paths_join_the_base_and_others_stay(tmp_path, monkeypatch):
@@ -41,3 +49,22 @@ def test_a_missing_relative_input_names_the_given_path_and_the_directory(tmp_pat
         f"paths: nope/: no such file or directory (resolved against {base}, the directory ansible was started in)"
     ]
     assert resolved["paths"] == [f"{base}/nope", "/abs/missing"]
+
+
+def test_the_k8s_auth_path_options_are_those_of_the_argument_spec_and_the_doc_fragment():
+    # The modules take these as paths (the kubeconfig: a path or a dict), each under its name and its aliases.
+    from_spec = [
+        name
+        for option, spec in K8S_AUTH_ARG_SPEC.items()
+        if spec["type"] in ("path", "raw")
+        for name in (option, *spec.get("aliases", ()))
+    ]
+    # The fragment says of each that a relative path is resolved on the controller.
+    options = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
+    from_doc = [
+        name
+        for option, doc in options.items()
+        if any(line.startswith("A relative path given to the task is resolved") for line in doc["description"])
+        for name in (option, *doc.get("aliases", ()))
+    ]
+    assert list(K8S_AUTH_PATH_OPTIONS) == from_spec == from_doc

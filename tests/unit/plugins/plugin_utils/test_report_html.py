@@ -10,10 +10,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.pinned.images.plugins.filter.cluster import FilterModule
 from ansible_collections.pinned.images.plugins.plugin_utils import _report_html
+from ansible_collections.pinned.images.plugins.plugin_utils._plan import phases
+from ansible_collections.pinned.images.plugins.plugin_utils._results import report_nodes, run_parameters, summary
 
-F = FilterModule().filters()
 SVG = "{http://www.w3.org/2000/svg}"
 XHTML = "{http://www.w3.org/1999/xhtml}"
 IMAGE = "registry.example.com/org/app@sha256:" + "a" * 64
@@ -52,12 +52,17 @@ def node(host, control_plane, started, status="ok", **extra):
 
 
 def report(nodes, order=("control_plane", "workers")):
-    phases = F["cluster_phases"](list(order), 1, "100%", 100, 100)
+    planned = phases(list(order), (1, 100), ("100%", 100))
     return {
-        "summary": F["cluster_summary"](nodes),
+        "summary": summary(nodes),
         "nodes": nodes,
-        "run": F["cluster_run"](nodes, phases, [{"host": n["host"], "pools": ["worker"]} for n in nodes], forks=10),
+        "run": run_parameters(nodes, planned, [{"host": n["host"], "pools": ["worker"]} for n in nodes], forks=10),
     }
+
+
+def page_of(report, hostvars=None, k8s_auth=None, secrets=()):
+    """The page of ``report`` without the secrets of the run (as the cluster role renders it)."""
+    return _report_html.render_page(report, _report_html.page_secrets(report, hostvars, k8s_auth, secrets))
 
 
 def run_report():
@@ -108,7 +113,7 @@ def bars(root):
 
 
 def test_the_page_is_well_formed_self_contained_and_loads_nothing():
-    page = F["cluster_report_html"](run_report())
+    page = page_of(run_report())
     assert page.startswith("<!DOCTYPE html>\n")
     root = parse(page)
     assert root.tag == XHTML + "html"
@@ -122,7 +127,7 @@ def test_the_page_is_well_formed_self_contained_and_loads_nothing():
 
 
 def test_a_bar_per_node_in_phase_order_then_start_order():
-    root = parse(F["cluster_report_html"](run_report()))
+    root = parse(page_of(run_report()))
     rows = [(g.get("data-host"), g.get("data-phase"), g.get("data-status")) for g in bars(root)]
     assert rows == [
         ("cp-0", "control_plane", "ok"),
@@ -134,7 +139,7 @@ def test_a_bar_per_node_in_phase_order_then_start_order():
     phases = [g.get("data-phase") for g in root.iter(SVG + "g") if g.get("class") == "phase"]
     assert phases == ["control_plane", "workers"]
     # Workers first when the run put them first.
-    turned = parse(F["cluster_report_html"](report(run_report()["nodes"], order=("workers", "control_plane"))))
+    turned = parse(page_of(report(run_report()["nodes"], order=("workers", "control_plane"))))
     assert [g.get("data-host") for g in bars(turned)][:3] == ["worker-0", "worker-1", "worker-2"]
 
 
@@ -147,7 +152,7 @@ def geometry(group):
 
 
 def test_bars_follow_the_times_with_the_pull_and_the_pin_inside():
-    groups = {g.get("data-host"): g for g in bars(parse(F["cluster_report_html"](run_report())))}
+    groups = {g.get("data-host"): g for g in bars(parse(page_of(run_report())))}
     cp0, cp1 = geometry(groups["cp-0"]), geometry(groups["cp-1"])
     # One control-plane node after the other: their bars do not overlap.
     assert cp0["bar"][1] < cp1["bar"][0]
@@ -167,14 +172,14 @@ def test_a_node_clock_ahead_or_behind_the_controller_draws_its_parts_inside_its_
     behind = node(
         "worker-0", False, 100.0, pull_started=40.0, pull_finished=42.0, pin_started=103.0, pin_finished=103.1
     )
-    groups = {g.get("data-host"): geometry(g) for g in bars(parse(F["cluster_report_html"](report([ahead, behind]))))}
+    groups = {g.get("data-host"): geometry(g) for g in bars(parse(page_of(report([ahead, behind]))))}
     for rects in groups.values():
         for part in ("pull", "pin"):
             assert rects["bar"][0] <= rects[part][0] and rects[part][1] <= rects["bar"][1] + 0.01, rects
 
 
 def test_per_node_counts_pin_runtime_totals_parameters_and_failures():
-    root = parse(F["cluster_report_html"](run_report()))
+    root = parse(page_of(run_report()))
     rows = [" ".join("".join(cell.itertext()) for cell in tr) for tr in root.iter(XHTML + "tr")]
     assert "cp-0 control plane ok 2 1 0 2.0 MiB 3.0 label 3 containerd 1.7.24" in rows
     assert "cp-1 control plane failed 2 1 0 2.0 MiB 3.0 - containerd 1.7.24" in rows
@@ -196,7 +201,7 @@ def test_per_node_counts_pin_runtime_totals_parameters_and_failures():
 def test_everything_is_escaped_and_characters_xml_forbids_are_replaced():
     hostile = "cp-<b>&\"'\x00\x1b[31m"
     nodes = [node(hostile, True, 1.0, status="failed", error="<script>alert(1)</script> & \x07")]
-    page = F["cluster_report_html"](report(nodes))
+    page = page_of(report(nodes))
     root = parse(page)
     assert "<b>" not in page and "<script>" not in page and "\x00" not in page and "\x07" not in page
     assert bars(root)[0].get("data-host") == "cp-<b>&\"'\ufffd\ufffd[31m"
@@ -212,22 +217,22 @@ def test_no_secret_of_the_run_appears():
         node("cp-0", True, 1.0, status="failed", error=leaky, images=[dict(image=IMAGE, status="failed", error=leaky)])
     ]
     hostvars = {"cp-0": {"node_pull_secret": pull_secret}, "localhost": {}}
-    page = F["cluster_report_html"](report(nodes), hostvars=hostvars, k8s_auth={"api_key": token})
+    page = page_of(report(nodes), hostvars=hostvars, k8s_auth={"api_key": token})
     for secret in (password, blob, f"{user}:{password}", token):
         assert secret not in page
     assert page.count("********") >= 6
     # A pull secret given as a dict (a variable), or text that is not a docker config, counts too.
     assert _report_html.report_secrets([json.loads(pull_secret)]) >= {password, blob}
     assert _report_html.report_secrets(["not-json-but-secret"]) == {"not-json-but-secret"}
-    assert password not in F["cluster_report_html"](report(nodes), secrets=[password])
+    assert password not in page_of(report(nodes), secrets=[password])
     # A secret across the cut of a long node name: no part of it stays in the label.
-    named = F["cluster_report_html"](report([node(f"node-0123456789-{password}", True, 1.0)]), secrets=[password])
+    named = page_of(report([node(f"node-0123456789-{password}", True, 1.0)]), secrets=[password])
     assert password[:6] not in named and "node-0123456789-****" in named
 
 
 def test_five_hundred_nodes_stay_one_row_each_on_the_page_width():
     nodes = [node(f"worker-{i:03d}-of-a-very-long-node-name.example.com", False, 100.0 + i % 7) for i in range(500)]
-    root = parse(F["cluster_report_html"](report(nodes)))
+    root = parse(page_of(report(nodes)))
     svg = [s for s in root.iter(SVG + "svg") if s.get("class") == "timeline"][0]
     assert svg.get("width") == str(_report_html.PAGE_WIDTH)
     groups = bars(root)
@@ -243,18 +248,16 @@ def test_five_hundred_nodes_stay_one_row_each_on_the_page_width():
 
 def test_the_published_report_draws_the_same_timeline_and_a_report_without_nodes_draws_none():
     full = run_report()
-    published = dict(full, nodes=F["cluster_report_nodes"](full["nodes"]))
+    published = dict(full, nodes=report_nodes(full["nodes"]))
     timeline = re.compile(r'<svg [^>]*class="timeline".*?</svg>', re.S)
-    assert timeline.search(F["cluster_report_html"](published)).group(0) == timeline.search(
-        F["cluster_report_html"](full)
-    ).group(0)
-    empty = F["cluster_report_html"]({"summary": {}, "nodes": []})
+    assert timeline.search(page_of(published)).group(0) == timeline.search(page_of(full)).group(0)
+    empty = page_of({"summary": {}, "nodes": []})
     assert "nothing to draw" in empty and parse(empty) is not None
 
 
 def test_the_page_lies_beside_the_report_file():
-    assert F["cluster_report_html_path"]("/tmp/run/report.json") == "/tmp/run/report.html"
-    assert F["cluster_report_html_path"]("report") == "report.html"
+    assert _report_html.page_path("/tmp/run/report.json") == "/tmp/run/report.html"
+    assert _report_html.page_path("report") == "report.html"
 
 
 @pytest.mark.parametrize(
@@ -283,7 +286,7 @@ def test_the_page_lies_beside_the_report_file():
 )
 def test_a_malformed_report_is_an_error_naming_the_key(mangle, message):
     with pytest.raises(ValueError) as error:
-        F["cluster_report_html"](mangle(run_report()))
+        page_of(mangle(run_report()))
     assert str(error.value) == message
 
 
@@ -298,7 +301,7 @@ def test_nan_and_infinity_draw_nothing_and_end():
             nodes[3],
         ],
     )
-    page = F["cluster_report_html"](broken)
+    page = page_of(broken)
     groups = {g.get("data-host"): geometry(g) for g in bars(parse(page))}
     # cp-0 has no end and worker-0 no start: notes, not bars; worker-1 spans the axis alone.
     assert set(groups["cp-0"]) == set() and set(groups["worker-0"]) == set()
@@ -311,7 +314,7 @@ def test_nan_and_infinity_draw_nothing_and_end():
 def test_a_run_of_years_has_a_few_ticks():
     ticks = [
         t
-        for t in parse(F["cluster_report_html"](report([node("cp-0", True, 0.0, finished=1e9)]))).iter(SVG + "text")
+        for t in parse(page_of(report([node("cp-0", True, 0.0, finished=1e9)]))).iter(SVG + "text")
         if t.get("class") == "tick"
     ]
     assert 2 <= len(ticks) <= 9
@@ -322,12 +325,12 @@ def test_a_prune_adds_the_freed_column_and_total():
         node("worker-0", False, 100.0, pruned=2, prune_kept=1, freed_bytes=3 * 1048576),
         node("worker-1", False, 100.0, pruned=None, freed_bytes=0),
     ]
-    root = parse(F["cluster_report_html"](report(nodes)))
+    root = parse(page_of(report(nodes)))
     rows = [" ".join("".join(cell.itertext()) for cell in tr) for tr in root.iter(XHTML + "tr")]
     assert "node phase status pulled present failed bytes seconds freed pinned CRI" in rows
     assert "worker-0 workers ok 2 1 0 2.0 MiB 3.0 3.0 MiB label 3 containerd 1.7.24" in rows
     assert "worker-1 workers ok 2 1 0 2.0 MiB 3.0 - label 3 containerd 1.7.24" in rows
     assert "bytes pruned 3.0 MiB freed (2 images)" in rows
     # Without a prune, neither.
-    plain = parse(F["cluster_report_html"](report([node("worker-1", False, 100.0)])))
+    plain = parse(page_of(report([node("worker-1", False, 100.0)])))
     assert not [tr for tr in plain.iter(XHTML + "tr") if "freed" in "".join(tr.itertext())]

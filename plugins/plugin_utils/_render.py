@@ -2,8 +2,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The render's result for a pipeline: which files would be (or were) created, changed and removed, the images
-added and removed per pool, and whether the run failed (controller side).
+"""The render entry point of the ``pinned.images.cluster`` role on the controller: the API objects it writes, why it
+must not write, the files it wrote, and its result for a pipeline; exposed as filters by ``plugins/filter/render.py``
+and ``plugins/filter/cluster.py`` (``render_objects``).
+
+The report says which files would be (or were) created, changed and removed, the images added and removed per pool,
+and whether the run failed.
 
 Document (``REPORT_VERSION`` 1)::
 
@@ -18,14 +22,6 @@ Document (``REPORT_VERSION`` 1)::
 ``clean``: nothing differs; ``drift`` (check mode) and ``updated`` (a real run): some file differs;
 ``error``: the render failed, the lists are empty and ``error`` says why. Paths under ``base`` (the directory
 ``ansible-playbook`` was started in) are given relative to it, as a repository checkout names them.
-
-Public API
-----------
-``REPORT_VERSION``
-``merge_file_changes(changes) -> {created, changed, removed}``: the union of ``file_changes`` results (sorted;
-    ``None`` items are skipped).
-``display_path(path, base) -> str``: ``path`` relative to ``base`` when under it, else unchanged.
-``render_report(changes, pools=None, dest="", check_mode=False, error=None, base=None) -> dict``
 """
 
 from __future__ import annotations
@@ -33,12 +29,28 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
 
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import MachineConfigPool, PinnedImageSet
+from ansible_collections.pinned.images.plugins.plugin_utils._plan import no_sets_message
+
+__all__ = [
+    "REPORT_VERSION",
+    "display_path",
+    "merge_file_changes",
+    "render_changes",
+    "render_objects",
+    "render_problem",
+    "render_report",
+    "render_stale",
+    "render_written",
+]
+
 REPORT_VERSION = 1
 KINDS = ("created", "changed", "removed")
 
 
 def merge_file_changes(changes: Optional[Iterable[Optional[Mapping[str, Any]]]]) -> Dict[str, List[str]]:
-    """One ``{created, changed, removed}`` from many; a path listed twice keeps its first kind."""
+    """One ``{created, changed, removed}`` from many (sorted; ``None`` items are skipped); a path listed twice keeps
+    its first kind."""
     seen: Set[str] = set()
     merged: Dict[str, List[str]] = {kind: [] for kind in KINDS}
     for item in changes or []:
@@ -124,3 +136,69 @@ def render_report(
         status=status, counts=counts, pools=[_pool(p) for p in pools or []], error=None, message=message, **lists
     )
     return report
+
+
+def render_problem(info: Mapping[str, Any], sources: Mapping[str, Any], dest: str, allow_empty: bool = False) -> str:
+    """Why the render must not write (it would remove every set file and MachineConfig of ``dest``), or ""."""
+    if info.get("sets") or allow_empty:
+        return ""
+    return (
+        f"{no_sets_message(sources)}, so the render would remove every file of {dest}/pinnedimagesets and "
+        f"{dest}/machineconfigs; nothing was changed. Check the paths, or cluster_render_allow_empty=true to "
+        "render the empty state"
+    )
+
+
+def render_objects(info: Mapping[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
+    """``{sets, pools}``: the sets (with their pool selector) and pools of a ``pinned_image_set_info`` result as
+    ``machineconfiguration.openshift.io/v1`` objects."""
+    sets = [
+        PinnedImageSet(
+            name=s["name"],
+            labels=s["labels"] or {},
+            images=tuple(s["images"]),
+            pool_selector=s.get("pool_selector") or None,
+        ).to_dict(include_pool_selector=True)
+        for s in info.get("sets", [])
+    ]
+    pools = [
+        MachineConfigPool(
+            name=p["name"],
+            labels=p["labels"] or {},
+            machine_config_selector=p.get("machine_config_selector"),
+            node_selector=p.get("node_selector"),
+            pinned_image_sets=tuple(p.get("pinned_image_sets") or ()),
+        ).to_dict()
+        for p in info.get("pools", [])
+    ]
+    return {"sets": sets, "pools": pools}
+
+
+def _loop_results(registered: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The items of a registered loop result; [] when the task was skipped or not run."""
+    return list((registered or {}).get("results") or [])
+
+
+def render_written(set_files: Optional[Mapping[str, Any]], machine_configs: Optional[Mapping[str, Any]]) -> List[str]:
+    """The paths the render wrote (or found up to date): each set's file and the MachineConfig files."""
+    paths = [result["path"] for result in _loop_results(set_files) if result.get("path")]
+    return paths + list((machine_configs or {}).get("files") or [])
+
+
+def render_stale(found: Optional[Mapping[str, Any]], written: List[str]) -> List[str]:
+    """The files ``ansible.builtin.find`` found (``found``) that the render did not write, sorted."""
+    keep = set(written)
+    return sorted(item["path"] for item in (found or {}).get("files") or [] if item["path"] not in keep)
+
+
+def render_changes(
+    set_files: Optional[Mapping[str, Any]],
+    machine_configs: Optional[Mapping[str, Any]],
+    removed: Optional[Mapping[str, Any]],
+) -> List[Optional[Dict[str, Any]]]:
+    """The ``file_changes`` of the set files and the MachineConfigs, and the stale files removed (the ``file``
+    loop's changed items), for the ``render_report`` filter."""
+    changes: List[Optional[Dict[str, Any]]] = [result.get("file_changes") for result in _loop_results(set_files)]
+    changes.append((machine_configs or {}).get("file_changes"))
+    changes.append({"removed": [result["item"] for result in _loop_results(removed) if result.get("changed")]})
+    return changes
