@@ -293,7 +293,7 @@ def test_the_prefetch_playbook_pins_with_the_label_on_containerd_17_nodes(mlab, 
 
 def test_the_background_prefetchs_warning_reaches_the_user_as_its_text(mlab, tmp_path):
     """node_pin label on the 1.6 node, which lacks the images: the background prefetch pins with the label and warns
-    (old_containerd warn, which the role still passes by its alias old_runtime), and prefetch_job hands the warning
+    (the role passes old_containerd warn), and prefetch_job hands the warning
     on as the module's message, not as its serialized form."""
     remove_all_images(socket(mlab, OLD))
     images = refs(mlab, "plain-small")

@@ -30,9 +30,9 @@ WORKERS = ["worker-0", "worker-1", "worker-2"]
 # Fast: control-plane pulls are serial anyway; workers pull two at a time, and the gate proxy proves it.
 SPEED = {
     "node_progress_interval": 1,
-    "node_control_plane_throttle": 0.2,
+    "node_control_plane_pull_pause": 0.2,
     "node_worker_concurrency": 2,
-    "node_worker_throttle": 0.5,
+    "node_worker_pull_pause": 0.5,
 }
 PROGRESS_LINE = re.compile(r"\n[\w-]+: \d+/\d+ images, \d+\.\d+ GiB, \d+ s elapsed\n")
 

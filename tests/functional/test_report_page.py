@@ -31,7 +31,7 @@ pytestmark = pytest.mark.lab
 CONTROL_PLANE = ["cp-0", "worker-0"]
 WORKERS = ["worker-1", "worker-2"]
 FAILED = "worker-2"
-SPEED = {"node_progress_interval": 1, "node_control_plane_throttle": 0.2, "node_worker_throttle": 0.2}
+SPEED = {"node_progress_interval": 1, "node_control_plane_pull_pause": 0.2, "node_worker_pull_pause": 0.2}
 # The timeline of a page, to compare two pages' drawings.
 TIMELINE = re.compile(r'<svg [^>]*class="timeline".*?</svg>', re.S)
 

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Renamed variables of the node role: the former names still set the new ones (no lab: the role's defaults only)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fixtures.ansible_runs import ROOT, playbook
+
+PLAY = """\
+- hosts: localhost
+  gather_facts: false
+  connection: local
+  vars_files: [{defaults}]
+  tasks:
+    - ansible.builtin.debug:
+        msg: "PAUSE={{{{ {{'pause': node_pull_pause | float}} | to_json }}}}"
+"""
+
+
+@pytest.mark.parametrize(
+    "given,control_plane,expected",
+    [
+        ({}, True, 1.0),
+        ({}, False, 0.0),
+        ({"node_control_plane_throttle": 0.3}, True, 0.3),
+        ({"node_worker_throttle": 0.4}, False, 0.4),
+        ({"node_throttle": 0.7}, False, 0.7),
+        ({"node_control_plane_pull_pause": 0.2, "node_control_plane_throttle": 0.3}, True, 0.2),
+        ({"node_pull_pause": 0.1, "node_throttle": 0.7}, True, 0.1),
+    ],
+)
+def test_the_former_throttle_names_set_the_pull_pause(tmp_path, given, control_plane, expected):
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY.format(defaults=ROOT / "roles" / "node" / "defaults" / "main.yml"))
+    proc = playbook(play, extra_vars=dict(given, node_control_plane=control_plane), options=["-i", "localhost,"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shown = proc.stdout.split("PAUSE=", 1)[1].split("\n", 1)[0].rstrip('"')
+    assert json.loads(shown.replace('\\"', '"')) == {"pause": expected}
