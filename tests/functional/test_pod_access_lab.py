@@ -43,7 +43,11 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 RUNTIMES = {"cp-0": "containerd-1.7", "worker-0": "cri-o"}
 ROLES = {"cp-0": "master", "worker-0": "worker"}
 # Pod mode's own runs are timed by the tests; SPEED keeps the progress lines few.
-SPEED = {"node_progress_interval": 1, "node_control_plane_pull_pause": 0.0, "node_prefetch_options": {"min_free": "64Mi"}}
+SPEED = {
+    "node_progress_interval": 1,
+    "node_control_plane_pull_pause": 0.0,
+    "node_prefetch_options": {"min_free": "64Mi"},
+}
 
 
 def node_tree(lab, name: str, root: Path) -> Path:
