@@ -33,9 +33,11 @@ __all__ = [
     "AuthFor",
     "ImageResult",
     "KnownFailure",
+    "PACE_STOP",
     "PrefetchClient",
     "PrefetchOptions",
     "PrefetchReport",
+    "PullGate",
     "failure_message",
     "find_present",
     "prefetch",
@@ -49,7 +51,7 @@ WOULD_PULL = "would_pull"
 STATUSES = (PRESENT, PULLED, FAILED, SKIPPED, WOULD_PULL)
 
 # One entry of the module's ``images`` result (JSON): image, status, image_id, size, attempts, seconds, error,
-# error_kind, started, finished.
+# error_kind, started, finished, waited (seconds the pace held the pull back, just before ``started``).
 ImageResult = Dict[str, Any]
 # (error, error_kind) of an image known to be unpullable.
 KnownFailure = Tuple[str, str]
@@ -67,6 +69,16 @@ class PrefetchClient(Protocol):
     def pull_image(
         self, image: str, auth: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None
     ) -> str: ...
+
+
+class PullGate(Protocol):
+    """What a worker passes before each pull (``_prefetch.pace.Pace``)."""
+
+    def before_pull(self, image: str, notify: Callable[[], None]) -> Tuple[float, Optional[str]]:
+        """(seconds waited, None to pull, or why the queue stops); ``notify()`` when it starts holding the pull."""
+
+    def progress(self) -> Dict[str, Any]:
+        """Fields for the progress file."""
 
 
 class PrefetchReport(TypedDict):
@@ -142,16 +154,24 @@ def _new_result(image: str) -> ImageResult:
         error_kind=None,
         started=None,
         finished=None,
+        waited=0.0,
     )
 
 
 class _Progress:
     """Counts shared by the workers; optionally mirrored to a JSON file that a poller can read."""
 
-    def __init__(self, results: List[ImageResult], path: Optional[str], run_id: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        results: List[ImageResult],
+        path: Optional[str],
+        run_id: Optional[str] = None,
+        gate: Optional[PullGate] = None,
+    ) -> None:
         self.results = results
         self.path = path
         self.run_id = run_id
+        self.gate = gate
         self.lock = threading.Lock()
         self.started = time.time()
         self.error: str | None = None
@@ -170,6 +190,8 @@ class _Progress:
                 elapsed=round(time.time() - self.started, 3),
                 current=[r["image"] for r in self.results if r["started"] and r["status"] is None],
             )
+            if self.gate is not None:
+                snapshot["pace"] = self.gate.progress()
             tmp = None
             try:
                 fd, tmp = tempfile.mkstemp(prefix=".progress-", dir=os.path.dirname(os.path.abspath(self.path)))
@@ -191,17 +213,19 @@ def prefetch(
     present: Mapping[str, CriImage],
     failed: Optional[Mapping[str, KnownFailure]] = None,
     sleep: Callable[[float], None] = time.sleep,
+    gate: Optional[PullGate] = None,
 ) -> PrefetchReport:
     """Pull the ``refs`` (already de-duplicated) that are not in ``present`` (from find_present).
 
-    ``failed`` maps images known to be unpullable to (error, error_kind); they are reported, not pulled.
+    ``failed`` maps images known to be unpullable to (error, error_kind); they are reported, not pulled. ``gate``
+    (the pace) is passed before each pull, after the pull pause; it may stop the queue.
     ``auth_for(ref)`` returns (CRI AuthConfig fields or None, a description of where they came from that holds
     no secret). Returns ``dict(images=[...], totals={...})``; the caller adds ``totals['seconds']``.
     """
     failed = failed or {}
     results = [_new_result(str(ref)) for ref in refs]
     # Check mode changes nothing, the progress file included.
-    progress = _Progress(results, None if options.check_mode else options.progress_file, options.run_id)
+    progress = _Progress(results, None if options.check_mode else options.progress_file, options.run_id, gate)
     pending: queue.Queue[Tuple[ImageRef, ImageResult]] = queue.Queue()
     for ref, result in zip(refs, results):
         image = present.get(result["image"])
@@ -217,6 +241,8 @@ def prefetch(
     progress.update()
 
     stop = threading.Event()
+    # Why the queue stopped: the first reason wins (a full disk, or the pace's).
+    stop_reasons: List[str] = []
 
     def worker() -> None:
         pulled_before = False
@@ -228,9 +254,14 @@ def prefetch(
             # Between this worker's pulls only: nothing waits after the last one.
             if pulled_before and options.pull_pause:
                 sleep(options.pull_pause)
+            if gate is not None and not stop.is_set():
+                result["waited"], reason = gate.before_pull(result["image"], progress.update)
+                if reason is not None:
+                    stop_reasons.append(PACE_STOP + reason)
+                    stop.set()
             if stop.is_set():
                 result["status"] = SKIPPED
-                result["error"] = "not attempted: an earlier pull ran out of disk space"
+                result["error"] = "not attempted: " + (stop_reasons[0] if stop_reasons else _NO_SPACE_STOP)
                 continue
             try:
                 _fetch_one(client, ref, result, auth_for, options, stop, sleep)
@@ -254,19 +285,32 @@ def prefetch(
     return PrefetchReport(images=results, totals=totals, warnings=warnings)
 
 
+_NO_SPACE_STOP = "an earlier pull ran out of disk space"
+PACE_STOP = "the pace stopped the prefetch: "
+
+
 def _listed(items: List[str], limit: int = 5) -> str:
     text = "; ".join(items[:limit])
     return text + (f"; and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def failure_message(images: List[ImageResult]) -> Optional[str]:
-    """The task's error for a report with failed images (None without): the first failures, then the images
-    that were not attempted because the disk filled up, so the user knows a rerun after freeing space pulls them."""
+    """The task's error for a report with failed or skipped images (None without): the first failures, then the
+    images that were not attempted because the disk filled up, so the user knows a rerun after freeing space pulls
+    them, or because the pace stopped the queue."""
     failures = [f"{r['image']}: {r['error']}" for r in images if r["status"] == FAILED]
+    skipped = [r["image"] for r in images if r["status"] == SKIPPED]
+    paced = [r["error"] for r in images if r["status"] == SKIPPED and PACE_STOP in (r["error"] or "")]
+    if paced:
+        message = f"{len(failures)} of {len(images)} images failed: " + _listed(failures) + ". " if failures else ""
+        reason = paced[0][len("not attempted: " + PACE_STOP) :]
+        return message + (
+            f"{len(skipped)} of {len(images)} images were not attempted because the pace stopped the prefetch "
+            f"(pace_on_max_wait=stop): {reason}; run again when the disk is calmer to pull them: " + _listed(skipped)
+        )
     if not failures:
         return None
     message = f"{len(failures)} of {len(images)} images failed: " + _listed(failures)
-    skipped = [r["image"] for r in images if r["status"] == SKIPPED]
     if skipped:
         message += (
             f". {len(skipped)} more were not attempted because the disk ran out of space (free space and run "

@@ -283,3 +283,85 @@ def test_progress_file_reflects_final_counts(tmp_path):
     assert data["counts"]["present"] == 1
     assert data["bytes"] == 100
     assert list(tmp_path.iterdir()) == [progress]
+
+
+class ScriptedGate:
+    """A pace stand-in: records each image it is asked about (and the pull pauses before it), waits nothing,
+    and stops the queue at the image named in ``stop_at``; ``holds`` images make it notify first."""
+
+    def __init__(self, sleeps, stop_at=None, holds=()):
+        self.sleeps = sleeps
+        self.stop_at = stop_at
+        self.holds = set(holds)
+        self.holding = None
+        self.asked = []
+
+    def before_pull(self, image, notify):
+        self.asked.append((image, len(self.sleeps)))
+        if image in self.holds:
+            self.holding = image
+            notify()
+        if image == self.stop_at:
+            return 2.5, "the disk stayed busy"
+        return 0.25, None
+
+    def progress(self):
+        return dict(waiting=[{"image": self.holding}] if self.holding else [])
+
+
+def run_gated(runtime, refs, gate, **options):
+    present = find_present(runtime, refs)
+    return prefetch(runtime, refs, anonymous, PrefetchOptions(**options), present, sleep=gate.sleeps.append, gate=gate)
+
+
+def test_the_gate_is_passed_before_every_pull_after_the_pull_pause():
+    refs = [ref(1), ref(2), ref(3)]
+    runtime = ScriptedRuntime(present=[str(ref(2))])
+    gate = ScriptedGate([])
+    report = run_gated(runtime, refs, gate, concurrency=1, pull_pause=1.0)
+    # The first pull has no pause before it; the second one's gate comes after its pause.
+    assert gate.asked == [(str(ref(1)), 0), (str(ref(3)), 1)]
+    assert [r["waited"] for r in report["images"]] == [0.25, 0.0, 0.25]
+    assert all(r["status"] in ("pulled", "present") for r in report["images"])
+
+
+def test_a_gate_that_stops_skips_the_image_and_the_rest():
+    refs = [ref(i) for i in range(4)]
+    runtime = ScriptedRuntime()
+    gate = ScriptedGate([], stop_at=str(refs[1]))
+    report = run_gated(runtime, refs, gate, concurrency=1)
+    assert [r["status"] for r in report["images"]] == ["pulled", "skipped", "skipped", "skipped"]
+    assert [r["waited"] for r in report["images"]] == [0.25, 2.5, 0.0, 0.0]
+    assert report["images"][1]["error"] == "not attempted: the pace stopped the prefetch: the disk stayed busy"
+    assert [c[1] for c in runtime.calls if c[0] == "PullImage"] == [str(refs[0])]
+    assert failure_message(report["images"]) == (
+        "3 of 4 images were not attempted because the pace stopped the prefetch (pace_on_max_wait=stop): the disk "
+        "stayed busy; run again when the disk is calmer to pull them: " + "; ".join(str(r) for r in refs[1:])
+    )
+
+
+def test_a_pace_stop_after_failures_names_both():
+    images = [{"image": "f", "status": "failed", "error": "manifest unknown"}]
+    images += [{"image": "s", "status": "skipped", "error": "not attempted: the pace stopped the prefetch: busy"}]
+    assert failure_message(images) == (
+        "1 of 2 images failed: f: manifest unknown. 1 of 2 images were not attempted because the pace stopped the "
+        "prefetch (pace_on_max_wait=stop): busy; run again when the disk is calmer to pull them: s"
+    )
+
+
+def test_a_gate_that_holds_writes_its_state_to_the_progress_file(tmp_path):
+    progress = tmp_path / "progress.json"
+    seen = []
+
+    class Watching(ScriptedGate):
+        def before_pull(self, image, notify):
+            answer = super().before_pull(image, notify)
+            seen.append(json.loads(progress.read_text())["pace"])
+            self.holding = None
+            return answer
+
+    gate = Watching([], holds=[str(ref(2))])
+    run_gated(ScriptedRuntime(), [ref(1), ref(2)], gate, concurrency=1, progress_file=str(progress))
+    # Only a gate that holds writes the file before the pull: the first image's gate did not.
+    assert seen == [{"waiting": []}, {"waiting": [{"image": str(ref(2))}]}]
+    assert json.loads(progress.read_text())["pace"] == {"waiting": []}
