@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The performance figures of docs/performance.md, rows B1-B9, with min/median over interleaved repetitions.
+"""The performance figures of docs/performance.md, rows B1-B9 and B12, with min/median over interleaved repetitions.
 
 Usage: .venv/bin/python tests/benchmarks/run.py [--full] [--reps N] [--rows B1,B3,...] [--forks N] [--keep]
 
@@ -9,18 +9,21 @@ default, 40 with --full), pushes the images each row needs, and runs every row `
 interleaved (B1 B2 ... B9, then again), so that a busy machine slows them alike. A ratio is taken per repetition
 from the two figures of that same repetition, then summarised. Times are Python's perf_counter around whole
 commands (``ansible``, ``ansible-playbook``) or the module's own ``totals.seconds``. A benchmark, not a test: it
-asserts nothing.
+asserts nothing. B12 (etcd's write latency while a node pulls large images) runs only when asked for (``--rows
+B12``): it pushes 768 MiB and takes about five minutes a repetition.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,6 +38,7 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_c
     render_for_pools,
     sync_files,
 )
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace import percentile  # noqa: E402
 from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets  # noqa: E402
 from fixtures.ansible_runs import (  # noqa: E402
     adhoc_command,
@@ -44,6 +48,7 @@ from fixtures.ansible_runs import (  # noqa: E402
     remove_all_images,
 )
 from fixtures.openshift_objects import ROLE_LABEL, pinned_image_set, role_pool  # noqa: E402
+from support.disk_load import DiskStats, SyncWriter, block_device  # noqa: E402
 from support.images import MIB  # noqa: E402
 from support.lab import Lab  # noqa: E402
 
@@ -58,7 +63,15 @@ TARGETS = {
     "B7": "<= 1 s",
     "B8": "<= 3",
     "B9": "<= 3",
+    "B12 pace p99 ms": "<= 10",
 }
+# B12: the images a control-plane node pulls (large, incompressible), how long the writeback of a prefetch is
+# watched after its end (the kernel writes dirty pages back within 30 s: vm.dirty_expire_centisecs), and the
+# prefetches compared: no pause, the machine-config-operator's fixed 1 s pause, the pace (module defaults).
+B12_IMAGES, B12_SIZE = 8, 96 * MIB
+B12_TAIL = 35.0
+B12_IDLE = 20.0
+B12_CASES = {"none": {}, "pause": {"throttle": 1.0}, "pace": {"pace": True}}
 CTR = "/usr/bin/ctr"
 
 
@@ -82,6 +95,7 @@ class Bench:
         self.fleet_small = self._inventory("fleet-small.yml", 3)
         self.fleet_large = self._inventory("fleet-large.yml", workers)
         self.render_sets = self._render_sets()
+        self.large: list = []
 
     # ---- helpers ---------------------------------------------------------------------------------------------
 
@@ -280,8 +294,89 @@ class Bench:
         self.add("B8 rerun s", wall)
         self.add("B8 ping s", ping)
 
+    def b12(self) -> None:
+        """etcd's write latency on the node's image filesystem: a stand-in writer (2 KiB + fdatasync every 20 ms)
+        idle, then during each prefetch of B12_IMAGES large images, one at a time, from an empty node, and during
+        the writeback after it; /proc/diskstats of the same device alongside, for the choice of the pace's probe."""
+        if not self.large:
+            self.large = [r.reference for r in self.lab.push_bulk(B12_IMAGES, B12_SIZE, prefix="b-large")]
+        root = self.lab.status()["nodes"]["worker-0"]["root"]
+        device = block_device(root)
+        self.add("B12 load average", os.getloadavg()[0])
+        with SyncWriter(root) as writer, DiskWatch(device) as disk:
+            self._settle()
+            started = time.time()
+            time.sleep(B12_IDLE)
+            self._b12_window("idle", writer, disk, started, time.time())
+            for case, extra in B12_CASES.items():
+                self.empty()
+                self._settle()
+                started = time.time()
+                args = dict(images=self.large, cri_socket=self.node, concurrency=1, pace_path=root, **extra)
+                _wall, result = self.adhoc("pinned.images.prefetch", args)
+                finished = time.time()
+                self.add(f"B12 {case} s", result["totals"]["seconds"])
+                if "pace" in result:
+                    self.add(f"B12 {case} waited s", result["pace"]["waited_seconds"])
+                    self.add(f"B12 {case} own p99 ms", result["pace"]["latency_ms"]["p99"])
+                self._b12_window(case, writer, disk, started, finished)
+                time.sleep(B12_TAIL)
+                self._b12_window(f"{case}+tail", writer, disk, started, time.time())
+        self.empty()
+
+    @staticmethod
+    def _settle() -> None:
+        # What an earlier row wrote is on the disk before a case starts.
+        subprocess.run(["sync"], check=True)
+        time.sleep(5)
+
+    def _b12_window(self, case: str, writer: SyncWriter, disk: DiskWatch, since: float, until: float) -> None:
+        latencies = [seconds * 1000 for seconds in writer.latencies(since, until)]
+        self.add(f"B12 {case} p50 ms", percentile(latencies, 50))
+        self.add(f"B12 {case} p99 ms", percentile(latencies, 99))
+        if case.endswith("+tail"):
+            return
+        waits = [entry["write_await"] for entry in disk.between(since, until) if entry["write_await"] is not None]
+        busy = [entry["utilisation"] for entry in disk.between(since, until) if entry["utilisation"] is not None]
+        if waits:
+            self.add(f"B12 {case} await p50 ms", percentile(waits, 50))
+            self.add(f"B12 {case} await p99 ms", percentile(waits, 99))
+        if busy:
+            self.add(f"B12 {case} util p99", percentile(busy, 99))
+
     def _hosts(self, workers: int) -> list:
         return [f"cp-{i}" for i in range(3)] + [f"worker-{i}" for i in range(workers)]
+
+
+class DiskWatch:
+    """/proc/diskstats of one device every half second in a thread: write await, flush await, utilisation."""
+
+    def __init__(self, device: str | None, interval: float = 0.5) -> None:
+        self.device = device
+        self.interval = interval
+        self.entries: list = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> DiskWatch:
+        if self.device is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _watch(self) -> None:
+        earlier = DiskStats.read(self.device)
+        while not self._stop.wait(self.interval):
+            now = DiskStats.read(self.device)
+            self.entries.append((time.time(), now.since(earlier)))
+            earlier = now
+
+    def between(self, since: float, until: float) -> list:
+        return [entry for taken, entry in self.entries if since <= taken <= until]
 
 
 def show(samples: dict) -> None:
@@ -302,9 +397,9 @@ def main() -> None:
     reps = args.reps or (5 if args.full else 3)
     workers = 40 if args.full else 8
     rows = [row.strip().lower() for row in args.rows.split(",")]
-    unknown = [row for row in rows if row not in {f"b{n}" for n in range(1, 10)}]
+    unknown = [row for row in rows if row not in {f"b{n}" for n in (*range(1, 10), 12)}]
     if unknown:
-        parser.error(f"unknown rows {', '.join(unknown)}: B1 to B9")
+        parser.error(f"unknown rows {', '.join(unknown)}: B1 to B9, B12")
     tmp = Path(tempfile.mkdtemp(prefix="pi-bench-"))
     lab = Lab(tmp / "lab")
     try:
@@ -325,13 +420,18 @@ def main() -> None:
             "b7": bench.b6_b7,
             "b8": bench.b8_b9,
             "b9": bench.b8_b9,
+            "b12": bench.b12,
         }
         # B7 is measured with B6 and B9 with B8: either name runs the pair, once.
         runs = list(dict.fromkeys(steps[row] for row in rows))
         for rep in range(reps):
             for step in runs:
                 step()
-            print(f"repetition {rep + 1} done at {time.perf_counter() - started:.0f} s", flush=True)
+            print(
+                f"repetition {rep + 1} done at {time.perf_counter() - started:.0f} s, load average "
+                + " ".join(f"{value:.2f}" for value in os.getloadavg()),
+                flush=True,
+            )
             show(bench.samples)
     finally:
         if args.keep:

@@ -31,6 +31,8 @@ PROBE_BYTES = 2048
 # The probe file starts again from empty beyond this size, so a long run does not fill etcd's disk.
 PROBE_FILE_LIMIT = 1024 * 1024
 PROBE_PREFIX = ".pinned-images-pace-"
+# etcd's data directory on kubeadm and OpenShift control-plane nodes.
+DEFAULT_PATH = "/var/lib/etcd"
 CONTINUE, STOP = "continue", "stop"
 ON_MAX_WAIT = (CONTINUE, STOP)
 # Where the probe goes: the directory asked for, or the image store when that directory does not exist.
@@ -47,13 +49,16 @@ class PaceError(CollectionError):
 
 @dataclass(frozen=True)
 class PaceOptions:
-    """``bound``, ``window``, ``interval`` and ``max_wait`` in seconds; ``percentile`` above 0, at most 100."""
+    """``path``: the directory whose filesystem is watched (a host path); ``bound``, ``window``, ``interval`` and
+    ``max_wait`` in seconds; ``percentile`` above 0, at most 100."""
 
+    path: str = DEFAULT_PATH
     bound: float = 0.010
     percentile: float = 99.0
     window: float = 30.0
     interval: float = 0.1
-    max_wait: float = 60.0
+    # As long as a spike of the last pull takes to leave the window.
+    max_wait: float = 30.0
     on_max_wait: str = CONTINUE
 
 
@@ -342,6 +347,22 @@ class Pace:
                 samples=len(self._samples),
             )
 
+    def warnings(self) -> List[str]:
+        """What the user should know: images pulled although the latency stayed over the bound, a failed probe."""
+        with self._cond:
+            found = [self.error] if self.error else []
+            late = self._timed_out if self.options.on_max_wait == CONTINUE else []
+            if late:
+                options = self.options
+                found.append(
+                    f"the pace waited pace_max_wait {options.max_wait:g} s for {len(late)} image(s) and pulled them "
+                    f"with the write latency of {self.path} still over {_ms(options.bound):g} ms "
+                    f"(p{options.percentile:g} over {options.window:g} s): {'; '.join(late[:5])}"
+                    f"{f'; and {len(late) - 5} more' if len(late) > 5 else ''}. If the disk is this slow without a "
+                    "prefetch, raise pace_bound_ms or give etcd a disk of its own (docs/orchestration.md)"
+                )
+            return found
+
     def report(self) -> PaceReport:
         with self._cond:
             samples = list(self._samples)
@@ -366,3 +387,10 @@ class Pace:
                 timed_out=list(self._timed_out),
                 error=self.error,
             )
+
+
+def open_pace(options: PaceOptions, image_store: Optional[str]) -> Pace:
+    """A pace (not started) that probes ``options.path``, or ``image_store`` when that is not a directory; raises
+    PaceError before anything is written when neither can take the probe."""
+    directory, source = probe_directory(options.path, image_store)
+    return Pace(options, FdatasyncProbe(directory), directory, source)

@@ -23,6 +23,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace impor
     FdatasyncProbe,
     Pace,
     PaceError,
+    open_pace,
     PaceOptions,
     percentile,
     probe_directory,
@@ -298,3 +299,36 @@ def test_report_lists_the_latest_samples_and_counts_the_rest(monkeypatch):
     assert [ms for _t, ms in report["samples"]] == [3.0, 4.0, 5.0, 6.0]
     assert report["samples_left_out"] == 2
     assert report["latency_ms"]["count"] == 6 and report["latency_ms"]["max"] == 6.0
+
+
+def test_open_pace_probes_the_image_store_when_the_path_is_missing(tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    pace = open_pace(PaceOptions(path=str(tmp_path / "etcd")), str(store))
+    assert (pace.path, pace.source) == (str(store), SOURCE_IMAGE_STORE)
+    assert [name.startswith(PROBE_PREFIX) for name in os.listdir(store)] == [True]
+    pace.probe.close()
+    assert os.listdir(store) == []
+
+
+def test_images_pulled_after_the_maximum_wait_are_a_warning():
+    clock = Clock()
+    pace, probe = fed_pace(PaceOptions(bound=10 * MS, max_wait=1.0), clock)
+    recorded(pace, probe, *[50 * MS] * 3)
+    assert pace.warnings() == []
+    done = []
+    notified = threading.Event()
+    gate = threading.Thread(target=lambda: done.append(pace.before_pull("img-1", notified.set)))
+    gate.start()
+    assert notified.wait(30)
+    clock.now += 1
+    recorded(pace, probe, 50 * MS)
+    gate.join()
+    assert done == [(1.0, None)]
+    finish(pace, probe)
+    assert pace.warnings() == [
+        "the probe in /etcd failed (test over); the pulls after it were not paced",
+        "the pace waited pace_max_wait 1 s for 1 image(s) and pulled them with the write latency of /etcd still over "
+        "10 ms (p99 over 30 s): img-1. If the disk is this slow without a prefetch, raise pace_bound_ms or give etcd "
+        "a disk of its own (docs/orchestration.md)",
+    ]
