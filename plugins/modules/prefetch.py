@@ -64,6 +64,57 @@ options:
     type: float
     aliases: [throttle]
     default: 0.0
+  pace:
+    description:
+      - Pace the pulls by the write latency of O(pace_path)'s filesystem, to spare an etcd on the same disk. Before
+        each pull (after O(pull_pause)), wait until the O(pace_percentile) of the latencies over the last
+        O(pace_window) seconds and each of the last three samples are at most O(pace_bound_ms), for at most
+        O(pace_max_wait) seconds.
+      - A sample is what etcd's WAL does: 2 KiB appended to a temporary file in the probed directory, then
+        C(fdatasync), every O(pace_interval) seconds while the pulls run. The file is removed at the end.
+      - A pull itself cannot be slowed down through CRI: the pace works between pulls. Not in check mode, and not
+        when nothing is to be pulled.
+      - The M(pinned.images.node) role turns it on for control-plane nodes.
+    type: bool
+    default: false
+  pace_path:
+    description:
+      - The directory whose filesystem the pace watches, under O(host_root); by default etcd's data directory.
+      - When it is not a directory (a node without etcd), the image store is watched instead (O(image_store_path),
+        else the image filesystem the runtime reports).
+    type: path
+    default: /var/lib/etcd
+  pace_bound_ms:
+    description:
+      - The write latency in milliseconds the pace keeps the disk under. etcd asks for a 99th percentile
+        C(fdatasync) under 10 ms.
+    type: float
+    default: 10.0
+  pace_percentile:
+    description: The percentile of the samples over O(pace_window) that must be at most O(pace_bound_ms).
+    type: float
+    default: 99.0
+  pace_window:
+    description:
+      - Seconds of samples the percentile is taken over, the previous pulls included, so that the pace keeps the
+        percentile etcd sees, not only the calm moments between pulls.
+    type: float
+    default: 30.0
+  pace_interval:
+    description: Seconds between two samples of the probe.
+    type: float
+    default: 0.1
+  pace_max_wait:
+    description: The longest the pace waits before one image, in seconds; then O(pace_on_max_wait) decides.
+    type: float
+    default: 30.0
+  pace_on_max_wait:
+    description:
+      - V(continue) pulls the image anyway (a warning names it); V(stop) pulls nothing more, reports the image and
+        the rest V(skipped) and fails the task.
+    type: str
+    choices: [continue, stop]
+    default: continue
   retries:
     description:
       - How many more times a failed pull is tried when a retry can help, so at most O(retries) + 1 attempts.
@@ -274,6 +325,15 @@ EXAMPLES = r"""
     cri_socket: /run/containerd/containerd.sock
     concurrency: 1
     pull_pause: 1
+
+- name: Prefetch on a control-plane node, each pull waiting while etcd's disk is slow
+  become: true
+  pinned.images.prefetch:
+    images: "{{ node_images }}"
+    concurrency: 1
+    pace: true
+    pace_path: /var/lib/etcd
+    pace_bound_ms: 10
 """
 
 RETURN = r"""
@@ -323,6 +383,10 @@ images:
       description: V(auth), V(not_found), V(no_space), V(invalid), V(permission), V(deadline), V(unavailable) or V(unknown).
       type: str
       sample: null
+    waited:
+      description: Seconds the pace held this image back before its pull (it ends at RV(images[].started)); V(0) without O(pace).
+      type: float
+      sample: 2.5
 totals:
   description: Counts per status, bytes pulled and wall time.
   returned: always
@@ -341,7 +405,7 @@ totals:
       description: Images that could not be pulled.
       type: int
     skipped:
-      description: Images not attempted after the disk filled up.
+      description: Images not attempted after the disk filled up, or after the pace stopped the queue (O(pace_on_max_wait=stop)).
       type: int
     would_pull:
       description: Images check mode would pull.
@@ -361,6 +425,99 @@ totals:
     would_pull: 0
     bytes_pulled: 52428800
     seconds: 4.2
+pace:
+  description: What the pace measured and how long it waited (O(pace)).
+  returned: when O(pace) is on and the run pulled (not in check mode)
+  type: dict
+  contains:
+    path:
+      description: The directory probed (a host path).
+      type: str
+    source:
+      description: V(path) (O(pace_path)) or V(image_store) (O(pace_path) is not a directory).
+      type: str
+    probe:
+      description: V(fdatasync).
+      type: str
+    bound_ms:
+      description: O(pace_bound_ms).
+      type: float
+    percentile:
+      description: O(pace_percentile).
+      type: float
+    window:
+      description: O(pace_window).
+      type: float
+    interval:
+      description: O(pace_interval).
+      type: float
+    max_wait:
+      description: O(pace_max_wait).
+      type: float
+    on_max_wait:
+      description: O(pace_on_max_wait).
+      type: str
+    started:
+      description: When the probe started (seconds since the epoch).
+      type: float
+    samples:
+      description:
+        - Each sample as V([seconds since RV(pace.started), latency in ms]), in order; the latest 10000.
+      type: list
+      elements: list
+    samples_left_out:
+      description: Earlier samples not listed in RV(pace.samples) (they count in RV(pace.latency_ms)).
+      type: int
+    latency_ms:
+      description: The run's latencies in ms, every sample counted once (as etcd's own histogram counts each C(fdatasync)).
+      type: dict
+      contains:
+        count:
+          description: Samples taken.
+          type: int
+        p50:
+          description: Median.
+          type: float
+        p90:
+          description: 90th percentile.
+          type: float
+        p99:
+          description: 99th percentile.
+          type: float
+        max:
+          description: The slowest sample.
+          type: float
+    waited_seconds:
+      description: Seconds the pace held pulls back in all (RV(images[].waited) added up).
+      type: float
+    held:
+      description: Images whose pull found the latency over the bound and waited for it to fall.
+      type: int
+    timed_out:
+      description: Images whose wait reached O(pace_max_wait).
+      type: list
+      elements: str
+    error:
+      description: Why the probe stopped, when it failed (the pulls after it were not paced).
+      type: str
+  sample:
+    path: /var/lib/etcd
+    source: path
+    probe: fdatasync
+    bound_ms: 10.0
+    percentile: 99.0
+    window: 30.0
+    interval: 0.1
+    max_wait: 30.0
+    on_max_wait: continue
+    started: 1764448000.125
+    samples: [[0.002, 0.62], [0.103, 0.58], [0.204, 14.2]]
+    samples_left_out: 0
+    latency_ms: {count: 3, p50: 0.62, p90: 14.2, p99: 14.2, max: 14.2}
+    waited_seconds: 2.5
+    held: 1
+    timed_out: []
+    error: null
 disk_guard:
   description: What the disk guard measured and decided (absent with O(disk_guard=off)).
   returned: when O(disk_guard) is not V(off)
@@ -541,6 +698,8 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node 
     DEFAULT_DIRECTORY as MCO_DIRECTORY,
 )
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace import CONTINUE, ON_MAX_WAIT
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace import DEFAULT_PATH as PACE_PATH
 from ansible_collections.pinned.images.plugins.module_utils._pins.method import METHOD_NONE, PIN_CHOICES
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,
@@ -557,6 +716,14 @@ def _argument_spec() -> dict:
         require_digest=dict(type="bool", default=True),
         concurrency=dict(type="int", default=5),
         pull_pause=dict(type="float", default=0.0, aliases=["throttle"]),
+        pace=dict(type="bool", default=False),
+        pace_path=dict(type="path", default=PACE_PATH),
+        pace_bound_ms=dict(type="float", default=10.0),
+        pace_percentile=dict(type="float", default=99.0),
+        pace_window=dict(type="float", default=30.0),
+        pace_interval=dict(type="float", default=0.1),
+        pace_max_wait=dict(type="float", default=30.0),
+        pace_on_max_wait=dict(type="str", choices=list(ON_MAX_WAIT), default=CONTINUE),
         retries=dict(type="int", default=5),
         retry_delay=dict(type="float", default=1.0),
         retry_max_delay=dict(type="float", default=10.0),

@@ -27,6 +27,33 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Protocol, Tuple, 
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 
+__all__ = [
+    "CONTINUE",
+    "DEFAULT_PATH",
+    "ON_MAX_WAIT",
+    "PROBE_BYTES",
+    "PROBE_FILE_LIMIT",
+    "PROBE_PREFIX",
+    "RECENT_SAMPLES",
+    "SAMPLES_REPORTED",
+    "SOURCE_IMAGE_STORE",
+    "SOURCE_PATH",
+    "STOP",
+    "FdatasyncProbe",
+    "Hold",
+    "LatencySummary",
+    "Pace",
+    "PaceError",
+    "PaceOptions",
+    "PaceReport",
+    "Probe",
+    "Sample",
+    "open_pace",
+    "percentile",
+    "probe_directory",
+    "summarise",
+]
+
 PROBE_BYTES = 2048
 # The probe file starts again from empty beyond this size, so a long run does not fill etcd's disk.
 PROBE_FILE_LIMIT = 1024 * 1024

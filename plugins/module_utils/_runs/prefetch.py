@@ -41,6 +41,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.method import 
 )
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import parse_size
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullSources, RetryPolicy
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace import Pace, PaceOptions, open_pace
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.preflight import (
     DiskGuardSettings,
     SourceSettings,
@@ -90,8 +91,17 @@ _AT_LEAST = (
     ("retry_delay", 0),
     ("retry_max_delay", 0),
     ("pull_timeout", 0),
+    ("pace_interval", 0),
 )
-_ABOVE_ZERO = ("expansion_factor", "cri_timeout", "cri_connect_timeout", "settle_timeout")
+_ABOVE_ZERO = (
+    "expansion_factor",
+    "cri_timeout",
+    "cri_connect_timeout",
+    "settle_timeout",
+    "pace_bound_ms",
+    "pace_window",
+    "pace_max_wait",
+)
 # The prefetch's own node paths, under host_root (with the shared ones, ``node_params``); containerd_config_path is
 # mapped with the registry directories found on the node (``pull_sources``).
 _NODE_PATHS = (
@@ -103,6 +113,7 @@ _NODE_PATHS = (
     "crio_pid_file",
     "containerd_config",
     "record_file",
+    "pace_path",
 )
 
 
@@ -164,6 +175,8 @@ class PrefetchRequest:
     mco_dir: str
     # The record of what this collection pulled and pinned, for the prune (``_prune/record``); None: none kept.
     record_file: Optional[str] = None
+    # The pace between pulls (``_prefetch/pace``); None: off.
+    pace: Optional[PaceOptions] = None
 
     @property
     def auth_config(self) -> DockerConfig:
@@ -213,6 +226,8 @@ class PrefetchRequest:
                 f"{params['dropin_path']}, or the labels pinned.images set); nothing was changed. Give the images, "
                 "allow_empty=true to empty the pins, or pin=none"
             )
+        if not 0 < params["pace_percentile"] <= 100:
+            problems.add(f"pace_percentile must be above 0 and at most 100, got {params['pace_percentile']}")
         problems.attempt(lambda: parse_size(params["min_free"], total=0))
         platform = problems.attempt(lambda: parse_platform(params["platform"]) if params["platform"] else None)
         registry = RegistryOptions.from_params(params, problems)
@@ -270,6 +285,7 @@ class PrefetchRequest:
             sources=sources,
             mco_dir=params["mco_dir"],
             record_file=params.get("record_file") or default_record_file(lock_file),
+            pace=_pace_options(params) if params["pace"] else None,
         )
 
     def auth_for(self, ref: ImageRef) -> Tuple[Optional[Dict[str, str]], str]:
@@ -279,6 +295,26 @@ class PrefetchRequest:
         if credentials is None:
             return None, f"no credentials for {ref.registry} in {source}; pulled anonymously"
         return credentials.cri_auth_fields(), f"credentials for {credentials.server_address} from {source}"
+
+
+def _pace_options(params: Mapping[str, Any]) -> PaceOptions:
+    return PaceOptions(
+        path=params["pace_path"],
+        bound=params["pace_bound_ms"] / 1000.0,
+        percentile=params["pace_percentile"],
+        window=params["pace_window"],
+        interval=params["pace_interval"],
+        max_wait=params["pace_max_wait"],
+        on_max_wait=params["pace_on_max_wait"],
+    )
+
+
+def _pace(request: PrefetchRequest, image_fs: Optional[str], to_pull: int) -> Optional[Pace]:
+    """The pace of this run (not started), when it is on and the run pulls: none in check mode, whose probe would
+    write. Raises PaceError before any pull when it cannot probe."""
+    if request.pace is None or request.check_mode or not to_pull:
+        return None
+    return open_pace(request.pace, request.guard.image_store_path or image_fs)
 
 
 def _locked(request: PrefetchRequest) -> Optional[NodeLock]:
@@ -353,14 +389,22 @@ def run_prefetch(
             guard, unreadable = guard_disk(request.guard, image_fs, missing, guard_sources or request.registries)
             if guard is not None and guard_sources is not None:
                 guard["sources_from"] = sources_from
-            report = prefetch(
-                client,
-                list(request.refs),
-                request.auth_for,
-                replace(request.pulls, image_fs=image_fs),
-                present,
-                unreadable,
-            )
+            pace = _pace(request, image_fs, len([ref for ref in missing if str(ref) not in unreadable]))
+            if pace is not None:
+                pace.start()
+            try:
+                report = prefetch(
+                    client,
+                    list(request.refs),
+                    request.auth_for,
+                    replace(request.pulls, image_fs=image_fs),
+                    present,
+                    unreadable,
+                    gate=pace,
+                )
+            finally:
+                if pace is not None:
+                    pace.stop()
             method, mco_sign, mco_warnings = mco_pin_method(
                 request.pin, pin_method(request.pin, runtime), request.mco_dir
             )
@@ -414,9 +458,13 @@ def run_prefetch(
         result["diff"] = image_diff(report["images"]) if pin_diff is None else [image_diff(report["images"]), pin_diff]
     if guard is not None:
         result["disk_guard"] = guard
+    pace_warnings: List[str] = []
+    if pace is not None:
+        result["pace"] = pace.report()
+        pace_warnings = pace.warnings()
     return PrefetchOutcome(
         result,
-        source_warnings + report["warnings"] + pin_warnings + record_warning,
+        source_warnings + report["warnings"] + pace_warnings + pin_warnings + record_warning,
         failure_message(report["images"]),
         pin_failure,
     )

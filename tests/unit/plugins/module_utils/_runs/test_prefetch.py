@@ -15,6 +15,7 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
 from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock, NodeLockError
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import dropin_pinned_images
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace import PROBE_PREFIX, PaceError
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.preflight import DiskGuardRefused, pull_sources
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import PrefetchRequest, run_prefetch
 from fixtures.scripted_runtime import ScriptedRuntime
@@ -64,6 +65,14 @@ def params(tmp_path, **overrides):
         containerd_config=None,
         containerd_config_path=None,
         allow_empty=False,
+        pace=False,
+        pace_path=str(tmp_path / "etcd"),
+        pace_bound_ms=10.0,
+        pace_percentile=99.0,
+        pace_window=30.0,
+        pace_interval=0.1,
+        pace_max_wait=30.0,
+        pace_on_max_wait="continue",
     )
     base.update(overrides)
     return base
@@ -404,8 +413,11 @@ def test_under_host_root_every_node_path_and_those_the_node_reports_are_the_host
         dropin_path="/etc/crio/crio.conf.d/50-pinned-images",
         crio_pid_file="/run/crio/crio.pid",
         mco_dir="/etc/machine-config-daemon",
+        pace=True,
+        pace_path="/var/lib/etcd",
     )
     request = PrefetchRequest.from_params(given, False)
+    assert request.pace is not None and request.pace.path == f"{host}/var/lib/etcd"
     assert request.pulls.progress_file == f"{host}/var/tmp/progress.json"
     assert request.lock_file == f"{host}/var/tmp/progress.json.lock"
     assert (request.dropin.path, request.dropin.pid_file) == (
@@ -426,3 +438,61 @@ def test_under_host_root_every_node_path_and_those_the_node_reports_are_the_host
     assert sources.config.roots == (f"{host}/etc/containerd/certs.d", f"{host}/etc/docker/certs.d")
     with pytest.raises(CollectionError, match="progress_file: directory .*/host/missing does not exist"):
         PrefetchRequest.from_params(dict(given, progress_file="/missing/p.json"), False)
+
+
+def test_every_bad_pace_option_is_named(tmp_path):
+    bad = dict(pace_bound_ms=0, pace_percentile=0, pace_window=-1, pace_max_wait=0, pace_interval=-0.1)
+    with pytest.raises(CollectionError) as info:
+        PrefetchRequest.from_params(params(tmp_path, pace=True, **bad), False)
+    assert sorted(info.value.problems) == [
+        "pace_bound_ms must be above 0, got 0",
+        "pace_interval must be at least 0, got -0.1",
+        "pace_max_wait must be above 0, got 0",
+        "pace_percentile must be above 0 and at most 100, got 0",
+        "pace_window must be above 0, got -1",
+    ]
+    assert PrefetchRequest.from_params(params(tmp_path), False).pace is None
+
+
+# A bound no disk reaches: what these tests check must not depend on this machine's load.
+CALM = dict(pace=True, pace_bound_ms=60000.0, pace_interval=0.001)
+
+
+def test_the_pace_probes_its_directory_while_pulling_and_reports(tmp_path):
+    etcd = tmp_path / "etcd"
+    etcd.mkdir()
+    outcome = run(tmp_path, Runtime(str(tmp_path)), **CALM)
+    pace = outcome.result["pace"]
+    assert (pace["path"], pace["source"], pace["probe"]) == (str(etcd), "path", "fdatasync")
+    assert pace["latency_ms"]["count"] >= 3 and len(pace["samples"]) == pace["latency_ms"]["count"]
+    assert pace["bound_ms"] == 60000.0 and pace["timed_out"] == [] and pace["error"] is None
+    images = outcome.result["images"]
+    assert [image["status"] for image in images] == ["present", "pulled"]
+    assert images[0]["waited"] == 0.0 and images[1]["waited"] >= 0.0
+    assert pace["waited_seconds"] == images[1]["waited"]
+    assert list(etcd.iterdir()) == []
+
+
+def test_without_its_directory_the_pace_probes_the_image_store(tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    outcome = run(tmp_path, Runtime(str(store)), **CALM)
+    assert (outcome.result["pace"]["path"], outcome.result["pace"]["source"]) == (str(store), "image_store")
+    assert list(store.iterdir()) == []
+
+
+def test_a_pace_that_cannot_probe_fails_before_any_pull(tmp_path):
+    runtime = Runtime(str(tmp_path / "no-store"))
+    with pytest.raises(PaceError, match="pace_path .*/etcd is not a directory"):
+        run(tmp_path, runtime, disk_guard="off", **CALM)
+    assert runtime.pulled == []
+
+
+@pytest.mark.parametrize("check_mode", [True, False], ids=["check_mode", "nothing_to_pull"])
+def test_no_pace_without_pulls(tmp_path, check_mode):
+    etcd = tmp_path / "etcd"
+    etcd.mkdir()
+    images = [PRESENT, MISSING] if check_mode else [PRESENT]
+    outcome = run(tmp_path, Runtime(str(tmp_path)), check_mode=check_mode, images=images, **CALM)
+    assert "pace" not in outcome.result
+    assert not [name for name in etcd.iterdir() if name.name.startswith(PROBE_PREFIX)]
