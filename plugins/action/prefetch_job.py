@@ -49,13 +49,19 @@ _STATUS_KEYS = (
 
 
 def progress_line(progress: t.Mapping[str, t.Any]) -> str:
-    """``12/40 images, 0.035 GiB, 3 s elapsed`` for a progress file's content."""
-    return "%d/%d images, %.3f GiB, %d s elapsed" % (
+    """``12/40 images, 0.035 GiB, 3 s elapsed`` for a progress file's content, and ``, waiting for the disk (35.2
+    ms)`` while the pace holds a pull back."""
+    line = "%d/%d images, %.3f GiB, %d s elapsed" % (
         progress["done"],
         progress["total"],
         progress.get("bytes", 0) / 1073741824,
         progress.get("elapsed", 0),
     )
+    waiting = (progress.get("pace") or {}).get("waiting") or []
+    if waiting:
+        level = waiting[0].get("latency_ms")
+        line += ", waiting for the disk" + (" (%.1f ms)" % level if isinstance(level, (int, float)) else "")
+    return line
 
 
 def job_status(text: t.Optional[str], jid: str, decode: t.Callable[[str], dict[str, t.Any]]) -> dict[str, t.Any]:

@@ -70,10 +70,10 @@ options:
         each pull (after O(pull_pause)), wait until the O(pace_percentile) of the latencies over the last
         O(pace_window) seconds and each of the last three samples are at most O(pace_bound_ms), for at most
         O(pace_max_wait) seconds.
-      - A sample is what etcd's WAL does: 2 KiB appended to a temporary file in the probed directory, then
-        C(fdatasync), every O(pace_interval) seconds while the pulls run. The file is removed at the end.
-      - A pull itself cannot be slowed down through CRI: the pace works between pulls. Not in check mode, and not
-        when nothing is to be pulled.
+      - A sample is the write etcd's WAL makes, 2 KiB appended to a temporary file in the probed directory and
+        then C(fdatasync), every O(pace_interval) seconds while the pulls run. The file is removed at the end.
+      - A pull itself cannot be slowed down through CRI, so the pace works between pulls. Not in check mode, and
+        not when nothing is to be pulled.
       - The M(pinned.images.node) role turns it on for control-plane nodes.
     type: bool
     default: false

@@ -158,6 +158,7 @@ def node_result(
         "pull_finished": _span([entry.get("finished") for entry in entries], max),
         "pin_started": _span([pin.get("started")], min) if pin_ran else None,
         "pin_finished": _span([pin.get("finished")], max) if pin_ran else None,
+        "pace": _pace_summary(prefetch.get("pace"), entries),
         "changed": totals["pulled"] > 0 or bool(pin.get("changed")) or bool((prune or {}).get("changed")),
         "pinned": pinned if ran else None,
         "pin_method": pin.get("method") or "none",
@@ -168,6 +169,34 @@ def node_result(
         "sets": list(sets),
         "images": entries,
         **_prune_fields(prune),
+    }
+
+
+def _pace_summary(pace: Any, entries: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    """What the report keeps of the prefetch's pace (its samples stay in the module's result): the bound, the
+    run's latency percentiles, the time waited, how many images were held and how many waited the longest, and
+    each wait (``[start, end]``, wall-clock seconds: it ends when its image's pull starts) for the page; None when
+    the node did not pace."""
+    if not isinstance(pace, Mapping):
+        return None
+    latency = pace.get("latency_ms") or {}
+    waits = []
+    for entry in entries:
+        waited, started = _span([entry.get("waited")], max), _span([entry.get("started")], max)
+        if waited and started is not None:
+            waits.append([round(started - waited, 3), started])
+    return {
+        "path": pace.get("path"),
+        "bound_ms": pace.get("bound_ms"),
+        "percentile": pace.get("percentile"),
+        "p50_ms": latency.get("p50"),
+        "p99_ms": latency.get("p99"),
+        "max_ms": latency.get("max"),
+        "samples": latency.get("count", 0),
+        "waited_seconds": pace.get("waited_seconds", 0.0),
+        "held": pace.get("held", 0),
+        "timed_out": len(pace.get("timed_out") or []),
+        "waits": waits,
     }
 
 

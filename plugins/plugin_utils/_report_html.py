@@ -84,6 +84,7 @@ svg .node.ok .pin, svg .node.check .pin, .key.pin-ok { fill: #0d3b10; }
 svg .node.failed .bar { fill: #ffcdd2; }
 svg .node.failed .pull, .key.pull-failed { fill: #e53935; }
 svg .node.failed .pin, .key.pin-failed { fill: #5d0000; }
+svg .node .wait, .key.wait { fill: #ffb300; }
 svg .node .note { fill: #616161; font-style: italic; }
 svg .node.failed .note { fill: #b71c1c; }
 .key.bar-ok { fill: #c8e6c9; }
@@ -264,6 +265,26 @@ def _cri_text(node: Mapping[str, Any]) -> str:
     return " ".join(str(node.get(key)) for key in ("runtime", "runtime_version") if node.get(key)) or "-"
 
 
+def _pace(node: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
+    pace = node.get("pace")
+    return pace if isinstance(pace, Mapping) else None
+
+
+def _pace_text(node: Mapping[str, Any]) -> str:
+    """``waited 3.2 s, p99 8.1 ms (bound 10 ms)`` for a node that paced its pulls, ``-`` for one that did not."""
+    pace = _pace(node)
+    if pace is None:
+        return "-"
+    waited = _number(pace.get("waited_seconds")) or 0.0
+    level, bound = _number(pace.get("p99_ms")), _number(pace.get("bound_ms"))
+    text = "waited %.1f s" % waited
+    if level is not None:
+        text += ", p99 %.1f ms" % level
+    if bound is not None:
+        text += " (bound %g ms)" % bound
+    return text
+
+
 def _node_title(node: Mapping[str, Any]) -> str:
     parts = [
         f"{node.get('host')}: {_status(node)}",
@@ -273,6 +294,8 @@ def _node_title(node: Mapping[str, Any]) -> str:
         f"pin {pin_text(node)}",
         f"CRI {_cri_text(node)}",
     ]
+    if _pace(node) is not None:
+        parts.append(f"pace {_pace_text(node)}")
     return "; ".join(parts)
 
 
@@ -316,6 +339,28 @@ class _Timeline:
         y = top + (BAR_HEIGHT - PART_HEIGHT) / 2
         return f'<rect class="{kind}" x="{x}" y="{y}" width="{round(width, 2)}" height="{PART_HEIGHT}"/>'
 
+    def _waits(self, node: Mapping[str, Any], top: float, within: Tuple[float, float]) -> List[str]:
+        """The pace's waits before the node's pulls, on top of its pull part."""
+        pace = _pace(node) or {}
+        out = []
+        for wait in pace.get("waits") or []:
+            if not isinstance(wait, (list, tuple)) or len(wait) != 2:
+                continue
+            begin, end = (_number(when) for when in wait)
+            if begin is None or end is None:
+                continue
+            begin, end = (min(max(when, within[0]), within[1]) for when in (begin, end))
+            x = self.x(begin)
+            width = max(self.x(max(end, begin)) - x, 2.0)
+            x = round(max(min(x, self.x(within[1]) - width), self.x(within[0])), 2)
+            y = top + (BAR_HEIGHT - PART_HEIGHT) / 2
+            title = self.page.text("the pace waited %.1f s for the disk" % (end - begin))
+            out.append(
+                f'<rect class="wait" x="{x}" y="{y}" width="{round(width, 2)}" height="{PART_HEIGHT}" '
+                f'data-started="{begin}" data-finished="{end}"><title>{title}</title></rect>'
+            )
+        return out
+
     def node(self, node: Mapping[str, Any], y: int) -> List[str]:
         status, host = _status(node), str(node.get("host") or node.get("node") or "?")
         begin, end = _number(node.get("started")), _number(node.get("finished"))
@@ -342,6 +387,7 @@ class _Timeline:
             )
             parts = (self._part(kind, node, y, (begin, max(end, begin))) for kind in ("pull", "pin"))
             out.extend(part for part in parts if part)
+            out.extend(self._waits(node, y, (begin, max(end, begin))))
         out.append("</g>")
         return out
 
@@ -382,6 +428,7 @@ def _legend() -> str:
         ("bar-failed", "node failed"),
         ("pull-failed", "pull"),
         ("pin-failed", "pin"),
+        ("wait", "pace wait"),
         ("not-run", "not run"),
     ]
     out = [
@@ -491,6 +538,9 @@ def _nodes_table(page: _Page, rows: Sequence[Tuple[str, Sequence[Mapping[str, An
     pruned = any(node.get("pruned") is not None for node in nodes)
     if pruned:
         header.insert(header.index(("pinned", False)), ("freed", True))
+    paced = any(_pace(node) is not None for node in nodes)
+    if paced:
+        header.insert(header.index(("pinned", False)), ("pace", False))
     body = [
         (
             node.get("host"),
@@ -502,6 +552,7 @@ def _nodes_table(page: _Page, rows: Sequence[Tuple[str, Sequence[Mapping[str, An
             human_size(_count(node, "bytes")),
             "%.1f" % (_number(node.get("seconds")) or 0.0),
             *([_freed_text(node)] if pruned else []),
+            *([_pace_text(node)] if paced else []),
             pin_text(node),
             _cri_text(node),
         )

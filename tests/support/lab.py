@@ -179,7 +179,8 @@ class Lab(Supervisor):
         containerd 1.6, which cannot pin, the drop-in is forced on (``node_pin: true``) and nothing is reloaded, so
         the tests see the text CRI-O would read; a run with ``node_pin: auto`` gets the reason instead. Pulls
         authenticate with the lab's docker config; the lab runs as root already, so nothing becomes root
-        (``ansible_become``).
+        (``ansible_become``). Control-plane nodes pace their pulls by the latency of their own directory's disk,
+        with a bound of 1 s.
         """
         if not self.state.get("nodes"):
             raise LabError("no lab at %s" % self.path)
@@ -196,6 +197,8 @@ class Lab(Supervisor):
                 "node_dropin_path": str(dropin_dir / "50-pinned-images"),
                 "node_progress_file": str(base / "prefetch-progress.json"),
                 "node_pull_secret_path": str(base / "pull-secret.json"),
+                # The pace of a control-plane node probes the node's own directory, never the machine's etcd.
+                "node_pace_path": str(base),
             }
             if node.get("pid_file"):
                 host.update(
@@ -214,6 +217,10 @@ class Lab(Supervisor):
                     "node_auth_file": self.state["registries"]["auth"]["docker_config"],
                     "node_pin": "true",
                     "node_crio_reload": "none",
+                    # This machine's disk is shared with whatever else runs on it: a bound its latency does not
+                    # reach keeps the pace on (samples, report, waits) without waiting on other work.
+                    # tests/functional/test_pace_lab.py makes the latency high on purpose.
+                    "node_pace_bound_ms": 1000,
                 },
                 "children": {group: {"hosts": hosts} for group, hosts in groups.items()},
             }

@@ -69,6 +69,15 @@ def test_progress_line(prefetch_job):
         prefetch_job.progress_line(dict(done=2, total=4, bytes=1073741824 // 4, elapsed=3.6))
         == "2/4 images, 0.250 GiB, 3 s elapsed"
     )
+    held = dict(waiting=[dict(image="i", since=1.0, latency_ms=35.25)], last_ms=30.0, samples=12)
+    assert (
+        prefetch_job.progress_line(dict(done=2, total=4, bytes=0, elapsed=9, pace=held))
+        == "2/4 images, 0.000 GiB, 9 s elapsed, waiting for the disk (35.2 ms)"
+    )
+    assert (
+        prefetch_job.progress_line(dict(done=2, total=4, bytes=0, elapsed=9, pace=dict(waiting=[])))
+        == "2/4 images, 0.000 GiB, 9 s elapsed"
+    )
 
 
 def test_follows_until_the_job_ends_prints_changes_once_and_cleans_up(prefetch_job, monkeypatch):

@@ -63,6 +63,7 @@ KEYS = {
     "pull_finished",
     "pin_started",
     "pin_finished",
+    "pace",
     "pruned",
     "prune_kept",
     "freed_bytes",
@@ -305,3 +306,36 @@ def test_the_prune_waits_for_a_complete_prefetch():
 def test_a_skipped_prune_says_why_on_the_line():
     out = node_result([prefetch()], "w1", False, False, "", [A, B], [], 10.0, prune=dict(prune_skipped="why"))
     assert out["pruned"] is None and result_line(out).endswith("; prune skipped: why")
+
+
+def test_the_pace_is_summed_up_without_its_samples():
+    pace = dict(
+        path="/var/lib/etcd",
+        bound_ms=10.0,
+        percentile=99.0,
+        samples=[[0.0, 1.0], [0.1, 40.0]],
+        latency_ms=dict(count=2, p50=1.0, p90=40.0, p99=40.0, max=40.0),
+        waited_seconds=3.5,
+        held=1,
+        timed_out=[B],
+    )
+    images = [
+        dict(image=A, status="pulled", started=100.5, finished=101.0, waited=0.25),
+        dict(image=B, status="pulled", started=104.0, finished=105.0, waited=3.25),
+        dict(image=C, status="present", started=None, finished=None, waited=0.0),
+    ]
+    out = result([prefetch(pace=pace, images=images)], images=(A, B, C))
+    assert out["pace"] == dict(
+        path="/var/lib/etcd",
+        bound_ms=10.0,
+        percentile=99.0,
+        p50_ms=1.0,
+        p99_ms=40.0,
+        max_ms=40.0,
+        samples=2,
+        waited_seconds=3.5,
+        held=1,
+        timed_out=1,
+        waits=[[100.25, 100.5], [100.75, 104.0]],
+    )
+    assert result([prefetch()])["pace"] is None

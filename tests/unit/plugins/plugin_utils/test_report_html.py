@@ -334,3 +334,45 @@ def test_a_prune_adds_the_freed_column_and_total():
     # Without a prune, neither.
     plain = parse(page_of(report([node("worker-1", False, 100.0)])))
     assert not [tr for tr in plain.iter(XHTML + "tr") if "freed" in "".join(tr.itertext())]
+
+
+def test_the_pace_waits_are_drawn_on_the_control_plane_bars_and_listed():
+    pace = dict(
+        path="/var/lib/etcd",
+        bound_ms=10.0,
+        percentile=99.0,
+        p50_ms=0.8,
+        p99_ms=8.25,
+        max_ms=40.0,
+        samples=120,
+        waited_seconds=2.5,
+        held=1,
+        timed_out=0,
+        # The second wait starts before the bar (another clock): it is drawn from the bar's start.
+        waits=[[100.5, 101.0], [99.0, 102.0]],
+    )
+    nodes = [node("cp-0", True, 100.0, pace=pace), node("worker-0", False, 105.0)]
+    page = page_of(report(nodes))
+    root = parse(page)
+    by_host = {g.get("data-host"): g for g in bars(root)}
+    waits = [rect for rect in by_host["cp-0"].iter(SVG + "rect") if rect.get("class") == "wait"]
+    bar = next(rect for rect in by_host["cp-0"].iter(SVG + "rect") if rect.get("class") == "bar")
+    assert len(waits) == 2
+    assert all(float(rect.get("x")) >= float(bar.get("x")) for rect in waits)
+    assert [rect.find(SVG + "title").text for rect in waits] == [
+        "the pace waited 0.5 s for the disk",
+        "the pace waited 2.0 s for the disk",
+    ]
+    assert not [rect for rect in by_host["worker-0"].iter(SVG + "rect") if rect.get("class") == "wait"]
+    assert "pace waited 2.5 s, p99 8.2 ms (bound 10 ms)" in by_host["cp-0"].find(SVG + "title").text
+    table = next(t for t in root.iter(XHTML + "table") if "pace" in [th.text for th in t.iter(XHTML + "th")])
+    cells = [[td.text for td in tr.iter(XHTML + "td")] for tr in table.iter(XHTML + "tr")][1:]
+    column = [th.text for th in table.iter(XHTML + "th")].index("pace")
+    assert [row[column] for row in cells] == ["waited 2.5 s, p99 8.2 ms (bound 10 ms)", "-"]
+    assert "pace wait" in page
+
+
+def test_without_a_pace_there_is_no_pace_column_and_no_wait():
+    root = parse(page_of(run_report()))
+    assert not [rect for rect in root.iter(SVG + "rect") if rect.get("class") == "wait"]
+    assert all("pace" not in [th.text for th in t.iter(XHTML + "th")] for t in root.iter(XHTML + "table"))
