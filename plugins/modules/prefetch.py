@@ -698,9 +698,9 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node 
     DEFAULT_DIRECTORY as MCO_DIRECTORY,
 )
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
+from ansible_collections.pinned.images.plugins.module_utils._pins.method import METHOD_NONE, PIN_CHOICES
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace import CONTINUE, ON_MAX_WAIT
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace import DEFAULT_PATH as PACE_PATH
-from ansible_collections.pinned.images.plugins.module_utils._pins.method import METHOD_NONE, PIN_CHOICES
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,
     HOST_ROOT_ARGUMENT_SPEC,

@@ -71,6 +71,8 @@ TARGETS = {
 B12_IMAGES, B12_SIZE = 8, 96 * MIB
 B12_TAIL = 35.0
 B12_IDLE = 20.0
+B12_SETTLE = 8.0
+B12_BOUND_MS = 10.0
 B12_CASES = {"none": {}, "pause": {"throttle": 1.0}, "pace": {"pace": True}}
 CTR = "/usr/bin/ctr"
 
@@ -310,7 +312,9 @@ class Bench:
             self._b12_window("idle", writer, disk, started, time.time())
             for case, extra in B12_CASES.items():
                 self.empty()
-                self._settle()
+                calm = self._settle()
+                # The disk just before the case: the machine's other work moves it.
+                self._b12_window(f"{case} before", writer, disk, calm, time.time())
                 started = time.time()
                 args = dict(images=self.large, cri_socket=self.node, concurrency=1, pace_path=root, **extra)
                 _wall, result = self.adhoc("pinned.images.prefetch", args)
@@ -325,24 +329,38 @@ class Bench:
         self.empty()
 
     @staticmethod
-    def _settle() -> None:
-        # What an earlier row wrote is on the disk before a case starts.
+    def _settle() -> float:
+        """Write what an earlier row left to the disk, then wait: when the calm began."""
         subprocess.run(["sync"], check=True)
-        time.sleep(5)
+        calm = time.time()
+        time.sleep(B12_SETTLE)
+        return calm
 
     def _b12_window(self, case: str, writer: SyncWriter, disk: DiskWatch, since: float, until: float) -> None:
         latencies = [seconds * 1000 for seconds in writer.latencies(since, until)]
         self.add(f"B12 {case} p50 ms", percentile(latencies, 50))
         self.add(f"B12 {case} p99 ms", percentile(latencies, 99))
-        if case.endswith("+tail"):
+        if case.endswith(("+tail", "before")):
             return
-        waits = [entry["write_await"] for entry in disk.between(since, until) if entry["write_await"] is not None]
-        busy = [entry["utilisation"] for entry in disk.between(since, until) if entry["utilisation"] is not None]
+        entries = disk.between(since, until)
+        waits = [entry["write_await"] for _taken, entry in entries if entry["write_await"] is not None]
+        busy = [entry["utilisation"] for _taken, entry in entries if entry["utilisation"] is not None]
         if waits:
             self.add(f"B12 {case} await p50 ms", percentile(waits, 50))
             self.add(f"B12 {case} await p99 ms", percentile(waits, 99))
         if busy:
             self.add(f"B12 {case} util p99", percentile(busy, 99))
+        # Would /proc/diskstats have told? Of the intervals in which a write of the stand-in took longer than the
+        # bound, the share whose write await was over it too.
+        slow = caught = 0
+        for taken, entry in entries:
+            seen = writer.latencies(taken - disk.interval, taken)
+            if entry["write_await"] is not None and seen and max(seen) * 1000 > B12_BOUND_MS:
+                slow += 1
+                caught += entry["write_await"] > B12_BOUND_MS
+        if slow:
+            self.add(f"B12 {case} slow intervals", slow)
+            self.add(f"B12 {case} await caught %", 100.0 * caught / slow)
 
     def _hosts(self, workers: int) -> list:
         return [f"cp-{i}" for i in range(3)] + [f"worker-{i}" for i in range(workers)]
@@ -376,7 +394,8 @@ class DiskWatch:
             earlier = now
 
     def between(self, since: float, until: float) -> list:
-        return [entry for taken, entry in self.entries if since <= taken <= until]
+        """(when, the changes of the interval before) of the intervals that ended in ``since`` .. ``until``."""
+        return [(taken, entry) for taken, entry in self.entries if since <= taken <= until]
 
 
 def show(samples: dict) -> None:

@@ -163,6 +163,32 @@ def test_the_browser_draws_every_node_in_its_phase_and_run_order(page_run, brows
     print(f"screenshot {shot}: {picture.size[0]}x{picture.size[1]} px")
 
 
+def test_the_pace_waits_show_on_the_control_plane_bars(page_run, browser):
+    """The control-plane nodes paced their pulls (the lab's bound never holds them, but the first pull waits for
+    the first samples): each wait of the report is an amber rect inside its node's bar; the workers have none."""
+    nodes = {node["host"]: node for node in page_run["report"]["nodes"]}
+    page = browser.open(page_run["page"], width=800, height=900)
+    drawn = page.evaluate("""[...document.querySelectorAll('svg.timeline g.node')].map(g => {
+        const bar = g.querySelector('rect.bar').getBoundingClientRect();
+        return {host: g.dataset.host, left: bar.left, right: bar.right,
+                waits: [...g.querySelectorAll('rect.wait')].map(r => {
+                    const box = r.getBoundingClientRect();
+                    return {left: box.left, right: box.right, fill: getComputedStyle(r).fill};
+                })};
+    })""")
+    for entry in drawn:
+        pace = nodes[entry["host"]]["pace"]
+        if entry["host"] not in CONTROL_PLANE:
+            assert pace is None and entry["waits"] == [], entry
+            continue
+        assert pace["waits"] and pace["waited_seconds"] > 0 and pace["samples"] >= 3, pace
+        assert len(entry["waits"]) == len(pace["waits"])
+        for wait in entry["waits"]:
+            assert entry["left"] - 0.5 <= wait["left"] < wait["right"] <= entry["right"] + 0.5, (entry, wait)
+            assert wait["fill"] == "rgb(255, 179, 0)"
+    assert page.errors() == []
+
+
 def test_the_page_prints_on_the_width_of_a4(page_run, browser):
     # 680 CSS px: A4's 210 mm less the page's 15 mm margins at 96 px per inch.
     page = browser.open(page_run["page"], width=680, height=900, media="print")

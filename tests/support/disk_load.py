@@ -271,4 +271,3 @@ def block_device(path: str | os.PathLike[str]) -> str | None:
     number = os.stat(path).st_dev
     link = Path("/sys/dev/block/%d:%d" % (os.major(number), os.minor(number)))
     return link.resolve().name if link.exists() else None
-

@@ -108,6 +108,13 @@ def probe_directory(path: str, image_store: Optional[str]) -> Tuple[str, str]:
     )
 
 
+def _listed(directory: str) -> List[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
+
+
 class Probe(Protocol):
     """One latency sample in seconds; ``close`` removes what the probe left."""
 
@@ -119,10 +126,16 @@ class Probe(Protocol):
 class FdatasyncProbe:
     """2 KiB appended to a temporary file in ``directory``, then fdatasync: the write etcd's WAL makes. An append
     changes the file's size, so each fdatasync also commits the filesystem's journal, as etcd's do; the file starts
-    again from empty at 1 MiB and is removed by ``close``."""
+    again from empty at 1 MiB and is removed by ``close``. A probe file an interrupted run left is removed first."""
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
+        for name in _listed(directory):
+            if name.startswith(PROBE_PREFIX):
+                try:
+                    os.unlink(os.path.join(directory, name))
+                except OSError:
+                    pass  # another's, or gone: the new probe does not depend on it
         try:
             self._fd, self.path = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=directory)
         except OSError as err:

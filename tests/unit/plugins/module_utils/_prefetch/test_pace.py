@@ -23,8 +23,8 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace impor
     FdatasyncProbe,
     Pace,
     PaceError,
-    open_pace,
     PaceOptions,
+    open_pace,
     percentile,
     probe_directory,
     summarise,
@@ -132,6 +132,15 @@ def test_fdatasync_probe_appends_to_its_own_file_and_removes_it(tmp_path):
     probe.close()
     probe.close()
     assert os.listdir(tmp_path) == ["member"]
+
+
+def test_fdatasync_probe_removes_what_an_interrupted_run_left_and_nothing_else(tmp_path):
+    (tmp_path / (PROBE_PREFIX + "left")).write_bytes(b"\0" * PROBE_BYTES)
+    (tmp_path / "member").mkdir()
+    (tmp_path / ".pinned-images-other").write_text("kept")
+    probe = FdatasyncProbe(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == sorted([".pinned-images-other", "member", os.path.basename(probe.path)])
+    probe.close()
 
 
 def test_fdatasync_probe_starts_again_from_empty_at_its_limit(tmp_path, monkeypatch):
