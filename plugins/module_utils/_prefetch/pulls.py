@@ -256,6 +256,9 @@ def prefetch(
                 sleep(options.pull_pause)
             if gate is not None and not stop.is_set():
                 result["waited"], reason = gate.before_pull(result["image"], progress.update)
+                if result["waited"]:
+                    # The progress file said the pull was held: no longer.
+                    progress.update()
                 if reason is not None:
                     stop_reasons.append(PACE_STOP + reason)
                     stop.set()

@@ -79,6 +79,15 @@ def recorded(pace, probe, *values):
     assert pace.progress()["samples"] == expected
 
 
+def holding(call):
+    """Run ``call(notify)`` (a gate) in a thread until it notifies that it holds: (the thread, its answer's list)."""
+    done, notified = [], threading.Event()
+    gate = threading.Thread(target=lambda: done.append(call(notified.set)))
+    gate.start()
+    assert notified.wait(30)
+    return gate, done
+
+
 def finish(pace, probe):
     probe.feed(OSError("test over"))
     pace.stop()
@@ -193,17 +202,12 @@ def test_gate_holds_while_the_latency_is_high_and_notifies_once():
     clock = Clock()
     pace, probe = fed_pace(PaceOptions(bound=10 * MS, percentile=50, window=60.0, max_wait=600.0), clock)
     recorded(pace, probe, *[50 * MS] * 4)
-    notified = threading.Event()
     calls = []
-    done = []
 
-    def notify():
-        calls.append(1)
-        notified.set()
+    def counted(notify):
+        return pace.hold("img", lambda: (calls.append(1), notify()))
 
-    gate = threading.Thread(target=lambda: done.append(pace.hold("img", notify)))
-    gate.start()
-    assert notified.wait(30)
+    gate, done = holding(counted)
     waiting = pace.progress()["waiting"]
     assert [entry["image"] for entry in waiting] == ["img"] and waiting[0]["latency_ms"] == 50.0
     # Calm now, but the median of the window is still high: three calm samples are not enough, a fourth is.
@@ -249,11 +253,7 @@ def test_max_wait_then_continue():
     clock = Clock()
     pace, probe = fed_pace(PaceOptions(bound=10 * MS, max_wait=2.0), clock)
     recorded(pace, probe, *[50 * MS] * 3)
-    done = []
-    notified = threading.Event()
-    gate = threading.Thread(target=lambda: done.append(pace.before_pull("img", notified.set)))
-    gate.start()
-    assert notified.wait(30)
+    gate, done = holding(lambda notify: pace.before_pull("img", notify))
     clock.now += 2
     recorded(pace, probe, 50 * MS)
     gate.join()
@@ -268,11 +268,7 @@ def test_max_wait_then_stop_says_why():
         PaceOptions(bound=10 * MS, percentile=90, window=20.0, max_wait=2.0, on_max_wait=STOP), clock
     )
     recorded(pace, probe, *[50 * MS] * 3)
-    done = []
-    notified = threading.Event()
-    gate = threading.Thread(target=lambda: done.append(pace.before_pull("img", notified.set)))
-    gate.start()
-    assert notified.wait(30)
+    gate, done = holding(lambda notify: pace.before_pull("img", notify))
     clock.now += 3
     recorded(pace, probe, 60 * MS)
     gate.join()
@@ -325,11 +321,7 @@ def test_images_pulled_after_the_maximum_wait_are_a_warning():
     pace, probe = fed_pace(PaceOptions(bound=10 * MS, max_wait=1.0), clock)
     recorded(pace, probe, *[50 * MS] * 3)
     assert pace.warnings() == []
-    done = []
-    notified = threading.Event()
-    gate = threading.Thread(target=lambda: done.append(pace.before_pull("img-1", notified.set)))
-    gate.start()
-    assert notified.wait(30)
+    gate, done = holding(lambda notify: pace.before_pull("img-1", notify))
     clock.now += 1
     recorded(pace, probe, 50 * MS)
     gate.join()

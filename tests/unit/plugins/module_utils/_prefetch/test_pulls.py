@@ -360,8 +360,19 @@ def test_a_gate_that_holds_writes_its_state_to_the_progress_file(tmp_path):
             self.holding = None
             return answer
 
+    class Reading(ScriptedRuntime):
+        def pull_image(self, image, auth=None, timeout=None):
+            seen.append(("pulling", json.loads(progress.read_text())["pace"]))
+            return super().pull_image(image, auth, timeout)
+
     gate = Watching([], holds=[str(ref(2))])
-    run_gated(ScriptedRuntime(), [ref(1), ref(2)], gate, concurrency=1, progress_file=str(progress))
-    # Only a gate that holds writes the file before the pull: the first image's gate did not.
-    assert seen == [{"waiting": []}, {"waiting": [{"image": str(ref(2))}]}]
+    run_gated(Reading(), [ref(1), ref(2)], gate, concurrency=1, progress_file=str(progress))
+    # Only a gate that holds writes the file before the pull: the first image's gate did not; once it let the pull
+    # go, the file no longer says it waits.
+    assert seen == [
+        {"waiting": []},
+        ("pulling", {"waiting": []}),
+        {"waiting": [{"image": str(ref(2))}]},
+        ("pulling", {"waiting": []}),
+    ]
     assert json.loads(progress.read_text())["pace"] == {"waiting": []}
