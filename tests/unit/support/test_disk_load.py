@@ -60,7 +60,9 @@ def test_loop_filesystem_is_mounted_on_its_own_device_and_goes_away(tmp_path):
         )
         (filesystem.mountpoint / "file").write_text("data")
     assert not os.path.ismount(filesystem.mountpoint)
-    listed = subprocess.run(["losetup", "--associated", str(filesystem.image)], capture_output=True, text=True)
+    listed = subprocess.run(
+        ["losetup", "--associated", str(filesystem.image)], capture_output=True, text=True, check=True
+    )
     assert listed.stdout == ""
     assert not filesystem.image.exists() and filesystem.device is None
 

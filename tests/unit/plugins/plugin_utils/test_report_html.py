@@ -356,9 +356,9 @@ def test_the_pace_waits_are_drawn_on_the_control_plane_bars_and_listed():
     root = parse(page)
     by_host = {g.get("data-host"): g for g in bars(root)}
     waits = [rect for rect in by_host["cp-0"].iter(SVG + "rect") if rect.get("class") == "wait"]
-    bar = next(rect for rect in by_host["cp-0"].iter(SVG + "rect") if rect.get("class") == "bar")
+    drawn = next(rect for rect in by_host["cp-0"].iter(SVG + "rect") if rect.get("class") == "bar")
     assert len(waits) == 2
-    assert all(float(rect.get("x")) >= float(bar.get("x")) for rect in waits)
+    assert all(float(rect.get("x")) >= float(drawn.get("x")) for rect in waits)
     assert [rect.find(SVG + "title").text for rect in waits] == [
         "the pace waited 0.5 s for the disk",
         "the pace waited 2.0 s for the disk",

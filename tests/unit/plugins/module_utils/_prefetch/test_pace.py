@@ -135,7 +135,7 @@ def test_fdatasync_probe_appends_to_its_own_file_and_removes_it(tmp_path):
     probe = FdatasyncProbe(str(tmp_path))
     probes = [name for name in os.listdir(tmp_path) if name.startswith(PROBE_PREFIX)]
     assert probes == [os.path.basename(probe.path)]
-    latencies = [probe.sample() for _ in range(3)]
+    latencies = [probe.sample() for _sample in range(3)]
     assert all(latency > 0 for latency in latencies)
     assert os.path.getsize(probe.path) == 3 * PROBE_BYTES
     probe.close()
@@ -156,7 +156,7 @@ def test_fdatasync_probe_starts_again_from_empty_at_its_limit(tmp_path, monkeypa
     monkeypatch.setattr(pace_module, "PROBE_FILE_LIMIT", 2 * PROBE_BYTES)
     probe = FdatasyncProbe(str(tmp_path))
     sizes = []
-    for _ in range(5):
+    for _sample in range(5):
         probe.sample()
         sizes.append(os.path.getsize(probe.path))
     probe.close()
