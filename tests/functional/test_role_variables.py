@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Renamed variables of the node role: the former names still set the new ones (no lab: the role's defaults only)."""
+"""Renamed variables of the node role: the former names still set the new ones, and the control plane pauses 1 s
+between pulls only when it does not pace (no lab: the role's defaults only)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ PLAY = """\
 @pytest.mark.parametrize(
     "given,control_plane,expected",
     [
-        ({}, True, 1.0),
+        ({}, True, 0.0),
+        ({"node_control_plane_pace": False}, True, 1.0),
         ({}, False, 0.0),
         ({"node_control_plane_throttle": 0.3}, True, 0.3),
         ({"node_worker_throttle": 0.4}, False, 0.4),
