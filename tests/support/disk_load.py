@@ -173,15 +173,16 @@ class WriteThrottle:
         elif "io" in (root / "cgroup.controllers").read_text().split():
             self.path = root / name
             self._limit_file = "io.max"
-            self._enable_io(root)
+            self._require_io(root)
         else:
             raise LabError("no cgroup io throttle here: neither %s nor the io controller of %s" % (v1, root))
 
     @staticmethod
-    def _enable_io(root: Path) -> None:
+    def _require_io(root: Path) -> None:
+        # Enabling a controller at the root would change every cgroup of the machine: the test asks for it instead.
         control = root / "cgroup.subtree_control"
         if "io" not in control.read_text().split():
-            control.write_text("+io")
+            raise LabError("the io controller is not enabled for %s's children: run `echo +io > %s`" % (root, control))
 
     def __enter__(self) -> WriteThrottle:
         self.path.mkdir(exist_ok=True)

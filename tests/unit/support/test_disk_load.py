@@ -87,6 +87,15 @@ def test_write_throttle_refuses_a_cgroup_not_its_own(loop_fs):
         WriteThrottle("system.slice", loop_fs.device_number)
 
 
+def test_write_throttle_leaves_the_root_cgroup_as_it_is(tmp_path):
+    # A cgroup v2 tree whose root offers the io controller but does not give it to its children.
+    (tmp_path / "cgroup.controllers").write_text("cpu io memory\n")
+    (tmp_path / "cgroup.subtree_control").write_text("cpu memory\n")
+    with pytest.raises(LabError, match=r"io controller is not enabled .*echo \+io"):
+        WriteThrottle(CGROUP_PREFIX + "test", "7:0", root=tmp_path)
+    assert (tmp_path / "cgroup.subtree_control").read_text() == "cpu memory\n"
+
+
 def test_diskstats_differences(tmp_path):
     source = tmp_path / "diskstats"
     line = " 254 0 vda 1 0 8 1 {w} 0 {ws} {wms} 0 {io} 0 0 0 0 0 {f} {fms}\n"
