@@ -70,7 +70,7 @@ def test_crio_pulls_through_registries_conf_and_containerd_through_its_hosts_und
     )
     asked = []
     sources, files, warnings = pull_sources(given, {"runtime_name": "cri-o"}, lambda: asked.append(1) or {})
-    assert (sources, files, warnings) == (registries, "registries.conf: no registries.conf", [])
+    assert (sources, files, warnings) == (registries, {"sources_from": "registries.conf: no registries.conf"}, [])
     containerd = {"runtime_name": "containerd", "runtime_version": "1.7.24"}
     sources, files, _warnings = pull_sources(given, containerd, lambda: asked.append(1) or {})
     # The option wins over CRI Status, which is not asked.
