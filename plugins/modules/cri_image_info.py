@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - Asks the node's container runtime (CRI-O or containerd) through the CRI C(runtime.v1) API for its name and version,
     its images (all, or the ones named in O(images)) and the filesystem that holds them.
-  - Reports the node's layout as the other node modules find it (RV(layout)): the socket, the runtime's config file
+  - Reports the node's layout as the other node modules find it (RV(layout)), the socket, the runtime's config file
     and, on containerd, its registry hosts directories and pull mode, each with where it came from.
 author:
   - pinned.images developers (@pinned-images)
@@ -114,7 +114,7 @@ image_filesystems:
       free_bytes: 64424509440
 layout:
   description:
-    - Where the runtime's socket and files are on the node (host paths), and where each came from (V(source)): an
+    - Where the runtime's socket and files are on the node (host paths), and where each came from (V(source)), as an
       option, a flag of the process that serves the socket (read from C(/proc), under O(host_root)), the runtime's
       default, or a default path of the socket's layout (see C(docs/nodes.md)).
   returned: always

@@ -587,7 +587,7 @@ disk_guard:
       type: dict
     sources_from:
       description: The files the pull sources come from (registries.conf files, or containerd's C(config_path)
-        and where it was found: an option, CRI C(Status), the flag of the runtime's process, a default).
+        and where it was found, as an option, CRI C(Status), the flag of the runtime's process or a default).
       type: str
     pull_mode:
       description:

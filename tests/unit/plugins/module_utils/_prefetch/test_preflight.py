@@ -105,7 +105,10 @@ def test_crio_the_registries_conf_its_process_names_is_read_unless_the_options_n
     sources, report, _warnings = pull_sources(given, crio, dict)
     assert sources.files == [f"{root}/etc/crio/registries.conf"]
     assert report["sources_from"].endswith("(the --registries-conf flag of crio (pid 31))")
-    assert [source.reference.registry for source in sources.pull_sources(parse_image_ref("quay.io/a/b:v1", require_digest=False))] == [
+    assert [
+        source.reference.registry
+        for source in sources.pull_sources(parse_image_ref("quay.io/a/b:v1", require_digest=False))
+    ] == [
         "m.example",
         "quay.io",
     ]
