@@ -10,14 +10,15 @@ links of ``/proc/<pid>/fd``. Seen from a pod, the host's procfs is at ``<host_ro
 then the host's network namespace, where the runtimes listen, even when the pod has its own.
 
 ``serving_pid(proc_dir, socket, root)`` -> the pid listening on the host path ``socket`` (None: not found, or
-    ``/proc`` not readable); ``cmdline(proc_dir, pid)`` -> its arguments; ``flag_value(argv, names)`` -> the value of
+    ``/proc`` not readable), told apart from others that bind the same path in other mount namespaces by the
+    socket file each sees through ``/proc/<pid>/root``; ``cmdline(proc_dir, pid)`` -> its arguments; ``flag_value(argv, names)`` -> the value of
     the last of the flags ``names`` (``--config x``, ``--config=x``, ``-c x``), as Go's flag parsers take it.
 """
 
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Sequence, Set
+from typing import List, Optional, Sequence, Set, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.host_root import resolved_host_path
 
@@ -81,10 +82,33 @@ def socket_holders(proc_dir: str, inodes: Set[int]) -> List[int]:
     return holders
 
 
+def _same_file(proc_dir: str, pid: int, socket: str, seen: Optional[Tuple[int, int]]) -> Optional[bool]:
+    """Whether ``socket`` in the mount namespace of ``pid`` (through ``/proc/<pid>/root``) is the file seen here;
+    None when it cannot be told."""
+    if seen is None:
+        return None
+    try:
+        there = os.stat(os.path.join(proc_dir, str(pid), "root") + socket)
+    except OSError:
+        return None
+    return (there.st_dev, there.st_ino) == seen
+
+
 def serving_pid(proc_dir: str, socket: str, root: Optional[str] = None) -> Optional[int]:
-    """The pid listening on the host path ``socket``; None when none is found. A socket-activating pid 1 (systemd)
-    holds the listener too: another holder is the runtime."""
+    """The pid listening on the host path ``socket``; None when none is found. Several runtimes may bind the same
+    path, each in its own mount namespace (nested nodes, containers): the one whose socket is the file seen here
+    wins. A socket-activating pid 1 (systemd) holds the listener too: another holder is the runtime."""
     holders = socket_holders(proc_dir, listening_inodes(proc_dir, socket, root))
+    try:
+        found = os.stat(resolved_host_path(root, socket))
+        seen: Optional[Tuple[int, int]] = (found.st_dev, found.st_ino)
+    except OSError:
+        seen = None
+    verdicts = {pid: _same_file(proc_dir, pid, socket, seen) for pid in holders}
+    if any(verdicts.values()):
+        holders = [pid for pid in holders if verdicts[pid]]
+    else:
+        holders = [pid for pid in holders if verdicts[pid] is not False] or holders
     others = [pid for pid in holders if pid != 1]
     chosen = others or holders
     return chosen[0] if chosen else None

@@ -91,3 +91,23 @@ def test_an_unreadable_proc_finds_nothing(tmp_path):
 )
 def test_flag_values_as_go_parses_them(argv, names, value):
     assert flag_value(argv, names) == value
+
+
+def test_of_two_runtimes_bound_at_one_path_the_one_whose_socket_is_seen_here_wins(tmp_path):
+    """Two runtimes bind /run/k3s/containerd/containerd.sock, each in its own mount namespace: each one's view
+    (``/proc/<pid>/root``) tells which file is the one under the host root."""
+    root, other = tmp_path / "host", tmp_path / "other"
+    for base in (root, other):
+        (base / "run/k3s/containerd").mkdir(parents=True)
+        (base / "run/k3s/containerd/containerd.sock").write_text("")
+    socket = "/run/k3s/containerd/containerd.sock"
+    proc = fake_proc(root, [unix_line(21, socket), unix_line(22, socket)], {300: 21, 400: 22})
+    os.symlink(other, root / "proc/300/root")
+    os.symlink(root, root / "proc/400/root")
+    assert serving_pid(proc, socket, str(root)) == 400
+    # One view unreadable, the other another file: the unreadable one.
+    os.remove(root / "proc/400/root")
+    assert serving_pid(proc, socket, str(root)) == 400
+    # Neither readable: the first holder.
+    os.remove(root / "proc/300/root")
+    assert serving_pid(proc, socket, str(root)) == 300
