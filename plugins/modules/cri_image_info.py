@@ -148,7 +148,7 @@ layout:
       description:
         - containerd only. C(config_path) (the hosts directories), C(source) (what named them), C(config_files)
           (the config and its imports), C(pull_mode) and C(pull_mode_reason) (see the prefetch module's
-          C(disk_guard.pull_mode)), and C(warnings).
+          C(disk_guard.pull_mode)), and C(warnings); only C(error) when the config cannot be read.
       type: dict
   sample:
     layout: k3s-rke2

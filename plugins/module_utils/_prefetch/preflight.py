@@ -146,7 +146,12 @@ def layout_report(
     layout = node_layout(settings, runtime)
     report = layout.report()
     if runtime.get("runtime_name") == "containerd":
-        found = registry_hosts(settings, runtime, layout, status_info)
+        try:
+            found = registry_hosts(settings, runtime, layout, status_info)
+        except CollectionError as err:
+            # A report, not a prefetch: say what cannot be read and report the rest.
+            report["hosts"] = {"error": err.message}
+            return report
         report["hosts"] = {
             "config_path": [host_view(root, path) for path in found.roots],
             "source": found.origin,

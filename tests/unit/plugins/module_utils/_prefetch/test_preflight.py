@@ -152,3 +152,20 @@ def test_containerd_k3s_layout_reads_the_config_its_process_names_and_says_so(tm
     assert found["layout"] == "k3s-rke2" and found["socket"] == {"path": socket, "source": "found"}
     assert found["hosts"]["config_path"] == ["/var/lib/rancher/k3s/agent/etc/containerd/certs.d"]
     assert found["hosts"]["config_files"] == ["/var/lib/rancher/k3s/agent/etc/containerd/config.toml"]
+
+
+def test_the_layout_report_names_a_config_it_cannot_read_and_reports_the_rest(tmp_path):
+    root = tmp_path / "host"
+    (root / "etc/containerd").mkdir(parents=True)
+    (root / "etc/containerd/config.toml").write_text("version = 3\n[plugins\n")
+    runtime = {
+        "runtime_name": "containerd",
+        "runtime_version": "2.1.9",
+        "endpoint": f"{root}/run/containerd/containerd.sock",
+    }
+    given = SourceSettings(registries=RegistriesConf(), overrides=RegistriesConf(), host_root=str(root))
+    found = layout_report(given, runtime, dict)
+    assert found["config"]["path"] == "/etc/containerd/config.toml" and found["layout"] == "containerd"
+    assert (
+        "not valid TOML" in found["hosts"]["error"] and f"{root}/etc/containerd/config.toml" in found["hosts"]["error"]
+    )
