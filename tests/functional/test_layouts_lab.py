@@ -11,7 +11,6 @@ image's own registry whatever hosts.toml says, and the guard reads there too and
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -71,7 +70,6 @@ def test_cri_image_info_reports_the_layout_and_where_each_part_came_from(lab, la
     rc, result, output = adhoc("pinned.images.cri_image_info", dict(host_root=str(host)))
     assert rc == 0, output
     found = result["layout"]
-    print(json.dumps(found, indent=2))
     assert found["socket"] == {
         "path": spec.socket,
         "source": "the first of the known sockets that exists (docs/nodes.md)",
