@@ -12,6 +12,8 @@ version_added: 0.1.0
 description:
   - Asks the node's container runtime (CRI-O or containerd) through the CRI C(runtime.v1) API for its name and version,
     its images (all, or the ones named in O(images)) and the filesystem that holds them.
+  - Reports the node's layout as the other node modules find it (RV(layout)), the socket, the runtime's config file
+    and, on containerd, its registry hosts directories and pull mode, each with where it came from.
 author:
   - pinned.images developers (@pinned-images)
 extends_documentation_fragment:
@@ -110,6 +112,63 @@ image_filesystems:
       inodes_used: 41234
       total_bytes: 128849018880
       free_bytes: 64424509440
+layout:
+  description:
+    - Where the runtime's socket and files are on the node (host paths), and where each came from (V(source)), as an
+      option, a flag of the process that serves the socket (read from C(/proc), under O(host_root)), the runtime's
+      default, or a default path of the socket's layout (see C(docs/nodes.md)).
+  returned: always
+  type: dict
+  contains:
+    layout:
+      description: The known layout of the socket (V(cri-o), V(containerd), V(k3s-rke2), V(microk8s)), or V(unknown).
+      type: str
+    runtime:
+      description: V(containerd) or V(cri-o).
+      type: str
+    socket:
+      description: The socket's C(path) and C(source).
+      type: dict
+    pid:
+      description: The pid of the process serving the socket, or null when none could be read.
+      type: int
+    config:
+      description: The runtime's config file (C(path), C(source)); null when containerd runs on its built-in defaults.
+      type: dict
+    config_dir:
+      description: CRI-O only. Its drop-in directory (C(path), C(source)).
+      type: dict
+    registries_conf:
+      description: CRI-O only. The registries.conf it reads (C(path), C(source)).
+      type: dict
+    registries_conf_dir:
+      description: CRI-O only. The registries.conf drop-in directory it reads (C(path), C(source)).
+      type: dict
+    hosts:
+      description:
+        - containerd only. C(config_path) (the hosts directories), C(source) (what named them), C(config_files)
+          (the config and its imports), C(pull_mode) and C(pull_mode_reason) (see the prefetch module's
+          C(disk_guard.pull_mode)), and C(warnings); only C(error) when the config cannot be read.
+      type: dict
+  sample:
+    layout: k3s-rke2
+    runtime: containerd
+    socket:
+      path: /run/k3s/containerd/containerd.sock
+      source: the first of the known sockets that exists (docs/nodes.md)
+    pid: 1234
+    config:
+      path: /var/lib/rancher/k3s/agent/etc/containerd/config.toml
+      source: the --config flag of containerd (pid 1234)
+    hosts:
+      config_path:
+        - /var/lib/rancher/k3s/agent/etc/containerd/certs.d
+      source: /var/lib/rancher/k3s/agent/etc/containerd/config.toml, the --config flag of containerd (pid 1234)
+      config_files:
+        - /var/lib/rancher/k3s/agent/etc/containerd/config.toml
+      pull_mode: transfer
+      pull_mode_reason: containerd 2.2.5 pulls through the transfer service (no local-pull setting)
+      warnings: []
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -182,10 +182,17 @@ options:
     description:
       - containerd's config file, read for the CRI plugin's C(registry.config_path) (version 2 and version 3 files)
         when CRI C(Status) does not report it (containerd 2.x). Naming it makes it read on 1.6 and 1.7 too.
-      - Default the first that exists of V(/etc/containerd/config.toml), k3s's
-        V(/var/lib/rancher/k3s/agent/etc/containerd/config.toml) and RKE2's
-        V(/var/lib/rancher/rke2/agent/etc/containerd/config.toml); with none, containerd's defaults (no hosts
-        directory before 2.2, V(/etc/containerd/certs.d:/etc/docker/certs.d) from 2.2).
+      - Default the file the running containerd was started with (its C(--config) or C(-c) flag, read from the
+        process that serves the CRI socket in C(/proc), under O(host_root)), or containerd's default
+        V(/etc/containerd/config.toml) when that process has no such flag. When no process can be read, the
+        first that exists of the socket's layout defaults (k3s's
+        V(/var/lib/rancher/k3s/agent/etc/containerd/config.toml) or RKE2's
+        V(/var/lib/rancher/rke2/agent/etc/containerd/config.toml) for V(/run/k3s/containerd/containerd.sock),
+        MicroK8s's V(/var/snap/microk8s/current/args/containerd.toml), else V(/etc/containerd/config.toml),
+        Talos's V(/etc/cri/containerd.toml), Flatcar's V(/usr/share/containerd/config.toml)); with none,
+        containerd's defaults (no hosts directory before 2.2, V(/etc/containerd/certs.d:/etc/docker/certs.d) from
+        2.2). Its C(imports) are read too.
+      - On containerd 2.1 and later, the file also says how containerd pulls (RV(disk_guard.pull_mode)).
     type: path
   image_store_path:
     description:
@@ -580,7 +587,17 @@ disk_guard:
       type: dict
     sources_from:
       description: The files the pull sources come from (registries.conf files, or containerd's C(config_path)
-        and where it was found).
+        and where it was found, as an option, CRI C(Status), the flag of the runtime's process or a default).
+      type: str
+    pull_mode:
+      description:
+        - containerd only. V(local), or V(transfer) on containerd 2.1 and later unless C(use_local_image_pull) or a
+          setting the transfer service does not support (C(discard_unpacked_layers), C(registry.mirrors), ...) makes
+          it pull locally. In V(transfer) mode a C(config_path) list is one directory name to containerd, which then
+          pulls every image from its own registry; the guard reads the same, and warns.
+      type: str
+    pull_mode_reason:
+      description: containerd only. Why containerd pulls in that mode.
       type: str
   sample:
     mode: estimate
@@ -605,6 +622,8 @@ disk_guard:
       quay.io/org/model@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9: >-
         https://mirror.example.internal:5000/v2 (/etc/containerd/certs.d/quay.io/hosts.toml)
     sources_from: containerd hosts.toml under config_path /etc/containerd/certs.d (from CRI Status)
+    pull_mode: local
+    pull_mode_reason: containerd 1.7.24 pulls locally (the transfer service pulls from 2.1 on)
 pin:
   description:
     - The pinning step (O(pin)).

@@ -48,6 +48,7 @@ from support.images import (
 from support.node import (
     CRIO_POLICY,
     DEFAULT_RUNTIME,
+    LAB_LAYOUTS,
     MAX_SOCKET_PATH,
     NODE_NAME,
     REPO,
@@ -61,7 +62,9 @@ from support.node import (
     crio_config,
     crio_registries_conf,
     delete_containers,
+    host_file,
     hosts_toml,
+    layout_argv,
     node_names,
     remove_cgroup,
     remove_sockets,
@@ -495,6 +498,79 @@ class Lab(Supervisor):
         tests of one runtime share it."""
         name = "rt-" + runtime.replace(".", "")
         return self.state["nodes"].get(name) or self.add_node(name, runtime=runtime)
+
+    def layout_node(self, layout: str) -> dict[str, Any]:
+        """The node ``ly-<layout>`` (a key of LAB_LAYOUTS: k3s, rke2, microk8s), added on first use: containerd 2.1
+        with the layout's socket, config file (the lab's settings at the layout's paths), hosts directory (a
+        hosts.toml per lab registry, the CA copied in) and flags, in a host root of its own (``host_root``: its
+        state entry's ``host_root``, with ``proc`` linked to this machine's /proc). Tests of one layout share it."""
+        name = "ly-" + layout
+        if name in self.state.get("nodes", {}):
+            return self.state["nodes"][name]
+        if not self.running():
+            raise LabError("the lab at %s is not running" % self.path)
+        if layout not in LAB_LAYOUTS:
+            raise LabError("unknown layout %r: use one of %s" % (layout, ", ".join(LAB_LAYOUTS)))
+        spec = LAB_LAYOUTS[layout]
+        base = self.path / "nodes" / name
+        host = base / "h"
+        socket = host_file(host, spec.socket)
+        if len(str(socket)) > MAX_SOCKET_PATH:
+            raise LabError("socket path %s is too long for a unix socket; use a shorter --dir" % socket)
+        for directory in ("run", "var/lib", "etc"):
+            (host / directory).mkdir(parents=True, exist_ok=True)
+        # As on Debian and every systemd host; /proc is this machine's, where the layout's containerd runs.
+        for link, target in (("var/run", "/run"), ("proc", "/proc"), *[(p.lstrip("/"), t) for p, t in spec.links]):
+            (host / link).parent.mkdir(parents=True, exist_ok=True)
+            if not (host / link).is_symlink():
+                os.symlink(target, host / link)
+        for path, text in spec.extra_files:
+            write_file(host_file(host, path), text)
+        self._write_layout_hosts(host, spec.hosts_dir)
+        port = free_ports(1)[0]
+        config = containerd_config(Path(spec.root), Path(spec.socket), port, self.path / "cni", 3, spec.hosts_dir)
+        write_file(host_file(host, spec.config), spec.header + config)
+        entry: dict[str, Any] = {
+            "name": name,
+            "role": "worker",
+            "runtime": "containerd-2.1",
+            "layout": layout,
+            "host_root": str(host),
+            "socket": str(socket),
+            "endpoint": "unix://%s" % socket,
+            "root": str(host_file(host, spec.root)),
+            "state": str(host_file(host, spec.state)),
+            "stream_port": port,
+            "tmpfs": None,
+            "config": spec.config,
+            "certs_d": str(host_file(host, spec.hosts_dir)),
+            "dropin_dir": str(base / "crio.conf.d"),
+            "argv": layout_argv(runtime_binary("containerd-2.1"), host, spec),
+        }
+        (self.path / "cni" / "bin").mkdir(parents=True, exist_ok=True)
+        (self.path / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
+        self.state["nodes"][name] = entry
+        self._launch(entry, "node-" + name)
+        self._save()
+        try:
+            self._wait_ready([entry])
+        except LabError:
+            self._kill([entry["pid"]])
+            del self.state["nodes"][name]
+            self._save()
+            raise
+        return entry
+
+    def _write_layout_hosts(self, host: Path, hosts_dir: str) -> None:
+        """A hosts.toml per lab registry in the layout's hosts directory, the CA copied beside it and named by its
+        host path (as k3s writes them from registries.yaml)."""
+        for entry in self.state["registries"].values():
+            directory = hosts_dir + "/" + entry["host"]
+            ca = None
+            if entry["ca"]:
+                ca = directory + "/ca.crt"
+                write_file(host_file(host, ca), Path(entry["ca"]).read_text())
+            write_file(host_file(host, directory + "/hosts.toml"), hosts_toml(entry["url"], ca))
 
     def workload_node(self, runtime: str) -> dict[str, Any]:
         """The workload node ``wl-<runtime>`` (dots dropped; see ``add_node``'s ``workloads``) of a key of

@@ -58,9 +58,21 @@ def lab_processes(path: Path) -> list[int]:
         if not entry.isdigit():
             continue
         args = _cmdline(int(entry))
-        if args and os.path.basename(args[0]) in LAB_BINARIES and any(a.startswith(prefix) for a in args[1:]):
+        if not args or os.path.basename(args[0]) not in LAB_BINARIES:
+            continue
+        if any(a.startswith(prefix) for a in args[1:]) or _mounts_from(int(entry), prefix):
             pids.append(int(entry))
     return pids
+
+
+def _mounts_from(pid: int, prefix: str) -> bool:
+    """Whether ``pid`` runs in a mount namespace of the lab (a layout node's: a bind mount from under ``prefix``),
+    where its arguments name the layout's paths, not the lab's."""
+    try:
+        with open("/proc/%d/mountinfo" % pid, encoding="utf-8", errors="replace") as handle:
+            return any(line.split()[3].startswith(prefix) for line in handle if len(line.split()) > 4)
+    except OSError:
+        return False
 
 
 def mounts_under(path: Path) -> list[str]:

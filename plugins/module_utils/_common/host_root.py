@@ -15,6 +15,7 @@ where they read their options (``_runs/options.node_params``), and to the host p
     relative path or ``host:port``.
 ``resolved_host_path(root, path)``: ``host_path`` with the host's symbolic links resolved inside ``root`` (an
     absolute link target is the host's), for paths looked for on the node (the default CRI sockets).
+``host_view(root, path)``: the host's path of a path under ``root`` (the inverse of ``host_path``).
 ``host_paths(root, value)``: a path option's value (a str, a list of them) under ``root``; ``host_path_list(root,
     value)``: a ``:``-separated list of paths (containerd's ``config_path``) under ``root``.
 ``chrooted(root, run_command)``: a command runner that runs each command in the host's root (``chroot``), so
@@ -36,6 +37,7 @@ __all__ = [
     "host_path",
     "host_path_list",
     "host_paths",
+    "host_view",
     "resolved_host_path",
 ]
 
@@ -70,6 +72,15 @@ def host_path(root: Optional[str], path: str) -> str:
     if not root or not path or not os.path.isabs(path):
         return path
     return root if os.path.normpath(path) == "/" else root + os.path.normpath(path)
+
+
+def host_view(root: Optional[str], path: str) -> str:
+    """The host's path of ``path`` seen under ``root``; a path outside ``root`` (or no root) as it is."""
+    if path.startswith("unix://"):
+        return "unix://" + host_view(root, path[len("unix://") :])
+    if not root or not path.startswith(root) or path[len(root) : len(root) + 1] not in ("", "/"):
+        return path
+    return path[len(root) :] or "/"
 
 
 # Linux's limit on symbolic links followed in one lookup (ELOOP).

@@ -5,7 +5,7 @@
 """A small client for the CRI ``runtime.v1`` ImageService and RuntimeService over gRPC.
 
 Runtime differences are explicit here: CRI-O listens on /var/run/crio/crio.sock, containerd on
-/run/containerd/containerd.sock; both speak the same ``runtime.v1`` API, so nothing else in the client differs.
+/run/containerd/containerd.sock (or a distribution's path, ``_cri/layout``); both speak the same ``runtime.v1`` API, so nothing else in the client differs.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from ansible_collections.pinned.images.plugins.module_utils._common.errors impor
 )
 from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2 as pb
 from ansible_collections.pinned.images.plugins.module_utils._cri.cri_proto import cri_image_pb2_grpc as pb_grpc
+from ansible_collections.pinned.images.plugins.module_utils._cri.layout import SOCKET_LAYOUTS
 
 if HAS_GRPC:
     import grpc
@@ -54,11 +55,8 @@ __all__ = [
     "resolve_endpoint",
 ]
 
-# Tried in this order when no socket is given, as crictl does.
-DEFAULT_SOCKETS = (
-    ("cri-o", "/var/run/crio/crio.sock"),
-    ("containerd", "/run/containerd/containerd.sock"),
-)
+# Tried in this order when no socket is given: CRI-O's, containerd's, then the distributions' (_cri/layout).
+DEFAULT_SOCKETS = tuple((layout.runtime, layout.socket) for layout in SOCKET_LAYOUTS)
 # The kubelet's limit: ListImages on a node with thousands of images exceeds grpc's 4 MiB default.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 CRI_API_VERSION = "v1"

@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
-from ansible_collections.pinned.images.plugins.module_utils._common.host_root import host_path
+from ansible_collections.pinned.images.plugins.module_utils._common.host_root import host_path, host_view
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
+from ansible_collections.pinned.images.plugins.module_utils._cri.layout import NodeLayout, find_layout
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import (
     check,
     estimate,
@@ -32,16 +33,28 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls impo
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig
 from ansible_collections.pinned.images.plugins.module_utils._registry.client import RegistryClient
 from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import (
-    DEFAULT_CONTAINERD_CONFIG,
-    DISTRIBUTION_CONFIGS,
     ContainerdHosts,
+    RegistryHostsConfig,
     locate,
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import Platform
-from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
+    DEFAULT_REGISTRIES_CONF_D,
+    RegistriesConf,
+    load_registries_conf,
+)
 
-__all__ = ["DiskGuardRefused", "DiskGuardSettings", "SourceSettings", "guard_disk", "pull_sources"]
+__all__ = [
+    "DiskGuardRefused",
+    "DiskGuardSettings",
+    "SourceSettings",
+    "guard_disk",
+    "layout_report",
+    "node_layout",
+    "pull_sources",
+    "registry_hosts",
+]
 
 
 class DiskGuardRefused(CollectionError):
@@ -65,6 +78,12 @@ class SourceSettings:
     containerd_config_path: Optional[str] = None
     # Where the host's / is (a pod): the registry directories CRI Status and config files name are under it.
     host_root: Optional[str] = None
+    # CRI-O: registries.conf was named by the options (else the file the running CRI-O names wins), and the
+    # registry_mirrors option, applied over whichever file is read.
+    registries_conf_given: bool = False
+    registry_mirrors: Any = None
+    # How the socket was chosen, for the layout's report.
+    socket_source: str = "the cri_socket option"
 
 
 @dataclass(frozen=True)
@@ -84,28 +103,92 @@ class DiskGuardSettings:
     platform: Optional[Platform] = None
 
 
-def pull_sources(
-    settings: SourceSettings, runtime: Mapping[str, Any], status_info: Callable[[], Dict[str, str]]
-) -> Tuple[PullSources, str, List[str]]:
-    """(the runtime's pull sources, which files they come from, their warnings): registries.conf on CRI-O and
-    any other runtime, hosts.toml on containerd (``status_info()``: its CRI Status info, asked only when needed)."""
-    if runtime.get("runtime_name") != "containerd":
-        files = ", ".join(settings.registries.files) or "no registries.conf"
-        return settings.registries, f"registries.conf: {files}", []
+def node_layout(settings: SourceSettings, runtime: Mapping[str, Any]) -> NodeLayout:
+    """The layout of the runtime at ``runtime["endpoint"]`` (a path under ``host_root``): its files and where each
+    came from (the options, the flags of the process serving the socket, the defaults)."""
+    root = settings.host_root
+    given = settings.containerd_config
+    return find_layout(
+        host_view(root, runtime.get("endpoint", "")),
+        root,
+        runtime.get("runtime_name", ""),
+        host_view(root, given) if given else None,
+        settings.socket_source,
+    )
+
+
+def registry_hosts(
+    settings: SourceSettings,
+    runtime: Mapping[str, Any],
+    layout: NodeLayout,
+    status_info: Callable[[], Dict[str, str]],
+) -> RegistryHostsConfig:
+    """containerd's registry hosts (roots under ``host_root``), from the options, CRI Status (1.6/1.7) or the config
+    file the layout found, with where they came from and the pull mode."""
+    root = settings.host_root
     override = settings.containerd_config_path
     info = status_info() if override is None and not settings.containerd_config else None
-    root = settings.host_root
-    found = locate(
-        info,
-        runtime.get("runtime_version", ""),
-        settings.containerd_config,
-        override,
-        tuple(host_path(root, path) for path in (DEFAULT_CONTAINERD_CONFIG,) + DISTRIBUTION_CONFIGS),
-    )
+    candidates = (host_path(root, layout.config.path),) if layout.config else ()
+    found = locate(info, runtime.get("runtime_version", ""), settings.containerd_config, override, candidates, root)
     # Every root is a host path, whichever told it.
     found = replace(found, roots=tuple(host_path(root, path) for path in found.roots))
+    if layout.config and found.origin in candidates + (settings.containerd_config,):
+        found = replace(found, origin=f"{layout.config.path}, {layout.config.source}")
+    return found
+
+
+def layout_report(
+    settings: SourceSettings, runtime: Mapping[str, Any], status_info: Callable[[], Dict[str, str]]
+) -> Dict[str, Any]:
+    """What ``cri_image_info`` reports as ``layout``: the socket, the runtime's files and where each came from,
+    and on containerd its registry hosts directories and pull mode."""
+    root = settings.host_root
+    layout = node_layout(settings, runtime)
+    report = layout.report()
+    if runtime.get("runtime_name") == "containerd":
+        try:
+            found = registry_hosts(settings, runtime, layout, status_info)
+        except CollectionError as err:
+            # A report, not a prefetch: say what cannot be read and report the rest.
+            report["hosts"] = {"error": err.message}
+            return report
+        report["hosts"] = {
+            "config_path": [host_view(root, path) for path in found.roots],
+            "source": found.origin,
+            "config_files": [host_view(root, path) for path in found.files],
+            "pull_mode": found.pull_mode or None,
+            "pull_mode_reason": found.pull_mode_reason or None,
+            "warnings": list(found.warnings),
+        }
+    return report
+
+
+def pull_sources(
+    settings: SourceSettings, runtime: Mapping[str, Any], status_info: Callable[[], Dict[str, str]]
+) -> Tuple[PullSources, Dict[str, Any], List[str]]:
+    """(the runtime's pull sources, which files they come from (``sources_from``; on containerd its
+    ``pull_mode`` too), their warnings): registries.conf on CRI-O and any other runtime (the file the running CRI-O
+    names with ``--registries-conf``, unless the options name one), hosts.toml on containerd (``status_info()``: its
+    CRI Status info, asked only when needed)."""
+    root = settings.host_root
+    layout = node_layout(settings, runtime)
+    if runtime.get("runtime_name") != "containerd":
+        registries = settings.registries
+        flagged = layout.registries_conf
+        if not settings.registries_conf_given and flagged and "flag" in flagged.source:
+            conf_d = layout.registries_conf_dir.path if layout.registries_conf_dir else DEFAULT_REGISTRIES_CONF_D
+            registries = load_registries_conf(
+                host_path(root, flagged.path), settings.registry_mirrors, conf_d=host_path(root, conf_d)
+            )
+        files = ", ".join(registries.files) or "no registries.conf"
+        where = f" ({flagged.source})" if flagged and registries is not settings.registries else ""
+        return registries, {"sources_from": f"registries.conf: {files}{where}"}, []
+    found = registry_hosts(settings, runtime, layout, status_info)
     hosts = ContainerdHosts(found, settings.overrides, root)
-    return hosts, hosts.describe(), list(hosts.config.warnings)
+    report: Dict[str, Any] = {"sources_from": hosts.describe()}
+    if found.pull_mode:
+        report.update(pull_mode=found.pull_mode, pull_mode_reason=found.pull_mode_reason)
+    return hosts, report, list(hosts.config.warnings)
 
 
 def guard_disk(

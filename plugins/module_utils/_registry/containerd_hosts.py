@@ -14,11 +14,12 @@ Where ``config_path`` is: CRI ``Status(verbose)`` on 1.6/1.7 (``registry.configP
 
 from __future__ import annotations
 
+import glob
 import ipaddress
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.config_file import read_config_text, short_value
@@ -51,12 +52,15 @@ __all__ = [
     "from_config_file",
     "from_cri_status",
     "host_directory",
+    "image_settings",
     "host_paths",
     "is_loopback",
     "load_cert_files",
     "load_host_dir",
     "locate",
     "parse_hosts_file",
+    "pull_mode",
+    "read_config",
     "registry_headers",
     "split_config_path",
     "uses_http_fallback",
@@ -397,6 +401,11 @@ class RegistryHostsConfig:
     warnings: Tuple[str, ...] = ()
     # registry.headers of the CRI plugin, sent to every host.
     headers: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    # How the CRI plugin pulls (``pull_mode``): "local" or "transfer" ("" when no config told), and why.
+    pull_mode: str = ""
+    pull_mode_reason: str = ""
+    # The config files read, the main one first, then its imports.
+    files: Tuple[str, ...] = ()
 
 
 def split_config_path(value: str) -> Tuple[str, ...]:
@@ -452,14 +461,123 @@ def _table(data: Mapping[str, Any], keys: Sequence[str]) -> Mapping[str, Any]:
     return data
 
 
-def from_config_file(path: str, runtime_version: str = "", must_exist: bool = False) -> RegistryHostsConfig:
-    """containerd 2.x: ``config_path`` from its config file, version 3 (``plugins."io.containerd.cri.v1.images"
-    .registry``), 2 (``plugins."io.containerd.grpc.v1.cri".registry``) or 1 (``plugins.cri.registry``). A missing file is containerd's
-    defaults (an error when ``must_exist``): no hosts before 2.2, ``DEFAULT_CONFIG_PATH_2_2`` from 2.2 on."""
+# How deep ``imports`` may nest (containerd itself imports only one level; a loop must end).
+_MAX_IMPORT_DEPTH = 4
+
+
+def _merge_tables(into: Dict[str, Any], data: Mapping[str, Any]) -> None:
+    """``data`` over ``into``: tables merged key by key, lists appended, other values replaced (containerd's
+    ``mergeConfig``, which merges with override and appends slices)."""
+    for key, value in data.items():
+        current = into.get(key)
+        if isinstance(current, dict) and isinstance(value, dict):
+            _merge_tables(current, value)
+        elif isinstance(current, list) and isinstance(value, list):
+            into[key] = current + [item for item in value if item not in current]
+        else:
+            into[key] = json.loads(json.dumps(value)) if isinstance(value, (dict, list)) else value
+
+
+def _import_paths(parent: str, data: Mapping[str, Any], root: Optional[str]) -> List[str]:
+    """The files ``imports`` names (``resolveImports``): relative to the importing file, globs expanded; an absolute
+    path is the node's, under ``root``."""
+    names = data.get("imports") or []
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise ContainerdHostsError(f"containerd config file {parent}: imports must be a list of paths")
+    paths = []
+    for name in names:
+        path = host_path(root, name) if os.path.isabs(name) else os.path.join(os.path.dirname(parent), name)
+        path = os.path.normpath(path)
+        paths.extend(sorted(glob.glob(path)) if "*" in path else [path])
+    return paths
+
+
+def read_config(path: str, root: Optional[str] = None) -> Tuple[Dict[str, Any], Tuple[str, ...]]:
+    """(the config of ``path`` with its ``imports`` merged in, the files read): an imported file that does not exist
+    is skipped, as containerd skips it."""
+    text = read_config_text(path, "containerd config file", MAX_HOSTS_FILE, ContainerdHostsError)
+    data: Dict[str, Any] = dict(load_toml(text, f"containerd config file {path}", ContainerdHostsError))
+    files = [path]
+    pending = [(imported, 1) for imported in _import_paths(path, data, root)]
+    while pending:
+        imported, depth = pending.pop(0)
+        if imported in files or not os.path.exists(imported) or depth > _MAX_IMPORT_DEPTH:
+            continue
+        text = read_config_text(imported, "containerd config file", MAX_HOSTS_FILE, ContainerdHostsError)
+        part = load_toml(text, f"containerd config file {imported}", ContainerdHostsError)
+        files.append(imported)
+        pending.extend((name, depth + 1) for name in _import_paths(imported, part, root))
+        _merge_tables(data, {key: value for key, value in part.items() if key not in ("version", "imports")})
+    return data, tuple(files)
+
+
+# containerd's CheckLocalImagePullConfigs (internal/cri/config/config.go): the CRI image settings the transfer
+# service does not support, each of which makes 2.1+ fall back to local pulls. (key, the value that triggers it:
+# a predicate on the value as set; absent keys keep containerd's defaults, which trigger nothing.)
+_LOCAL_PULL_TRIGGERS: Tuple[Tuple[str, str, Any], ...] = (
+    ("disable_snapshot_annotations", "= false", lambda value: value is False),
+    ("discard_unpacked_layers", "= true", lambda value: value is True),
+    ("registry.mirrors", "set", lambda value: bool(value)),
+    ("registry.configs", "set", lambda value: bool(value)),
+    ("registry.auths", "set", lambda value: bool(value)),
+    ("max_concurrent_downloads", "other than 3", lambda value: value != 3),
+    ("image_pull_with_sync_fs", "= true", lambda value: value is True),
+)
+# A version 2 config keeps these under [plugins."io.containerd.grpc.v1.cri".containerd] (2.x migrates them).
+_V2_CONTAINERD_KEYS = ("snapshotter", "disable_snapshot_annotations", "discard_unpacked_layers")
+
+
+def image_settings(data: Mapping[str, Any]) -> Dict[str, Any]:
+    """The CRI plugin's image settings of a config, as containerd 2.x reads them whatever the version (a version 2
+    config migrated as ``plugins/cri/images`` ``migrateConfig`` does): ``registry``, ``snapshotter``, the local-pull
+    triggers, ``use_local_image_pull``."""
+    version = data.get("version", 1) if data else 3
+    if version not in _CRI_TABLES:
+        return {}
+    table = dict(_table(data, ("plugins", _CRI_TABLES[version])))
+    if version < 3:
+        containerd = table.get("containerd")
+        if isinstance(containerd, dict):
+            table.update({key: containerd[key] for key in _V2_CONTAINERD_KEYS if key in containerd})
+        table.pop("use_local_image_pull", None)
+    return table
+
+
+def pull_mode(data: Mapping[str, Any], runtime_version: str) -> Tuple[str, str]:
+    """("local" or "transfer", why): how containerd's CRI plugin pulls with the config ``data``. Before 2.1 every
+    CRI pull is local; 2.1 and later pull through the transfer service unless ``use_local_image_pull = true`` or a
+    setting the transfer service does not support makes it fall back (``CheckLocalImagePullConfigs``)."""
+    version = data.get("version", 1) if data else 3
+    if runtime_version and not _version_at_least(runtime_version, (2, 1)):
+        return "local", f"containerd {runtime_version} pulls locally (the transfer service pulls from 2.1 on)"
+    if not runtime_version and version != 3:
+        return "local", "a version 1 or 2 config is containerd 1.x's (local pulls), or migrated by 2.x"
+    settings = image_settings(data)
+    if settings.get("use_local_image_pull") is True:
+        return "local", "use_local_image_pull = true"
+    value = settings.get("registry")
+    registry: Mapping[str, Any] = value if isinstance(value, dict) else {}
+    for key, said, triggers in _LOCAL_PULL_TRIGGERS:
+        source: Mapping[str, Any] = registry if key.startswith("registry.") else settings
+        name = key.split(".", 1)[1] if key.startswith("registry.") else key
+        if name in source and triggers(source[name]):
+            return "local", f"{key} {said}, which the transfer service does not support"
+    shown = f"containerd {runtime_version}" if runtime_version else "containerd 2.1+"
+    return "transfer", f"{shown} pulls through the transfer service (no local-pull setting)"
+
+
+def from_config_file(
+    path: str, runtime_version: str = "", must_exist: bool = False, root: Optional[str] = None
+) -> RegistryHostsConfig:
+    """containerd 2.x: ``config_path`` from its config file (with its ``imports``), version 3
+    (``plugins."io.containerd.cri.v1.images".registry``), 2 (``plugins."io.containerd.grpc.v1.cri".registry``) or 1
+    (``plugins.cri.registry``). A missing file is containerd's defaults (an error when ``must_exist``): no hosts
+    before 2.2, ``DEFAULT_CONFIG_PATH_2_2`` from 2.2 on. The pull mode decides how a list is read: the transfer
+    service takes it as one directory name (containerd #12415), so the guard does too."""
     data: Mapping[str, Any] = {}
+    files: Tuple[str, ...] = ()
     if os.path.exists(path) or must_exist:
-        text = read_config_text(path, "containerd config file", MAX_HOSTS_FILE, ContainerdHostsError)
-        data = load_toml(text, f"containerd config file {path}", ContainerdHostsError)
+        data, files = read_config(path, root)
     # A file without ``version`` is version 1, which containerd 2.x migrates; no file at all is the defaults.
     version = data.get("version", 1) if data else 3
     if version not in _CRI_TABLES:
@@ -474,15 +592,16 @@ def from_config_file(path: str, runtime_version: str = "", must_exist: bool = Fa
     if not value and not registry.get("mirrors") and _version_at_least(runtime_version, (2, 2)):
         value = DEFAULT_CONFIG_PATH_2_2
     roots = split_config_path(value)
-    if len(roots) > 1 and not _table(data, keys[:2]).get("use_local_image_pull"):
-        # The transfer service (2.x's default pull path) takes config_path as one directory (containerd #12415).
+    mode, reason = pull_mode(data, runtime_version)
+    if len(roots) > 1 and mode == "transfer":
         warnings.append(
-            f"{where} config_path {value!r} is a list, which containerd's transfer service takes as "
-            "one directory name, so containerd reads none of its hosts.toml files (containerd #12415); "
-            "the disk guard does the same: set one directory, or use_local_image_pull = true"
+            f"{where} config_path {value!r} is a list, and {reason}: the transfer service takes the list as one "
+            "directory name, so containerd reads none of its hosts.toml files and pulls every image from its own "
+            "registry (containerd #12415, no fixed release); the disk guard does the same: set one directory, "
+            "or use_local_image_pull = true"
         )
         roots = (value,)
-    return RegistryHostsConfig(roots, path, tuple(warnings), registry_headers(registry, where))
+    return RegistryHostsConfig(roots, path, tuple(warnings), registry_headers(registry, where), mode, reason, files)
 
 
 def _version_at_least(version: str, wanted: Tuple[int, int]) -> bool:
@@ -496,10 +615,12 @@ def locate(
     config_file: Optional[str] = None,
     config_path: Optional[str] = None,
     candidates: Sequence[str] = (DEFAULT_CONTAINERD_CONFIG,) + DISTRIBUTION_CONFIGS,
+    root: Optional[str] = None,
 ) -> RegistryHostsConfig:
     """The node's registry hosts: ``config_path`` when given (the option), else CRI Status (1.6/1.7), else the
-    config file (2.x): ``config_file``, or the first of ``candidates`` that exists (containerd's default, k3s,
-    RKE2); none: containerd's defaults."""
+    config file (2.x): ``config_file``, or the first of ``candidates`` that exists (the one the runtime's process
+    names, or its layout's defaults: ``_cri/layout``); none: containerd's defaults. ``root``: the host root, under
+    which absolute ``imports`` are read."""
     if config_path is not None:
         return RegistryHostsConfig(split_config_path(config_path), "the containerd_config_path option")
     if config_file is None and status_info is not None:
@@ -509,8 +630,10 @@ def locate(
     if config_file is None:
         config_file = next((path for path in candidates if os.path.exists(path)), None)
         if config_file is None:
-            return from_config_file(candidates[0] if candidates else DEFAULT_CONTAINERD_CONFIG, runtime_version)
-    return from_config_file(config_file, runtime_version, must_exist=True)
+            if not candidates:
+                return replace(from_config_file("", runtime_version), origin="containerd's built-in defaults")
+            return from_config_file(candidates[0], runtime_version)
+    return from_config_file(config_file, runtime_version, must_exist=True, root=root)
 
 
 def containerd_credentials(config: DockerConfig, ref: ImageRef) -> Optional[RegistryCredentials]:

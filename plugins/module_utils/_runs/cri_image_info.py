@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""What the cri_image_info module reports: the runtime, its images and its image filesystems."""
+"""What the cri_image_info module reports: the runtime, its images, its image filesystems, and its layout (the
+socket, config and registry hosts found on the node, and where each came from)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from ansible_collections.pinned.images.plugins.module_utils._common.host_root im
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import ImageFsUsage
 from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import filesystem_stats
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import RuntimeOptions, cri_client, node_params
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.preflight import SourceSettings, layout_report
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    RuntimeOptions,
+    cri_client,
+    node_params,
+    socket_source,
+)
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
 __all__ = ["describe_runtime", "run"]
@@ -36,6 +44,13 @@ def describe_runtime(params: Mapping[str, Any]) -> Dict[str, Any]:
     options = RuntimeOptions.from_params(params)
     with cri_client(options) as client:
         runtime = dict(client.version(), endpoint=client.endpoint)
+        sources = SourceSettings(
+            registries=RegistriesConf(),
+            overrides=RegistriesConf(),
+            host_root=options.host_root,
+            socket_source=socket_source(params),
+        )
+        layout = layout_report(sources, runtime, client.status_info)
         filesystems = [_with_local_usage(fs, options.host_root) for fs in client.image_fs_info()]
         missing: List[str] = []
         if requested is None:
@@ -56,6 +71,7 @@ def describe_runtime(params: Mapping[str, Any]) -> Dict[str, Any]:
         "images": images,
         "missing": missing,
         "image_filesystems": filesystems,
+        "layout": layout,
     }
 
 

@@ -73,6 +73,7 @@ __all__ = [
     "k8s_connection",
     "node_params",
     "selected_images",
+    "socket_source",
 ]
 
 _T = TypeVar("_T")
@@ -187,6 +188,13 @@ def cri_socket(options: RuntimeOptions) -> Optional[str]:
             UNAVAILABLE,
         )
     return found
+
+
+def socket_source(params: Mapping[str, Any]) -> str:
+    """Where the CRI socket of a run comes from, for the layout's report."""
+    if params.get("cri_socket"):
+        return "the cri_socket option"
+    return "the first of the known sockets that exists (docs/nodes.md)"
 
 
 def cri_client(options: RuntimeOptions) -> CriClient:

@@ -78,6 +78,7 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
     cri_client,
     dropin_settings,
     node_params,
+    socket_source,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
@@ -268,6 +269,9 @@ class PrefetchRequest:
             containerd_config=params["containerd_config"],
             containerd_config_path=params["containerd_config_path"],
             host_root=params["host_root"],
+            registries_conf_given=params["registries_conf"] is not None,
+            registry_mirrors=params["registry_mirrors"],
+            socket_source=socket_source(params),
         )
         return cls(
             refs=tuple(cast(List[ImageRef], refs)),
@@ -388,7 +392,7 @@ def run_prefetch(
                 )
             guard, unreadable = guard_disk(request.guard, image_fs, missing, guard_sources or request.registries)
             if guard is not None and guard_sources is not None:
-                guard["sources_from"] = sources_from
+                guard.update(sources_from)
             pace = _pace(request, image_fs, len([ref for ref in missing if str(ref) not in unreadable]))
             if pace is not None:
                 pace.start()

@@ -7,6 +7,8 @@ reads, through a whole prefetch request, in tests/unit/plugins/module_utils/_run
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
@@ -17,6 +19,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.preflight 
     DiskGuardSettings,
     SourceSettings,
     guard_disk,
+    layout_report,
     pull_sources,
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig
@@ -70,8 +73,99 @@ def test_crio_pulls_through_registries_conf_and_containerd_through_its_hosts_und
     )
     asked = []
     sources, files, warnings = pull_sources(given, {"runtime_name": "cri-o"}, lambda: asked.append(1) or {})
-    assert (sources, files, warnings) == (registries, "registries.conf: no registries.conf", [])
+    assert (sources, files, warnings) == (registries, {"sources_from": "registries.conf: no registries.conf"}, [])
     containerd = {"runtime_name": "containerd", "runtime_version": "1.7.24"}
     sources, files, _warnings = pull_sources(given, containerd, lambda: asked.append(1) or {})
     # The option wins over CRI Status, which is not asked.
     assert (sources.config.roots, asked) == ((f"{tmp_path}/etc/c",), [])
+
+
+def serving(root, socket, pid, argv):
+    """``root``/proc as the kernel shows ``pid`` listening on ``socket`` with arguments ``argv``."""
+    proc = root / "proc"
+    (proc / "net").mkdir(parents=True)
+    (proc / "net" / "unix").write_text(
+        "Num       RefCount Protocol Flags    Type St Inode Path\n"
+        f"0000000000000000: 00000002 00000000 00010000 0001 01 99 {socket}\n"
+    )
+    (proc / str(pid) / "fd").mkdir(parents=True)
+    os.symlink("socket:[99]", proc / str(pid) / "fd" / "3")
+    (proc / str(pid) / "cmdline").write_bytes(b"\0".join(arg.encode() for arg in argv) + b"\0")
+
+
+def test_crio_the_registries_conf_its_process_names_is_read_unless_the_options_name_one(tmp_path):
+    root = tmp_path / "host"
+    (root / "etc/crio").mkdir(parents=True)
+    (root / "etc/crio/registries.conf").write_text(
+        '[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\nlocation = "m.example"\n'
+    )
+    serving(root, "/var/run/crio/crio.sock", 31, ["crio", "--registries-conf", "/etc/crio/registries.conf"])
+    crio = {"runtime_name": "cri-o", "endpoint": f"{root}/var/run/crio/crio.sock"}
+    given = SourceSettings(registries=RegistriesConf(), overrides=RegistriesConf(), host_root=str(root))
+    sources, report, _warnings = pull_sources(given, crio, dict)
+    assert sources.files == [f"{root}/etc/crio/registries.conf"]
+    assert report["sources_from"].endswith("(the --registries-conf flag of crio (pid 31))")
+    assert [
+        source.reference.registry
+        for source in sources.pull_sources(parse_image_ref("quay.io/a/b:v1", require_digest=False))
+    ] == [
+        "m.example",
+        "quay.io",
+    ]
+    explicit = RegistriesConf(files=["/given.conf"])
+    sources, report, _warnings = pull_sources(
+        SourceSettings(
+            registries=explicit, overrides=RegistriesConf(), host_root=str(root), registries_conf_given=True
+        ),
+        crio,
+        dict,
+    )
+    assert sources is explicit and report == {"sources_from": "registries.conf: /given.conf"}
+
+
+def test_containerd_k3s_layout_reads_the_config_its_process_names_and_says_so(tmp_path):
+    root = tmp_path / "host"
+    k3s = root / "var/lib/rancher/k3s/agent/etc/containerd"
+    k3s.mkdir(parents=True)
+    (k3s / "config.toml").write_text(
+        'version = 3\n[plugins."io.containerd.cri.v1.images".registry]\n'
+        'config_path = "/var/lib/rancher/k3s/agent/etc/containerd/certs.d"\n'
+    )
+    (root / "etc/containerd").mkdir(parents=True)
+    (root / "etc/containerd/config.toml").write_text("version = 2\n")
+    socket = "/run/k3s/containerd/containerd.sock"
+    serving(root, socket, 64, ["containerd", "-c", "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"])
+    runtime = {"runtime_name": "containerd", "runtime_version": "2.1.9", "endpoint": f"{root}{socket}"}
+    given = SourceSettings(
+        registries=RegistriesConf(), overrides=RegistriesConf(), host_root=str(root), socket_source="found"
+    )
+    sources, report, warnings = pull_sources(given, runtime, dict)
+    assert sources.config.roots == (f"{k3s}/certs.d",) and warnings == []
+    assert report == {
+        "sources_from": "containerd hosts.toml under config_path "
+        f"{k3s}/certs.d (from /var/lib/rancher/k3s/agent/etc/containerd/config.toml, the --config flag of "
+        "containerd (pid 64))",
+        "pull_mode": "transfer",
+        "pull_mode_reason": "containerd 2.1.9 pulls through the transfer service (no local-pull setting)",
+    }
+    found = layout_report(given, runtime, dict)
+    assert found["layout"] == "k3s-rke2" and found["socket"] == {"path": socket, "source": "found"}
+    assert found["hosts"]["config_path"] == ["/var/lib/rancher/k3s/agent/etc/containerd/certs.d"]
+    assert found["hosts"]["config_files"] == ["/var/lib/rancher/k3s/agent/etc/containerd/config.toml"]
+
+
+def test_the_layout_report_names_a_config_it_cannot_read_and_reports_the_rest(tmp_path):
+    root = tmp_path / "host"
+    (root / "etc/containerd").mkdir(parents=True)
+    (root / "etc/containerd/config.toml").write_text("version = 3\n[plugins\n")
+    runtime = {
+        "runtime_name": "containerd",
+        "runtime_version": "2.1.9",
+        "endpoint": f"{root}/run/containerd/containerd.sock",
+    }
+    given = SourceSettings(registries=RegistriesConf(), overrides=RegistriesConf(), host_root=str(root))
+    found = layout_report(given, runtime, dict)
+    assert found["config"]["path"] == "/etc/containerd/config.toml" and found["layout"] == "containerd"
+    assert (
+        "not valid TOML" in found["hosts"]["error"] and f"{root}/etc/containerd/config.toml" in found["hosts"]["error"]
+    )

@@ -24,6 +24,8 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.containerd
     from_config_file,
     from_cri_status,
     locate,
+    pull_mode,
+    read_config,
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.errors import RegistryTLSError
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import load_registries_conf
@@ -120,6 +122,90 @@ def test_config_file_list_under_the_transfer_service_is_one_directory(tmp_path):
     found = from_config_file(str(path), "2.1.9")
     assert found.roots == ("/a:/b",)
     assert "#12415" in found.warnings[0]
+
+
+IMAGES = '[plugins."io.containerd.cri.v1.images"]\n'
+LIST = '[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/a:/b"\n'
+
+
+@pytest.mark.parametrize(
+    "text, version, mode, reason",
+    [
+        ("version = 3\n" + LIST, "2.1.9", "transfer", "containerd 2.1.9 pulls through the transfer service"),
+        ("version = 3\n" + LIST, "2.0.5", "local", "containerd 2.0.5 pulls locally"),
+        ("version = 2\n", "1.7.24", "local", "containerd 1.7.24 pulls locally"),
+        ("version = 3\n" + IMAGES + "use_local_image_pull = true\n" + LIST, "2.2.4", "local", "use_local_image_pull"),
+        # EKS AL2023's nodeadm template.
+        ("version = 3\n" + IMAGES + "discard_unpacked_layers = true\n" + LIST, "2.2.4", "local", "discard_unpacked"),
+        ("version = 3\n" + IMAGES + "disable_snapshot_annotations = false\n", "2.1.9", "local", "disable_snapshot"),
+        ("version = 3\n" + IMAGES + "disable_snapshot_annotations = true\n", "2.1.9", "transfer", "transfer"),
+        ("version = 3\n" + IMAGES + "max_concurrent_downloads = 5\n", "2.1.9", "local", "max_concurrent_downloads"),
+        ("version = 3\n" + IMAGES + "max_concurrent_downloads = 3\n", "2.1.9", "transfer", "transfer"),
+        ("version = 3\n" + IMAGES + "image_pull_with_sync_fs = true\n", "2.1.9", "local", "image_pull_with_sync_fs"),
+        (
+            'version = 3\n[plugins."io.containerd.cri.v1.images".registry.mirrors."docker.io"]\nendpoint = ["https://m"]\n',
+            "2.1.9",
+            "local",
+            "registry.mirrors set",
+        ),
+        # A version 2 config that containerd 2.x migrates: its containerd table's settings count.
+        (
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\ndiscard_unpacked_layers = true\n',
+            "2.1.9",
+            "local",
+            "discard_unpacked_layers = true",
+        ),
+        # use_local_image_pull is not migrated from a version 2 config.
+        ('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nuse_local_image_pull = true\n', "2.1.9", "transfer", ""),
+    ],
+)
+def test_pull_mode_follows_containerds_local_pull_triggers(tmp_path, text, version, mode, reason):
+    data, _files = read_config(str(write(tmp_path / "config.toml", text)))
+    assert pull_mode(data, version)[0] == mode
+    assert reason in pull_mode(data, version)[1]
+    found = from_config_file(str(tmp_path / "config.toml"), version)
+    assert found.pull_mode == mode
+
+
+def test_a_list_is_split_only_when_containerd_pulls_locally(tmp_path):
+    transfer = from_config_file(str(write(tmp_path / "t.toml", "version = 3\n" + LIST)), "2.3.0")
+    assert (transfer.roots, transfer.pull_mode) == (("/a:/b",), "transfer")
+    assert "pulls every image from its own registry" in transfer.warnings[0]
+    eks = from_config_file(
+        str(write(tmp_path / "eks.toml", "version = 3\n" + IMAGES + "discard_unpacked_layers = true\n" + LIST)), "2.2.4"
+    )
+    assert (eks.roots, eks.pull_mode, eks.warnings) == (("/a", "/b"), "local", ())
+    old = from_config_file(str(write(tmp_path / "old.toml", "version = 3\n" + LIST)), "2.0.5")
+    assert old.roots == ("/a", "/b")
+
+
+def test_imports_are_merged_under_the_host_root(tmp_path):
+    """Talos: /etc/cri/containerd.toml imports /etc/cri/conf.d/cri.toml, which names the hosts directory."""
+    root = tmp_path / "host"
+    main = write(
+        root / "etc/cri/containerd.toml",
+        'version = 3\nimports = ["/etc/cri/conf.d/cri.toml", "missing.toml"]\n'
+        + IMAGES
+        + 'snapshotter = "overlayfs"\n',
+    )
+    write(
+        root / "etc/cri/conf.d/cri.toml",
+        "version = 3\n" + IMAGES + "use_local_image_pull = true\ndiscard_unpacked_layers = true\n"
+        '[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/etc/cri/conf.d/hosts"\n',
+    )
+    found = from_config_file(str(main), "2.1.6", root=str(root))
+    assert found.roots == ("/etc/cri/conf.d/hosts",) and found.pull_mode == "local"
+    assert found.files == (str(main), str(root / "etc/cri/conf.d/cri.toml"))
+    data, _files = read_config(str(main), str(root))
+    assert data["plugins"]["io.containerd.cri.v1.images"]["snapshotter"] == "overlayfs"
+    # A glob, relative to the importing file (Bottlerocket's config.d/*.toml), later files last.
+    write(root / "etc/containerd/config.d/10-a.toml", IMAGES + 'snapshotter = "a"\n')
+    write(root / "etc/containerd/config.d/20-b.toml", IMAGES + 'snapshotter = "b"\n')
+    glob_main = write(root / "etc/containerd/config.toml", 'version = 3\nimports = ["config.d/*.toml"]\n')
+    data, files = read_config(str(glob_main), str(root))
+    assert data["plugins"]["io.containerd.cri.v1.images"]["snapshotter"] == "b" and len(files) == 3
+    with pytest.raises(ContainerdHostsError, match="imports must be a list"):
+        read_config(str(write(root / "bad.toml", 'imports = "x"\n')))
 
 
 def test_missing_config_file_is_containerds_default(tmp_path):

@@ -178,7 +178,9 @@ def test_each_runtime_reads_its_own_registry_files(tmp_path):
 
     request = PrefetchRequest.from_params(params(tmp_path), False)
     sources, files, _warnings = pull_sources(request.sources, {"runtime_name": "cri-o"}, status({}))
-    assert sources is request.registries and files == f"registries.conf: {tmp_path / 'registries.conf'}"
+    assert sources is request.registries and files == {
+        "sources_from": f"registries.conf: {tmp_path / 'registries.conf'}"
+    }
     containerd = {"runtime_name": "containerd", "runtime_version": "1.7.24"}
     overridden = PrefetchRequest.from_params(params(tmp_path, containerd_config_path="/opt/a:/opt/b"), False)
     sources, files, _warnings = pull_sources(overridden.sources, containerd, status({}))
@@ -186,7 +188,7 @@ def test_each_runtime_reads_its_own_registry_files(tmp_path):
     assert sources.overrides.files == [str(tmp_path / "registries.conf")]
     mirrors = {"registry": {"configPath": "", "mirrors": {"docker.io": {"endpoint": ["https://m"]}}}}
     sources, files, warnings = pull_sources(request.sources, containerd, status(mirrors))
-    assert (sources.config.roots, asked, files) == (
+    assert (sources.config.roots, asked, files["sources_from"]) == (
         (),
         [1],
         "containerd hosts.toml under config_path none (from CRI Status)",
@@ -196,7 +198,8 @@ def test_each_runtime_reads_its_own_registry_files(tmp_path):
     config.write_text('version = 3\n[plugins."io.containerd.cri.v1.images".registry]\nconfig_path = "/etc/c"\n')
     configured = PrefetchRequest.from_params(params(tmp_path, containerd_config=str(config)), False)
     sources, files, _warnings = pull_sources(configured.sources, dict(containerd, runtime_version="2.1.9"), status({}))
-    assert sources.config.roots == ("/etc/c",) and str(config) in files
+    assert sources.config.roots == ("/etc/c",) and f"{config}, the containerd_config option" in files["sources_from"]
+    assert files["pull_mode"] == "transfer"
 
 
 @pytest.mark.parametrize("pin", ["auto", "dropin", "label"])
@@ -429,7 +432,8 @@ def test_under_host_root_every_node_path_and_those_the_node_reports_are_the_host
     containerd = {"runtime_name": "containerd", "runtime_version": "2.1.9"}
     sources, files, _warnings = pull_sources(request.sources, containerd, lambda: {})
     assert sources.config.roots == (f"{host}/etc/containerd/certs.d",)
-    assert f"{host}/etc/containerd/config.toml" in files
+    # Named as the host's path, with where it came from: no process serves a socket here.
+    assert "/etc/containerd/config.toml, containerd's default path (no process" in files["sources_from"]
     # containerd 1.7: the config_path CRI Status reports.
     status = {"config": json.dumps({"registry": {"configPath": "/etc/containerd/certs.d:/etc/docker/certs.d"}})}
     sources, _files, _warnings = pull_sources(
