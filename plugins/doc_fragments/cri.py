@@ -18,6 +18,7 @@ options:
     description:
       - The CRI endpoint of the container runtime on the node.
       - A unix socket path (V(/var/run/crio/crio.sock)), a V(unix://) URL, or V(host:port).
+      - Default C($CONTAINER_RUNTIME_ENDPOINT) when the module's environment sets it (crictl's variable).
       - When omitted, the CRI-O socket V(/var/run/crio/crio.sock) is used if it exists, then the containerd socket
         V(/run/containerd/containerd.sock).
     type: str
