@@ -36,8 +36,8 @@ options:
     elements: str
   checks:
     description:
-      - Run the doctor's checks (RV(checks)): what on this node voids a pin or a prefetch, each with its severity,
-        what it means and the fix. Read-only; off by default, which keeps the module to its few CRI calls.
+      - Run the doctor's checks (RV(checks)), which find what on this node voids a pin or a prefetch, each with its
+        severity, what it means and the fix. Read-only; off by default, which keeps the module to its few CRI calls.
       - The C(pinned.images.doctor) playbook runs it on every node (docs/doctor.md).
     type: bool
     default: false
