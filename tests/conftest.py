@@ -8,10 +8,14 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 for extra in (ROOT / "tests",):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
+
+from ansible_collections.pinned.images.plugins.module_utils._common.node_state import ENV_STATE_DIR  # noqa: E402
 
 pytest_plugins = ["support.apiserver.fixtures", "fixtures.bad_files", "fixtures.wheels"]
 
@@ -34,6 +38,16 @@ def _probe_node_deps_without_the_machines_private_directory() -> None:
 
 
 _probe_node_deps_without_the_machines_private_directory()
+
+
+@pytest.fixture(autouse=True)
+def _node_state_dir_of_the_test(monkeypatch, tmp_path_factory):
+    """The prefetch's and the prune's default state directory (their lock and record) is the test's own, in this
+    process and in the ansible runs it starts (``state_dir``'s environment fallback): no test touches
+    /var/lib/pinned-images/state."""
+    monkeypatch.setenv(ENV_STATE_DIR, str(tmp_path_factory.mktemp("node-state") / "state"))
+    # crictl's variable is the modules' default socket: a shell with the lab's exports does not pick the tests' node.
+    monkeypatch.delenv("CONTAINER_RUNTIME_ENDPOINT", raising=False)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -18,6 +18,7 @@ options:
     description:
       - The CRI endpoint of the container runtime on the node.
       - A unix socket path (V(/var/run/crio/crio.sock)), a V(unix://) URL, or V(host:port).
+      - Default C($CONTAINER_RUNTIME_ENDPOINT) when the module's environment sets it (crictl's variable).
       - When omitted, the first of these that exists is used (under O(host_root) when it is set), in this order;
         CRI-O's V(/var/run/crio/crio.sock), containerd's V(/run/containerd/containerd.sock) (also EKS, AKS, GKE,
         Bottlerocket, Talos, Flatcar, kind), k3s's and RKE2's V(/run/k3s/containerd/containerd.sock), MicroK8s's

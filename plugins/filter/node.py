@@ -60,7 +60,7 @@ def node_python_dir_env(path: str) -> Dict[str, str]:
 
 
 def node_prune_files(record_file: str, lock_file: str, progress_file: str) -> Dict[str, Optional[str]]:
-    """The prefetch's record and lock files, for the prune."""
+    """The prefetch's and the prune's record and lock files, and the record the role kept before."""
     return _node.prune_files(record_file, lock_file, progress_file)
 
 

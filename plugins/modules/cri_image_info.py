@@ -33,8 +33,51 @@ options:
     description:
       - Report only these images; the ones the runtime does not have are listed in RV(missing).
       - Tags and digests are both accepted here.
+      - With O(checks), the wanted images the doctor weighs against the kubelet's settings and the image filesystem.
     type: list
     elements: str
+  checks:
+    description:
+      - Run the doctor's checks (RV(checks)), which find what on this node voids a pin or a prefetch, each with its
+        severity, what it means and the fix. Read-only; off by default, which keeps the module to its few CRI calls.
+      - The C(pinned.images.doctor) playbook runs it on every node (docs/doctor.md).
+    type: bool
+    default: false
+  kubelet_config:
+    description:
+      - The kubelet's configuration files or drop-in directories, read in this order (a later file's keys win), those
+        that exist; under O(host_root). The default names those of kubeadm and kind, EKS, Bottlerocket, AKS, GKE,
+        Talos, OpenShift, k3s and RKE2.
+    type: list
+    elements: path
+    default:
+      - /var/lib/kubelet/config.yaml
+      - /etc/kubernetes/kubelet/config.json
+      - /etc/kubernetes/kubelet/config.json.d
+      - /etc/kubernetes/kubelet/config
+      - /etc/default/kubeletconfig.json
+      - /home/kubernetes/kubelet-config.yaml
+      - /etc/kubernetes/kubelet.yaml
+      - /etc/kubernetes/kubelet.conf
+      - /var/lib/rancher/k3s/agent/etc/kubelet.conf.d
+      - /var/lib/rancher/rke2/agent/etc/kubelet.conf.d
+  kubelet_binary:
+    description:
+      - The kubelet binaries whose C(--version) the doctor reads, the first that exists; under O(host_root).
+    type: list
+    elements: path
+    default: [/usr/bin/kubelet, /usr/local/bin/kubelet]
+  containerd_config:
+    description:
+      - containerd's configuration file, for the layout and the doctor; under O(host_root).
+      - Default the file the running containerd was started with (its C(--config) flag), else containerd's default
+        file or the layout's (k3s, RKE2, MicroK8s), as RV(layout) reports; see C(docs/nodes.md).
+    type: path
+  dropin_path:
+    description:
+      - CRI-O's drop-in of this collection, for the doctor; under O(host_root).
+    type: path
+    default: /etc/crio/crio.conf.d/50-pinned-images
 seealso:
   - module: pinned.images.prefetch
 """
@@ -55,6 +98,14 @@ EXAMPLES = r"""
 - name: Fail when something is missing
   ansible.builtin.assert:
     that: payload.missing | length == 0
+
+- name: Ask the doctor what voids a pin or a prefetch of these images here
+  become: true
+  pinned.images.cri_image_info:
+    images:
+      - quay.io/org/app@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9
+    checks: true
+  register: doctor
 """
 
 RETURN = r"""
@@ -97,6 +148,35 @@ images:
 missing:
   description: Requested images the runtime does not have.
   returned: always
+  type: list
+  elements: str
+checks:
+  description:
+    - With O(checks), the doctor's findings, errors first; empty when nothing voids a pin or a prefetch.
+  returned: with O(checks)
+  type: list
+  elements: dict
+  contains:
+    check:
+      description: The check's name (C(kubelet_credential_policy), C(transfer_mode_config_path), C(lazy_pulling),
+        C(old_containerd), C(k3s_pin_label), C(crio_dropin_override), C(old_kubelet), C(gc_maximum_age),
+        C(gc_threshold), C(image_filesystem_size)).
+      type: str
+    severity:
+      description: C(error) (a pin or a prefetch does not hold), C(warning) (it holds only under a condition), C(info).
+      type: str
+    detail:
+      description: What was found, and where.
+      type: str
+    meaning:
+      description: What it means for the pins or the prefetch.
+      type: str
+    fix:
+      description: How to fix it.
+      type: str
+notes:
+  description: With O(checks), the files the doctor could not read (a check then uses the defaults).
+  returned: with O(checks)
   type: list
   elements: str
 image_filesystems:
@@ -173,6 +253,8 @@ layout:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.pinned.images.plugins.module_utils._doctor.facts import KUBELET_BINARIES, KUBELET_CONFIGS
+from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import DEFAULT_PATH
 from ansible_collections.pinned.images.plugins.module_utils._runs.cri_image_info import run
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,
@@ -182,7 +264,14 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import
 
 
 def main() -> None:
-    argument_spec = dict(images=dict(type="list", elements="str"))
+    argument_spec = dict(
+        images=dict(type="list", elements="str"),
+        checks=dict(type="bool", default=False),
+        kubelet_config=dict(type="list", elements="path", default=list(KUBELET_CONFIGS)),
+        kubelet_binary=dict(type="list", elements="path", default=list(KUBELET_BINARIES)),
+        containerd_config=dict(type="path"),
+        dropin_path=dict(type="path", default=DEFAULT_PATH),
+    )
     argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     argument_spec.update(HOST_ROOT_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

@@ -65,6 +65,8 @@ options:
       - Write the file even when some images are not present in the container runtime.
       - Pinning an absent image protects nothing and hides a failed prefetch; the default refuses and lists every
         missing image.
+      - With O(crio_reload=none) too, no runtime is needed. Where none answers (an image build, a bootc or Image
+        Builder step, a node before CRI-O starts), the file is written with a warning, and CRI is not read back.
     type: bool
     default: false
   crio_reload:

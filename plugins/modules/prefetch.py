@@ -25,6 +25,7 @@ author:
 extends_documentation_fragment:
   - pinned.images.cri
   - pinned.images.host_root
+  - pinned.images.node_state
   - pinned.images.registry
   - ansible.builtin.action_common_attributes
 attributes:
@@ -216,15 +217,15 @@ options:
       - A file the module locks (C(flock)) while it pulls, so that only one prefetch runs on the node at a time. A
         second run with the same lock file fails at once, naming the pid, run id and start time of the first, and
         pulls nothing; a run that was killed leaves no lock behind.
-      - Default is O(progress_file) with C(.lock) appended; without either no lock is taken. Not taken in check mode.
+      - Default is C(prefetch.lock) in O(state_dir), which M(pinned.images.prune) and the C(pinned.images.node)
+        role lock too. Not taken in check mode.
     type: path
   record_file:
     description:
       - The record of the images this collection pulled and pinned on the node, which M(pinned.images.prune) reads;
         only images it names are ever pruned. A JSON file, mode 0600, rewritten atomically after the pin (not in
         check mode); a record that cannot be read or written is a warning, and those images are then never pruned.
-      - Default is C(pinned-images-record.json) in the directory of O(lock_file) (or of its default); without either
-        no record is kept.
+      - Default is C(pinned-images-record.json) in O(state_dir), where M(pinned.images.prune) reads it by default.
     type: path
   run_id:
     description:
@@ -723,6 +724,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace impor
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,
     HOST_ROOT_ARGUMENT_SPEC,
+    NODE_STATE_ARGUMENT_SPEC,
     REGISTRY_ARGUMENT_SPEC,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
@@ -770,6 +772,7 @@ def _argument_spec() -> dict:
     )
     spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     spec.update(HOST_ROOT_ARGUMENT_SPEC)
+    spec.update(NODE_STATE_ARGUMENT_SPEC)
     spec.update(REGISTRY_ARGUMENT_SPEC)
     return spec
 

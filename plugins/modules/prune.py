@@ -32,6 +32,7 @@ author:
 extends_documentation_fragment:
   - pinned.images.cri
   - pinned.images.host_root
+  - pinned.images.node_state
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -74,13 +75,14 @@ options:
     description:
       - The record of the images M(pinned.images.prefetch) pulled and pinned on this node (its
         O(pinned.images.prefetch#module:record_file)).
+      - Default is C(pinned-images-record.json) in O(state_dir), where M(pinned.images.prefetch) keeps it by
+        default, so that an ad hoc prune with only O(images) follows an ad hoc prefetch.
     type: path
-    required: true
   lock_file:
     description:
       - The node lock M(pinned.images.prefetch) takes (its O(pinned.images.prefetch#module:lock_file)); the prune
-        holds it, so that a prefetch never runs at the same time. Not taken in check mode; without it no lock is
-        taken and a real run warns.
+        holds it, so that a prefetch never runs at the same time. Not taken in check mode.
+      - Default is C(prefetch.lock) in O(state_dir), the prefetch's default.
     type: path
   run_id:
     description:
@@ -130,8 +132,6 @@ EXAMPLES = r"""
   become: true
   pinned.images.prune:
     images: "{{ node_wanted_images }}"
-    record_file: /var/tmp/pinned-images-record.json
-    lock_file: /var/tmp/pinned-images-prefetch.json.lock
     keep:
       - quay.io/openshift-release-dev/*
     min_age: 1d
@@ -220,6 +220,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.method import 
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,
     HOST_ROOT_ARGUMENT_SPEC,
+    NODE_STATE_ARGUMENT_SPEC,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 from ansible_collections.pinned.images.plugins.module_utils._runs.prune import run
@@ -231,7 +232,7 @@ def main():
         allow_empty=dict(type="bool", default=False),
         keep=dict(type="list", elements="str", default=[]),
         min_age=dict(type="str", default="0"),
-        record_file=dict(type="path", required=True),
+        record_file=dict(type="path"),
         lock_file=dict(type="path"),
         run_id=dict(type="str"),
         pin=dict(type="str", choices=list(PIN_CHOICES), default=PIN_AUTO),
@@ -242,6 +243,7 @@ def main():
         settle_timeout=dict(type="float", default=10.0),
         **CRI_CLIENT_ARGUMENT_SPEC,
         **HOST_ROOT_ARGUMENT_SPEC,
+        **NODE_STATE_ARGUMENT_SPEC,
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     end_module(module, run)

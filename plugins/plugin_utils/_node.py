@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.pinned.images.plugins.module_utils._common.host_root import host_path
 from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
-from ansible_collections.pinned.images.plugins.module_utils._prune.record import default_record_file
+from ansible_collections.pinned.images.plugins.module_utils._prune.record import record_next_to
 
 __all__ = [
     "failure_line",
@@ -242,10 +242,15 @@ def prune_blocker(results: Sequence[Any], check_mode: bool = False, wanted: Opti
 
 
 def prune_files(record_file: str, lock_file: str, progress_file: str) -> Dict[str, Optional[str]]:
-    """The files the prefetch used, for the prune: its lock (``lock_file``, else ``progress_file`` + ``.lock``) and
-    its record (``record_file``, else next to the lock)."""
-    lock = lock_file or (progress_file + ".lock" if progress_file else None)
-    return {"record_file": record_file or default_record_file(lock), "lock_file": lock}
+    """The prefetch's and the prune's files: the lock and the record the role's variables name (None: the modules'
+    default, in the state directory), and the record the role kept before that directory (``former_record_file``,
+    next to its lock: ``lock_file``, else ``progress_file`` + ``.lock``), which the modules move once."""
+    former_lock = lock_file or (progress_file + ".lock" if progress_file else None)
+    return {
+        "record_file": record_file or None,
+        "lock_file": lock_file or None,
+        "former_record_file": None if record_file else record_next_to(former_lock),
+    }
 
 
 def pins_left_to_mco(result: Mapping[str, Any]) -> bool:

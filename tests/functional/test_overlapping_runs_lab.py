@@ -6,6 +6,7 @@ next run of the node role."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_collections.pinned.images.plugins.module_utils._common.node_state import ENV_STATE_DIR
 from fixtures.ansible_runs import adhoc, adhoc_command, ansible_env
 from fixtures.ansible_runs import playbook as ansible_playbook
 from support.gate_proxy import GateProxy
@@ -53,12 +55,14 @@ def test_a_second_prefetch_on_the_node_is_refused_and_the_first_goes_on(runtime_
             time.sleep(0.1)
         assert proxy.waiting == 1, first.communicate(timeout=60)[0] if first.poll() is not None else "no pull yet"
 
-        rc, result, output = adhoc("pinned.images.prefetch", dict(args, run_id="second"), timeout=60)
+        # Ad hoc with neither progress_file nor lock_file: the state directory's lock is the first run's too.
+        second = {name: value for name, value in args.items() if name != "progress_file"}
+        rc, result, output = adhoc("pinned.images.prefetch", dict(second, run_id="second"), timeout=60)
         assert rc != 0
         assert result["error_kind"] == "locked"
         assert result["msg"].startswith("another prefetch is running on this node (pid ")
         assert ", run first, started " in result["msg"]
-        assert f"lock file {progress}.lock" in result["msg"]
+        assert f"lock file {os.environ[ENV_STATE_DIR]}/prefetch.lock" in result["msg"]
         # The second run neither pulled nor touched the first one's progress.
         assert json.loads(progress.read_text())["run_id"] == "first"
         assert proxy.waiting == 1

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import socket as socket_module
 import threading
 import time
 
@@ -257,6 +258,22 @@ def test_wrong_socket_path_fails_clearly_without_waiting_for_a_timeout(tmp_path)
     rc, result, output = adhoc("pinned.images.prefetch", prefetch_args(images=[], cri_socket=socket), timeout=60)
     assert rc != 0
     assert result["msg"] == f"nothing is listening at {socket} (no such file): is crio or containerd running?"
+
+
+def test_a_runtime_that_accepts_but_never_answers_is_named_hung(tmp_path):
+    """A listening socket whose server never accepts, as a stopped or deadlocked runtime's: the kernel queues the
+    connection, nothing answers."""
+    path = str(tmp_path / "containerd.sock")
+    with socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM) as server:
+        server.bind(path)
+        server.listen(8)
+        rc, result, output = adhoc(
+            "pinned.images.prefetch", prefetch_args(images=[], cri_socket=path, cri_connect_timeout=1), timeout=60
+        )
+    assert rc != 0
+    assert result["msg"] == (
+        f"the runtime at {path} accepts connections but does not answer within 1 s (hung or overloaded?)"
+    )
 
 
 @pytest.mark.lab

@@ -335,3 +335,47 @@ def test_the_prefetch_playbook_with_cluster_prune_frees_the_dropped_images_on_ev
     assert re.search(r'"total \(%d nodes\).* %s  "' % (len(names), re.escape(human_size(freed))), proc.stdout), (
         proc.stdout
     )
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_command(module: str) -> list:
+    """README's ad hoc command of ``module``, as written."""
+    found = re.search(r"^ansible node1 -b -m pinned\.images\.%s .*$" % module, README.read_text(), re.M)
+    assert found is not None, f"README shows the ad hoc {module} command"
+    return shlex.split(found.group(0))
+
+
+def test_the_readme_s_ad_hoc_prefetch_then_prune_runs_as_written(lab, tmp_path):
+    """README's two commands, as written, on a containerd 2.1 node: node1 in an inventory of its own, the node's
+    socket as crictl's CONTAINER_RUNTIME_ENDPOINT, the state directory the test's (conftest). Nothing else is given:
+    the prune finds the prefetch's lock and record by default."""
+    entry = emptied(lab.workload_node("containerd-2.1"))
+    images = lab.images()
+    small, dropped = images["plain-small"].reference, images["plain-shared-a"].reference
+    inventory = tmp_path / "inventory.yml"
+
+    def run_as_written(module, wanted):
+        # The tests run as root, without sudo: -b is a no-op on this host.
+        host = dict(ansible_connection="local", ansible_become=False, node_images=wanted)
+        inventory.write_text(yaml.safe_dump({"all": {"hosts": {"node1": host}}}))
+        env = ansible_env(ANSIBLE_INVENTORY=str(inventory), CONTAINER_RUNTIME_ENDPOINT=entry["endpoint"])
+        proc = subprocess.run(
+            readme_command(module), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    try:
+        run_as_written("prefetch", [small, dropped])
+        before = on_node(entry)
+        assert before[small][2] and before[dropped][2], before
+        output = run_as_written("prune", [small])
+        after = on_node(entry)
+        assert set(after) == {small}, (after, output)
+        assert after[small][2] is True
+        record = Path(os.environ["PINNED_IMAGES_STATE_DIR"]) / "pinned-images-record.json"
+        assert sorted(json.loads(record.read_text())["images"]) == [small]
+    finally:
+        emptied(entry)

@@ -199,6 +199,8 @@ class Lab(Supervisor):
                 "node_cri_socket": node["endpoint"],
                 "node_dropin_path": str(dropin_dir / "50-pinned-images"),
                 "node_progress_file": str(base / "prefetch-progress.json"),
+                # Each node's own lock and record, never the machine's /var/lib/pinned-images/state.
+                "node_state_dir": str(base / "state"),
                 "node_pull_secret_path": str(base / "pull-secret.json"),
                 # The pace of a control-plane node probes the node's own directory, never the machine's etcd.
                 "node_pace_path": str(base),

@@ -146,10 +146,12 @@ _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x0
 _PROBE_SECONDS = 1.0
 
 
-def describe_listener(path: str, timeout: float = _PROBE_SECONDS) -> str:
-    """Why a gRPC channel to the unix socket ``path`` did not become ready, from what answers there."""
+def describe_listener(path: str, timeout: float = _PROBE_SECONDS) -> Optional[str]:
+    """Why a gRPC channel to the unix socket ``path`` did not become ready, from what answers there; None when
+    something accepts connections there but gives no answer (a hung or overloaded runtime)."""
     not_cri = "not a CRI socket"
-    if path.endswith(".ttrpc"):
+    ttrpc = path.endswith(".ttrpc")
+    if ttrpc:
         not_cri += " (a .ttrpc socket is containerd's ttrpc API; its CRI socket is the same path without .ttrpc)"
     try:
         with _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM) as sock:
@@ -160,14 +162,18 @@ def describe_listener(path: str, timeout: float = _PROBE_SECONDS) -> str:
     except ConnectionRefusedError:
         return "nothing is listening there (connection refused; a socket file left by a stopped runtime?)"
     except _socket.timeout:
-        return f"something there accepts connections but does not answer gRPC (HTTP/2): {not_cri}"
+        # containerd's ttrpc socket waits for a frame of its own; a CRI socket that is silent is a runtime that hangs.
+        if ttrpc:
+            return f"something there accepts connections but does not answer gRPC (HTTP/2): {not_cri}"
+        return None
     except OSError as exc:
         return f"cannot talk to it: {exc.strerror or exc}"
     if not answer:
         return f"something there closed the connection without a gRPC (HTTP/2) answer: {not_cri}"
-    # An HTTP/2 server answers with a SETTINGS frame (type 4 at offset 3).
+    # An HTTP/2 server answers with a SETTINGS frame (type 4 at offset 3): a gRPC server whose Version did not
+    # come back in time.
     if len(answer) >= 9 and answer[3] == 4:
-        return "an HTTP/2 server there did not accept the gRPC channel"
+        return None
     shown = answer[:40].decode("latin-1")
     return f"something there answered {shown!r}, which is not gRPC (HTTP/2): {not_cri}"
 
@@ -289,9 +295,15 @@ class CriClient:
         return self
 
     def _unreachable(self) -> CriError:
-        why = "is crio or containerd running?"
+        why: Optional[str] = "is crio or containerd running?"
         if self.socket_path:
             why = describe_listener(self.socket_path)
+        if why is None:
+            return CriError(
+                f"the runtime at {self.endpoint} accepts connections but does not answer within "
+                f"{self.connect_timeout:g} s (hung or overloaded?)",
+                UNAVAILABLE,
+            )
         return CriError(
             f"could not connect to the CRI runtime at {self.endpoint} within {self.connect_timeout:g}s: {why}",
             UNAVAILABLE,

@@ -367,9 +367,13 @@ class LazyStatusClient:
         self._open = open_client
         self._client: Any = None
 
-    def image_status(self, image: str) -> Optional[Mapping[str, object]]:
+    def open(self) -> None:
+        """Open the runtime now (a CollectionError when it cannot be reached)."""
         if self._client is None:
             self._client = self._open().__enter__()
+
+    def image_status(self, image: str) -> Optional[Mapping[str, object]]:
+        self.open()
         status: Optional[Mapping[str, object]] = self._client.image_status(image)
         return status
 

@@ -5,7 +5,7 @@
 """The node's record of the images this collection pulled or pinned (node side, Python 3.8+).
 
 A prune removes only images this record names: an image the collection never brought or pinned is never a
-candidate. The record is a JSON file next to the lock file, mode 0600, rewritten atomically
+candidate. The record is a JSON file in the node's state directory (``_common/node_state``), mode 0600, rewritten atomically
 (``_common/atomic_file``); it survives reboots as its directory does::
 
     {"version": 1, "images": {"quay.io/a/b@sha256:...": {"image_id": "sha256:...", "pulled": true,
@@ -29,10 +29,12 @@ __all__ = [
     "RECORD_VERSION",
     "Entry",
     "RecordError",
+    "adopt_former",
     "default_record_file",
     "forgotten",
     "noted",
     "read_record",
+    "record_next_to",
     "write_record",
 ]
 
@@ -55,11 +57,36 @@ class RecordError(CollectionError):
         )
 
 
-def default_record_file(lock_file: Optional[str]) -> Optional[str]:
-    """The record next to the lock file, None without one."""
+def default_record_file(state_dir: str) -> str:
+    """The record in the node's state directory (``_common/node_state``)."""
+    return os.path.join(state_dir, RECORD_NAME)
+
+
+def record_next_to(lock_file: Optional[str]) -> Optional[str]:
+    """Where the record was kept before the state directory: next to the lock file (None without one). The role
+    names it as the former record, which ``adopt_former`` moves."""
     if not lock_file:
         return None
     return os.path.join(os.path.dirname(os.path.abspath(lock_file)), RECORD_NAME)
+
+
+def adopt_former(path: str, former: Optional[str], check_mode: bool = False) -> str:
+    """The record file to read: ``path``. When it is missing and a ``former`` record exists, that one is read
+    (checked as any record), written at ``path`` and removed, once; in check mode it is read where it is (its path
+    returned). RecordError when the former record is not a record: it is left as it is."""
+    if not former or os.path.abspath(former) == os.path.abspath(path) or os.path.lexists(path):
+        return path
+    if not os.path.lexists(former):
+        return path
+    entries = read_record(former)
+    if check_mode:
+        return former
+    write_record(path, entries)
+    try:
+        os.unlink(former)
+    except OSError as exc:
+        raise RecordError(former, f"was copied to {path} but cannot be removed ({exc.strerror or exc})") from None
+    return path
 
 
 def _check_owner(path: str) -> None:

@@ -7,11 +7,11 @@ then ``_pins/crio_dropin.pin_dropin`` with its presence check and CRI read-back.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
-from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.errors import UNAVAILABLE, CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.host_root import chrooted
-from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import require_node_deps
+from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import NodeDepsMissing, require_node_deps
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
     LazyStatusClient,
     missing_images,
@@ -51,11 +51,15 @@ def run(invocation: Invocation) -> Outcome:
         return cri_client(runtime)
 
     client = LazyStatusClient(connect)
+    warnings: List[str] = []
     try:
         images, set_names = selected_images(
             params, validate_pinned_images, f"remove the drop-in {params['dropin_path']}"
         )
         settings = dropin_settings(params, force=params["force"])
+        read_back: Optional[LazyStatusClient] = client
+        if params["state"] == "present" and settings.force and settings.reload == "none":
+            read_back, warnings = _runtime_if_any(client, settings.path)
 
         def check_presence(wanted: List[str]) -> List[str]:
             return missing_images(client, wanted)
@@ -68,11 +72,26 @@ def run(invocation: Invocation) -> Outcome:
             # systemctl of the host's own systemd, from a pod.
             chrooted(runtime.host_root, invocation.run_command),
             params["state"],
-            client,
+            read_back,
         )
     except CollectionError as error:
         return Outcome(before, failure=error)
     finally:
         client.close()
-    warnings = result.pop("warnings", [])
+    warnings += result.pop("warnings", [])
     return Outcome(dict(result, set_names=set_names), warnings=warnings)
+
+
+def _runtime_if_any(client: LazyStatusClient, path: str) -> Tuple[Optional[LazyStatusClient], List[str]]:
+    """The client when a runtime answers, else None and a warning: with force and no reload the drop-in is written
+    where no runtime runs yet (an image build, a bootc step, a node before CRI-O starts), unread through CRI."""
+    try:
+        client.open()
+    except CollectionError as error:
+        if not isinstance(error, NodeDepsMissing) and error.details.get("error_kind") != UNAVAILABLE:
+            raise
+        return None, [
+            f"no runtime answers here ({error.message}); {path} is written without reading the pins back through "
+            "CRI: CRI-O reads it when it starts"
+        ]
+    return client, []

@@ -30,8 +30,15 @@ from ansible_collections.pinned.images.plugins.module_utils._common.host_root im
     host_paths,
     resolved_host_path,
 )
+from ansible_collections.pinned.images.plugins.module_utils._common.node_state import (
+    ENV_STATE_DIR,
+    LOCK_NAME,
+    STATE_DIR,
+    ensure_state_dir,
+)
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import DEFAULT_TIMEOUT
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
+from ansible_collections.pinned.images.plugins.module_utils._prune.record import adopt_former, default_record_file
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
     DEFAULT_AUTH_FILE,
     DockerConfig,
@@ -46,7 +53,14 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.registries
 )
 
 # The node paths of the shared options (CRI, registry), which node_params puts under host_root.
-_SHARED_NODE_PATHS = ("cri_socket", "auth_file", "registries_conf", "registry_certs_dirs")
+_SHARED_NODE_PATHS = (
+    "cri_socket",
+    "auth_file",
+    "registries_conf",
+    "registry_certs_dirs",
+    "state_dir",
+    "former_record_file",
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
@@ -57,12 +71,15 @@ __all__ = [
     "CRI_CLIENT_ARGUMENT_SPEC",
     "DEFAULT_CRI_CONNECT_TIMEOUT",
     "DEFAULT_CRI_TIMEOUT",
+    "ENV_CRI_SOCKET",
     "HOST_ROOT_ARGUMENT_SPEC",
     "K8S_AUTH_ARG_SPEC",
+    "NODE_STATE_ARGUMENT_SPEC",
     "REGISTRY_ARGUMENT_SPEC",
     "SELECTION_ARGUMENT_SPEC",
     "SELECTION_MUTUALLY_EXCLUSIVE",
     "SELECTION_REQUIRED_BY",
+    "NodeStateFiles",
     "Problems",
     "RegistryOptions",
     "RuntimeOptions",
@@ -118,6 +135,47 @@ class Problems:
 
 # Every node module's: where the host's / is (a pod with the host's root mounted); its paths go under it.
 HOST_ROOT_ARGUMENT_SPEC = dict(host_root=dict(type="path"))
+# The prefetch's and the prune's lock and record (doc fragment ``node_state``); both paths are node paths.
+NODE_STATE_ARGUMENT_SPEC = dict(
+    state_dir=dict(type="path", default=STATE_DIR, fallback=(env_fallback, [ENV_STATE_DIR])),
+    former_record_file=dict(type="path"),
+)
+
+
+@dataclass(frozen=True)
+class NodeStateFiles:
+    """The lock and the record of the prefetch and the prune: given, or in the state directory
+    (``NODE_STATE_ARGUMENT_SPEC``), from parameters with their node paths under ``host_root`` (``node_params``)."""
+
+    lock_file: str
+    record_file: str
+    # A record kept elsewhere before, moved once (``_prune/record.adopt_former``).
+    former_record_file: Optional[str] = None
+    # The state directory when one of the files is in it (made before use), else None.
+    state_dir: Optional[str] = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> "NodeStateFiles":
+        """The files ``lock_file`` and ``record_file`` name, or those of ``state_dir``."""
+        state_dir = params["state_dir"]
+        lock_file = params.get("lock_file") or os.path.join(state_dir, LOCK_NAME)
+        record_file = params.get("record_file") or default_record_file(state_dir)
+        used = not (params.get("lock_file") and params.get("record_file"))
+        return cls(
+            lock_file=lock_file,
+            record_file=record_file,
+            former_record_file=params.get("former_record_file") or None,
+            state_dir=state_dir if used else None,
+        )
+
+    def prepare(self, check_mode: bool) -> None:
+        """Make the state directory (not in check mode): NodeStateError when it cannot be used."""
+        if self.state_dir and not check_mode:
+            ensure_state_dir(self.state_dir)
+
+    def record_to_read(self, check_mode: bool) -> str:
+        """The record file, after a former record moved there (``adopt_former``; read where it is in check mode)."""
+        return adopt_former(self.record_file, self.former_record_file, check_mode)
 
 
 def node_params(params: Mapping[str, Any], paths: Tuple[str, ...], joined: Tuple[str, ...] = ()) -> Dict[str, Any]:
@@ -136,8 +194,10 @@ def node_params(params: Mapping[str, Any], paths: Tuple[str, ...], joined: Tuple
 
 DEFAULT_CRI_CONNECT_TIMEOUT = 5.0
 DEFAULT_CRI_TIMEOUT = 60.0
+# crictl's variable: a shell that set it for crictl gives the modules the same runtime.
+ENV_CRI_SOCKET = "CONTAINER_RUNTIME_ENDPOINT"
 CRI_CLIENT_ARGUMENT_SPEC = dict(
-    cri_socket=dict(type="str"),
+    cri_socket=dict(type="str", fallback=(env_fallback, [ENV_CRI_SOCKET])),
     cri_connect_timeout=dict(type="float", default=DEFAULT_CRI_CONNECT_TIMEOUT),
     cri_timeout=dict(type="float", default=DEFAULT_CRI_TIMEOUT),
 )

@@ -58,12 +58,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls impo
     find_present,
     prefetch,
 )
-from ansible_collections.pinned.images.plugins.module_utils._prune.record import (
-    default_record_file,
-    noted,
-    read_record,
-    write_record,
-)
+from ansible_collections.pinned.images.plugins.module_utils._prune.record import noted, read_record, write_record
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import DockerConfig
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import parse_platform
 from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import (
@@ -71,6 +66,7 @@ from ansible_collections.pinned.images.plugins.module_utils._registry.registries
     load_registries_conf,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    NodeStateFiles,
     Problems,
     RegistryOptions,
     RuntimeOptions,
@@ -162,7 +158,8 @@ class PrefetchRequest:
     check_mode: bool
     pulls: PrefetchOptions
     guard: DiskGuardSettings
-    lock_file: Optional[str]
+    # The node lock and the record of what this collection pulled and pinned, for the prune (``_prune/record``).
+    state: NodeStateFiles
     pin: str
     require_digest: bool
     dropin: DropinSettings
@@ -174,8 +171,6 @@ class PrefetchRequest:
     sources: SourceSettings
     # Where the machine-config-operator's files tell that it manages this node (``_openshift.mco_node``).
     mco_dir: str
-    # The record of what this collection pulled and pinned, for the prune (``_prune/record``); None: none kept.
-    record_file: Optional[str] = None
     # The pace between pulls (``_prefetch/pace``); None: off.
     pace: Optional[PaceOptions] = None
 
@@ -238,7 +233,6 @@ class PrefetchRequest:
             )
         )
         problems.raise_any()
-        lock_file = params["lock_file"] or (params["progress_file"] + ".lock" if params["progress_file"] else None)
         pulls = PrefetchOptions(
             concurrency=params["concurrency"],
             pull_pause=params["pull_pause"],
@@ -279,7 +273,7 @@ class PrefetchRequest:
             check_mode=check_mode,
             pulls=pulls,
             guard=guard,
-            lock_file=lock_file,
+            state=NodeStateFiles.from_params(params),
             pin=params["pin"],
             require_digest=params["require_digest"],
             dropin=dropin_settings(params),
@@ -288,7 +282,6 @@ class PrefetchRequest:
             fail_on_error=params["fail_on_error"],
             sources=sources,
             mco_dir=params["mco_dir"],
-            record_file=params.get("record_file") or default_record_file(lock_file),
             pace=_pace_options(params) if params["pace"] else None,
         )
 
@@ -322,24 +315,26 @@ def _pace(request: PrefetchRequest, image_fs: Optional[str], to_pull: int) -> Op
 
 
 def _locked(request: PrefetchRequest) -> Optional[NodeLock]:
-    if not request.lock_file or request.check_mode:
+    if request.check_mode:
         return None
-    return NodeLock(request.lock_file, request.pulls.run_id).acquire()
+    request.state.prepare(request.check_mode)
+    return NodeLock(request.state.lock_file, request.pulls.run_id).acquire()
 
 
 def record_images(request: PrefetchRequest, images: List[ImageResult], pin: Mapping[str, Any]) -> List[str]:
     """Add the images this run pulled and pinned to the record (not in check mode); a warning when it cannot be
     read or written: the prefetch is done, and a prune then leaves these images alone."""
-    if request.check_mode or not request.record_file:
+    if request.check_mode:
         return []
     pulled = [entry["image"] for entry in images if entry["status"] == PULLED]
     pinned = list(pin["images"]) if pin["ran"] and not pin.get("error") else []
     if not pulled and not pinned:
         return []
     ids = {entry["image"]: entry.get("image_id") or "" for entry in images}
+    record_file = request.state.record_file
     try:
-        entries = read_record(request.record_file)
-        write_record(request.record_file, noted(entries, ids, pulled, pinned, request.pulls.run_id, time.time()))
+        entries = read_record(request.state.record_to_read(request.check_mode))
+        write_record(record_file, noted(entries, ids, pulled, pinned, request.pulls.run_id, time.time()))
     except CollectionError as err:
         return [f"the images of this run are not recorded for a prune: {err.message}"]
     return []

@@ -62,6 +62,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prune.record import
     write_record,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
+    NodeStateFiles,
     Problems,
     RuntimeOptions,
     containerd_client,
@@ -84,8 +85,8 @@ class PruneRequest:
     wanted: Tuple[str, ...]
     keep: Tuple[str, ...]
     min_age: float
-    record_file: str
-    lock_file: Optional[str]
+    # The prefetch's lock and record (given, or in the state directory).
+    state: NodeStateFiles
     run_id: Optional[str]
     pin: str
     mco_dir: str
@@ -100,6 +101,7 @@ class PruneRequest:
         mapped = problems.attempt(lambda: node_params(params, _NODE_PATHS))
         problems.raise_any()
         params = cast(Dict[str, Any], mapped)
+        state = NodeStateFiles.from_params(params)
         wanted: List[str] = []
         for index, image in enumerate(params["images"] or []):
             try:
@@ -109,7 +111,7 @@ class PruneRequest:
         if not params["images"] and not params["allow_empty"]:
             problems.add(
                 "images is empty: the prune would remove every image the record "
-                f"{params['record_file']} names; nothing was removed. Give the node's wanted images, or "
+                f"{state.record_file} names; nothing was removed. Give the node's wanted images, or "
                 "allow_empty=true to prune every recorded image"
             )
         keep = problems.attempt(lambda: validate_keep(params["keep"]))
@@ -126,8 +128,7 @@ class PruneRequest:
             wanted=tuple(sorted(set(wanted))),
             keep=tuple(keep or ()),
             min_age=float(min_age or 0.0),
-            record_file=params["record_file"],
-            lock_file=params["lock_file"],
+            state=state,
             run_id=params["run_id"],
             pin=params["pin"],
             mco_dir=params["mco_dir"],
@@ -246,19 +247,13 @@ def run_prune(
     if client_factory is None:
         client_factory = containerd_client if request.pin in (PIN_AUTO, METHOD_LABEL) else cri_client
     clock = now or time.time
-    lock = (
-        None if request.check_mode or not request.lock_file else NodeLock(request.lock_file, request.run_id).acquire()
-    )
+    request.state.prepare(request.check_mode)
+    lock = None if request.check_mode else NodeLock(request.state.lock_file, request.run_id).acquire()
     try:
-        entries = read_record(request.record_file)
+        entries = read_record(request.state.record_to_read(request.check_mode))
         with client_factory(request.runtime) as client:
             runtime = dict(client.version(), endpoint=client.endpoint)
             method, _sign, warnings = mco_pin_method(request.pin, pin_method(request.pin, runtime), request.mco_dir)
-            if not request.check_mode and not request.lock_file:
-                warnings.append(
-                    "lock_file is not set: the prune takes no node lock, so a prefetch running at the same time may "
-                    "record images this prune does not see; give the prefetch's lock_file"
-                )
             candidates, wanted_ids, gone = _candidates(client, request, entries)
             sandbox_ids = _sandbox_ids(client, method, request.keep) if candidates else set()
             ages = _ages(candidates, entries, clock())
@@ -304,7 +299,7 @@ def run_prune(
             # Under the lock: a prefetch that starts next adds to this record, not to the one read before.
             remaining = _forget(entries, removed, gone)
             # Nothing forgotten: no record is written (none may exist yet, nor its directory).
-            result["record_changed"] = remaining != entries and write_record(request.record_file, remaining)
+            result["record_changed"] = remaining != entries and write_record(request.state.record_file, remaining)
     finally:
         if lock is not None:
             lock.release()
@@ -340,7 +335,7 @@ def _result(
         gone=sorted(set(gone)),
         totals=counts,
         freed_bytes=counts["freed_bytes"],
-        record_file=request.record_file,
+        record_file=request.state.record_file,
         runtime=dict(runtime),
         pin=dict(method=method, changed=bool(unpin.get("changed")), unpinned=list(unpin.get("unpinned", []))),
     )
@@ -377,7 +372,7 @@ def _remove(
                 continue
             message = f"prune stopped at {decision['image']}: {err.message}"
             try:
-                write_record(request.record_file, _forget(entries, removed, gone))
+                write_record(request.state.record_file, _forget(entries, removed, gone))
             except CollectionError as record_err:
                 message += f"; the record was not updated ({record_err.message})"
             partial = _result(request, decisions, removed, gone, runtime, unpin, method)

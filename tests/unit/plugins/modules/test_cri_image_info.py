@@ -24,3 +24,60 @@ def test_without_grpcio_it_fails_flagged_node_deps_missing(tmp_path, capsys, mon
     assert result["rc"] == 1 and result["failed"] and result["node_deps_missing"] is True
     assert result["msg"].startswith("grpcio and protobuf are missing for ")
     assert result["node_deps"]["problem"] == "cannot import grpc"
+
+
+class FakeRuntime:
+    """Stands in for the CRI and containerd clients of cri_image_info (the real ones: test_doctor_lab.py)."""
+
+    def __init__(self, name="containerd", version="1.6.36"):
+        self.name, self.version_text = name, version
+        self.endpoint = "/run/fake.sock"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def version(self):
+        return dict(runtime_name=self.name, runtime_version=self.version_text, runtime_api_version="v1")
+
+    def image_fs_info(self):
+        return [dict(mountpoint="/var/lib/containerd", used_bytes=1, inodes_used=1)]
+
+    def image_status(self, name):
+        return dict(id="sha256:1", repo_tags=[], repo_digests=[name], size=10, pinned=True)
+
+    def list_images(self):
+        return []
+
+    def status_info(self):
+        return {}
+
+    def list_records(self):
+        labels = {"io.cattle.k3s.pinned": "pinned", "io.cri-containerd.pinned": "pinned"}
+        return [dict(name="docker.io/rancher/mirrored-pause:3.6", labels=labels, target={})]
+
+
+def test_checks_report_the_doctor_s_findings_from_the_node_paths_given(tmp_path, capsys, monkeypatch):
+    from ansible_collections.pinned.images.plugins.module_utils._runs import cri_image_info as info_run
+
+    runtime = FakeRuntime()
+    monkeypatch.setattr(info_run, "cri_client", lambda options: runtime)
+    monkeypatch.setattr(info_run, "containerd_client", lambda options: runtime)
+    kubelet = tmp_path / "etc/kubernetes/kubelet.yaml"
+    kubelet.parent.mkdir(parents=True)
+    kubelet.write_text("imagePullCredentialsVerificationPolicy: AlwaysVerify\n")
+    args = dict(
+        images=["quay.io/org/a@sha256:" + "a" * 64],
+        host_root=str(tmp_path),
+        kubelet_config=["/etc/kubernetes/kubelet.yaml"],
+        kubelet_binary=["/usr/bin/kubelet"],
+    )
+    plain = run_module(cri_image_info, args, capsys)
+    assert plain["rc"] == 0 and "checks" not in plain
+    result = run_module(cri_image_info, dict(args, checks=True), capsys)
+    assert result["rc"] == 0, result
+    assert [f["check"] for f in result["checks"]] == ["kubelet_credential_policy", "old_containerd", "k3s_pin_label"]
+    assert result["checks"][0]["detail"].startswith(f"{kubelet}: ")
+    assert result["notes"] == []

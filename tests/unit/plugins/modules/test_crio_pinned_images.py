@@ -156,6 +156,35 @@ def test_runtime_unreachable_is_a_clear_failure(tmp_path, capsys, cri):
     assert not (tmp_path / "f").exists()
 
 
+def test_force_without_reload_writes_where_no_runtime_runs(tmp_path, capsys):
+    """An image build or a node before CRI-O starts: no socket under host_root, the real client; the file is
+    written, the read-back is skipped with a warning. Without force the presence check needs the runtime."""
+    dropin = "/etc/crio/crio.conf.d/50-pinned-images"
+    args = {"images": [A, B], "host_root": str(tmp_path), "dropin_path": dropin, "crio_reload": "none"}
+    (tmp_path / "etc/crio/crio.conf.d").mkdir(parents=True)
+    result = run_module(module, dict(args, force=True), capsys)
+    assert result["rc"] == 0 and result["changed"], result
+    assert (tmp_path / dropin.lstrip("/")).read_text() == EXPECTED_AB
+    assert result["cri_pinned"] == {}
+    warnings = str(result["warnings"])
+    assert "no CRI socket found under host_root" in warnings and "written without reading the pins back" in warnings
+
+    (tmp_path / dropin.lstrip("/")).unlink()
+    refused = run_module(module, args, capsys)
+    assert refused["rc"] == 1 and "no CRI socket found" in refused["msg"]
+    assert not (tmp_path / dropin.lstrip("/")).exists()
+
+
+def test_force_without_reload_still_fails_on_a_runtime_error_other_than_unreachable(tmp_path, capsys, monkeypatch):
+    def denied(options):
+        raise CriError("permission denied on /run/crio/crio.sock: run as root (become: true)", "permission")
+
+    monkeypatch.setattr(crio_run, "cri_client", denied)
+    result = run({"images": [A], "dropin_path": str(tmp_path / "f"), "force": True, "crio_reload": "none"}, capsys)
+    assert result["rc"] == 1 and "permission denied" in result["msg"]
+    assert not (tmp_path / "f").exists()
+
+
 def test_bad_images_fail_with_every_problem(tmp_path, capsys, cri):
     path = tmp_path / "f"
     result = run({"images": [A, "quay.io/x:latest", "quay.io/y/*"], "dropin_path": str(path)}, capsys)

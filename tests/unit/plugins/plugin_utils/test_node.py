@@ -265,12 +265,19 @@ def test_a_prune_adds_its_counts_freed_bytes_and_line():
     assert "prune" not in result_line(skipped)
 
 
-def test_the_prune_uses_the_prefetch_s_record_and_lock():
-    assert prune_files("", "", "/var/tmp/p.json") == dict(
-        record_file="/var/tmp/pinned-images-record.json", lock_file="/var/tmp/p.json.lock"
+def test_the_prune_uses_the_prefetch_s_record_and_lock_and_names_the_former_record():
+    # The defaults: the modules' state directory; the record the role kept next to its lock before is moved there.
+    assert prune_files("", "", "/var/tmp/pinned-images-prefetch.json") == dict(
+        record_file=None, lock_file=None, former_record_file="/var/tmp/pinned-images-record.json"
     )
-    assert prune_files("/r.json", "/l/x.lock", "/var/tmp/p.json") == dict(record_file="/r.json", lock_file="/l/x.lock")
-    assert prune_files("", "", "") == dict(record_file=None, lock_file=None)
+    assert prune_files("", "/l/x.lock", "/var/tmp/p.json") == dict(
+        record_file=None, lock_file="/l/x.lock", former_record_file="/l/pinned-images-record.json"
+    )
+    # A record the variables name is where it always was: nothing to move.
+    assert prune_files("/r.json", "/l/x.lock", "/var/tmp/p.json") == dict(
+        record_file="/r.json", lock_file="/l/x.lock", former_record_file=None
+    )
+    assert prune_files("", "", "") == dict(record_file=None, lock_file=None, former_record_file=None)
 
 
 def test_the_role_takes_its_own_node_paths_under_the_host_root():

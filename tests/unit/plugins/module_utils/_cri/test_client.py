@@ -109,6 +109,38 @@ def serve_once(path, answer):
 
 
 @pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(None, id="silent"),
+        # An HTTP/2 server's SETTINGS frame, then nothing: a gRPC server whose Version never comes back.
+        pytest.param(b"\x00\x00\x00\x04\x00\x00\x00\x00\x00", id="settings-only"),
+    ],
+)
+def test_a_runtime_that_accepts_but_never_answers_is_named_hung(tmp_path, answer):
+    path = str(tmp_path / "containerd.sock")
+    close = serve_once(path, answer)
+    try:
+        with pytest.raises(CriError) as info:
+            CriClient(path, connect_timeout=0.3).connect()
+    finally:
+        close()
+    assert str(info.value) == (
+        f"the runtime at {path} accepts connections but does not answer within 0.3 s (hung or overloaded?)"
+    )
+    assert info.value.kind == cri.UNAVAILABLE
+    assert "not a CRI socket" not in str(info.value)
+
+
+def test_an_http2_server_that_answers_only_settings_is_a_runtime_not_answering(tmp_path):
+    path = str(tmp_path / "crio.sock")
+    close = serve_once(path, b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+    try:
+        assert cri.describe_listener(path, timeout=0.3) is None
+    finally:
+        close()
+
+
+@pytest.mark.parametrize(
     "name, answer, why",
     [
         (

@@ -11,10 +11,12 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._prune.record import (
     RecordError,
+    adopt_former,
     default_record_file,
     forgotten,
     noted,
     read_record,
+    record_next_to,
     write_record,
 )
 
@@ -22,9 +24,39 @@ A = "quay.io/org/a@sha256:" + "a" * 64
 B = "quay.io/org/b@sha256:" + "b" * 64
 
 
-def test_the_default_is_next_to_the_lock_file():
-    assert default_record_file("/var/tmp/p.json.lock") == "/var/tmp/pinned-images-record.json"
-    assert default_record_file(None) is None and default_record_file("") is None
+def test_the_default_is_in_the_state_directory_and_the_former_one_next_to_the_lock():
+    assert (
+        default_record_file("/var/lib/pinned-images/state") == "/var/lib/pinned-images/state/pinned-images-record.json"
+    )
+    assert record_next_to("/var/tmp/p.json.lock") == "/var/tmp/pinned-images-record.json"
+    assert record_next_to(None) is None and record_next_to("") is None
+
+
+def test_a_former_record_is_moved_once_and_read_in_place_in_check_mode(tmp_path):
+    former, path = str(tmp_path / "old.json"), str(tmp_path / "state" / "record.json")
+    os.mkdir(tmp_path / "state")
+    entries = noted({}, {A: "sha256:1"}, [A], [A], "run-1", 100.0)
+    write_record(former, entries)
+    assert adopt_former(path, former, check_mode=True) == former
+    assert os.path.exists(former) and not os.path.exists(path)
+    assert adopt_former(path, former) == path
+    assert read_record(path) == entries and not os.path.exists(former)
+    # Once: a former record that appears again is not read over the record.
+    write_record(former, noted({}, {B: "sha256:2"}, [B], [], "run-0", 50.0))
+    assert adopt_former(path, former) == path
+    assert read_record(path) == entries and os.path.exists(former)
+    # Nothing to adopt.
+    assert adopt_former(str(tmp_path / "new.json"), None) == str(tmp_path / "new.json")
+    assert adopt_former(str(tmp_path / "new.json"), str(tmp_path / "none.json")) == str(tmp_path / "new.json")
+
+
+def test_a_former_record_that_is_not_one_is_left_where_it_is(tmp_path):
+    former, path = tmp_path / "old.json", tmp_path / "record.json"
+    former.write_text("not json")
+    former.chmod(0o600)
+    with pytest.raises(RecordError, match="old.json is not JSON"):
+        adopt_former(str(path), str(former))
+    assert former.read_text() == "not json" and not path.exists()
 
 
 def test_a_missing_record_is_empty_and_a_written_one_reads_back_with_mode_0600(tmp_path):

@@ -17,6 +17,7 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.client import C
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import dropin_pinned_images
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace import PROBE_PREFIX, PaceError
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.preflight import DiskGuardRefused, pull_sources
+from ansible_collections.pinned.images.plugins.module_utils._prune.record import noted, write_record
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import PrefetchRequest, run_prefetch
 from fixtures.scripted_runtime import ScriptedRuntime
 
@@ -46,6 +47,8 @@ def params(tmp_path, **overrides):
         platform=None,
         progress_file=None,
         lock_file=None,
+        state_dir=str(tmp_path / "state"),
+        former_record_file=None,
         run_id="r1",
         auth_file=str(tmp_path / "auth.json"),
         registries_conf=str(tmp_path / "registries.conf"),
@@ -373,19 +376,40 @@ def test_an_explicit_drop_in_on_an_mco_node_warns_and_writes(tmp_path):
     assert run(tmp_path, Runtime(str(tmp_path), "cri-o", "1.31.0"), pin="auto").result["pin"]["mco_managed"]
 
 
-def test_the_record_next_to_the_lock_names_what_the_run_pulled_and_pinned(tmp_path):
-    """The prune's record: the pulled image, and the pinned ones (the present one too), mode 0600; none in check
-    mode."""
-    lock_file = tmp_path / "prefetch.lock"
-    record = tmp_path / "pinned-images-record.json"
-    run(tmp_path, Runtime(str(tmp_path)), check_mode=True, lock_file=str(lock_file))
-    assert not record.exists()
-    run(tmp_path, Runtime(str(tmp_path), "containerd", "1.7.24"), lock_file=str(lock_file), pin="label")
+def test_the_record_in_the_state_directory_names_what_the_run_pulled_and_pinned(tmp_path):
+    """The prune's record: the pulled image, and the pinned ones (the present one too), mode 0600, in the state
+    directory the run made (mode 0700) beside its lock; none in check mode, which makes nothing."""
+    state = tmp_path / "state"
+    record = state / "pinned-images-record.json"
+    run(tmp_path, Runtime(str(tmp_path)), check_mode=True)
+    assert not state.exists()
+    run(tmp_path, Runtime(str(tmp_path), "containerd", "1.7.24"), pin="label")
     images = json.loads(record.read_text())["images"]
     assert sorted(images) == sorted([PRESENT, MISSING])
     assert (images[MISSING]["pulled"], images[MISSING]["pinned"], images[PRESENT]["pulled"]) == (True, True, False)
     assert images[MISSING]["first_run"] == "r1" and images[MISSING]["image_id"] == "sha256:pulled"
     assert record.stat().st_mode & 0o777 == 0o600
+    assert state.stat().st_mode & 0o777 == 0o700 and (state / "prefetch.lock").exists()
+
+
+def test_the_state_directory_s_lock_stops_a_second_run(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    held = NodeLock(str(state / "prefetch.lock"), "ad-hoc-1").acquire()
+    try:
+        with pytest.raises(NodeLockError, match="another prefetch is running on this node .*run ad-hoc-1"):
+            run(tmp_path, Runtime(str(tmp_path)))
+    finally:
+        held.release()
+
+
+def test_a_former_record_is_moved_into_the_state_directory(tmp_path):
+    former = tmp_path / "var-tmp" / "pinned-images-record.json"
+    former.parent.mkdir()
+    write_record(str(former), noted({}, {"quay.io/old/x:1": "sha256:old"}, ["quay.io/old/x:1"], [], "r0", 1.0))
+    run(tmp_path, Runtime(str(tmp_path)), former_record_file=str(former))
+    images = json.loads((tmp_path / "state" / "pinned-images-record.json").read_text())["images"]
+    assert sorted(images) == sorted(["quay.io/old/x:1", MISSING]) and not former.exists()
 
 
 def test_without_a_pin_only_the_pulled_images_are_recorded_and_a_bad_record_warns(tmp_path):
@@ -413,6 +437,7 @@ def test_under_host_root_every_node_path_and_those_the_node_reports_are_the_host
         auth_file=None,
         registries_conf=None,
         progress_file="/var/tmp/progress.json",
+        state_dir="/var/lib/pinned-images/state",
         dropin_path="/etc/crio/crio.conf.d/50-pinned-images",
         crio_pid_file="/run/crio/crio.pid",
         mco_dir="/etc/machine-config-daemon",
@@ -422,7 +447,9 @@ def test_under_host_root_every_node_path_and_those_the_node_reports_are_the_host
     request = PrefetchRequest.from_params(given, False)
     assert request.pace is not None and request.pace.path == f"{host}/var/lib/etcd"
     assert request.pulls.progress_file == f"{host}/var/tmp/progress.json"
-    assert request.lock_file == f"{host}/var/tmp/progress.json.lock"
+    # The default state directory, under host_root too.
+    assert request.state.lock_file == f"{host}/var/lib/pinned-images/state/prefetch.lock"
+    assert request.state.record_file == f"{host}/var/lib/pinned-images/state/pinned-images-record.json"
     assert (request.dropin.path, request.dropin.pid_file) == (
         f"{host}/etc/crio/crio.conf.d/50-pinned-images",
         f"{host}/run/crio/crio.pid",

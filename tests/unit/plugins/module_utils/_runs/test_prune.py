@@ -9,6 +9,7 @@ import json
 import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import NOT_FOUND, UNKNOWN, CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.node_lock import NodeLock, NodeLockError
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import OWNER_LABEL_KEY, PIN_LABEL_KEY
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import (
@@ -83,6 +84,8 @@ def params(tmp_path, **overrides):
         min_age="0",
         record_file=str(tmp_path / "record.json"),
         lock_file=str(tmp_path / "lock"),
+        state_dir=str(tmp_path / "state"),
+        former_record_file=None,
         run_id="prune-1",
         pin="auto",
         mco_dir=str(tmp_path / "mcd"),
@@ -135,7 +138,7 @@ def test_under_host_root_the_prune_s_node_paths_are_the_host_s(tmp_path):
         ),
         False,
     )
-    assert (request.record_file, request.lock_file, request.mco_dir) == (
+    assert (request.state.record_file, request.state.lock_file, request.mco_dir) == (
         f"{host}/var/tmp/record.json",
         f"{host}/var/tmp/p.json.lock",
         f"{host}/etc/machine-config-daemon",
@@ -361,13 +364,21 @@ def test_a_record_that_cannot_be_written_after_a_removal_error_still_reports_the
     assert info.value.details["removed"] == []
 
 
-def test_a_prune_without_a_lock_warns(tmp_path):
-    recorded(tmp_path, DROPPED)
-    request = PruneRequest.from_params(params(tmp_path, lock_file=None), False)
-    _result, warnings = run_prune(request, client_factory=lambda _p: Runtime())
-    assert [w for w in warnings if w.startswith("lock_file is not set: the prune takes no node lock")]
-    check = PruneRequest.from_params(params(tmp_path, lock_file=None), True)
-    assert run_prune(check, client_factory=lambda _p: Runtime())[1] == []
+def test_by_default_the_prune_locks_and_reads_the_state_directory(tmp_path):
+    """An ad hoc prune with only images: the prefetch's default lock and record, in the state directory."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    write_record(str(state / "pinned-images-record.json"), noted({}, {}, [DROPPED], [], "r0", 0.0))
+    request = PruneRequest.from_params(params(tmp_path, lock_file=None, record_file=None), False)
+    held = NodeLock(str(state / "prefetch.lock"), "prefetch-1").acquire()
+    try:
+        with pytest.raises(NodeLockError, match="run prefetch-1"):
+            run_prune(request, client_factory=lambda _p: Runtime())
+    finally:
+        held.release()
+    result, warnings = run_prune(request, client_factory=lambda _p: Runtime())
+    assert result["record_file"] == str(state / "pinned-images-record.json")
+    assert result["removed"] and warnings == []
 
 
 class LateContainer(Runtime):

@@ -1,0 +1,393 @@
+# Copyright (c) pinned.images contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The doctor's checks (node side, Python 3.8+): what on a node voids a pin or a prefetch, from facts read
+elsewhere (``_doctor/facts``). Each check returns the findings it makes, each with its severity, what it means for
+the pins or the prefetch, and the fix; none when the node is fine for it.
+
+Severities: ``error`` (a pin or a prefetch does not hold: fix it first), ``warning`` (it holds only under a
+condition the finding names), ``info`` (worth knowing, nothing to fix).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+__all__ = [
+    "ERROR",
+    "INFO",
+    "LAZY_SNAPSHOTTERS",
+    "SEVERITIES",
+    "WARNING",
+    "Finding",
+    "NodeFacts",
+    "check_credential_policy",
+    "check_crio_override",
+    "check_gc",
+    "check_image_filesystem",
+    "check_k3s_labels",
+    "check_kubelet_version",
+    "check_lazy_pulling",
+    "check_old_containerd",
+    "check_transfer_mode",
+    "diagnose",
+    "finding",
+    "no_python_finding",
+]
+
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+SEVERITIES = (ERROR, WARNING, INFO)
+# The snapshotters that pull lazily: a finished pull does not mean the layers are on disk.
+LAZY_SNAPSHOTTERS = ("stargz", "soci", "overlaybd", "nydus")
+# containerd's CRI honours io.cri-containerd.pinned from 1.7.3; 2.1 brought the transfer service's pulls.
+_LABELS_FROM = (1, 7, 3)
+_TRANSFER_FROM = (2, 1)
+_DEFAULT_CONFIG_PATH_FROM = (2, 2)
+# kubernetes #119986 (1.29, cherry-picked to 1.28 by #120054): before it the kubelet's GC ignored runtime pins.
+_KUBELET_HONOURS_PINS_FROM = (1, 29)
+# The kubelet's default high threshold, in percent of the image filesystem.
+_GC_HIGH_DEFAULT = 85
+# What containerd's CheckLocalImagePullConfigs names: any of them makes the CRI pull locally, as 1.x and 2.0 did.
+_LOCAL_PULL_KEYS = ("use_local_image_pull", "discard_unpacked_layers", "image_pull_with_sync_fs")
+
+Finding = Dict[str, str]
+
+
+def finding(check: str, severity: str, detail: str, meaning: str, fix: str) -> Finding:
+    """One finding: the check's name, its severity, what was found, what it means for the pins or the prefetch,
+    and the fix."""
+    return {"check": check, "severity": severity, "detail": detail, "meaning": meaning, "fix": fix}
+
+
+def _version(text: str) -> Optional[Tuple[int, ...]]:
+    match = re.match(r"^v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?", text or "")
+    if match is None:
+        return None
+    return tuple(int(part) for part in match.groups(default="0"))
+
+
+def _image_name(reference: str) -> str:
+    """The name without tag or digest, as the kubelet's allowlist matches it."""
+    name = reference.split("@", 1)[0]
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    return name[:colon] if colon > slash else name
+
+
+def _allowlisted(name: str, allowlist: Sequence[str]) -> bool:
+    for entry in allowlist:
+        if entry.endswith("/*") and name.startswith(entry[:-1]):
+            return True
+        if entry == name:
+            return True
+    return False
+
+
+def check_credential_policy(kubelet: Mapping[str, Any], source: str, wanted: Sequence[str]) -> List[Finding]:
+    """KEP-2535: ``AlwaysVerify`` makes the kubelet check the registry again for every prefetched image; an allowlist
+    policy does the same for the images its list omits."""
+    policy = kubelet.get("imagePullCredentialsVerificationPolicy")
+    meaning = (
+        "a prefetched image counts as pulled by someone else: a pod with imagePullPolicy IfNotPresent pulls it "
+        "again (the registry is back on the critical path), a pod with Never fails"
+    )
+    if policy == "AlwaysVerify":
+        return [
+            finding(
+                "kubelet_credential_policy",
+                ERROR,
+                f"{source}: imagePullCredentialsVerificationPolicy is AlwaysVerify",
+                meaning,
+                "use NeverVerifyPreloadedImages (the default), or NeverVerifyAllowlistedImages with the prefetched "
+                "images in preloadedImagesVerificationAllowlist",
+            )
+        ]
+    if policy == "NeverVerifyAllowlistedImages":
+        allowlist = [str(entry) for entry in kubelet.get("preloadedImagesVerificationAllowlist") or []]
+        omitted = sorted({_image_name(image) for image in wanted if not _allowlisted(_image_name(image), allowlist)})
+        if omitted:
+            return [
+                finding(
+                    "kubelet_credential_policy",
+                    ERROR,
+                    f"{source}: imagePullCredentialsVerificationPolicy is NeverVerifyAllowlistedImages and "
+                    f"preloadedImagesVerificationAllowlist omits {len(omitted)} wanted images ({', '.join(omitted)})",
+                    meaning + " (for these images)",
+                    "add these names (without tag or digest; a trailing /* covers a repository path) to "
+                    "preloadedImagesVerificationAllowlist",
+                )
+            ]
+    return []
+
+
+def _images_table(config: Mapping[str, Any]) -> Tuple[Mapping[str, Any], str]:
+    """containerd's CRI image settings and where they are (config version 3, else 2)."""
+    plugins = config.get("plugins") or {}
+    for key in ("io.containerd.cri.v1.images", "io.containerd.grpc.v1.cri"):
+        table = plugins.get(key)
+        if isinstance(table, dict):
+            return table, key
+    return {}, "io.containerd.cri.v1.images"
+
+
+def check_transfer_mode(version: str, config: Optional[Mapping[str, Any]], source: str) -> List[Finding]:
+    """containerd 2.1+ pulls through its transfer service, which takes a multi-entry ``config_path`` as one
+    directory: the mirrors, CAs and headers of hosts.toml are silently ignored (containerd #12415, no fixed
+    release)."""
+    parsed = _version(version)
+    if parsed is None or parsed[:2] < _TRANSFER_FROM:
+        return []
+    images, _key = _images_table(config or {})
+    if any(images.get(key) for key in _LOCAL_PULL_KEYS):
+        return []
+    registry = images.get("registry") or {}
+    value = registry.get("config_path") or ""
+    if not value and not registry.get("mirrors") and parsed[:2] >= _DEFAULT_CONFIG_PATH_FROM:
+        value = "/etc/containerd/certs.d:/etc/docker/certs.d"
+    if ":" not in str(value):
+        return []
+    return [
+        finding(
+            "transfer_mode_config_path",
+            ERROR,
+            f"containerd {version} pulls through its transfer service and {source} gives config_path {value!r}, "
+            "a list of directories",
+            "containerd takes the list as one directory name, so it reads none of the hosts.toml files: every pull, "
+            "the prefetch's too, goes to the upstream registry, without the mirrors, CAs or headers",
+            "set config_path to one directory, or set use_local_image_pull = true in the "
+            "[plugins.'io.containerd.cri.v1.images'] table",
+        )
+    ]
+
+
+def check_lazy_pulling(config: Optional[Mapping[str, Any]], source: str) -> List[Finding]:
+    """A lazy-pulling snapshotter, or a proxy plugin, fetches layers when a container reads them."""
+    data = config or {}
+    images, key = _images_table(data)
+    found: List[str] = []
+    snapshotter = str(images.get("snapshotter") or "")
+    containerd = ((data.get("plugins") or {}).get("io.containerd.grpc.v1.cri") or {}).get("containerd") or {}
+    snapshotter = snapshotter or str(containerd.get("snapshotter") or "")
+    if any(lazy in snapshotter for lazy in LAZY_SNAPSHOTTERS):
+        found.append(f"snapshotter {snapshotter!r} ([plugins.{key!r}])")
+    for name, plugin in sorted((data.get("proxy_plugins") or {}).items()):
+        if isinstance(plugin, dict) and plugin.get("type") == "snapshot":
+            found.append(f"the snapshot proxy plugin {name!r}")
+    if not found:
+        return []
+    return [
+        finding(
+            "lazy_pulling",
+            WARNING,
+            f"{source} uses " + " and ".join(found),
+            "a finished prefetch does not mean the layers are on the node: they are fetched when a container reads "
+            "them, so the registry stays on the critical path and the disk guard's figures are low",
+            "use the overlayfs snapshotter for the images that must not depend on the registry, or accept that "
+            "only the manifests are prefetched",
+        )
+    ]
+
+
+def check_old_containerd(runtime_name: str, version: str) -> List[Finding]:
+    """containerd before 1.7.3 ignores io.cri-containerd.pinned."""
+    parsed = _version(version)
+    if runtime_name != "containerd" or parsed is None or parsed >= _LABELS_FROM:
+        return []
+    return [
+        finding(
+            "old_containerd",
+            ERROR,
+            f"containerd {version}",
+            "containerd before 1.7.3 does not report the io.cri-containerd.pinned label to the kubelet, so the "
+            "kubelet's garbage collection removes prefetched images like any other",
+            "upgrade containerd to 1.7.3 or later; until then prefetch close to the time the images are needed",
+        )
+    ]
+
+
+def check_k3s_labels(both: Sequence[str]) -> List[Finding]:
+    """Images with k3s's own pin label and ours: k3s clears both at every start."""
+    if not both:
+        return []
+    return [
+        finding(
+            "k3s_pin_label",
+            WARNING,
+            f"{len(both)} images carry both io.cattle.k3s.pinned and io.cri-containerd.pinned ({', '.join(both)})",
+            "k3s removes both labels from every image it labelled itself when it starts, so these images lose their "
+            "pin at the next k3s restart (k3s #14265; fixed releases unverified)",
+            "run the prefetch again after each k3s restart (the node role does on every run), or upgrade k3s to a "
+            "release with k3s #14266",
+        )
+    ]
+
+
+def check_crio_override(path: str, listed: Sequence[str], source: Optional[str], kept: Sequence[str]) -> List[Finding]:
+    """A CRI-O drop-in read after ours that sets ``pinned_images``: CRI-O keeps only the last list."""
+    if source is None or source == path or not listed:
+        return []
+    lost = [name for name in listed if name not in kept]
+    severity = ERROR if lost else INFO
+    detail = f"CRI-O reads {source} after {path}, and its pinned_images ({len(kept)} entries) replaces the whole list"
+    if lost:
+        detail += f": {len(lost)} of the {len(listed)} images of {path} are not pinned"
+    return [
+        finding(
+            "crio_dropin_override",
+            severity,
+            detail,
+            "CRI-O pins only what the last drop-in that sets pinned_images lists"
+            + (", so the kubelet may remove these images" if lost else "; it holds every image of ours today"),
+            f"remove pinned_images from {source}, or list these images there too",
+        )
+    ]
+
+
+def check_kubelet_version(version: Optional[str]) -> List[Finding]:
+    """The kubelet before kubernetes #119986 garbage-collects images the runtime reports as pinned."""
+    parsed = _version(version or "")
+    if parsed is None or parsed[:2] >= _KUBELET_HONOURS_PINS_FROM:
+        return []
+    return [
+        finding(
+            "old_kubelet",
+            ERROR if parsed[:2] < (1, 28) else WARNING,
+            f"kubelet {version}",
+            "a kubelet before kubernetes #119986 (1.29; cherry-picked to 1.28 by #120054) garbage-collects images "
+            "the runtime reports as pinned",
+            "upgrade the kubelet to 1.29 or later (or a 1.28 patch release with #120054)",
+        )
+    ]
+
+
+def _duration_seconds(value: Any) -> Optional[float]:
+    """A Go duration (``"72h"``, ``"1h30m"``, ``"0s"``) in seconds; None when it is not one."""
+    text = str(value or "").strip()
+    parts = re.findall(r"([0-9.]+)(h|ms|m|s)", text)
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        return None
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    return sum(float(number) * scale[unit] for number, unit in parts)
+
+
+def check_gc(
+    kubelet: Mapping[str, Any],
+    source: str,
+    wanted_bytes: int,
+    fs_total: Optional[int],
+    fs_used: Optional[int],
+    pinned: bool,
+) -> List[Finding]:
+    """The kubelet's image GC against what the node wants: ``imageMaximumGCAge`` removes unused unpinned images
+    after that age; once the image filesystem passes the high threshold the kubelet removes unpinned ones."""
+    findings: List[Finding] = []
+    age = _duration_seconds(kubelet.get("imageMaximumGCAge"))
+    if age and not pinned:
+        findings.append(
+            finding(
+                "gc_maximum_age",
+                WARNING,
+                f"{source}: imageMaximumGCAge is {kubelet.get('imageMaximumGCAge')}",
+                "the kubelet removes an unpinned image no container used for that long: a prefetched image that is "
+                "not pinned is gone before it is needed when the wait is longer",
+                "pin the prefetched images (pin: auto), or prefetch closer to the time they are needed",
+            )
+        )
+    if fs_total and fs_used is not None:
+        high = kubelet.get("imageGCHighThresholdPercent", _GC_HIGH_DEFAULT)
+        try:
+            high = int(high)
+        except (TypeError, ValueError):
+            high = _GC_HIGH_DEFAULT
+        after = 100.0 * (fs_used + wanted_bytes) / fs_total
+        if after >= high:
+            findings.append(
+                finding(
+                    "gc_threshold",
+                    WARNING if pinned else ERROR,
+                    f"with the wanted images the image filesystem would be {after:.0f}% full; the kubelet's "
+                    f"imageGCHighThresholdPercent is {high} ({source})",
+                    "past the threshold the kubelet removes unused unpinned images until it is below the low one"
+                    + ("; pinned images stay, but every other image goes" if pinned else ", prefetched ones too"),
+                    "give the image filesystem more room, or prefetch fewer images at a time",
+                )
+            )
+    return findings
+
+
+def check_image_filesystem(wanted_bytes: int, fs_total: Optional[int], mountpoint: str, unknown: int) -> List[Finding]:
+    """The node's sets do not fit on its image filesystem at all."""
+    if not fs_total or wanted_bytes <= fs_total:
+        return []
+    return [
+        finding(
+            "image_filesystem_size",
+            ERROR,
+            f"the wanted images take {wanted_bytes} bytes, more than the {fs_total} bytes of the image filesystem "
+            f"{mountpoint}" + (f" ({unknown} more images not on the node, not counted)" if unknown else ""),
+            "the prefetch cannot pull every image: the disk guard refuses, or the pulls fail with no space left",
+            "split the node's sets, or give the image filesystem more room",
+        )
+    ]
+
+
+def no_python_finding(host: str) -> Finding:
+    """A node without Python 3 (Talos, Bottlerocket, Flatcar, kind): no module runs there over SSH."""
+    return finding(
+        "no_python",
+        ERROR,
+        f"{host} has no python3",
+        "no module of the collection runs on it over SSH, the doctor's checks included",
+        "use the pod mode (-e cluster_node_access=pod), which runs the modules in a pod with its own Python",
+    )
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the doctor read on one node (``_doctor/facts``), for ``diagnose``."""
+
+    runtime_name: str
+    runtime_version: str
+    wanted: Tuple[str, ...] = ()
+    # The CRI sizes of the wanted images the node has, and how many it lacks (their sizes unknown).
+    wanted_bytes: int = 0
+    wanted_missing: int = 0
+    # Whether every wanted image the node has is pinned.
+    wanted_pinned: bool = False
+    kubelet: Mapping[str, Any] = field(default_factory=dict)
+    kubelet_source: str = ""
+    kubelet_version: Optional[str] = None
+    containerd_config: Optional[Mapping[str, Any]] = None
+    containerd_config_source: str = ""
+    both_labels: Tuple[str, ...] = ()
+    dropin_path: str = ""
+    dropin_listed: Tuple[str, ...] = ()
+    dropin_source: Optional[str] = None
+    dropin_kept: Tuple[str, ...] = ()
+    fs_mountpoint: str = ""
+    fs_total: Optional[int] = None
+    fs_used: Optional[int] = None
+
+
+def diagnose(facts: NodeFacts) -> List[Finding]:
+    """Every check that applies to the node's runtime, errors first."""
+    found: List[Finding] = []
+    found += check_credential_policy(facts.kubelet, facts.kubelet_source, facts.wanted)
+    found += check_kubelet_version(facts.kubelet_version)
+    found += check_gc(
+        facts.kubelet, facts.kubelet_source, facts.wanted_bytes, facts.fs_total, facts.fs_used, facts.wanted_pinned
+    )
+    found += check_image_filesystem(facts.wanted_bytes, facts.fs_total, facts.fs_mountpoint, facts.wanted_missing)
+    if facts.runtime_name == "containerd":
+        found += check_old_containerd(facts.runtime_name, facts.runtime_version)
+        found += check_transfer_mode(facts.runtime_version, facts.containerd_config, facts.containerd_config_source)
+        found += check_lazy_pulling(facts.containerd_config, facts.containerd_config_source)
+        found += check_k3s_labels(facts.both_labels)
+    elif facts.runtime_name == "cri-o":
+        found += check_crio_override(facts.dropin_path, facts.dropin_listed, facts.dropin_source, facts.dropin_kept)
+    return sorted(found, key=lambda item: SEVERITIES.index(item["severity"]))
