@@ -27,8 +27,9 @@ description:
   - After a reload the pins are proven, not assumed; the module reads CRI C(ImageStatus) back and waits, up to
     O(settle_timeout) seconds, until CRI reports every wanted image that is on the node as pinned and every image
     the file no longer lists as not pinned; otherwise the task fails and says which images CRI reports wrongly.
-    On a rerun that changes nothing, CRI is read once and must agree too. With O(crio_reload=none) CRI is only read
-    and reported (RV(cri_pinned)).
+    On a rerun whose file is as wanted, CRI is read once; when it disagrees (an earlier reload failed), CRI-O is
+    reloaded once, with a warning, and then waited for the same way (in check mode RV(changed) is then true). With
+    O(crio_reload=none) CRI is only read and reported (RV(cri_pinned)).
   - O(state=absent) removes the file. A selection of no image (O(images=[]), or sets that select nothing for this
     node) fails without touching it, unless O(allow_empty=true), which removes it too. With O(state=present), one of
     O(images) and O(sets) is required.
