@@ -40,6 +40,7 @@ LAYERS = {
     "_openshift": DOMAIN,
     "_prune": DOMAIN,
     "_node_access": DOMAIN,
+    "_audit": DOMAIN,
     # Runs: one file per module, the only readers of a module's parameters.
     "_runs": RUN,
 }
