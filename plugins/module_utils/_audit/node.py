@@ -11,7 +11,7 @@ The kubelet's image GC skips only pinned images and images in use: a wanted imag
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple, cast
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import read_bytes
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
@@ -101,7 +101,9 @@ def _labels(client: Any, present: Mapping[str, CriImage]) -> Tuple[Dict[str, Any
     return dict(unlabelled=sorted(unlabelled), records=len(records)), records
 
 
-def _ours(settings: AuditSettings, image: Mapping[str, Any], dropin: Optional[Mapping[str, Any]], owned: Set[str]) -> bool:
+def _ours(
+    settings: AuditSettings, image: Mapping[str, Any], dropin: Optional[Mapping[str, Any]], owned: Set[str]
+) -> bool:
     """Whether the collection pins this image: an owner-marked record, or an entry of its drop-in."""
     names = [str(image["id"]), *_names(image)]
     if settings.method == METHOD_LABEL:
@@ -119,7 +121,8 @@ def audit_node(client: Any, settings: AuditSettings) -> Dict[str, Any]:
     (``containerd``) as the method in force reads them, and ``warnings``."""
     wanted = [str(ref) for ref in settings.wanted]
     listed: List[CriImage] = client.list_images()
-    present = find_present(_ListedOnce(client, listed), list(settings.wanted))
+    # find_present only lists and asks ImageStatus; the wrapper has no pull on purpose.
+    present = find_present(cast(Any, _ListedOnce(client, listed)), list(settings.wanted))
     warnings: List[str] = []
     result: Dict[str, Any] = dict(
         wanted=wanted,

@@ -75,7 +75,9 @@ class AuditRequest:
         )
 
 
-def run_audit(request: AuditRequest, client_factory: Optional[Callable[[RuntimeOptions], Any]] = None) -> Dict[str, Any]:
+def run_audit(
+    request: AuditRequest, client_factory: Optional[Callable[[RuntimeOptions], Any]] = None
+) -> Dict[str, Any]:
     """The module's result: the runtime, the pin method in force and the audit (``_audit/node``)."""
     if client_factory is None:
         # The label's records are read through containerd's images API, on the same socket.
