@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -22,12 +25,14 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.client import C
 from ansible_collections.pinned.images.plugins.module_utils._cri.containerd import ContainerdClient
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import PIN_KEYS
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images
-from fixtures.ansible_runs import playbook, remove_all_images
+from fixtures.ansible_runs import ansible_env, playbook, remove_all_images
 from fixtures.openshift_objects import ROLE_LABEL as ROLE
 from fixtures.openshift_objects import pinned_image_set, role_pool
 from fixtures.reference import reference_path
 
 AUDIT_RUNTIMES = ("containerd-1.7", "containerd-2.1", "cri-o")
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "keeping-pins.md"
+COMMAND = "ansible-playbook -i inventory pinned.images.audit -e @audit-vars.yml"
 DRIFTED = 2  # ansible-playbook's rc when a host failed
 
 
@@ -134,10 +139,54 @@ def test_a_clean_fleet_audits_clean_with_its_files(fleet):
     assert run["rows"]["containerd-2.1"]["containerd"]["unlabelled"] == []
     assert "pinned.images audit: 3 nodes, 0 drifted or failed" in run["page"]
     # The samples docs/keeping-pins.md shows come from a run like this one.
+    keep_samples(run, "clean")
+
+
+def keep_samples(run, prefix):
+    """The JUnit and metrics files of ``run`` for docs/keeping-pins.md, when PINNED_IMAGES_AUDIT_SAMPLES names a
+    directory."""
     if os.environ.get("PINNED_IMAGES_AUDIT_SAMPLES"):
         target = Path(os.environ["PINNED_IMAGES_AUDIT_SAMPLES"])
         for name in ("audit.xml", "pinned_images.prom"):
-            (target / ("clean-" + name)).write_text((run["dir"] / name).read_text())
+            (target / f"{prefix}-{name}").write_text((run["dir"] / name).read_text())
+
+
+def metric_names(text):
+    return {line.split("{")[0] for line in text.splitlines() if line and not line.startswith("#")}
+
+
+def test_the_documented_commands_run_as_written(fleet, tmp_path):
+    """docs/keeping-pins.md: its audit-vars.yml, its command, the cron line (in a directory of the test instead of
+    /srv/pinned-images) and the pipeline job's script; and its sample files are what the audit writes."""
+    text = DOCS.read_text()
+    blocks = re.findall(r"```(\w*)\n(.*?)```", text, re.S)
+    variables = next(body for kind, body in blocks if kind == "yaml" and body.startswith("cluster_sets:"))
+    work = tmp_path / "pinned-images"
+    (work / "sets").mkdir(parents=True)
+    (work / "out").mkdir()
+    shutil.copy(fleet.sets, work / "sets" / "sets.yaml")
+    shutil.copy(fleet.inventory, work / "inventory")
+    (work / "audit-vars.yml").write_text(variables)
+    assert any(body.strip() == COMMAND for kind, body in blocks if kind == "")
+    cron = next(body.strip() for kind, body in blocks if body.startswith("0 2 * * * "))
+    job = yaml.safe_load(next(body for kind, body in blocks if body.startswith("audit-pins:")))
+    assert (
+        job["audit-pins"]["script"] == [COMMAND]
+        and job["audit-pins"]["artifacts"]["reports"]["junit"] == "out/audit.xml"
+    )
+    shell = cron.split(" ", 5)[5].replace("/srv/pinned-images", str(work))
+    proc = subprocess.run(["bash", "-c", shell], env=ansible_env(), capture_output=True, text=True, timeout=600)
+    log = (work / "out" / "audit.log").read_text()
+    assert proc.returncode == 0, log
+    report = json.loads((work / "out" / "audit.json").read_text())
+    assert report["summary"]["clean"] == 3 and "pinned.images audit" in (work / "out" / "audit.html").read_text()
+    written = ET.parse(work / "out" / "audit.xml").getroot()
+    assert written.find("testsuite").get("tests") == "3"
+    # The samples the page shows parse as what the audit writes: the same suite and gauges.
+    sample_xml = next(body for kind, body in blocks if kind == "xml")
+    assert ET.fromstring(sample_xml).find("testsuite").get("name") == written.find("testsuite").get("name")
+    sample_metrics = next(body for kind, body in blocks if body.startswith("# HELP pinned_images_node_wanted"))
+    assert metric_names(sample_metrics) == metric_names((work / "out" / "pinned_images.prom").read_text())
 
 
 def cri_pinned(entry, images) -> dict:
@@ -181,6 +230,7 @@ def test_an_image_removed_through_cri_is_missing_then_pulled_again(fleet):
     assert run["proc"].returncode == DRIFTED
     for runtime in fleet.entries:
         drifted(run, runtime, "missing", [gone])
+    keep_samples(run, "missing")
     heal(fleet, run)
 
 
