@@ -19,6 +19,8 @@ from ansible_collections.pinned.images.plugins.module_utils._node_python.paths i
 from ansible_collections.pinned.images.plugins.module_utils._prune.record import default_record_file
 
 __all__ = [
+    "call_error",
+    "call_problems",
     "failure_line",
     "next_step",
     "node_host_path",
@@ -67,7 +69,7 @@ def next_step(check: Mapping[str, Any], check_mode: bool = False, deps_tried: bo
     the pins would change; ``none`` otherwise (also when the check failed: its error is the node's result)."""
     if check.get("node_deps_missing") and not deps_tried:
         return DEPS
-    if check_mode or check.get("failed") or check.get("unreachable") or "totals" not in check:
+    if check_mode or call_error(check):
         return NONE
     if check["totals"].get("would_pull", 0) > 0:
         return PULL
@@ -82,13 +84,31 @@ def _last_run(results: Sequence[Any]) -> Dict[str, Any]:
     return {}
 
 
-def _run_error(prefetch: Mapping[str, Any]) -> str:
-    """The message of a call that failed as a whole (unreachable, refused, locked, pin failed); empty else."""
-    if not prefetch:
+def call_error(result: Mapping[str, Any]) -> str:
+    """The failure of one prefetch call, empty when it succeeded: its message when it failed as a whole
+    (unreachable, refused, locked, crashed: no ``totals``) or when the pin failed. The role registers its calls with
+    ``failed_when: false``, which clears ``failed``: the module's own failure is then told by what only a failed run
+    carries, ``pin.error`` or ``problems`` (those of failed images alone are the images' errors, not the call's)."""
+    if not result:
         return NO_RESULT
-    if prefetch.get("failed") or prefetch.get("unreachable") or "totals" not in prefetch:
-        return str(prefetch.get("msg") or NO_RESULT)
+    if result.get("failed") or result.get("unreachable") or "totals" not in result:
+        return str(result.get("msg") or NO_RESULT)
+    pin_error = (result.get("pin") or {}).get("error")
+    if pin_error:
+        return str(result.get("msg") or f"the pin failed: {pin_error}")
+    images_failed = any(entry.get("status") in _BAD for entry in result.get("images") or [])
+    if result.get("problems") and not images_failed:
+        return str(result.get("msg") or "; ".join(str(problem) for problem in result["problems"]))
     return ""
+
+
+def call_problems(result: Mapping[str, Any]) -> List[str]:
+    """The problems behind a failed call (the module's own list, else its message); empty when it succeeded."""
+    error = call_error(result)
+    if not error:
+        return []
+    problems = result.get("problems") if result else None
+    return [str(problem) for problem in problems] if isinstance(problems, list) and problems else [error]
 
 
 def _span(values: Sequence[Any], pick: Any) -> Optional[float]:
@@ -114,7 +134,7 @@ def node_result(
     ``sets``. ``finished`` defaults to now. ``prune``: the prune's result when it ran (``pruned``, the images it
     removed or would remove, and their ``freed_bytes``; None and 0 when it did not run)."""
     prefetch = _last_run(results)
-    node_error = error or _run_error(prefetch)
+    node_error = error or call_error(prefetch)
     totals = dict(
         requested=len(images), present=0, pulled=0, failed=0, skipped=0, would_pull=0, bytes_pulled=0, seconds=0.0
     )
@@ -144,6 +164,8 @@ def node_result(
         "status": "failed" if failed else ("check" if check_mode else "ok"),
         "error": message,
         "node_error": node_error,
+        # What the failed call (or task) gave as the causes, in full: the error may be their summary.
+        "problems": [error] if error else call_problems(prefetch),
         "requested": totals["requested"],
         "present": totals["present"],
         "pulled": totals["pulled"],
@@ -223,7 +245,7 @@ def prune_blocker(results: Sequence[Any], check_mode: bool = False, wanted: Opti
             "pinned.images.prune with allow_empty=true does that"
         )
     prefetch = _last_run(results)
-    error = _run_error(prefetch)
+    error = call_error(prefetch)
     if error:
         return f"the prefetch did not complete ({error})"
     totals = prefetch.get("totals") or {}

@@ -441,7 +441,8 @@ def sync_pinned_images(
     Reload only when the content changed (not in check mode). Then, with a ``client`` and a reload method, CRI
     must report every present wanted image pinned and every image the file no longer lists (and no other
     drop-in pins) not pinned: waited for up to ``settle_timeout`` seconds after a reload, read once on a rerun
-    (NotReportedError otherwise). Returns ``{changed, path, images, reloaded, diff, cri_pinned, warnings}``;
+    (NotReportedError otherwise). A rerun whose file is as wanted but whose CRI disagrees reloads once, then
+    waits the same way: a failed reload heals on the next run. Returns ``{changed, path, images, reloaded, diff, cri_pinned, warnings}``;
     ``cri_pinned`` maps each image to what CRI reports (None: not on the node), empty without a client; ``known``
     holds CRI images a caller read already (the prefetch's present check), not asked again unless waited for.
     """
@@ -489,12 +490,11 @@ def sync_pinned_images(
         result["cri_pinned"] = _read_back(
             client,
             path,
-            names,
-            previous,
-            kept,
+            (names, previous, kept),
             result,
+            {"method": reload, "run_command": run_command, "pid_file": pid_file},
             settle_timeout,
-            reload != "none" and not check_mode,
+            check_mode,
             known or {},
         )
     return result
@@ -503,16 +503,19 @@ def sync_pinned_images(
 def _read_back(
     client: ImageStatusClient,
     path: str,
-    names: List[str],
-    previous: List[str],
-    kept: List[str],
-    result: Mapping[str, Any],
+    lists: Tuple[List[str], List[str], List[str]],
+    result: Dict[str, Any],
+    reload_with: Mapping[str, Any],
     settle_timeout: float,
-    verify: bool,
+    check_mode: bool,
     known: Mapping[str, Mapping[str, Any]],
 ) -> Dict[str, Optional[bool]]:
-    """What CRI reports for the wanted and the removed images; with ``verify``, NotReportedError when that is not
-    what the drop-ins say (waited for after a reload)."""
+    """What CRI reports for the wanted and the removed images (``lists``: the file's new and previous images, the
+    list CRI-O keeps). With a reload method, not in check mode, NotReportedError when that is not what the drop-ins
+    say (waited for after a reload). A file already as wanted that CRI-O does not apply (an earlier reload failed,
+    or CRI-O runs an older configuration) is reloaded once first: ``changed`` (in check mode too) and ``reloaded``
+    say so, a warning names the images."""
+    names, previous, kept = lists
     wanted = [name for name in names if not is_pattern(name)]
     removed = [name for name in previous if not is_pattern(name) and name not in names]
     statuses = {
@@ -523,15 +526,43 @@ def _read_back(
     }
     present = {name: status for name, status in statuses.items() if status is not None}
     expected = {name: covers(kept, name) for name in present}
-    if not verify:
+    if reload_with["method"] == "none":
+        return statuses
+    stale = sorted(name for name, want in expected.items() if bool(statuses[name]) != want)
+    healed = bool(stale) and not result["reloaded"]
+    if healed:
+        result["changed"] = True
+        if check_mode:
+            return statuses
+        try:
+            reload_crio(**reload_with)
+        except ReloadError as exc:
+            raise ReloadError(
+                f"{path} is as wanted but CRI-O does not apply it, and it was not reloaded: {exc.message}",
+                result=dict(result, changed=False),
+            ) from exc
+        result["reloaded"] = True
+        result["warnings"].append(
+            f"{path} was as wanted but CRI-O did not apply it (CRI reported "
+            + ", ".join(f"{name} as {'not ' if expected[name] else ''}pinned" for name in stale)
+            + "): CRI-O reloaded"
+        )
+    elif check_mode:
         return statuses
     if result["reloaded"]:
-        what = f"{path} is written and CRI-O reloaded"
+        what = f"{path} is {'as wanted' if healed else 'written'} and CRI-O reloaded"
     else:
         what = f"{path} is as wanted (CRI-O not reloaded: nothing changed)"
     try:
         statuses.update(
-            wait_reported(client, expected, settle_timeout if result["reloaded"] else 0, what, first=statuses)
+            wait_reported(
+                client,
+                expected,
+                settle_timeout if result["reloaded"] else 0,
+                what,
+                # Read again after the reload that healed: the first reading is what CRI-O had before.
+                first={} if healed else statuses,
+            )
         )
     except NotReportedError as exc:
         fields = {key: result[key] for key in ("changed", "path", "images", "reloaded")}

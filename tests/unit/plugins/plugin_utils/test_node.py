@@ -7,6 +7,8 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._node_python.paths import DEFAULT_DIR, ENV_DIR
 from ansible_collections.pinned.images.plugins.plugin_utils._node import (
+    call_error,
+    call_problems,
     failure_line,
     next_step,
     node_host_path,
@@ -41,6 +43,7 @@ KEYS = {
     "status",
     "error",
     "node_error",
+    "problems",
     "requested",
     "present",
     "pulled",
@@ -111,6 +114,58 @@ def test_next_step_after_the_check():
     assert next_step(dict(failed=True, msg="no socket")) == "none"
     assert next_step(dict(unreachable=True, msg="gone")) == "none"
     assert next_step(prefetch(totals=dict(would_pull=1)), True) == "none"
+
+
+# The CRI-O check's result when a later drop-in voids the pins, as the role registers it: failed_when: false has
+# cleared ``failed``; the module's message, problems and pin error are all that is left of its failure.
+OVERRIDDEN = "pinning with the dropin method failed: CRI-O reads /etc/crio/crio.conf.d/99-other after ..."
+
+
+def overridden_check():
+    return prefetch(
+        totals=dict(present=2, pulled=0),
+        images=[dict(image=A, status="present"), dict(image=B, status="present")],
+        pin=dict(method="dropin", ran=True, changed=False, images=[A, B], error=OVERRIDDEN[38:]),
+        failed=False,
+        failed_when_result=False,
+        msg=OVERRIDDEN,
+        problems=[OVERRIDDEN],
+        overridden_by=["/etc/crio/crio.conf.d/99-other"],
+    )
+
+
+def test_a_failed_check_that_carries_totals_fails_the_node_with_its_message():
+    out = result([overridden_check(), {}, {}])
+    assert out["status"] == "failed"
+    assert out["error"] == out["node_error"] == OVERRIDDEN
+    assert out["problems"] == [OVERRIDDEN]
+    assert next_step(overridden_check()) == "none"
+    assert "99-other" in result_line(out)
+    assert prune_blocker([overridden_check(), {}, {}]) == f"the prefetch did not complete ({OVERRIDDEN})"
+
+
+def test_every_call_keeps_its_own_failure_whatever_else_its_result_holds():
+    # A pin error without the module's message still fails the call.
+    assert call_error(prefetch(pin=dict(method="label", ran=True, changed=True, error="CRI still reports A"))) == (
+        "the pin failed: CRI still reports A"
+    )
+    # problems of a run whose images are all there: the call failed (e.g. the labels could not be read).
+    failed = prefetch(msg="cannot pin on containerd: unknown service", problems=["unknown service", "second"])
+    assert call_error(failed) == "cannot pin on containerd: unknown service"
+    assert call_problems(failed) == ["unknown service", "second"]
+    out = result([prefetch(), failed])
+    assert (out["status"], out["node_error"], out["problems"]) == ("failed", failed["msg"], failed["problems"])
+    # Failed images are the images' errors: the node fails with them, its node_error stays empty.
+    images = [dict(image=A, status="present"), dict(image=B, status="failed", error="manifest unknown")]
+    pulls = prefetch(totals=dict(failed=1, pulled=0), images=images, msg="1 of 2 images failed", problems=["x"])
+    assert call_error(pulls) == "" and call_problems(pulls) == []
+    out = result([pulls])
+    assert (out["status"], out["node_error"], out["problems"]) == ("failed", "", [])
+    assert out["error"].startswith("1 of 2 images failed: " + B)
+    # A succeeded call: no error, no problems; a task's error is the node's only problem.
+    assert (call_error(prefetch()), call_problems(prefetch())) == ("", [])
+    assert result([prefetch()], error="the pod is gone")["problems"] == ["the pod is gone"]
+    assert result([prefetch()])["problems"] == []
 
 
 def test_missing_python_dependencies_are_provided_once_also_in_check_mode():

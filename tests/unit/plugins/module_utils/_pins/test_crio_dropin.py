@@ -435,3 +435,89 @@ def test_cri_that_does_not_report_the_pins_fails_the_step_and_says_why(tmp_path)
     assert info.value.details["changed"] and info.value.details["cri_pinned"] == {A: False, B: False}
     # reload=none: CRI-O was not told, so CRI is only reported.
     assert sync_pinned_images(str(path), [A, B], client=client)["cri_pinned"] == {A: False, B: False}
+
+
+class ReloadableCri(FakeCri):
+    """A CRI-O whose pins are what the drop-ins said at its last reload (``applied``), not what they say now."""
+
+    def __init__(self, present, path):
+        super().__init__(present)
+        self.path = path
+        self.applied = []
+        self.reloads = 0
+
+    def image_status(self, image):
+        status = super().image_status(image)
+        if status is not None:
+            status["pinned"] = covers(self.applied, image)
+        return status
+
+    def reload(self, rc=0):
+        """``run_command`` of a systemctl that reloads CRI-O (rc 0) or fails (any other rc)."""
+
+        def run(argv):
+            assert argv == ["systemctl", "reload", "crio"]
+            if rc:
+                return rc, "", "crio.service: stale pid file"
+            self.reloads += 1
+            own = dropin_pinned_images(open(self.path).read()) if os.path.exists(self.path) else []
+            self.applied = effective_pins(self.path, own or [])[0]
+            return 0, "", ""
+
+        return run
+
+
+def test_a_dropin_as_wanted_that_crio_does_not_apply_is_reloaded_once_then_verified(tmp_path):
+    path = str(tmp_path / "50-pinned-images")
+    client = ReloadableCri({A, B}, path)
+
+    def sync(rc=0, check_mode=False, run_command=None):
+        return sync_pinned_images(
+            path,
+            [A, B],
+            client=client,
+            reload="systemd",
+            run_command=run_command or client.reload(rc),
+            settle_timeout=1,
+            check_mode=check_mode,
+        )
+
+    with pytest.raises(ReloadError, match="was written, but CRI-O was not reloaded: .*stale pid file"):
+        sync(rc=1)
+    # Every rerun finds the file as wanted; while the reload fails, it says so, and that nothing changed.
+    with pytest.raises(ReloadError) as info:
+        sync(rc=1)
+    assert str(info.value).startswith(f"{path} is as wanted but CRI-O does not apply it, and it was not reloaded: ")
+    assert info.value.details == {"changed": False, "path": path, "images": [A, B]}
+    # Check mode says the run would change the node (so the role's check leads to the pin call), and reloads nothing.
+    planned = sync(check_mode=True, run_command=pytest.fail)
+    assert (planned["changed"], planned["reloaded"], planned["cri_pinned"]) == (True, False, {A: False, B: False})
+    healed = sync()
+    assert (healed["changed"], healed["reloaded"], client.reloads) == (True, True, 1)
+    assert healed["cri_pinned"] == {A: True, B: True} and healed["diff"]["before"] == healed["diff"]["after"]
+    assert healed["warnings"] == [
+        f"{path} was as wanted but CRI-O did not apply it (CRI reported {A} as not pinned, {B} as not pinned): "
+        "CRI-O reloaded"
+    ]
+    again = sync(run_command=pytest.fail)
+    assert (again["changed"], again["reloaded"], again["warnings"]) == (False, False, [])
+
+
+def test_a_dropin_crio_still_does_not_apply_after_the_reload_fails_the_step(tmp_path):
+    path = tmp_path / "50-pinned-images"
+    path.write_text(render_pinned_images([A, B]))
+    client = FakeCri({A, B})  # never reports anything pinned: a CRI-O that cannot read its drop-ins
+    reloads = []
+    with pytest.raises(NotReportedError) as info:
+        sync_pinned_images(
+            str(path),
+            [A, B],
+            client=client,
+            reload="systemd",
+            run_command=lambda argv: reloads.append(argv) or (0, "", ""),
+            settle_timeout=0.2,
+        )
+    assert len(reloads) == 1
+    assert str(info.value).startswith(f"{path} is as wanted and CRI-O reloaded, but after 0.2s CRI still reports {A}")
+    assert "CRI-O did not apply the drop-in" in str(info.value)
+    assert info.value.details["reloaded"] and info.value.details["changed"]

@@ -91,12 +91,14 @@ class Runtime(ScriptedRuntime):
         self.pulled = []
         self.labels = {}
         self.status_calls = []
+        # CRI-O: whether it runs the drop-in as written (False: an earlier reload failed).
+        self.applied = True
 
     def image_fs_info(self):
         return [dict(mountpoint=self.image_fs)]
 
     def list_images(self):
-        return [dict(id="sha256:1", repo_tags=[], repo_digests=[PRESENT], size=1, pinned=False)]
+        return [dict(id="sha256:1", repo_tags=[], repo_digests=[PRESENT], size=1, pinned=self._pinned(PRESENT))]
 
     def image_status(self, image):
         self.status_calls.append(image)
@@ -109,7 +111,7 @@ class Runtime(ScriptedRuntime):
         if self.runtime_name != "cri-o":
             return bool(self.labels.get(image))
         dropin = Path(self.image_fs) / "50-pinned-images"
-        return dropin.exists() and image in (dropin_pinned_images(dropin.read_text()) or [])
+        return self.applied and dropin.exists() and image in (dropin_pinned_images(dropin.read_text()) or [])
 
     def pull_image(self, image, auth=None, timeout=None):
         if self.fail_pulls:
@@ -264,6 +266,30 @@ def test_auto_pins_crio_in_the_drop_in_after_the_pulls_and_reloads_once(tmp_path
 
     again = run(tmp_path, runtime, pin="auto", crio_reload="systemd", run_command=reloads.append)
     assert not again.result["changed"] and not again.result["pin"]["changed"] and len(reloads) == 1
+    assert again.pin_failure is None and again.result["pin"]["cri_pinned"] == {PRESENT: True, MISSING: True}
+
+
+def test_a_rerun_reloads_crio_once_when_its_dropin_is_as_wanted_but_cri_disagrees(tmp_path):
+    """An earlier reload failed (a stale pid file): the drop-in is written, CRI-O runs without it. The check says
+    the pins would change; the rerun reloads once and CRI reports every image pinned."""
+    runtime, reloads = Runtime(str(tmp_path), "cri-o", "1.31.0"), []
+    runtime.pulled.append(MISSING)
+    failed = run(tmp_path, runtime, pin="auto", crio_reload="systemd", run_command=lambda argv: (1, "", "stale pid"))
+    assert "was written, but CRI-O was not reloaded" in failed.pin_failure
+    runtime.applied = False  # CRI-O still runs its configuration of before the write
+
+    def reload(argv):
+        reloads.append(argv)
+        runtime.applied = True
+        return 0, "", ""
+
+    check = run(tmp_path, runtime, check_mode=True, pin="auto", crio_reload="systemd", run_command=pytest.fail)
+    assert check.pin_failure is None and check.result["pin"]["changed"] and check.result["changed"]
+    healed = run(tmp_path, runtime, pin="auto", crio_reload="systemd", run_command=reload)
+    pin = healed.result["pin"]
+    assert healed.pin_failure is None and (pin["changed"], pin["reloaded"], len(reloads)) == (True, True, 1)
+    assert pin["cri_pinned"] == {PRESENT: True, MISSING: True}
+    assert any("was as wanted but CRI-O did not apply it" in warning for warning in healed.warnings)
 
 
 def test_check_mode_reports_the_pin_and_writes_nothing(tmp_path):
