@@ -11,8 +11,8 @@ short_description: Report which of a node's wanted images are present and pinned
 version_added: 0.1.0
 description:
   - Reads, through the node's CRI, which of O(images) the runtime has and which it reports pinned, and how the pin
-    method in force holds them: on CRI-O the collection's drop-in and the effective C(pinned_images) once every
-    drop-in is read; on containerd the image records of the wanted images that lack the pin label.
+    method in force holds them. On CRI-O, the collection's drop-in and the effective C(pinned_images) once every
+    drop-in is read. On containerd, the image records of the wanted images that lack the pin label.
   - Also reports the images pinned by someone else, and the images the collection pulled or pinned that O(images)
     no longer names (prune candidates, from the collection's own pins and O(record_file)).
   - Nothing is pulled, written or reloaded. The C(pinned.images.audit) playbook calls it once per node and decides
