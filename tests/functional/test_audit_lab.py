@@ -59,8 +59,9 @@ class Fleet:
     def node(self, runtime: str) -> dict:
         return self.entries[runtime]
 
-    def prefetch(self):
-        return playbook("pinned.images.prefetch", self.inventory, {"cluster_sets": [str(self.sets)]}, timeout=600)
+    def prefetch(self, **extra):
+        extra = dict(extra, cluster_sets=[str(self.sets)])
+        return playbook("pinned.images.prefetch", self.inventory, extra, timeout=600)
 
     def audit(self) -> dict:
         """One audit run: its process, rows by node, the JUnit tree and the metrics text."""
@@ -103,7 +104,10 @@ def fleet(lab, tmp_path_factory):
     for entry in entries.values():
         remove_all_images(entry["endpoint"])
     fleet = Fleet(lab, tmp_path_factory.mktemp("audit"), entries)
-    proc = fleet.prefetch()
+    # The prefetch writes the same two files as the audit.
+    fleet.prefetch_files = dict(junit=fleet.work / "prefetch.xml", metrics=fleet.work / "prefetch.prom")
+    files = {f"cluster_report_{kind}": str(path) for kind, path in fleet.prefetch_files.items()}
+    proc = fleet.prefetch(**files)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     yield fleet
     for entry in entries.values():
@@ -124,6 +128,15 @@ def drifted(run, runtime, kind, images):
     cases = {case.get("name"): case for case in run["junit"].iter("testcase")}
     assert cases[host].find("failure") is not None
     assert f'pinned_images_node_failed{{node="{host}",run="audit"}} 1' in run["metrics"]
+
+
+def test_the_prefetch_writes_its_junit_and_metrics_files(fleet):
+    suite = ET.parse(fleet.prefetch_files["junit"]).getroot().find("testsuite")
+    assert (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("pinned.images.prefetch", "3", "0")
+    metrics = fleet.prefetch_files["metrics"].read_text()
+    for entry in fleet.entries.values():
+        assert f'pinned_images_node_pinned{{node="{entry["name"]}",run="prefetch"}} 2' in metrics
+        assert f'pinned_images_node_failed{{node="{entry["name"]}",run="prefetch"}} 0' in metrics
 
 
 def test_a_clean_fleet_audits_clean_with_its_files(fleet):
