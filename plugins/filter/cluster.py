@@ -13,6 +13,7 @@ import shutil
 from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.pinned.images.plugins.plugin_utils import (
+    _audit,
     _hostvars,
     _plan,
     _pod_access,
@@ -186,6 +187,35 @@ def release_plan_message(release: Mapping[str, Any]) -> str:
     return _plan.release_message(release)
 
 
+def cluster_audit_results(
+    hosts: Sequence[str], hostvars: _hostvars.HostVars, unresolved_hosts: Optional[Sequence[str]] = None
+) -> List[Dict[str, Any]]:
+    """The audit row of each node."""
+    return _audit.audit_results(hosts, hostvars, unresolved_hosts or [])
+
+
+def cluster_audit_summary(
+    results: Sequence[Mapping[str, Any]], excluded: Optional[Sequence[str]] = None
+) -> Dict[str, Any]:
+    """The totals of the audit, and the nodes that drifted."""
+    return _audit.audit_summary(results, excluded or [])
+
+
+def cluster_audit_lines(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> List[str]:
+    """The audit table and each drift."""
+    return _audit.audit_lines(results, summary)
+
+
+def cluster_report_junit(results: Sequence[Mapping[str, Any]], kind: str = "prefetch") -> str:
+    """JUnit XML of the run: a testcase per node."""
+    return _audit.junit_xml(results, kind)
+
+
+def cluster_report_metrics(results: Sequence[Mapping[str, Any]], kind: str = "prefetch") -> str:
+    """The run's per-node gauges for node_exporter's textfile collector."""
+    return _audit.metrics_text(results, kind)
+
+
 class FilterModule:
     def filters(self) -> Dict[str, Callable[..., Any]]:
         return {
@@ -209,6 +239,11 @@ class FilterModule:
             "cluster_run": cluster_run,
             "cluster_report_html": cluster_report_html,
             "cluster_report_html_path": cluster_report_html_path,
+            "cluster_audit_results": cluster_audit_results,
+            "cluster_audit_summary": cluster_audit_summary,
+            "cluster_audit_lines": cluster_audit_lines,
+            "cluster_report_junit": cluster_report_junit,
+            "cluster_report_metrics": cluster_report_metrics,
             "render_objects": render_objects,
             "release_plan_message": release_plan_message,
         }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from ansible_collections.pinned.images.plugins.plugin_utils import _node
+from ansible_collections.pinned.images.plugins.plugin_utils import _audit, _node
 
 
 def node_wanted_images(images: Sequence[str], sets: Sequence[Mapping[str, Any]]) -> List[str]:
@@ -80,6 +80,11 @@ def node_failure_line(failed: Mapping[str, Any]) -> str:
     return _node.failure_line(failed)
 
 
+def node_audit(result: Mapping[str, Any], node: str, control_plane: Any, sets: Sequence[Any]) -> Dict[str, Any]:
+    """The node's audit row from its pin_audit result."""
+    return _audit.audit_row(result, node, bool(control_plane), sets)
+
+
 class FilterModule:
     def filters(self) -> Dict[str, Callable[..., Any]]:
         return {
@@ -88,6 +93,7 @@ class FilterModule:
             "node_next_step": node_next_step,
             "node_result": node_result,
             "node_result_line": node_result_line,
+            "node_audit": node_audit,
             "node_python_dir_env": node_python_dir_env,
             "node_prefetch_args": node_prefetch_args,
             "node_failure_line": node_failure_line,

@@ -584,13 +584,91 @@ def _failures(page: _Page, nodes: Sequence[Mapping[str, Any]]) -> str:
     return "".join(out) or "<p>None.</p>"
 
 
+_AUDIT_COUNTS = ("wanted", "present", "pinned", "missing", "unpinned", "pinned_by_others", "prune_candidates")
+
+
+def _audit_status(node: Mapping[str, Any]) -> str:
+    return {"clean": "ok", "drifted": "failed", "failed": "failed"}.get(str(node.get("status")), "not_run")
+
+
+def _audit_page(page: _Page, report: Mapping[str, Any]) -> List[str]:
+    """The audit view: the nodes' counts, each drift with what it means and what heals it, then every node's
+    lists (CRI-O's effective drop-in, containerd's unlabelled records)."""
+    nodes = list(report.get("nodes") or [])
+    drifted = [node for node in nodes if node.get("status") != "clean"]
+    title = "pinned.images audit: %d nodes, %d drifted or failed" % (len(nodes), len(drifted))
+    header = [("node", False), ("runtime", False), ("method", False)]
+    header += [(name.replace("_", " "), True) for name in _AUDIT_COUNTS] + [("status", False)]
+    body = [
+        (
+            node.get("host"),
+            node.get("runtime") or "-",
+            node.get("method") or "-",
+            *[len(node.get(name) or []) for name in _AUDIT_COUNTS],
+            node.get("status"),
+        )
+        for node in nodes
+    ]
+    drifts = []
+    for node in drifted:
+        drifts.append(f'<div class="failure" data-host="{page.text(node.get("host"))}">')
+        drifts.append(f'<h3 class="status-failed">{page.text(node.get("host"))}: {page.text(node.get("status"))}</h3>')
+        if not node.get("drift"):
+            drifts.append(f'<p class="msg">{page.text(node.get("error") or "no message")}</p>')
+        drifts.append("<ul>")
+        drifts.extend(
+            f'<li class="msg">{page.text(d.get("kind"))}: {page.text(", ".join(d.get("images") or []))}'
+            f"{page.text(' (' + d['detail'] + ')' if d.get('detail') else '')}. {page.text(d.get('means'))}; "
+            f"{page.text(d.get('heals'))}</li>"
+            for d in node.get("drift") or []
+        )
+        drifts.append("</ul></div>")
+    lists = []
+    for node in nodes:
+        rows = [(name.replace("_", " "), ", ".join(node.get(name) or []) or "-") for name in _AUDIT_COUNTS[1:]]
+        crio = node.get("crio") or {}
+        if crio:
+            rows.append(("CRI-O pinned_images", ", ".join(crio.get("effective") or []) or "-"))
+            rows.append(("set by", crio.get("effective_from") or "no drop-in"))
+        if node.get("containerd"):
+            rows.append(("records without the label", ", ".join(node["containerd"].get("unlabelled") or []) or "-"))
+        lists.append(f"<h3>{page.text(node.get('host'))}</h3>" + _table(page, [("", False), ("", False)], rows))
+    return [
+        f"<title>{page.text(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{page.text(title)}</h1>",
+        "<h2>Nodes</h2>",
+        _table(page, header, body, [_audit_status(node) for node in nodes]),
+        "<h2>Drift</h2>",
+        "".join(drifts) or "<p>None: every wanted image is present and pinned.</p>",
+        "<h2>Images and pins</h2>",
+        "".join(lists),
+    ]
+
+
+def _head() -> List[str]:
+    return [
+        "<!DOCTYPE html>",
+        '<html xmlns="http://www.w3.org/1999/xhtml" lang="en">',
+        "<head>",
+        '<meta charset="utf-8"/>',
+        f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}"/>',
+        '<meta name="viewport" content="width=device-width, initial-scale=1"/>',
+    ]
+
+
 def render_page(report: Mapping[str, Any], secrets: Iterable[str] = ()) -> str:
     """The HTML page of ``report`` (``summary``, ``nodes``, ``run``: the JSON report file, or the ``set_stats``
-    artifact), every string of ``secrets`` replaced by the redaction marker; ``check_report(report)`` first."""
+    artifact; an audit's, ``run.kind`` audit, gets the audit view), every string of ``secrets`` replaced by the
+    redaction marker; ``check_report(report)`` first."""
     check_report(report)
     page = _Page(secrets)
     nodes = list(report.get("nodes") or [])
     run: Mapping[str, Any] = report.get("run") or {}
+    if run.get("kind") == "audit":
+        return "\n".join([*_head(), *_audit_page(page, report), "</body>", "</html>", ""])
     summary: Mapping[str, Any] = report.get("summary") or {}
     rows = timeline_rows(nodes, run)
     span = _span(nodes)
@@ -599,12 +677,7 @@ def render_page(report: Mapping[str, Any], secrets: Iterable[str] = ()) -> str:
     title = "pinned.images rollout: %d nodes, %d failed, %d not run" % (len(nodes), *counts)
     return "\n".join(
         [
-            "<!DOCTYPE html>",
-            '<html xmlns="http://www.w3.org/1999/xhtml" lang="en">',
-            "<head>",
-            '<meta charset="utf-8"/>',
-            f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}"/>',
-            '<meta name="viewport" content="width=device-width, initial-scale=1"/>',
+            *_head(),
             f"<title>{page.text(title)}</title>",
             f"<style>{_CSS}</style>",
             "</head>",

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The performance figures of docs/performance.md, rows B1-B9 and B12, with min/median over interleaved repetitions.
+"""The performance figures of docs/performance.md, rows B1-B9, B12 and B13, with min/median over interleaved repetitions.
 
 Usage: .venv/bin/python tests/benchmarks/run.py [--full] [--reps N] [--rows B1,B3,...] [--forks N] [--keep]
 
@@ -51,6 +51,7 @@ from fixtures.openshift_objects import ROLE_LABEL, pinned_image_set, role_pool  
 from support.disk_load import DiskStats, SyncWriter, block_device  # noqa: E402
 from support.images import MIB  # noqa: E402
 from support.lab import Lab  # noqa: E402
+from support.node import RUNTIMES, crio_available  # noqa: E402
 
 TARGETS = {
     "B1": "<= 1.1",
@@ -64,7 +65,12 @@ TARGETS = {
     "B8": "<= 3",
     "B9": "<= 3",
     "B12 pace p99 ms": "<= 10",
+    "B13": "<= 1",
 }
+# B13: the nodes of each runtime the audit fleet has (containerd 1.7 and 2.1 pin with the label, CRI-O with its
+# drop-in, when the CRI-O reference directory is there).
+B13_RUNTIMES = ("containerd-1.7", "containerd-2.1", "cri-o")
+B13_NODES = 2
 # B12: the images a control-plane node pulls (large, incompressible), how long the writeback of a prefetch is
 # watched after its end (the kernel writes dirty pages back within 30 s: vm.dirty_expire_centisecs), and the
 # prefetches compared: no pause, the machine-config-operator's fixed 1 s pause, the pace (module defaults).
@@ -98,6 +104,7 @@ class Bench:
         self.fleet_large = self._inventory("fleet-large.yml", workers)
         self.render_sets = self._render_sets()
         self.large: list = []
+        self.audit_inventory: Path | None = None
 
     # ---- helpers ---------------------------------------------------------------------------------------------
 
@@ -154,7 +161,9 @@ class Bench:
         with ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(remove_all_images, sockets or [self.node]))
 
-    def playbook(self, inventory: Path, images: list, report: Path) -> tuple[float, dict]:
+    def playbook(
+        self, inventory: Path, images: list, report: Path, name: str = "pinned.images.prefetch"
+    ) -> tuple[float, dict]:
         sets = self.tmp / "fleet-sets.yaml"
         sets.write_text(
             yaml.safe_dump_all(
@@ -162,7 +171,7 @@ class Bench:
             )
         )
         extra = {"cluster_sets": [str(sets)], "cluster_report_file": str(report)}
-        elapsed, _proc = self.timed(playbook_command("pinned.images.prefetch", inventory, extra, options=self.forks))
+        elapsed, _proc = self.timed(playbook_command(name, inventory, extra, options=self.forks))
         return elapsed, json.loads(report.read_text())
 
     # ---- rows ------------------------------------------------------------------------------------------------
@@ -296,6 +305,35 @@ class Bench:
         self.add("B8 rerun s", wall)
         self.add("B8 ping s", ping)
 
+    def _audit_fleet(self) -> Path:
+        """B13's nodes, added on first use: B13_NODES of each runtime that pins (the lab's own nodes run
+        containerd 1.6, which cannot), with their images prefetched and pinned."""
+        if self.audit_inventory is None:
+            names = []
+            for runtime in B13_RUNTIMES:
+                if RUNTIMES[runtime].kind == "cri-o" and not crio_available():
+                    continue
+                for index in range(B13_NODES):
+                    name = f"b13-{runtime.replace('.', '')}-{index}"
+                    self.lab.add_node(name, runtime=runtime)
+                    names.append(name)
+            self.audit_inventory = self.lab.write_inventory(self.tmp / "audit-fleet.yml", nodes=names)
+            self.playbook(self.audit_inventory, self.many[:8], self.tmp / "b13-first.json")
+        return self.audit_inventory
+
+    def b13(self) -> None:
+        """An audit of a fleet with nothing wrong against the prefetch playbook's no-op rerun of the same fleet."""
+        inventory = self._audit_fleet()
+        images = self.many[:8]
+        rerun, _report = self.playbook(inventory, images, self.tmp / "b13-rerun.json")
+        audit, report = self.playbook(inventory, images, self.tmp / "b13-audit.json", "pinned.images.audit")
+        if report["summary"]["clean"] != report["summary"]["nodes"]:
+            raise SystemExit(f"B13: the fleet should audit clean: {report['summary']}")
+        self.add("B13", audit / rerun)
+        self.add("B13 audit s", audit)
+        self.add("B13 rerun s", rerun)
+        self.add("B13 audit s/node", audit / report["summary"]["nodes"])
+
     def b12(self) -> None:
         """etcd's write latency on the node's image filesystem: a stand-in writer (2 KiB + fdatasync every 20 ms)
         idle, then during each prefetch of B12_IMAGES large images, one at a time, from an empty node, and during
@@ -409,16 +447,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="B8/B9 with 40 workers, 5 repetitions")
     parser.add_argument("--reps", type=int, help="repetitions (default 3, 5 with --full)")
-    parser.add_argument("--rows", default="B1,B2,B3,B4,B5,B6,B8", help="rows to run (B6 includes B7, B8 B9)")
+    parser.add_argument("--rows", default="B1,B2,B3,B4,B5,B6,B8,B13", help="rows to run (B6 includes B7, B8 B9)")
     parser.add_argument("--forks", type=int, help="forks of the fleet runs and their ping (default: Ansible's, 5)")
     parser.add_argument("--keep", action="store_true", help="leave the lab running")
     args = parser.parse_args()
     reps = args.reps or (5 if args.full else 3)
     workers = 40 if args.full else 8
     rows = [row.strip().lower() for row in args.rows.split(",")]
-    unknown = [row for row in rows if row not in {f"b{n}" for n in (*range(1, 10), 12)}]
+    unknown = [row for row in rows if row not in {f"b{n}" for n in (*range(1, 10), 12, 13)}]
     if unknown:
-        parser.error(f"unknown rows {', '.join(unknown)}: B1 to B9, B12")
+        parser.error(f"unknown rows {', '.join(unknown)}: B1 to B9, B12, B13")
     tmp = Path(tempfile.mkdtemp(prefix="pi-bench-"))
     lab = Lab(tmp / "lab")
     try:
@@ -440,6 +478,7 @@ def main() -> None:
             "b8": bench.b8_b9,
             "b9": bench.b8_b9,
             "b12": bench.b12,
+            "b13": bench.b13,
         }
         # B7 is measured with B6 and B9 with B8: either name runs the pair, once.
         runs = list(dict.fromkeys(steps[row] for row in rows))

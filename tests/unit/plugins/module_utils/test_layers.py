@@ -41,6 +41,7 @@ LAYERS = {
     "_prune": DOMAIN,
     "_node_access": DOMAIN,
     "_doctor": DOMAIN,
+    "_audit": DOMAIN,
     # Runs: one file per module, the only readers of a module's parameters.
     "_runs": RUN,
 }
