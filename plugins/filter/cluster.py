@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence, Union
 
 from ansible_collections.pinned.images.plugins.plugin_utils import (
     _hostvars,
@@ -134,10 +134,13 @@ def cluster_plan_problem(
 
 
 def cluster_report_lines(
-    results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], check_mode: Any = False
-) -> List[str]:
-    """The report table."""
-    return _results.report_lines(results, summary, check_mode=bool(check_mode))
+    results: Sequence[Mapping[str, Any]],
+    summary: Mapping[str, Any],
+    check_mode: Any = False,
+    result_format: str = "json",
+) -> Union[List[str], str]:
+    """The report table, as lines or (``result_format=yaml``) one string."""
+    return _results.report_message(_results.report_lines(results, summary, check_mode=bool(check_mode)), result_format)
 
 
 def cluster_done(results: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:

@@ -9,7 +9,7 @@ filters by ``plugins/filter/cluster.py``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
 from ansible_collections.pinned.images.plugins.plugin_utils._hostvars import HostVars, host_var, node_name
@@ -22,6 +22,7 @@ __all__ = [
     "node_results",
     "progressing_statuses",
     "report_lines",
+    "report_message",
     "report_nodes",
     "run_parameters",
     "summary",
@@ -198,7 +199,7 @@ def report_lines(
         )
         lines.append(row(values, human_size(int(r.get("freed_bytes") or 0)) if r.get("pruned") is not None else "-"))
     total_values = (
-        "total (%d nodes)" % totals["nodes"],
+        "total (%d %s)" % (totals["nodes"], "node" if totals["nodes"] == 1 else "nodes"),
         "%d ok" % totals["ok"],
         totals["pulled"] + totals["would_pull"],
         totals["present"],
@@ -215,7 +216,14 @@ def report_lines(
     if totals.get("excluded"):
         lines.append("excluded by --limit, not run and not counted: " + ", ".join(totals["excluded"]))
     lines.extend(f"{r['host']}: {r['error']}" for r in results if r.get("error"))
-    return lines
+    return [line.rstrip() for line in lines]
+
+
+def report_message(lines: Sequence[str], result_format: str = "json") -> Union[List[str], str]:
+    """The report table as ``debug``'s ``msg`` for the callback's ``result_format``: the lines for ``json`` (one
+    quoted line each), one string for ``yaml``, whose dumper prints a multi-line string as a block and would fold
+    each long line of a list at 80 columns."""
+    return "\n".join(lines) if str(result_format).lower() == "yaml" else list(lines)
 
 
 def done_statuses(results: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from ansible.plugins.loader import callback_loader
 
 from ansible_collections.pinned.images.plugins.plugin_utils._results import (
     batch_stopped,
@@ -11,6 +12,7 @@ from ansible_collections.pinned.images.plugins.plugin_utils._results import (
     node_results,
     progressing_statuses,
     report_lines,
+    report_message,
     report_nodes,
     run_parameters,
     summary,
@@ -147,6 +149,21 @@ def test_report_lines_show_rows_totals_check_note_and_errors():
     assert lines[5].startswith("check mode") and lines[6:] == ["b: boom"]
     lines = report_lines(results, summary(results))
     assert not any(line.startswith("check mode") for line in lines)
+    # One node is one node, and no row ends in spaces (the YAML result format would quote it).
+    lines = report_lines(results[:1], summary(results[:1]))
+    assert lines[2].split()[:3] == ["total", "(1", "node)"] and lines == [line.rstrip() for line in lines]
+
+
+def test_the_report_is_one_block_string_for_the_yaml_result_format():
+    lines = report_lines([dict(_result(), host="a", node_name="a")], summary([dict(_result(), host="a")]))
+    assert report_message(lines) == lines and report_message(lines, "json") == lines
+    assert report_message(lines, "yaml") == "\n".join(lines)
+    # As the default callback prints them: each row whole on its own line under both result formats.
+    for result_format in ("json", "yaml"):
+        callback = callback_loader.get("default")
+        callback.set_options(direct={"result_format": result_format})
+        shown = callback._dump_results({"msg": report_message(lines, result_format)})
+        assert [line for line in lines if line not in shown] == [], shown
 
 
 def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
