@@ -159,9 +159,15 @@ def cluster_run(
     plan: Optional[Sequence[Mapping[str, Any]]] = None,
     forks: Any = None,
     check_mode: Any = False,
+    run_id: str = "",
 ) -> Dict[str, Any]:
     """The run's parameters for the report."""
-    return _results.run_parameters(results, phases, plan, forks=forks, check_mode=bool(check_mode))
+    return _results.run_parameters(results, phases, plan, forks=forks, check_mode=bool(check_mode), run_id=run_id)
+
+
+def cluster_report_paths(report_file: str, run_id: str, per_run: Any = True) -> Dict[str, Optional[str]]:
+    """The run's report file and page, and the links to the latest."""
+    return _results.report_paths(report_file, run_id, per_run=bool(per_run))
 
 
 def cluster_report_html(
@@ -212,6 +218,7 @@ class FilterModule:
             "cluster_run": cluster_run,
             "cluster_report_html": cluster_report_html,
             "cluster_report_html_path": cluster_report_html_path,
+            "cluster_report_paths": cluster_report_paths,
             "render_objects": render_objects,
             "release_plan_message": release_plan_message,
         }

@@ -14,6 +14,7 @@ from ansible_collections.pinned.images.plugins.plugin_utils._results import (
     report_lines,
     report_message,
     report_nodes,
+    report_paths,
     run_parameters,
     summary,
 )
@@ -182,7 +183,7 @@ def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
         {"group": "", "serial": 1, "max_fail_percentage": 100},
     ]
     plan = [{"host": "a", "pools": ["master"]}, {"host": "b", "pools": ["master", "infra"]}, {"host": "c", "pools": []}]
-    run = run_parameters(results, phases, plan, forks="5", check_mode=False)
+    run = run_parameters(results, phases, plan, forks="5", check_mode=False, run_id="20261202T120000Z-7")
     assert run == {
         "phases": [{"group": "control_plane", "serial": 1, "max_fail_percentage": 100}],
         "forks": 5,
@@ -191,6 +192,7 @@ def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
         "pools": [{"name": "infra", "nodes": 1}, {"name": "master", "nodes": 2}],
         "started": 10.0,
         "finished": 16.5,
+        "id": "20261202T120000Z-7",
     }
     # The report entry point on its own: no plan, no phases, no times.
     assert run_parameters([dict(_result(), host="a")], None, None) == {
@@ -201,7 +203,30 @@ def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
         "pools": [],
         "started": None,
         "finished": None,
+        "id": "",
     }
+
+
+def test_each_run_names_its_own_report_files_and_the_report_file_links_to_the_latest():
+    paths = report_paths("/srv/reports/report.json", "20261202T120000Z-7")
+    assert paths == {
+        "file": "/srv/reports/report-20261202T120000Z-7.json",
+        "page": "/srv/reports/report-20261202T120000Z-7.html",
+        "latest": "/srv/reports/report.json",
+        "latest_page": "/srv/reports/report.html",
+    }
+    # Two runs never share a file; a name without an extension, or a dot in a directory, keeps its shape.
+    assert report_paths("/r/report.json", "a")["file"] != report_paths("/r/report.json", "b")["file"]
+    assert report_paths("/r.d/report", "a")["file"] == "/r.d/report-a"
+    assert report_paths("/r/report.json", "a", per_run=False) == {
+        "file": "/r/report.json",
+        "page": "/r/report.html",
+        "latest": None,
+        "latest_page": None,
+    }
+    for bad in ("", "a/b"):
+        with pytest.raises(ValueError, match="a run id without '/'"):
+            report_paths("/r/report.json", bad)
 
 
 def test_done_statuses_carry_sets_images_and_errors():
