@@ -15,9 +15,10 @@ import pytest
 import yaml
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
-from fixtures.ansible_runs import adhoc, node_socket, playbook
+from fixtures.ansible_runs import adhoc, adhoc_command, adhoc_result, ansible_env, node_socket, playbook
 from fixtures.openshift_objects import ROLE_LABEL as ROLE
 from fixtures.openshift_objects import pinned_image_set
+from support.machine_paths import with_own_var_lib
 
 pytestmark = pytest.mark.lab
 
@@ -266,10 +267,16 @@ def test_every_node_module_fails_clearly_without_grpc(tmp_path, module, args, pr
         pytest.fail(f"{SYSTEM_PYTHON} imports grpc: the test proves nothing")
     if module == "crio_pinned_images":
         args = dict(args, dropin_path=str(tmp_path / "50-pinned-images"))
-    env = {"ANSIBLE_PYTHON_INTERPRETER": SYSTEM_PYTHON}
+    env = ansible_env(ANSIBLE_PYTHON_INTERPRETER=SYSTEM_PYTHON)
+    command = adhoc_command(f"pinned.images.{module}", dict(args, cri_socket=str(tmp_path / "cri.sock")))
     if private_dir:
         env["PINNED_IMAGES_PYTHON_DIR"] = private_dir
-    rc, result, output = adhoc(f"pinned.images.{module}", dict(args, cri_socket=str(tmp_path / "cri.sock")), env=env)
+    else:
+        # The default directory, as a node without the variable has it: the test's own, empty, not the machine's.
+        del env["PINNED_IMAGES_PYTHON_DIR"]
+        command = with_own_var_lib(command, tmp_path / "var-lib")
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    rc, result, output = proc.returncode, adhoc_result(proc.stdout), proc.stdout + proc.stderr
     assert rc != 0 and "Traceback" not in result.get("module_stderr", ""), output
     assert result["msg"].startswith(f"grpcio and protobuf are missing for {SYSTEM_PYTHON} (cp3"), result
     where = f"PINNED_IMAGES_PYTHON_DIR={private_dir}" if private_dir else "(PINNED_IMAGES_PYTHON_DIR is not set)"
