@@ -266,7 +266,7 @@ def test_the_render_of_an_empty_directory_removes_nothing(work):
     assert rc != 0
     assert (
         f"the sources hold no PinnedImageSet: looked at cluster_sets ({work['empty']}), so the render would "
-        f"remove every file of {dest}/pinnedimagesets and {dest}/machineconfigs; nothing was changed."
+        f"remove every file it wrote in {dest}/pinnedimagesets and {dest}/machineconfigs; nothing was changed."
     ) in output
     assert {path: path.read_bytes() for path in files} == files
 
