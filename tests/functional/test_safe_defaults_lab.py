@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
-from fixtures.ansible_runs import adhoc, node_socket, playbook
+from fixtures.ansible_runs import adhoc, node_socket, playbook, warnings_in
 from fixtures.openshift_objects import ROLE_LABEL as ROLE
 from fixtures.openshift_objects import pinned_image_set
 
@@ -276,6 +276,13 @@ def test_the_node_deps_playbook_runs_as_documented(work):
     rc, output = run(playbook("pinned.images.node_deps", work["inventory"]))
     assert rc == 0, output
     assert "has grpcio and protobuf" in output
+    assert warnings_in(output) == [], output
+    rc, output = run(playbook("pinned.images.node_deps", work["inventory"], {"node_python_deps_dir": "python"}))
+    assert rc != 0
+    assert (
+        "node_python_deps_dir must be an absolute path on the node, got 'python' (on every host: an extra variable "
+        "or one of the group all); nothing was changed"
+    ) in output
     rc, output = run(playbook("pinned.images.node_deps", work["inventory"], {"node_deps_host": "workers"}))
     assert rc != 0
     assert (
