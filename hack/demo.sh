@@ -28,7 +28,7 @@ fi
 bash hack/setup.sh
 export PATH="$top/.venv/bin:$PATH"
 export ANSIBLE_COLLECTIONS_PATH="$top/.build/collections"
-export ANSIBLE_CALLBACK_RESULT_FORMAT=yaml ANSIBLE_LOCALHOST_WARNING=False ANSIBLE_HOST_PATTERN_MISMATCH=ignore
+export ANSIBLE_CALLBACK_RESULT_FORMAT=yaml ANSIBLE_LOCALHOST_WARNING=False
 
 reference=${PINNED_IMAGES_REFERENCE_DIR:-$top/../shared/reference}
 if [ -f "$reference/cri-o/SHA256SUMS" ]; then
