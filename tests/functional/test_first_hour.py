@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
-from fixtures.ansible_runs import COLLECTIONS, ROOT
+from fixtures.ansible_runs import COLLECTIONS, ROOT, warnings_in
 
 # The report table's row of a node: node, status, pulled, present, failed, bytes (number and unit), seconds, pinned.
 ROW = re.compile(r"^\s*\"?((?:cp|worker)-\d)\s+(\w+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\S+ \S+\s+[\d.]+\s+(.*?)\"?,?$", re.M)
@@ -89,6 +89,7 @@ def test_a_fresh_clone_runs_the_demo_then_the_printed_next_command_and_the_repor
     )
     output = demo.stdout + demo.stderr
     assert demo.returncode == 0, output[-6000:]
+    assert warnings_in(output) == [], output[-6000:]
     lab = clone / ".lab"
     # Without a CRI-O build the demo says so, and its last lines name no drop-in (containerd pins with a label).
     assert "no CRI-O build in" in output and "control-plane nodes run containerd 1.7" in output
@@ -110,6 +111,7 @@ def test_a_fresh_clone_runs_the_demo_then_the_printed_next_command_and_the_repor
         ["bash", "-c", command], cwd=home, env=env, capture_output=True, text=True, timeout=900, check=False
     )
     assert again.returncode == 0, again.stdout[-6000:] + again.stderr[-2000:]
+    assert warnings_in(again.stdout + again.stderr) == [], again.stdout[-6000:] + again.stderr[-2000:]
 
     # The report of the second run, row by row, against each node's CRI: everything present, nothing pulled, every
     # wanted image pinned; the JSON report is this run's own file, the report file's name a link to it.
@@ -130,7 +132,7 @@ def test_a_fresh_clone_runs_the_demo_then_the_printed_next_command_and_the_repor
         assert pin == f"label {len(pinned)}" and len(pinned) == len(wanted) and not node["changed"], node["host"]
     assert re.search(r"^\s*\"?total \(6 nodes\)\s+6 ok\s+0\s+", again.stdout, re.M), again.stdout
 
-    # The render into a GitOps directory that holds the user's own files.
+    # The render into a GitOps directory that holds the user's own files: they are kept.
     gitops = home / "gitops"
     (gitops / "machineconfigs").mkdir(parents=True)
     (gitops / "pinnedimagesets").mkdir()
@@ -147,12 +149,17 @@ def test_a_fresh_clone_runs_the_demo_then_the_printed_next_command_and_the_repor
     }
     for path, text in own.items():
         path.write_text(text)
-    # The printed command's collections path and ansible-playbook, and the render playbook.
+    # The printed command (collections path, ansible-playbook, the lab's inventory) with the render playbook. The
+    # inventory matters: without one Ansible itself warns that it parsed none and that only localhost is there.
     sets = json.dumps({"cluster_sets": [str(lab / "demo-sets.yaml")], "cluster_render_dest": "gitops"})
-    render = " ".join(command.split()[:2] + ["pinned.images.render", "-e", shlex.quote(sets)])
+    render = command.split(" pinned.images.prefetch ")[0] + " pinned.images.render -e " + shlex.quote(sets)
     rendered = subprocess.run(
         ["bash", "-c", render], cwd=home, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     assert rendered.returncode == 0, rendered.stdout[-4000:] + rendered.stderr[-2000:]
+    assert warnings_in(rendered.stdout + rendered.stderr) == [], rendered.stdout[-4000:]
+    # The user's files are kept as they were, and named as left.
+    assert {path: path.read_text() for path in own} == own
+    assert "not ours, left: " in rendered.stdout and "99-master-ssh.yaml" in rendered.stdout, rendered.stdout[-4000:]
     assert (gitops / "machineconfigs" / "99-master-pinned-images.yaml").is_file()
     assert (gitops / "machineconfigs" / "99-worker-pinned-images.yaml").is_file()
