@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Container, Dict, List, Mapping, Optional, Sequence, Union
 
 from ansible_collections.pinned.images.plugins.plugin_utils import (
     _audit,
@@ -135,10 +135,13 @@ def cluster_plan_problem(
 
 
 def cluster_report_lines(
-    results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], check_mode: Any = False
-) -> List[str]:
-    """The report table."""
-    return _results.report_lines(results, summary, check_mode=bool(check_mode))
+    results: Sequence[Mapping[str, Any]],
+    summary: Mapping[str, Any],
+    check_mode: Any = False,
+    result_format: str = "json",
+) -> Union[List[str], str]:
+    """The report table, as lines or (``result_format=yaml``) one string."""
+    return _results.report_message(_results.report_lines(results, summary, check_mode=bool(check_mode)), result_format)
 
 
 def cluster_done(results: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
@@ -157,9 +160,15 @@ def cluster_run(
     plan: Optional[Sequence[Mapping[str, Any]]] = None,
     forks: Any = None,
     check_mode: Any = False,
+    run_id: str = "",
 ) -> Dict[str, Any]:
     """The run's parameters for the report."""
-    return _results.run_parameters(results, phases, plan, forks=forks, check_mode=bool(check_mode))
+    return _results.run_parameters(results, phases, plan, forks=forks, check_mode=bool(check_mode), run_id=run_id)
+
+
+def cluster_report_paths(report_file: str, run_id: str, per_run: Any = True) -> Dict[str, Optional[str]]:
+    """The run's report file and page, and the links to the latest."""
+    return _results.report_paths(report_file, run_id, per_run=bool(per_run))
 
 
 def cluster_report_html(
@@ -244,6 +253,7 @@ class FilterModule:
             "cluster_audit_lines": cluster_audit_lines,
             "cluster_report_junit": cluster_report_junit,
             "cluster_report_metrics": cluster_report_metrics,
+            "cluster_report_paths": cluster_report_paths,
             "render_objects": render_objects,
             "release_plan_message": release_plan_message,
         }

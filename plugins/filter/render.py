@@ -25,9 +25,12 @@ def render_report_filter(
     dest: str = "",
     check_mode: bool = False,
     error: Any = None,
+    not_ours: Optional[List[str]] = None,
 ) -> Dict[str, Any]:
     """The render report; paths are shown relative to the directory ansible-playbook was started in."""
-    return _render.render_report(changes, pools=pools, dest=dest, check_mode=check_mode, error=error, base=os.getcwd())
+    return _render.render_report(
+        changes, pools=pools, dest=dest, check_mode=check_mode, error=error, base=os.getcwd(), not_ours=not_ours
+    )
 
 
 def render_stale(
@@ -35,8 +38,17 @@ def render_stale(
     set_files: Optional[Mapping[str, Any]] = None,
     machine_configs: Optional[Mapping[str, Any]] = None,
 ) -> List[str]:
-    """The files found in the output directories that the render did not write."""
-    return _render.render_stale(found, _render.render_written(set_files, machine_configs))
+    """The files found in the output directories that the render did not write and owns."""
+    return _render.render_leftovers(found, _render.render_written(set_files, machine_configs))["stale"]
+
+
+def render_not_ours(
+    found: Optional[Mapping[str, Any]],
+    set_files: Optional[Mapping[str, Any]] = None,
+    machine_configs: Optional[Mapping[str, Any]] = None,
+) -> List[str]:
+    """The files found in the output directories that the render did not write and does not own."""
+    return _render.render_leftovers(found, _render.render_written(set_files, machine_configs))["not_ours"]
 
 
 def render_changes(
@@ -59,6 +71,7 @@ class FilterModule:
             "controller_path": controller_path,
             "render_report": render_report_filter,
             "render_stale": render_stale,
+            "render_not_ours": render_not_ours,
             "render_changes": render_changes,
             "render_problem": render_problem,
         }

@@ -81,6 +81,10 @@ options:
   dest:
     description:
       - A directory to write each MachineConfig into, as C(<name>.yaml). It is created when missing.
+      - The file starts with the line C(# Rendered by pinned.images ...) and the object carries the annotation
+        C(pinned.images/rendered-by) (the ownership mark of docs/gitops.md). An existing file of that name without the
+        mark (and not the bytes an earlier version wrote) is the user's, so the module fails naming it, before anything
+        is written or applied, and never replaces nor removes it.
       - A relative path is resolved against the directory C(ansible) or C(ansible-playbook) was started in when the
         module runs over the local connection (C(delegate_to=localhost)), not against the playbook's directory.
     type: path

@@ -712,6 +712,8 @@ runtime:
     endpoint: /run/containerd/containerd.sock
 """
 
+from typing import Any, Dict
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pinned.images.plugins.module_utils._openshift.mco_node import (
@@ -731,7 +733,8 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import
 from ansible_collections.pinned.images.plugins.module_utils._runs.prefetch import run
 
 
-def _argument_spec() -> dict:
+def argument_spec() -> Dict[str, Any]:
+    """The module's options (also checked on the controller: plugin_utils/_variables.py)."""
     spec = dict(
         images=dict(type="list", elements="str", required=True),
         require_digest=dict(type="bool", default=True),
@@ -777,8 +780,8 @@ def _argument_spec() -> dict:
     return spec
 
 
-def main():
-    module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
+def main() -> None:
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     end_module(module, run)
 
 

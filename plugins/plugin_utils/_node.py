@@ -111,6 +111,14 @@ def call_problems(result: Mapping[str, Any]) -> List[str]:
     return [str(problem) for problem in problems] if isinstance(problems, list) and problems else [error]
 
 
+def _earlier_present(results: Sequence[Any]) -> int:
+    """The ``present`` count of the last call that counted (0 when none did)."""
+    for result in reversed(results):
+        if isinstance(result, Mapping) and isinstance(result.get("totals"), Mapping):
+            return int(result["totals"].get("present") or 0)
+    return 0
+
+
 def _span(values: Sequence[Any], pick: Any) -> Optional[float]:
     """``pick`` (min or max) of the numbers among ``values``; None when there is none."""
     numbers = [float(value) for value in values if isinstance(value, (int, float)) and not isinstance(value, bool)]
@@ -139,6 +147,9 @@ def node_result(
         requested=len(images), present=0, pulled=0, failed=0, skipped=0, would_pull=0, bytes_pulled=0, seconds=0.0
     )
     totals.update(prefetch.get("totals") or {})
+    if "totals" not in prefetch:
+        # A call that failed as a whole counted nothing: the images an earlier call (the check) found are still there.
+        totals["present"] = _earlier_present(results)
     entries = list(prefetch.get("images") or [])
     bad = [entry for entry in entries if entry.get("status") in _BAD]
     message = node_error

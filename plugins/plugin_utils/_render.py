@@ -12,7 +12,7 @@ and whether the run failed.
 Document (``REPORT_VERSION`` 1)::
 
     {"version": 1, "status": "clean" | "drift" | "updated" | "error", "check_mode": bool, "dest": "out",
-     "counts": {"created": 0, "changed": 1, "removed": 0},
+     "counts": {"created": 0, "changed": 1, "removed": 0}, "not_ours": ["out/machineconfigs/99-master-ssh.yaml"],
      "created": [], "changed": ["out/machineconfigs/99-worker-pinned-images.yaml"], "removed": [],
      "pools": [{"pool": "worker", "machine_config": "99-worker-pinned-images", "image_count": 2,
                 "set_names": [...], "added": [...], "removed": [...]}],
@@ -20,7 +20,9 @@ Document (``REPORT_VERSION`` 1)::
      "message": "..."}
 
 ``clean``: nothing differs; ``drift`` (check mode) and ``updated`` (a real run): some file differs;
-``error``: the render failed, the lists are empty and ``error`` says why. Paths under ``base`` (the directory
+``error``: the render failed, the lists are empty and ``error`` says why. ``not_ours``: the files of the two output
+directories that the render did not write and does not own (no ownership mark, ``_common/rendered_file``): left
+alone whatever the status, named in the message as "not ours, left". Paths under ``base`` (the directory
 ``ansible-playbook`` was started in) are given relative to it, as a repository checkout names them.
 """
 
@@ -29,6 +31,11 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
 
+from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import read_bytes
+from ansible_collections.pinned.images.plugins.module_utils._common.rendered_file import FOREIGN, owner
+from ansible_collections.pinned.images.plugins.module_utils._openshift import disruption_policy
+from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import rendered_shape
+from ansible_collections.pinned.images.plugins.module_utils._runs.pinned_image_set import dropped_fields
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import MachineConfigPool, PinnedImageSet
 from ansible_collections.pinned.images.plugins.plugin_utils._plan import no_sets_message
 
@@ -37,15 +44,16 @@ __all__ = [
     "display_path",
     "merge_file_changes",
     "render_changes",
+    "render_leftovers",
     "render_objects",
     "render_problem",
     "render_report",
-    "render_stale",
     "render_written",
 ]
 
 REPORT_VERSION = 1
 KINDS = ("created", "changed", "removed")
+MACHINE_CONFIGS_DIR = "machineconfigs"
 
 
 def merge_file_changes(changes: Optional[Iterable[Optional[Mapping[str, Any]]]]) -> Dict[str, List[str]]:
@@ -101,10 +109,13 @@ def render_report(
     check_mode: bool = False,
     error: Any = None,
     base: Optional[str] = None,
+    not_ours: Optional[List[str]] = None,
 ) -> Dict[str, Any]:
-    """The report document (see the module docstring); ``changes`` are ``file_changes`` results."""
+    """The report document (see the module docstring); ``changes`` are ``file_changes`` results, ``not_ours`` the
+    user's files the render found in its directories and left."""
     dest_shown = display_path(dest, base)
-    report = {"version": REPORT_VERSION, "check_mode": bool(check_mode), "dest": dest_shown}
+    left = sorted(display_path(path, base) for path in not_ours or [])
+    report = {"version": REPORT_VERSION, "check_mode": bool(check_mode), "dest": dest_shown, "not_ours": left}
     if error is not None:
         err = _error(error)
         lists: Dict[str, List[str]] = {kind: [] for kind in KINDS}
@@ -132,6 +143,8 @@ def render_report(
         message = f"{dest_shown} updated: {summary}{details}"
     else:
         message = f"{dest_shown} matches what the render writes: no drift"
+    if left:
+        message += f"; not ours, left: {', '.join(left)}"
     report.update(
         status=status, counts=counts, pools=[_pool(p) for p in pools or []], error=None, message=message, **lists
     )
@@ -143,7 +156,7 @@ def render_problem(info: Mapping[str, Any], sources: Mapping[str, Any], dest: st
     if info.get("sets") or allow_empty:
         return ""
     return (
-        f"{no_sets_message(sources)}, so the render would remove every file of {dest}/pinnedimagesets and "
+        f"{no_sets_message(sources)}, so the render would remove every file it wrote in {dest}/pinnedimagesets and "
         f"{dest}/machineconfigs; nothing was changed. Check the paths, or cluster_render_allow_empty=true to "
         "render the empty state"
     )
@@ -185,10 +198,24 @@ def render_written(set_files: Optional[Mapping[str, Any]], machine_configs: Opti
     return paths + list((machine_configs or {}).get("files") or [])
 
 
-def render_stale(found: Optional[Mapping[str, Any]], written: List[str]) -> List[str]:
-    """The files ``ansible.builtin.find`` found (``found``) that the render did not write, sorted."""
+def _file_owner(path: str) -> Optional[str]:
+    """Who owns a file of an output directory (``_common/rendered_file.owner``) by what the render writes there."""
+    base = os.path.basename(path)
+    if os.path.basename(os.path.dirname(path)) == MACHINE_CONFIGS_DIR:
+        name = disruption_policy.NAME if base == disruption_policy.POLICY_FILE_NAME else os.path.splitext(base)[0]
+        return owner(read_bytes(path), name, rendered_shape)
+    return owner(read_bytes(path), os.path.splitext(base)[0], lambda obj: not dropped_fields(obj))
+
+
+def render_leftovers(found: Optional[Mapping[str, Any]], written: List[str]) -> Dict[str, List[str]]:
+    """The files ``ansible.builtin.find`` found (``found``) that the render did not write, sorted: ``stale``, those
+    it owns (they carry the mark, or an earlier version wrote them), which it removes, and ``not_ours``, the user's
+    files, which it leaves."""
     keep = set(written)
-    return sorted(item["path"] for item in (found or {}).get("files") or [] if item["path"] not in keep)
+    leftovers: Dict[str, List[str]] = {"stale": [], "not_ours": []}
+    for path in sorted(item["path"] for item in (found or {}).get("files") or [] if item["path"] not in keep):
+        leftovers["not_ours" if _file_owner(path) == FOREIGN else "stale"].append(path)
+    return leftovers
 
 
 def render_changes(

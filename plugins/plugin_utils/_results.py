@@ -9,12 +9,14 @@ filters by ``plugins/filter/cluster.py``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+import posixpath
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
 from ansible_collections.pinned.images.plugins.plugin_utils._hostvars import HostVars, host_var, node_name
 from ansible_collections.pinned.images.plugins.plugin_utils._node import pin_text
 from ansible_collections.pinned.images.plugins.plugin_utils._plan import node_set_list
+from ansible_collections.pinned.images.plugins.plugin_utils._report_html import page_path
 
 __all__ = [
     "batch_stopped",
@@ -22,7 +24,9 @@ __all__ = [
     "node_results",
     "progressing_statuses",
     "report_lines",
+    "report_message",
     "report_nodes",
+    "report_paths",
     "run_parameters",
     "summary",
 ]
@@ -107,10 +111,12 @@ def run_parameters(
     plan: Optional[Sequence[Mapping[str, Any]]],
     forks: Any = None,
     check_mode: bool = False,
+    run_id: str = "",
 ) -> Dict[str, Any]:
     """The parameters of the run for the report: its ``phases`` (group, serial, max_fail_percentage, in the order
     they ran), ``forks``, ``check_mode``, the ``sets`` (name, images, nodes) of the results, the ``pools`` (name,
-    nodes) of the plan, and when the first node started and the last one finished (None without any)."""
+    nodes) of the plan, when the first node started and the last one finished (None without any), and the run's
+    ``id`` (in its report file's name; empty when none was given)."""
     sets: Dict[str, Dict[str, Any]] = {}
     for result in results:
         for image_set in result.get("sets") or []:
@@ -131,7 +137,22 @@ def run_parameters(
         "pools": [{"name": name, "nodes": pools[name]} for name in sorted(pools)],
         "started": min(started) if started else None,
         "finished": max(finished) if finished else None,
+        "id": run_id,
     }
+
+
+def report_paths(report_file: str, run_id: str, per_run: bool = True) -> Dict[str, Optional[str]]:
+    """Where a run writes its JSON report and page: with ``per_run``, files named after the run
+    (``report.json`` -> ``report-<run_id>.json`` and ``.html``) and ``report.json`` and ``report.html`` become links
+    to them (``latest`` and ``latest_page``, the links' targets relative), so overlapping runs keep each its own;
+    else ``report_file`` itself (no links)."""
+    if not per_run:
+        return {"file": report_file, "page": page_path(report_file), "latest": None, "latest_page": None}
+    if not run_id or "/" in run_id:
+        raise ValueError(f"a run id without '/' is needed to name the run's report file, got {run_id!r}")
+    stem, extension = posixpath.splitext(report_file)
+    run_file = f"{stem}-{run_id}{extension}"
+    return {"file": run_file, "page": page_path(run_file), "latest": report_file, "latest_page": page_path(report_file)}
 
 
 def batch_stopped(batch: Sequence[str], hostvars: HostVars, max_fail_percentage: Any) -> bool:
@@ -198,7 +219,7 @@ def report_lines(
         )
         lines.append(row(values, human_size(int(r.get("freed_bytes") or 0)) if r.get("pruned") is not None else "-"))
     total_values = (
-        "total (%d nodes)" % totals["nodes"],
+        "total (%d %s)" % (totals["nodes"], "node" if totals["nodes"] == 1 else "nodes"),
         "%d ok" % totals["ok"],
         totals["pulled"] + totals["would_pull"],
         totals["present"],
@@ -215,7 +236,14 @@ def report_lines(
     if totals.get("excluded"):
         lines.append("excluded by --limit, not run and not counted: " + ", ".join(totals["excluded"]))
     lines.extend(f"{r['host']}: {r['error']}" for r in results if r.get("error"))
-    return lines
+    return [line.rstrip() for line in lines]
+
+
+def report_message(lines: Sequence[str], result_format: str = "json") -> Union[List[str], str]:
+    """The report table as ``debug``'s ``msg`` for the callback's ``result_format``: the lines for ``json`` (one
+    quoted line each), one string for ``yaml``, whose dumper prints a multi-line string as a block and would fold
+    each long line of a list at 80 columns."""
+    return "\n".join(lines) if str(result_format).lower() == "yaml" else list(lines)
 
 
 def done_statuses(results: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:

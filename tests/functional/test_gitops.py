@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixtures.ansible_runs import ROOT, VENV_BIN, adhoc, ansible_env, playbook
+from fixtures.ansible_runs import ROOT, VENV_BIN, adhoc, ansible_env, playbook, warnings_in
 from fixtures.openshift_objects import ROLE_LABEL as ROLE
 from fixtures.openshift_objects import pinned_image_set
 
@@ -134,6 +134,7 @@ def test_the_documented_step_passes_without_drift_and_lists_exactly_what_differs
     rc, report, output = check(repo)
     assert rc == 0, output
     assert report["status"] == "clean" and exactly(report) and report["error"] is None
+    assert warnings_in(output) == [] and report["not_ours"] == []
     unchanged = {"master": ([], []), "worker": ([], [])}
     assert {p["pool"]: (p["added"], p["removed"]) for p in report["pools"]} == unchanged
 
@@ -161,11 +162,15 @@ def test_the_documented_step_passes_without_drift_and_lists_exactly_what_differs
     assert rc == 2 and report["status"] == "drift" and exactly(report, created=[MASTER_MC]), output
     restore(repo)
 
+    # A file the render wrote and no longer writes (it carries the mark) is drift; a user's file is left.
+    stale = f"{OUT}/pinnedimagesets/old-images.yaml"
+    (repo / stale).write_text((repo / WORKER_SET).read_text().replace("worker-images", "old-images"))
     stray = f"{OUT}/pinnedimagesets/stray.yml"
     (repo / stray).write_text("kind: PinnedImageSet\n")
     rc, report, output = check(repo)
-    assert rc == 2 and report["status"] == "drift" and exactly(report, removed=[stray]), output
-    assert (repo / stray).exists()  # check mode removes nothing
+    assert rc == 2 and report["status"] == "drift" and exactly(report, removed=[stale]), output
+    assert report["not_ours"] == [stray] and f"not ours, left: {stray}" in output
+    assert (repo / stale).exists()  # check mode removes nothing
     restore(repo)
 
     # A changed set: its file and its pool's MachineConfig change, with the images added and removed.
@@ -179,6 +184,89 @@ def test_the_documented_step_passes_without_drift_and_lists_exactly_what_differs
     pools = {p["pool"]: p for p in report["pools"]}
     assert (pools["worker"]["added"], pools["worker"]["removed"]) == ([C], [B])
     assert (pools["master"]["added"], pools["master"]["removed"]) == ([], [])
+
+
+USER_MACHINE_CONFIG = """\
+# Our own: the SSH key of the control plane.
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-master-ssh
+  labels:
+    machineconfiguration.openshift.io/role: master
+spec:
+  config:
+    ignition: {version: 3.2.0}
+    passwd:
+      users: [{name: core, sshAuthorizedKeys: ["ssh-ed25519 AAAA"]}]
+"""
+
+
+def test_the_render_changes_only_its_own_files_and_leaves_the_users_in_both_folders(repo):
+    mine = {
+        f"{OUT}/machineconfigs/99-master-ssh.yaml": USER_MACHINE_CONFIG,
+        f"{OUT}/machineconfigs/keep.yml": "keep: true\n",
+        f"{OUT}/pinnedimagesets/99-master-ssh.yaml": USER_MACHINE_CONFIG,
+        f"{OUT}/pinnedimagesets/keep.yml": "keep: true\n",
+    }
+    for path, text in mine.items():
+        (repo / path).write_text(text)
+    left = "not ours, left: " + ", ".join(sorted(mine))
+
+    rc, report, output = check(repo)
+    assert rc == 0, output
+    assert report["status"] == "clean" and exactly(report) and report["not_ours"] == sorted(mine)
+    assert f"{OUT} matches what the render writes: no drift; {left}" in output
+    assert warnings_in(output) == []
+
+    # Twice, for real and with --diff: the user's files stay byte for byte, and no diff shows them.
+    step = pipeline_step().replace(" --check --diff", " --diff")
+    for _ in range(2):
+        proc = run(step, repo)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 0, output
+        assert {path: (repo / path).read_text() for path in mine} == mine
+        assert left in output and not any(f"before: {repo / path}" in output for path in mine), output
+        assert warnings_in(output) == []
+
+    # A changed set removes a file the render wrote, never the user's.
+    documents = [pinned_image_set("worker-images", [A, B], {ROLE: "worker"})]
+    (repo / "sets" / "sets.yaml").write_text(yaml.safe_dump_all(documents))
+    proc = run(pipeline_step().replace(" --check --diff", ""), repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((repo / REPORT).read_text())
+    assert report["removed"] == [MASTER_MC, f"{OUT}/pinnedimagesets/master-images.yaml"]
+    assert {path: (repo / path).read_text() for path in mine} == mine
+
+
+def test_the_output_of_a_version_before_the_mark_is_taken_over_once_and_marked(repo):
+    from ansible_collections.pinned.images.plugins.module_utils._common.rendered_file import HEADER
+    from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import dump_yaml
+
+    def unmarked(path: Path) -> str:
+        obj = yaml.safe_load(path.read_text())
+        del obj["metadata"]["annotations"]["pinned.images/rendered-by"]
+        if not obj["metadata"]["annotations"]:
+            del obj["metadata"]["annotations"]
+        return dump_yaml(obj)
+
+    # What the version before the mark left: the same objects, unmarked, and a pool's MachineConfig no set selects.
+    rendered = sorted(p for p in (repo / OUT).rglob("*.yaml"))
+    infra = repo / OUT / "machineconfigs" / "99-infra-pinned-images.yaml"
+    infra.write_text((repo / WORKER_MC).read_text().replace("worker", "infra"))
+    for path in [*rendered, infra]:
+        path.write_text(unmarked(path))
+    rc, report, output = check(repo)
+    assert rc == 2, output
+    relative = [str(p.relative_to(repo)) for p in rendered]
+    assert exactly(report, changed=sorted(relative), removed=[str(infra.relative_to(repo))]), output
+    assert report["not_ours"] == []
+
+    proc = run(pipeline_step().replace(" --check --diff", ""), repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all(p.read_text().startswith(HEADER) for p in rendered) and not infra.exists()
+    rc, report, output = check(repo)
+    assert rc == 0 and report["status"] == "clean", output
 
 
 def test_an_invalid_set_fails_as_an_error_naming_its_file_not_as_drift(repo):

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import textwrap
 
-from fixtures.ansible_runs import COLLECTIONS, ROOT, node_socket
+from fixtures.ansible_runs import COLLECTIONS, NO_PRIVATE_PYTHON, ROOT, node_socket
 
 
 def oldest(requirement: str) -> str:
@@ -32,7 +33,11 @@ def test_cri_client_on_oldest_grpcio_and_protobuf(lab, tmp_path):
         with ContainerdClient({node_socket(lab, "worker-0")!r}) as client:
             print(len(client.list_records()) >= len(client.list_images()))
     """)
-    proc = subprocess.run([str(venv / "bin" / "python"), "-c", script], capture_output=True, text=True, check=False)
+    # Not the machine's private directory, whose newer protobuf would come first on sys.path.
+    env = dict(os.environ, PINNED_IMAGES_PYTHON_DIR=str(NO_PRIVATE_PYTHON))
+    proc = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", script], capture_output=True, text=True, check=False, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     grpc_version, protobuf_version, runtime, _count, records_listed = proc.stdout.split()
     assert (grpc_version, protobuf_version, runtime) == (oldest("grpcio"), oldest("protobuf"), "containerd")

@@ -18,6 +18,7 @@ import tomllib
 import yaml
 
 from fixtures.ansible_runs import playbook as ansible_playbook
+from fixtures.ansible_runs import warnings_in
 from fixtures.openshift_objects import ROLE_LABEL as ROLE
 from fixtures.openshift_objects import pinned_image_set, role_pool
 from support.gate_proxy import GateProxy
@@ -265,6 +266,13 @@ def test_control_plane_pulls_never_overlap_and_worker_pulls_do(first_run, gate):
     assert min(start for start, *_rest in pull_intervals(first_run, WORKERS)) > control_plane[-1][1]
 
 
+def test_a_clean_run_prints_no_warning(check_run, first_run, second_run):
+    # A phase without nodes or no failed node must not warn about a host pattern, nor anything else.
+    for run in (check_run, first_run, second_run):
+        assert run.rc == 0, run.output
+        assert warnings_in(run.output) == [], run.output
+
+
 def test_a_second_run_changes_nothing_on_any_node(work, second_run):
     assert second_run.rc == 0, second_run.output
     recap = second_run.recap()
@@ -406,14 +414,21 @@ def test_render_is_byte_stable_and_its_check_mode_fails_on_drift(work):
 
     edited = dest / "pinnedimagesets/worker-images.yaml"
     edited.write_text(edited.read_text().replace("worker-images", "worker-images-edited", 1))
-    (dest / "machineconfigs/99-old-pinned-images.yaml").write_text("kind: MachineConfig\n")
+    # A MachineConfig the render wrote (marked) and no longer writes goes; a user's file stays.
+    old = dest / "machineconfigs/99-old-pinned-images.yaml"
+    old.write_bytes(rendered["machineconfigs/99-infra-pinned-images.yaml"].replace(b"infra", b"old"))
+    mine = dest / "machineconfigs/99-master-ssh.yaml"
+    mine.write_text("kind: MachineConfig\nmetadata: {name: 99-master-ssh}\n")
     check = playbook("render", [], args, tmp, check=True, report=False)
     assert check.rc != 0
     assert "differs from what the render writes" in check.output
-    assert str(edited) in check.output and "99-old-pinned-images.yaml" in check.output
+    assert str(edited) in check.output and str(old) in check.output
+    assert f"not ours, left: {mine}" in check.output
     assert "worker-images-edited" in edited.read_text()
 
     fixed = playbook("render", [], args, tmp, report=False)
     assert fixed.rc == 0, fixed.output
     assert {name: (dest / name).read_bytes() for name in files} == rendered
-    assert not (dest / "machineconfigs/99-old-pinned-images.yaml").exists()
+    assert not old.exists() and mine.exists()
+    for run in (check, fixed):
+        assert warnings_in(run.output) == [], run.output

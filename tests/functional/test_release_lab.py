@@ -14,7 +14,7 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.client import C
 from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import is_loopback
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import host_platform
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import validate_set
-from fixtures.ansible_runs import adhoc, node_socket, playbook, remove_all_images
+from fixtures.ansible_runs import adhoc, node_socket, playbook, remove_all_images, warnings_in
 from support.lab import started_lab
 from support.ports import free_port
 
@@ -231,6 +231,8 @@ def test_one_playbook_run_stages_the_release_on_every_node_and_a_rerun_changes_n
 
     proc = _run_stage(inventory, extra)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    for run in (checked, proc):
+        assert warnings_in(run.stdout + run.stderr) == [], run.stdout + run.stderr
     assert "Release 4.99.1 (%s): 4 images" % release["reference"] in proc.stdout
     assert "each node needs up to" in proc.stdout
     wanted = sorted([*components.values(), release["reference"]])

@@ -23,7 +23,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from fixtures.ansible_runs import playbook
+from fixtures.ansible_runs import playbook, warnings_in
 from support.browser import CHROMIUM, Browser
 
 pytestmark = pytest.mark.lab
@@ -237,6 +237,7 @@ def test_the_documented_command_writes_the_page_of_a_report_file(page_run):
     argv = shlex.split(command)
     proc = playbook(argv[1], options=argv[2:], cwd=work)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert warnings_in(proc.stdout + proc.stderr) == []
     assert (work / "report.html").read_text() == page_run["page"].read_text()
 
 

@@ -15,9 +15,10 @@ import pytest
 import yaml
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
-from fixtures.ansible_runs import adhoc, node_socket, playbook
+from fixtures.ansible_runs import adhoc, adhoc_command, adhoc_result, ansible_env, node_socket, playbook, warnings_in
 from fixtures.openshift_objects import ROLE_LABEL as ROLE
 from fixtures.openshift_objects import pinned_image_set
+from support.machine_paths import with_own_var_lib
 
 pytestmark = pytest.mark.lab
 
@@ -100,14 +101,50 @@ def test_no_source_at_all_fails(work, untouched):
     assert "nothing selects an image: cluster_sets and cluster_pools are empty, cluster_read_cluster is false" in output
 
 
-def test_an_invalid_role_input_fails_its_nodes_with_one_line_naming_the_variable(work, untouched):
-    rc, output = run(
-        playbook("pinned.images.prefetch", work["inventory"], {"cluster_sets": [str(work["sets"])], "node_pin": "yes"})
-    )
+def test_bad_values_fail_once_on_the_controller_before_any_node_with_every_problem_in_one_message(work, untouched):
+    extra = {
+        "cluster_sets": [str(work["sets"])],
+        "node_pin": "yes",
+        "node_prefetch_options": {"min_free": -1, "retries": "x"},
+    }
+    rc, output = run(playbook("pinned.images.prefetch", work["inventory"], extra))
     assert rc != 0
-    line = "invalid input of the pinned.images.node role: value of node_pin must be one of: auto, true, false, label, got: yes"
-    assert f'"worker-1: {line}"' in output and f'"msg": "{line}"' in output
-    assert "not_run" not in output and "not attempted" not in output
+    every = "(on every host: an extra variable or one of the group all)"
+    message = "; ".join(
+        [
+            f"value of node_pin must be one of: auto, true, false, label, got: yes {every}",
+            "node_prefetch_options: argument 'retries' is of type str and we were unable to convert to int: "
+            f"\"'x'\" cannot be converted to an int {every}",
+            "node_prefetch_options.min_free: size '-1' is not understood; allowed are bytes (1073741824), binary "
+            f"units (500Mi, 16Gi, 1.5Gi), decimal units (1G, 500M) or a percent of the filesystem size (10%) {every}",
+        ]
+    )
+    assert f"{message}; nothing was changed" in output
+    # Once, from the controller's first play: no node play started, no node was reached.
+    assert [line for line in output.splitlines() if line.startswith("fatal:")] == [
+        f'fatal: [localhost]: FAILED! => {{"changed": false, "msg": "{message.replace(chr(34), chr(92) + chr(34))}; '
+        'nothing was changed"}'
+    ]
+    assert "PLAY [Prefetch, first phase]" not in output and "PLAY RECAP" in output
+    recap = {line.split()[0]: line for line in output.split("PLAY RECAP", 1)[1].splitlines() if " : " in line}
+    assert "failed=1" in recap.pop("localhost")
+    # The first play's limit check names a node without running anything on it.
+    assert all(" ok=0 " in line and "unreachable=0" in line for line in recap.values()), recap
+
+
+def test_a_reserve_without_its_unit_warns_once_on_the_controller_suggesting_the_unit(work, untouched):
+    extra = {"cluster_sets": [str(work["sets"])], "node_prefetch_options": {"min_free": 16}}
+    limit = ["--limit", "localhost,worker-0"]
+    rc, output = run(playbook("pinned.images.prefetch", work["inventory"], extra, check=True, options=limit))
+    assert rc == 0, output
+    # Once on the controller, and from the module on the node (for direct use).
+    assert output.count("did you mean 16Gi?") == 2, output
+    assert "[WARNING]: min_free: 16 has no unit, so it means 16 bytes" in output
+    assert (
+        "[WARNING] node_prefetch_options.min_free: 16 has no unit, so it means 16 bytes, which keeps almost nothing "
+        "free; did you mean 16Gi? Give the unit (16Gi, 500Mi), or 0 for no reserve (on every host: an extra variable "
+        "or one of the group all)"
+    ) in output
 
 
 def test_a_batch_size_serial_cannot_take_fails_with_one_line_not_a_traceback(work, untouched):
@@ -230,7 +267,7 @@ def test_the_render_of_an_empty_directory_removes_nothing(work):
     assert rc != 0
     assert (
         f"the sources hold no PinnedImageSet: looked at cluster_sets ({work['empty']}), so the render would "
-        f"remove every file of {dest}/pinnedimagesets and {dest}/machineconfigs; nothing was changed."
+        f"remove every file it wrote in {dest}/pinnedimagesets and {dest}/machineconfigs; nothing was changed."
     ) in output
     assert {path: path.read_bytes() for path in files} == files
 
@@ -240,6 +277,13 @@ def test_the_node_deps_playbook_runs_as_documented(work):
     rc, output = run(playbook("pinned.images.node_deps", work["inventory"]))
     assert rc == 0, output
     assert "has grpcio and protobuf" in output
+    assert warnings_in(output) == [], output
+    rc, output = run(playbook("pinned.images.node_deps", work["inventory"], {"node_python_deps_dir": "python"}))
+    assert rc != 0
+    assert (
+        "node_python_deps_dir must be an absolute path on the node, got 'python' (on every host: an extra variable "
+        "or one of the group all); nothing was changed"
+    ) in output
     rc, output = run(playbook("pinned.images.node_deps", work["inventory"], {"node_deps_host": "workers"}))
     assert rc != 0
     assert (
@@ -266,10 +310,16 @@ def test_every_node_module_fails_clearly_without_grpc(tmp_path, module, args, pr
         pytest.fail(f"{SYSTEM_PYTHON} imports grpc: the test proves nothing")
     if module == "crio_pinned_images":
         args = dict(args, dropin_path=str(tmp_path / "50-pinned-images"))
-    env = {"ANSIBLE_PYTHON_INTERPRETER": SYSTEM_PYTHON}
+    env = ansible_env(ANSIBLE_PYTHON_INTERPRETER=SYSTEM_PYTHON)
+    command = adhoc_command(f"pinned.images.{module}", dict(args, cri_socket=str(tmp_path / "cri.sock")))
     if private_dir:
         env["PINNED_IMAGES_PYTHON_DIR"] = private_dir
-    rc, result, output = adhoc(f"pinned.images.{module}", dict(args, cri_socket=str(tmp_path / "cri.sock")), env=env)
+    else:
+        # The default directory, as a node without the variable has it: the test's own, empty, not the machine's.
+        del env["PINNED_IMAGES_PYTHON_DIR"]
+        command = with_own_var_lib(command, tmp_path / "var-lib")
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    rc, result, output = proc.returncode, adhoc_result(proc.stdout), proc.stdout + proc.stderr
     assert rc != 0 and "Traceback" not in result.get("module_stderr", ""), output
     assert result["msg"].startswith(f"grpcio and protobuf are missing for {SYSTEM_PYTHON} (cp3"), result
     where = f"PINNED_IMAGES_PYTHON_DIR={private_dir}" if private_dir else "(PINNED_IMAGES_PYTHON_DIR is not set)"

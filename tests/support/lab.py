@@ -226,6 +226,9 @@ class Lab(Supervisor):
                     # reach keeps the pace on (samples, report, waits) without waiting on other work.
                     # tests/functional/test_pace_lab.py makes the latency high on purpose.
                     "node_pace_bound_ms": 1000,
+                    # The lab's own private Python directory: never the machine's (/var/lib/pinned-images/python,
+                    # which a node_deps run on this machine creates and whose protobuf may not match the venv's).
+                    "node_python_deps_dir": str(self.path / "python"),
                 },
                 "children": {group: {"hosts": hosts} for group, hosts in groups.items()},
             }

@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import AtomicFileError, atomic_write
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.rendered_file import rendered_text
 from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import dump_yaml
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import DEFAULT_FIELD_MANAGER
 from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
@@ -366,13 +367,13 @@ def check_no_reboot(
 
 
 def sync_policy_file(dest: str, path: str = DEFAULT_PATH, check_mode: bool = False) -> Dict[str, Any]:
-    """Write the policy object to ``<dest>/POLICY_FILE_NAME`` (atomic, byte-stable); atomic_write's result with
-    ``path``."""
+    """Write the policy object to ``<dest>/POLICY_FILE_NAME`` (atomic, byte-stable, with the ownership mark);
+    atomic_write's result with ``path``."""
     target = os.path.join(dest, POLICY_FILE_NAME)
     try:
         if not check_mode:
             os.makedirs(dest, mode=0o755, exist_ok=True)
-        outcome = atomic_write(target, dump_yaml(policy_file_object(path)), mode=0o644, check_mode=check_mode)
+        outcome = atomic_write(target, rendered_text(policy_file_object(path)), mode=0o644, check_mode=check_mode)
     except OSError as exc:
         raise AtomicFileError(exc.errno, f"cannot write {target}: {exc.strerror or exc}") from exc
     return dict(outcome, path=target)

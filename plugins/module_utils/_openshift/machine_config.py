@@ -32,7 +32,7 @@ import binascii
 import json
 import os
 import re
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import (
     AtomicFileError,
@@ -42,6 +42,7 @@ from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file 
 )
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import MAX_NAME_LENGTH
+from ansible_collections.pinned.images.plugins.module_utils._common.rendered_file import Shape, rendered_text
 from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import (
     HAS_YAML,
     YAMLError,
@@ -74,8 +75,10 @@ __all__ = [
     "image_changes",
     "images_in_machine_config",
     "machine_config_name",
+    "owned_files",
     "render_for_pools",
     "render_machine_config",
+    "rendered_shape",
     "sync_cluster",
     "sync_files",
 ]
@@ -253,7 +256,9 @@ def image_changes(before: Iterable[str], after: Iterable[str]) -> Dict[str, List
 def sync_files(
     entries: List[Dict[str, Any]], dest: str, state: str = "present", check_mode: bool = False
 ) -> Dict[str, Any]:
-    """Write ``<dest>/<name>.yaml`` for entries with a MachineConfig; remove it for the others or when absent.
+    """Write ``<dest>/<name>.yaml`` for entries with a MachineConfig (with the ownership mark,
+    ``_common/rendered_file``); remove it for the others or when absent. The caller refuses files that are not ours
+    first (``owned_files``).
 
     Returns ``{changed, files, diffs, file_changes, previous_images}``; ``files`` lists the paths written or up
     to date (present) or removed (absent and empty pools); ``file_changes`` is ``{created, changed, removed}``
@@ -273,7 +278,7 @@ def sync_files(
         try:
             existing = read_bytes(path)
             if state == "present" and entry["machine_config"] is not None:
-                text = dump_yaml(entry["machine_config"])
+                text = rendered_text(entry["machine_config"])
                 # An unchanged file pins exactly the entry's images: no need to parse it back.
                 same = existing is not None and existing == text.encode("utf-8")
                 previous_images[entry["name"]] = list(entry["images"]) if same else _images_in_file(existing)
@@ -301,6 +306,28 @@ def sync_files(
         "file_changes": file_changes,
         "previous_images": previous_images,
     }
+
+
+def rendered_shape(obj: Dict[str, Any]) -> bool:
+    """Whether ``obj`` has the shape of what the render writes into the MachineConfig directory: a MachineConfig
+    whose config is only the drop-in, or the node disruption policy's object."""
+    if obj.get("kind") == disruption_policy.KIND:
+        return obj == disruption_policy.policy_file_object()
+    config = (obj.get("spec") or {}).get("config")
+    if not isinstance(config, dict) or set(config) != {"ignition", "storage"} or set(config["storage"]) != {"files"}:
+        return False
+    files = config["storage"]["files"]
+    return isinstance(files, list) and len(files) == 1 and bool(images_in_machine_config(obj))
+
+
+def owned_files(entries: List[Dict[str, Any]], dest: str, with_policy: bool) -> List[Tuple[str, str, Shape]]:
+    """(path, object name, shape) of every file ``sync_files`` (and, ``with_policy``, ``sync_policy_file``) may write
+    or remove in ``dest``, for ``refuse_foreign``."""
+    files: List[Tuple[str, str, Shape]] = [(file_path(dest, e["name"]), e["name"], rendered_shape) for e in entries]
+    if with_policy:
+        policy = os.path.join(dest, disruption_policy.POLICY_FILE_NAME)
+        files.append((policy, disruption_policy.NAME, rendered_shape))
+    return files
 
 
 def _managed_view(obj: Dict[str, Any]) -> Dict[str, Any]:

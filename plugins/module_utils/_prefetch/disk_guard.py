@@ -34,6 +34,7 @@ __all__ = [
     "filesystem_stats",
     "human_size",
     "parse_size",
+    "unitless_size_warning",
 ]
 
 MODES = ("estimate", "free_only", "off")
@@ -97,6 +98,20 @@ def parse_size(value: Union[str, int], total: int | None = None) -> int:
         return int(Decimal(match.group(1)) * _UNITS[match.group(2)])
     except InvalidOperation:
         raise DiskGuardError(f"size {_describe(value)} is not understood; allowed are {_ALLOWED}") from None
+
+
+def unitless_size_warning(value: object, name: str = "min_free") -> Optional[str]:
+    """A warning when ``value`` is a bare number of fewer than 1 MiB (above 0): almost no reserve, so most likely
+    its unit was left out (``16`` for ``16Gi``); None otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
+        return None
+    size = int(str(value).strip())
+    if not 0 < size < _UNITS["Mi"]:
+        return None
+    return (
+        f"{name}: {value} has no unit, so it means {size} bytes, which keeps almost nothing free; "
+        f"did you mean {size}Gi? Give the unit (16Gi, 500Mi), or 0 for no reserve"
+    )
 
 
 def human_size(size: int) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
+from ansible_collections.pinned.images.plugins.module_utils._common.rendered_file import refuse_foreign
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     HAS_KUBERNETES,
     KUBERNETES_IMPORT_ERROR,
@@ -25,6 +26,7 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift import di
 from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import (
     MachineConfigError,
     image_changes,
+    owned_files,
     render_for_pools,
     sync_cluster,
     sync_files,
@@ -115,6 +117,8 @@ def run_machine_config(
     with_policy = request.disruption_policy and request.state == "present"
     result["disruption_policy"] = dict(file=None, applied=False)
     if request.dest:
+        # A user's file of the same name is never replaced nor removed.
+        refuse_foreign(owned_files(entries, request.dest, with_policy))
         outcome = sync_files(entries, request.dest, state=request.state, check_mode=check_mode)
         result.update(files=outcome["files"], file_changes=outcome["file_changes"])
         result["changed"] |= outcome["changed"]

@@ -24,11 +24,8 @@ from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file 
     remove_file,
 )
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError, join_problems
-from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import (
-    HAS_YAML,
-    YAML_IMPORT_ERROR,
-    dump_yaml,
-)
+from ansible_collections.pinned.images.plugins.module_utils._common.rendered_file import refuse_foreign, rendered_text
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import HAS_YAML, YAML_IMPORT_ERROR
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
     HAS_KUBERNETES,
     KUBERNETES_IMPORT_ERROR,
@@ -188,13 +185,13 @@ def _apply(
 def _write(
     dest: str, path: str, rendered: Optional[KubeObject], check_mode: bool, result: Dict[str, Any]
 ) -> Dict[str, str]:
-    """Write or remove the set's file; the diff entry."""
+    """Write or remove the set's file (with the ownership mark, ``_common/rendered_file``); the diff entry."""
     result["path"] = path
     try:
         if rendered is not None:
             if not os.path.isdir(dest) and not check_mode:
                 os.makedirs(dest, mode=0o755, exist_ok=True)
-            written = atomic_write(path, dump_yaml(rendered), mode=0o644, check_mode=check_mode)
+            written = atomic_write(path, rendered_text(rendered), mode=0o644, check_mode=check_mode)
             kind = ("created" if written["created"] else "changed") if written["content_changed"] else None
         else:
             written = remove_file(path, check_mode=check_mode)
@@ -237,6 +234,9 @@ def publish_set(
         name = str(given)
     if dest is not None and os.path.exists(dest) and not os.path.isdir(dest):
         raise CollectionError(f"dest {dest} is not a directory; nothing was applied or written")
+    if dest is not None:
+        # A user's file of the same name is never replaced nor removed.
+        refuse_foreign([(os.path.join(dest, name + ".yaml"), name, lambda obj: not dropped_fields(obj))])
     result: Dict[str, Any] = {"changed": False, "name": name}
     if rendered is not None:
         result["definition"] = rendered

@@ -39,7 +39,10 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.method import 
     pin_images,
     pin_method,
 )
-from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import parse_size
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import (
+    parse_size,
+    unitless_size_warning,
+)
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.estimate import PullSources, RetryPolicy
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pace import Pace, PaceOptions, open_pace
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.preflight import (
@@ -78,7 +81,16 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.options import
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
-__all__ = ["PrefetchOutcome", "PrefetchRequest", "image_diff", "parse_images", "record_images", "run", "run_prefetch"]
+__all__ = [
+    "PrefetchOutcome",
+    "PrefetchRequest",
+    "image_diff",
+    "parse_images",
+    "record_images",
+    "run",
+    "run_prefetch",
+    "value_problems",
+]
 
 # Options with a lower bound (inclusive), and options that must be above 0.
 _AT_LEAST = (
@@ -148,10 +160,28 @@ def image_diff(images: List[ImageResult]) -> Dict[str, str]:
     )
 
 
+def value_problems(params: Mapping[str, Any], problems: Problems) -> None:
+    """Record the problems of single option values, of the options ``params`` holds (every option in a run, those
+    of ``node_prefetch_options`` in the controller's check, ``plugin_utils/_variables``)."""
+    for name, low in _AT_LEAST:
+        if name in params:
+            problems.at_least(params, name, low)
+    for name in _ABOVE_ZERO:
+        if name in params:
+            problems.above_zero(params, name)
+    if "pace_percentile" in params and not 0 < params["pace_percentile"] <= 100:
+        problems.add(f"pace_percentile must be above 0 and at most 100, got {params['pace_percentile']}")
+    if "min_free" in params:
+        try:
+            parse_size(params["min_free"], total=0)
+        except CollectionError as error:
+            problems.add(f"min_free: {error.message}")
+
+
 @dataclass(frozen=True)
 class PrefetchRequest:
     """Every option of one prefetch, checked; ``secrets`` must join the module's no_log values, and the
-    ``warnings`` (of registries.conf) be given with the result."""
+    ``warnings`` (of registries.conf, of the options) be given with the result."""
 
     refs: Tuple[ImageRef, ...]
     registry: RegistryOptions
@@ -191,8 +221,9 @@ class PrefetchRequest:
 
     @property
     def warnings(self) -> List[str]:
-        """registries.conf's warnings."""
-        return list(self.registries.warnings)
+        """registries.conf's warnings, and a reserve given without its unit."""
+        unitless = unitless_size_warning(self.guard.min_free)
+        return list(self.registries.warnings) + ([unitless] if unitless else [])
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], check_mode: bool) -> "PrefetchRequest":
@@ -202,10 +233,7 @@ class PrefetchRequest:
         mapped = problems.attempt(lambda: node_params(params, _NODE_PATHS))
         problems.raise_any()
         params = cast(Dict[str, Any], mapped)
-        for name, low in _AT_LEAST:
-            problems.at_least(params, name, low)
-        for name in _ABOVE_ZERO:
-            problems.above_zero(params, name)
+        value_problems(params, problems)
         if (
             params["pin"] in (PIN_AUTO, METHOD_DROPIN)
             and params["crio_reload"] == "signal"
@@ -222,9 +250,6 @@ class PrefetchRequest:
                 f"{params['dropin_path']}, or the labels pinned.images set); nothing was changed. Give the images, "
                 "allow_empty=true to empty the pins, or pin=none"
             )
-        if not 0 < params["pace_percentile"] <= 100:
-            problems.add(f"pace_percentile must be above 0 and at most 100, got {params['pace_percentile']}")
-        problems.attempt(lambda: parse_size(params["min_free"], total=0))
         platform = problems.attempt(lambda: parse_platform(params["platform"]) if params["platform"] else None)
         registry = RegistryOptions.from_params(params, problems)
         overrides = problems.attempt(

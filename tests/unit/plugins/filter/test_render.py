@@ -28,3 +28,11 @@ def test_the_stale_files_are_those_the_render_tasks_did_not_write():
     assert F["render_stale"](found, written, {"files": ["/o/mc.yaml"]}) == ["/o/b.yaml"]
     assert F["render_stale"](found) == ["/o/a.yaml", "/o/b.yaml", "/o/mc.yaml"]
     assert F["render_problem"]({"sets": []}, {"cluster_sets": []}, "/o", "yes") == ""
+
+
+def test_the_users_files_are_left_and_named(tmp_path):
+    mine = tmp_path / "machineconfigs" / "99-master-ssh.yaml"
+    mine.parent.mkdir()
+    mine.write_text("kind: MachineConfig\nmetadata: {name: 99-master-ssh}\n")
+    found = {"files": [{"path": str(mine)}]}
+    assert F["render_stale"](found) == [] and F["render_not_ours"](found) == [str(mine)]

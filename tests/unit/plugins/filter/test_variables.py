@@ -20,3 +20,11 @@ def test_the_collections_own_names_are_known():
         "errors": ["cluster_set (on localhost) is not a variable of pinned.images: did you mean cluster_sets?"],
         "warnings": [],
     }
+
+
+def test_bad_values_are_found_with_hosts_before_hostvars():
+    hostvars = {"localhost": {"node_prefetch_options": {"min_free": -1}}}
+    assert F["variable_problems"](["localhost"], hostvars)["errors"] == [
+        "node_prefetch_options.min_free: size '-1' is not understood; allowed are bytes (1073741824), binary units "
+        "(500Mi, 16Gi, 1.5Gi), decimal units (1G, 500M) or a percent of the filesystem size (10%) (on localhost)"
+    ]

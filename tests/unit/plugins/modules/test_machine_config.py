@@ -12,6 +12,8 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.pinned.images.plugins.module_utils._common.rendered_file import HEADER, marked
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import dump_yaml
 from ansible_collections.pinned.images.plugins.module_utils._openshift.disruption_policy import POLICY_FILE_NAME
 from ansible_collections.pinned.images.plugins.modules import machine_config as module
 from fixtures.module_runner import run_module
@@ -97,7 +99,7 @@ def test_dest_files_are_written_once_and_stable(tmp_path, capsys):
     assert first["disruption_policy"] == {"file": str(dest / POLICY_FILE_NAME), "applied": False}
     content = (dest / "50-worker-pins.yaml").read_bytes()
     loaded = yaml.safe_load(content)
-    assert loaded == first["machine_configs"][0]
+    assert loaded == marked(first["machine_configs"][0])
     assert loaded["spec"]["config"]["ignition"]["version"] == "3.4.0"
     assert drop_in(loaded) == DROP_IN_AB
     again = run(dict(args, images=[B, A, A]), capsys)
@@ -315,3 +317,26 @@ def test_importing_the_module_imports_no_grpc():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_users_file_of_the_same_name_is_never_replaced_and_an_earlier_renders_file_is_taken_over(tmp_path, capsys):
+    args = {"pools": ["worker", "master"], "images": [A, B], "dest": str(tmp_path), "return_objects": True}
+    mine = tmp_path / "99-master-pinned-images.yaml"
+    mine.write_text("# my own\nkind: MachineConfig\nmetadata: {name: 99-master-pinned-images}\n")
+    for check_mode in (True, False):
+        failed = run(args, capsys, check_mode=check_mode)
+        assert failed["rc"] == 1
+        assert failed["msg"] == (
+            f"{mine} is not ours (it has no pinned.images/rendered-by mark and is not a file an earlier render "
+            "wrote); nothing was written: move it away, or give it the mark to let the render replace it"
+        )
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["99-master-pinned-images.yaml"]
+    # The bytes the version before the mark wrote are taken over and marked.
+    earlier = run(dict(args, dest=None), capsys)["machine_configs"][1]
+    mine.write_text(dump_yaml(earlier))
+    taken = run(args, capsys)
+    assert taken["rc"] == 0 and str(mine) in taken["file_changes"]["changed"]
+    assert mine.read_text().startswith(HEADER)
+    # state=absent removes the MachineConfigs, which are ours now, and leaves the policy.
+    assert run(dict(args, state="absent"), capsys)["rc"] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [POLICY_FILE_NAME]

@@ -10,6 +10,7 @@ import os
 import pytest
 import yaml
 
+from ansible_collections.pinned.images.plugins.module_utils._common.rendered_file import marked
 from ansible_collections.pinned.images.plugins.modules import pinned_image_set as module
 from fixtures.module_runner import run_module
 
@@ -227,13 +228,16 @@ def test_dest_writes_byte_stable_yaml_without_the_cluster(tmp_path, capsys):
     assert first["changed"] is True and first["path"] == str(path)
     assert "object" not in first
     content = path.read_bytes()
-    assert yaml.safe_load(content) == first["definition"]
+    assert yaml.safe_load(content) == marked(first["definition"])
     assert (
         content
         == (
+            "# Rendered by pinned.images (annotation pinned.images/rendered-by): a later render changes or removes it.\n"
             "apiVersion: machineconfiguration.openshift.io/v1\n"
             "kind: PinnedImageSet\n"
             "metadata:\n"
+            "  annotations:\n"
+            "    pinned.images/rendered-by: pinned.images\n"
             "  labels:\n"
             "    a: '1'\n"
             "    b: '2'\n"
@@ -328,3 +332,15 @@ def test_a_definition_copied_from_the_cluster_with_a_stale_resource_version_appl
     applied = [r for r in fake_apiserver.requests if r.method == "PATCH"]
     assert "resourceVersion" not in applied[-1].body["metadata"]
     assert {"name": B} in fake_apiserver.get(KIND, "copied")["spec"]["pinnedImages"]
+
+
+def test_a_users_file_of_the_sets_name_is_never_replaced_nor_removed(tmp_path, capsys):
+    mine = tmp_path / "worker-pins.yaml"
+    mine.write_text("keep: true\n")
+    for args in (
+        {"name": "worker-pins", "images": [A], "dest": str(tmp_path)},
+        {"name": "worker-pins", "state": "absent", "dest": str(tmp_path)},
+    ):
+        failed = run(args, capsys)
+        assert failed["rc"] == 1 and failed["msg"].startswith(f"{mine} is not ours"), failed
+        assert mine.read_text() == "keep: true\n"

@@ -262,6 +262,13 @@ def test_a_call_that_failed_as_a_whole_is_the_node_error():
     assert result([])["error"] == "the prefetch ended without a result"
 
 
+def test_a_job_that_failed_as_a_whole_keeps_what_the_check_found_present():
+    check = prefetch(totals=dict(present=27, pulled=0, would_pull=10))
+    out = result([check, dict(failed=True, msg="the node's lock is held by run r1")], images=[A] * 37)
+    assert (out["status"], out["present"], out["pulled"], out["would_pull"]) == ("failed", 27, 0, 0)
+    assert report_row(dict(out, host="w1")).split()[2:5] == ["0", "27", "0"]
+
+
 def test_a_failed_pin_keeps_the_pulls_and_fails_the_node():
     pin = dict(method="dropin", ran=True, changed=True, images=[], path=None, error="reload failed")
     out = result([prefetch(pin=pin, failed=True, msg="pinning with the dropin method failed: reload failed")])

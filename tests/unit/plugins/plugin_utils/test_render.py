@@ -5,16 +5,22 @@ counts, per-pool images, errors told apart from drift)."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
+from ansible_collections.pinned.images.plugins.module_utils._common.rendered_file import rendered_text
+from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import dump_yaml
+from ansible_collections.pinned.images.plugins.module_utils._openshift import disruption_policy
+from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import render_machine_config
 from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
+from ansible_collections.pinned.images.plugins.module_utils._sets.model import PinnedImageSet
 from ansible_collections.pinned.images.plugins.plugin_utils._render import (
     display_path,
     merge_file_changes,
     render_changes,
+    render_leftovers,
     render_objects,
     render_problem,
     render_report,
-    render_stale,
     render_written,
 )
 
@@ -181,6 +187,20 @@ def test_render_objects_are_valid_api_objects_that_load_back_the_same():
 
 
 OUT = "/repo/out"
+IMAGE = "quay.io/org/app@sha256:" + "a" * 64
+USER_MACHINE_CONFIG = """\
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-master-ssh
+  labels:
+    machineconfiguration.openshift.io/role: master
+spec:
+  config:
+    ignition: {version: 3.2.0}
+    passwd:
+      users: [{name: core, sshAuthorizedKeys: ["ssh-ed25519 AAAA"]}]
+"""
 
 
 SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
@@ -214,23 +234,76 @@ def found(*paths):
     return {"files": [{"path": path} for path in paths]}
 
 
-def test_stale_files_are_those_found_and_not_written():
-    everything = found(
-        f"{OUT}/pinnedimagesets/z.yml",
-        f"{OUT}/pinnedimagesets/a.yaml",
-        f"{OUT}/machineconfigs/old.yaml",
-        f"{OUT}/machineconfigs/99-worker-pinned-images.yaml",
-        f"{OUT}/pinnedimagesets/b.yaml",
+def test_stale_files_are_those_found_and_not_written_that_the_render_owns(tmp_path):
+    out = tmp_path / "out"
+    (out / "pinnedimagesets").mkdir(parents=True)
+    (out / "machineconfigs").mkdir()
+    set_object = PinnedImageSet(name="old-images", labels={}, images=(IMAGE,)).to_dict()
+    policy = disruption_policy.policy_file_object()
+    machine_config = render_machine_config("infra", [IMAGE])
+    files = {
+        # Marked by a render: stale.
+        "pinnedimagesets/old-images.yaml": rendered_text(set_object),
+        "machineconfigs/99-infra-pinned-images.yaml": rendered_text(machine_config),
+        # Unmarked, the exact bytes the version before the mark wrote: stale too.
+        "pinnedimagesets/older-images.yaml": dump_yaml(dict(set_object, metadata={"name": "older-images"})),
+        "machineconfigs/99-old-pinned-images.yaml": dump_yaml(render_machine_config("old", [IMAGE])),
+        "machineconfigs/" + disruption_policy.POLICY_FILE_NAME: dump_yaml(policy),
+        # The user's: a MachineConfig of their own (even as canonical YAML), plain YAML, a set under another name.
+        "machineconfigs/99-master-ssh.yaml": USER_MACHINE_CONFIG,
+        "machineconfigs/99-master-ssh-canonical.yaml": dump_yaml(
+            dict(yaml.safe_load(USER_MACHINE_CONFIG), metadata={"name": "99-master-ssh-canonical"})
+        ),
+        "machineconfigs/keep.yml": "keep: true\n",
+        "pinnedimagesets/keep.yml": "keep: true\n",
+        "pinnedimagesets/renamed.yaml": dump_yaml(set_object),
+        "pinnedimagesets/with-status.yaml": dump_yaml(dict(set_object, metadata={"name": "with-status"}, status={})),
+    }
+    for name, text in files.items():
+        (out / name).write_text(text)
+    written = render_written({"results": [{"path": str(out / "pinnedimagesets/a.yaml")}]}, SKIPPED)
+    (out / "pinnedimagesets/a.yaml").write_text(rendered_text(set_object))
+    found = {"files": [{"path": str(out / name)} for name in [*files, "pinnedimagesets/a.yaml"]]}
+    assert render_leftovers(found, written) == {
+        "stale": sorted(
+            str(out / name)
+            for name in (
+                "pinnedimagesets/old-images.yaml",
+                "machineconfigs/99-infra-pinned-images.yaml",
+                "pinnedimagesets/older-images.yaml",
+                "machineconfigs/99-old-pinned-images.yaml",
+                "machineconfigs/" + disruption_policy.POLICY_FILE_NAME,
+            )
+        ),
+        "not_ours": sorted(
+            str(out / name)
+            for name in (
+                "machineconfigs/99-master-ssh.yaml",
+                "machineconfigs/99-master-ssh-canonical.yaml",
+                "machineconfigs/keep.yml",
+                "pinnedimagesets/keep.yml",
+                "pinnedimagesets/renamed.yaml",
+                "pinnedimagesets/with-status.yaml",
+            )
+        ),
+    }
+    assert render_leftovers({"files": []}, written) == render_leftovers(None, []) == {"stale": [], "not_ours": []}
+
+
+def test_the_users_files_are_named_in_the_report_and_message_and_are_never_drift():
+    mine = [f"{OUT}/machineconfigs/99-master-ssh.yaml", f"{OUT}/pinnedimagesets/keep.yml"]
+    check = render_report([], dest=f"{OUT}", check_mode=True, base=BASE, not_ours=mine)
+    assert check["status"] == "clean" and check["not_ours"] == [
+        "out/machineconfigs/99-master-ssh.yaml",
+        "out/pinnedimagesets/keep.yml",
+    ]
+    assert check["message"] == (
+        "out matches what the render writes: no drift; not ours, left: out/machineconfigs/99-master-ssh.yaml, "
+        "out/pinnedimagesets/keep.yml"
     )
-    assert render_stale(everything, render_written(SET_FILES, MACHINE_CONFIGS)) == [
-        f"{OUT}/machineconfigs/old.yaml",
-        f"{OUT}/pinnedimagesets/z.yml",
-    ]
-    # Skipped tasks wrote nothing: every file found is stale.
-    assert render_stale(found(f"{OUT}/pinnedimagesets/a.yaml"), render_written({"results": []}, SKIPPED)) == [
-        f"{OUT}/pinnedimagesets/a.yaml"
-    ]
-    assert render_stale(found(), render_written(None, None)) == []
+    updated = render_report([MACHINE_CONFIGS["file_changes"]], dest=OUT, not_ours=mine[:1])
+    assert updated["message"].endswith(f"; not ours, left: {OUT}/machineconfigs/99-master-ssh.yaml")
+    assert render_report([], dest=OUT)["not_ours"] == []
 
 
 def test_changes_feed_the_report_with_every_kind():
@@ -267,7 +340,7 @@ def test_a_render_of_no_set_fails_naming_the_sources_unless_allowed():
     sources = {"cluster_sets": ["sets/"], "cluster_read_cluster": True}
     assert render_problem({"sets": [], "pools": []}, sources, "/out") == (
         "the sources hold no PinnedImageSet: looked at cluster_sets (sets/) and the cluster, so the render would "
-        "remove every file of /out/pinnedimagesets and /out/machineconfigs; nothing was changed. Check the paths, "
+        "remove every file it wrote in /out/pinnedimagesets and /out/machineconfigs; nothing was changed. Check the paths, "
         "or cluster_render_allow_empty=true to render the empty state"
     )
     assert render_problem({"sets": []}, sources, "/out", allow_empty=True) == ""

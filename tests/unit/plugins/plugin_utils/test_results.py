@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from ansible.plugins.loader import callback_loader
 
 from ansible_collections.pinned.images.plugins.plugin_utils._results import (
     batch_stopped,
@@ -11,7 +12,9 @@ from ansible_collections.pinned.images.plugins.plugin_utils._results import (
     node_results,
     progressing_statuses,
     report_lines,
+    report_message,
     report_nodes,
+    report_paths,
     run_parameters,
     summary,
 )
@@ -147,6 +150,21 @@ def test_report_lines_show_rows_totals_check_note_and_errors():
     assert lines[5].startswith("check mode") and lines[6:] == ["b: boom"]
     lines = report_lines(results, summary(results))
     assert not any(line.startswith("check mode") for line in lines)
+    # One node is one node, and no row ends in spaces (the YAML result format would quote it).
+    lines = report_lines(results[:1], summary(results[:1]))
+    assert lines[2].split()[:3] == ["total", "(1", "node)"] and lines == [line.rstrip() for line in lines]
+
+
+def test_the_report_is_one_block_string_for_the_yaml_result_format():
+    lines = report_lines([dict(_result(), host="a", node_name="a")], summary([dict(_result(), host="a")]))
+    assert report_message(lines) == lines and report_message(lines, "json") == lines
+    assert report_message(lines, "yaml") == "\n".join(lines)
+    # As the default callback prints them: each row whole on its own line under both result formats.
+    for result_format in ("json", "yaml"):
+        callback = callback_loader.get("default")
+        callback.set_options(direct={"result_format": result_format})
+        shown = callback._dump_results({"msg": report_message(lines, result_format)})
+        assert [line for line in lines if line not in shown] == [], shown
 
 
 def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
@@ -165,7 +183,7 @@ def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
         {"group": "", "serial": 1, "max_fail_percentage": 100},
     ]
     plan = [{"host": "a", "pools": ["master"]}, {"host": "b", "pools": ["master", "infra"]}, {"host": "c", "pools": []}]
-    run = run_parameters(results, phases, plan, forks="5", check_mode=False)
+    run = run_parameters(results, phases, plan, forks="5", check_mode=False, run_id="20261202T120000Z-7")
     assert run == {
         "phases": [{"group": "control_plane", "serial": 1, "max_fail_percentage": 100}],
         "forks": 5,
@@ -174,6 +192,7 @@ def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
         "pools": [{"name": "infra", "nodes": 1}, {"name": "master", "nodes": 2}],
         "started": 10.0,
         "finished": 16.5,
+        "id": "20261202T120000Z-7",
     }
     # The report entry point on its own: no plan, no phases, no times.
     assert run_parameters([dict(_result(), host="a")], None, None) == {
@@ -184,7 +203,30 @@ def test_run_parameters_gather_phases_sets_pools_and_the_time_span():
         "pools": [],
         "started": None,
         "finished": None,
+        "id": "",
     }
+
+
+def test_each_run_names_its_own_report_files_and_the_report_file_links_to_the_latest():
+    paths = report_paths("/srv/reports/report.json", "20261202T120000Z-7")
+    assert paths == {
+        "file": "/srv/reports/report-20261202T120000Z-7.json",
+        "page": "/srv/reports/report-20261202T120000Z-7.html",
+        "latest": "/srv/reports/report.json",
+        "latest_page": "/srv/reports/report.html",
+    }
+    # Two runs never share a file; a name without an extension, or a dot in a directory, keeps its shape.
+    assert report_paths("/r/report.json", "a")["file"] != report_paths("/r/report.json", "b")["file"]
+    assert report_paths("/r.d/report", "a")["file"] == "/r.d/report-a"
+    assert report_paths("/r/report.json", "a", per_run=False) == {
+        "file": "/r/report.json",
+        "page": "/r/report.html",
+        "latest": None,
+        "latest_page": None,
+    }
+    for bad in ("", "a/b"):
+        with pytest.raises(ValueError, match="a run id without '/'"):
+            report_paths("/r/report.json", bad)
 
 
 def test_done_statuses_carry_sets_images_and_errors():

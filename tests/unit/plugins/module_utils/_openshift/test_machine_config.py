@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from ansible_collections.pinned.images.plugins.module_utils._common.atomic_file import AtomicFileError
+from ansible_collections.pinned.images.plugins.module_utils._common.rendered_file import HEADER, rendered_text
 from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import dump_yaml
 from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_config import (
     MachineConfigError,
@@ -168,7 +169,11 @@ def test_sync_files_atomic_and_stable(tmp_path):
     first = sync_files(entries, str(dest))
     both = [str(dest / "99-worker-pinned-images.yaml"), str(dest / "99-master-pinned-images.yaml")]
     assert first["changed"] and first["files"] == both
-    assert (dest / "99-worker-pinned-images.yaml").read_text() == EXPECTED_YAML
+    # The file carries the ownership mark: the header line and the annotation.
+    marked_yaml = EXPECTED_YAML.replace(
+        "metadata:\n", "metadata:\n  annotations:\n    pinned.images/rendered-by: pinned.images\n", 1
+    )
+    assert (dest / "99-worker-pinned-images.yaml").read_text() == HEADER + marked_yaml
     again = sync_files(render_for_pools(["worker", "master"], images=[B, A][::-1]), str(dest))
     assert not again["changed"] and again["diffs"] == []
     # Pools left without images lose their files.
@@ -276,7 +281,7 @@ def test_sync_files_reads_the_images_of_each_previous_file(tmp_path):
         assert sync_files(render_for_pools(["worker"], images=[A]), str(dest), check_mode=True)["previous_images"] == {
             "99-worker-pinned-images": []
         }
-    worker.write_text(dump_yaml(render_machine_config("worker", [A, B])))
+    worker.write_text(rendered_text(render_machine_config("worker", [A, B])))
     for images in ([A], [A, B]):  # a changed file is read back; an unchanged one pins the entry's images
         outcome = sync_files(render_for_pools(["worker"], images=images), str(dest), check_mode=True)
         assert outcome["previous_images"] == {"99-worker-pinned-images": [A, B]}

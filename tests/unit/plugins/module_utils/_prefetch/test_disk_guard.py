@@ -14,6 +14,7 @@ from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard
     filesystem_stats,
     human_size,
     parse_size,
+    unitless_size_warning,
 )
 from ansible_collections.pinned.images.plugins.module_utils._registry.manifests import ManifestInfo
 
@@ -229,3 +230,16 @@ def test_check_defaults_and_empty_estimate():
 def test_check_errors(mode, min_free, message):
     with pytest.raises(DiskGuardError, match=message):
         check(big_estimate(), 100 * GI, 20 * GI, min_free, mode)
+
+
+def test_a_reserve_under_a_mebibyte_without_its_unit_gets_a_warning_suggesting_the_unit():
+    assert unitless_size_warning(16) == (
+        "min_free: 16 has no unit, so it means 16 bytes, which keeps almost nothing free; did you mean 16Gi? Give "
+        "the unit (16Gi, 500Mi), or 0 for no reserve"
+    )
+    assert unitless_size_warning(" 500 ", "node_prefetch_options.min_free").startswith(
+        "node_prefetch_options.min_free:  500  has no unit, so it means 500 bytes"
+    )
+    # No reserve on purpose, a reserve of a mebibyte or more, any unit or percent, and what parse_size refuses.
+    for value in (0, "0", 2**20, str(2**30), "16Gi", "16M", "10%", "-1", True, None, 1.5):
+        assert unitless_size_warning(value) is None, value

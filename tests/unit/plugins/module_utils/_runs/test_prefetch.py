@@ -135,10 +135,20 @@ def test_every_option_is_checked_before_the_runtime(tmp_path):
     with pytest.raises(CollectionError) as info:
         PrefetchRequest.from_params(params(tmp_path, images=["x y", "a:latest"]), False)
     assert [p.split(":")[0] for p in info.value.problems] == ["images[0]", "images[1]"]
-    with pytest.raises(CollectionError, match="size 'lots' is not understood"):
+    with pytest.raises(CollectionError, match="min_free: size 'lots' is not understood"):
         PrefetchRequest.from_params(params(tmp_path, min_free="lots"), False)
     with pytest.raises(CollectionError, match="platform 'amd64' is not os/architecture"):
         PrefetchRequest.from_params(params(tmp_path, platform="amd64"), False)
+
+
+def test_a_reserve_without_its_unit_is_taken_as_bytes_with_a_warning(tmp_path):
+    request = PrefetchRequest.from_params(params(tmp_path, min_free="16"), False)
+    assert request.guard.min_free == "16"
+    assert [w for w in request.warnings if w.startswith("min_free: 16 has no unit")] == [
+        "min_free: 16 has no unit, so it means 16 bytes, which keeps almost nothing free; did you mean 16Gi? Give "
+        "the unit (16Gi, 500Mi), or 0 for no reserve"
+    ]
+    assert PrefetchRequest.from_params(params(tmp_path, min_free="16Gi"), False).warnings == []
 
 
 def test_every_bad_option_is_named_in_one_error(tmp_path):
