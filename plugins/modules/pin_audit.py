@@ -53,9 +53,17 @@ options:
     default: /etc/crio/crio.conf.d/50-pinned-images
   record_file:
     description:
-      - The prefetch's record of what the collection pulled and pinned. Omitted, only the pins tell the prune
-        candidates.
+      - The prefetch's record of what the collection pulled and pinned, for the prune candidates.
+      - Default the record in O(state_dir), where the prefetch keeps it by default. Without a record only the pins
+        tell the prune candidates.
     type: path
+  state_dir:
+    description:
+      - The node directory where the prefetch keeps its lock and record (the prefetch's and the prune's
+        O(pinned.images.prefetch#module:state_dir)); read only, never made.
+      - Default C($PINNED_IMAGES_STATE_DIR) when the module's environment sets it.
+    type: path
+    default: /var/lib/pinned-images/state
   mco_dir:
     description:
       - Where the machine-config-operator's files tell that it manages this node.
@@ -72,7 +80,6 @@ EXAMPLES = r"""
   pinned.images.pin_audit:
     images:
       - quay.io/org/app@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9
-    record_file: /var/tmp/pinned-images-record.json
   register: node_audit
 
 - name: Fail when an image may be collected
@@ -183,6 +190,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.method import 
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     CRI_CLIENT_ARGUMENT_SPEC,
     HOST_ROOT_ARGUMENT_SPEC,
+    NODE_STATE_ARGUMENT_SPEC,
 )
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 from ansible_collections.pinned.images.plugins.module_utils._runs.pin_audit import run
@@ -195,6 +203,7 @@ def main() -> None:
         dropin_path=dict(type="path", default=DEFAULT_PATH),
         record_file=dict(type="path"),
         mco_dir=dict(type="path", default=MCO_DIRECTORY),
+        state_dir=NODE_STATE_ARGUMENT_SPEC["state_dir"],
     )
     argument_spec.update(CRI_CLIENT_ARGUMENT_SPEC)
     argument_spec.update(HOST_ROOT_ARGUMENT_SPEC)

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Pins that drift after the prefetch, on CRI-O 1.33, containerd 1.7 and containerd 2.1: a pin the node cannot apply
-fails the prefetch playbook, naming the node and the cause; every other drift is healed by a rerun, which CRI proves
-(every wanted image present and pinned). One prefetch of the three nodes (``fleet``) is shared by the module's tests;
+fails the prefetch playbook, naming the node and the cause; a failed reload is healed by a rerun (the playbook's and
+the module's), which CRI proves (every wanted image present and pinned). The other heals (a removed image, a lost
+label, a deleted drop-in) are proven by test_audit_lab.py: its audit names each drift, the rerun heals it, and the
+audit afterwards reads every wanted image present and pinned through CRI. One prefetch of the three nodes (``fleet``) is shared by the module's tests;
 each test leaves the fleet as it found it: prefetched and pinned. Without the reference directory the CRI-O cases
 skip with the one line naming PINNED_IMAGES_REFERENCE_DIR."""
 
@@ -89,12 +91,6 @@ class Fleet:
                     client.update_labels(record, {}, [PIN_LABEL_KEY, OWNER_LABEL_KEY])
             wait_reported(client, {image: False for image in self.images}, 10)
 
-    def remove_image(self, runtime: str, image: str) -> None:
-        """CRI RemoveImage, as `crictl rmi` does."""
-        with CriClient(self.node(runtime)["endpoint"]) as client:
-            client.remove_image(client.image_status(image)["id"])
-            assert client.image_status(image) is None
-
 
 def output(proc) -> str:
     # Ansible wraps long lines to the terminal's width.
@@ -175,40 +171,6 @@ def test_containerd_pins_that_cannot_be_set_fail_the_playbook_naming_the_node_an
             fleet.lab.restart_node(fleet.node(runtime)["name"])
     proc, rows = fleet.prefetch(*CONTAINERDS)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    fleet.healed()
-
-
-def test_a_rerun_labels_the_records_that_lost_the_label_again(fleet):
-    for runtime in CONTAINERDS:
-        fleet.unlabel(runtime)
-    proc, rows = fleet.prefetch(*CONTAINERDS)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for runtime in CONTAINERDS:
-        row = rows[fleet.nodes[runtime]["name"]]
-        assert (row["changed"], int(row["pulled"]), row["pin_method"], int(row["pinned"])) == (True, 0, "label", 2)
-    fleet.healed()
-
-
-def test_a_rerun_pulls_and_pins_a_removed_image(fleet):
-    removed = fleet.images[0]
-    for runtime in fleet.runtimes:
-        fleet.remove_image(runtime, removed)
-    proc, rows = fleet.prefetch()
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for runtime in fleet.runtimes:
-        assert int(rows[fleet.nodes[runtime]["name"]]["pulled"]) == 1, runtime
-    fleet.healed()
-
-
-def test_a_rerun_writes_a_deleted_dropin_again(fleet):
-    node, dropin = fleet.node(CRIO), fleet.dropin()
-    text = dropin.read_text()
-    dropin.unlink()
-    fleet.lab.reload_node(node["name"])
-    assert fleet.cri(CRIO) == {image: False for image in fleet.images}
-    proc, rows = fleet.prefetch(CRIO)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert dropin.read_text() == text and rows[node["name"]]["changed"]
     fleet.healed()
 
 

@@ -23,6 +23,7 @@ from ansible_collections.pinned.images.plugins.module_utils._pins.method import 
     mco_pin_method,
     pin_method,
 )
+from ansible_collections.pinned.images.plugins.module_utils._prune.record import default_record_file
 from ansible_collections.pinned.images.plugins.module_utils._runs.options import (
     Problems,
     RuntimeOptions,
@@ -34,7 +35,7 @@ from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import
 
 __all__ = ["AuditRequest", "run", "run_audit"]
 
-_NODE_PATHS = ("dropin_path", "record_file", "mco_dir")
+_NODE_PATHS = ("dropin_path", "record_file", "mco_dir", "state_dir")
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ class AuditRequest:
             refs=tuple(refs),
             pin=params["pin"],
             dropin_path=params["dropin_path"],
-            record_file=params["record_file"] or None,
+            # The record a prefetch keeps by default; read only, so a missing one is no record.
+            record_file=params["record_file"] or default_record_file(params["state_dir"]),
             mco_dir=params["mco_dir"],
             runtime=RuntimeOptions.from_params(params),
         )

@@ -261,9 +261,11 @@ def test_the_policy_file_is_byte_stable_and_valid(cluster, capsys, tmp_path):
     assert first["disruption_policy"]["file"] == str(path)
     content = path.read_bytes()
     assert content == (
+        b"# Rendered by pinned.images (annotation pinned.images/rendered-by): a later render changes or removes it.\n"
         b"apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  annotations:\n"
         b"    argocd.argoproj.io/sync-options: Prune=false,Delete=false,ServerSideApply=true\n"
-        b"    argocd.argoproj.io/sync-wave: '-1'\n    kustomize.toolkit.fluxcd.io/prune: disabled\n  name: cluster\nspec:\n"
+        b"    argocd.argoproj.io/sync-wave: '-1'\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
+        b"    pinned.images/rendered-by: pinned.images\n  name: cluster\nspec:\n"
         b"  nodeDisruptionPolicy:\n    files:\n    - actions:\n      - reload:\n          serviceName: crio.service\n"
         b"        type: Reload\n      path: /etc/crio/crio.conf.d/50-pinned-images\n"
     )

@@ -18,6 +18,7 @@ def params(tmp_path, **extra):
         pin="auto",
         dropin_path=str(tmp_path / "50-pinned-images"),
         record_file=None,
+        state_dir=str(tmp_path / "state"),
         mco_dir=str(tmp_path / "mcd"),
         host_root=None,
         cri_socket=str(tmp_path / "cri.sock"),
@@ -55,6 +56,15 @@ def test_every_bad_image_is_named_at_once(tmp_path):
     with pytest.raises(CollectionError) as caught:
         AuditRequest.from_params(params(tmp_path, images=["Bad Name", A, "also bad"]))
     assert [problem.split(":")[0] for problem in caught.value.problems] == ["images[0]", "images[2]"]
+
+
+def test_the_record_defaults_to_the_prefetch_s_in_the_state_directory_and_is_never_made(tmp_path):
+    request = AuditRequest.from_params(params(tmp_path))
+    assert request.record_file == str(tmp_path / "state" / "pinned-images-record.json")
+    given = AuditRequest.from_params(params(tmp_path, record_file=str(tmp_path / "mine.json")))
+    assert given.record_file == str(tmp_path / "mine.json")
+    run_audit(request, lambda options: ReadOnly())
+    assert not (tmp_path / "state").exists()
 
 
 def test_auto_on_cri_o_reads_the_drop_in_and_only_reads(tmp_path):
