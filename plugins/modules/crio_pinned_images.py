@@ -28,7 +28,7 @@ description:
     O(settle_timeout) seconds, until CRI reports every wanted image that is on the node as pinned and every image
     the file no longer lists as not pinned; otherwise the task fails and says which images CRI reports wrongly.
     On a rerun whose file is as wanted, CRI is read once; when it disagrees (an earlier reload failed), CRI-O is
-    reloaded once, with a warning, and then waited for the same way (in check mode RV(changed) is then true). With
+    reloaded once, with a warning, and then waited for the same way (in check mode the task then reports a change). With
     O(crio_reload=none) CRI is only read and reported (RV(cri_pinned)).
   - O(state=absent) removes the file. A selection of no image (O(images=[]), or sets that select nothing for this
     node) fails without touching it, unless O(allow_empty=true), which removes it too. With O(state=present), one of

@@ -221,10 +221,10 @@ def test_the_render_changes_only_its_own_files_and_leaves_the_users_in_both_fold
 
     # Twice, for real and with --diff: the user's files stay byte for byte, and no diff shows them.
     step = pipeline_step().replace(" --check --diff", " --diff")
-    for _ in range(2):
+    for attempt in range(2):
         proc = run(step, repo)
         output = proc.stdout + proc.stderr
-        assert proc.returncode == 0, output
+        assert proc.returncode == 0, (attempt, output)
         assert {path: (repo / path).read_text() for path in mine} == mine
         assert left in output and not any(f"before: {repo / path}" in output for path in mine), output
         assert warnings_in(output) == []

@@ -517,9 +517,9 @@ def read_config(path: str, root: Optional[str] = None) -> Tuple[Dict[str, Any], 
 _LOCAL_PULL_TRIGGERS: Tuple[Tuple[str, str, Any], ...] = (
     ("disable_snapshot_annotations", "= false", lambda value: value is False),
     ("discard_unpacked_layers", "= true", lambda value: value is True),
-    ("registry.mirrors", "set", lambda value: bool(value)),
-    ("registry.configs", "set", lambda value: bool(value)),
-    ("registry.auths", "set", lambda value: bool(value)),
+    ("registry.mirrors", "set", bool),
+    ("registry.configs", "set", bool),
+    ("registry.auths", "set", bool),
     ("max_concurrent_downloads", "other than 3", lambda value: value != 3),
     ("image_pull_with_sync_fs", "= true", lambda value: value is True),
 )
