@@ -92,6 +92,12 @@ runtime:
   description: The runtime's name, version and CRI API version, and the endpoint used.
   returned: always
   type: dict
+pin:
+  description: The pin method asked for (O(pin)); with V(auto) or an explicit method, images the node cannot pin
+    are drift (the C(pinned.images.audit) playbook's C(cannot_pin)).
+  returned: always
+  type: str
+  sample: auto
 method:
   description: The pin method in force (V(dropin), V(label) or V(none)).
   returned: always

@@ -26,13 +26,14 @@ __all__ = [
     "metrics_text",
 ]
 
-MISSING, DROPIN, OVERRIDDEN, NOT_APPLIED, UNLABELLED, UNPINNED = (
+MISSING, DROPIN, OVERRIDDEN, NOT_APPLIED, UNLABELLED, UNPINNED, CANNOT_PIN = (
     "missing",
     "dropin",
     "overridden",
     "not_applied",
     "unlabelled",
     "unpinned",
+    "cannot_pin",
 )
 # Each drift: what it means, and what heals it.
 DRIFTS: Dict[str, Dict[str, str]] = {
@@ -59,6 +60,13 @@ DRIFTS: Dict[str, Dict[str, str]] = {
     UNPINNED: dict(
         means="present but not reported pinned: the kubelet's image GC may remove them",
         heals="the prefetch rerun pins them",
+    ),
+    CANNOT_PIN: dict(
+        means=(
+            "present but not pinned, and the collection cannot pin on this node (containerd before 1.7.3, a runtime"
+            " it does not know, or pins left to the machine-config-operator): the kubelet's image GC may remove them"
+        ),
+        heals="upgrade containerd to 1.7.3 or later; on an MCO node, a PinnedImageSet the MCO applies",
     ),
 }
 _LISTS = ("wanted", "present", "pinned", "missing", "unpinned", "pinned_by_others", "prune_candidates")
@@ -100,8 +108,11 @@ def _drifts(audit: Mapping[str, Any]) -> List[Dict[str, Any]]:
             out.append(_drift(UNLABELLED, unpinned, "records without the label: " + ", ".join(records)))
             explained = unpinned
     rest = [name for name in unpinned if name not in explained]
+    # Unpinned images are no drift only where the user asked for no pin (pin: none).
     if rest and method != "none":
         out.append(_drift(UNPINNED, rest))
+    elif rest and audit.get("pin") not in (None, "none"):
+        out.append(_drift(CANNOT_PIN, rest, f"the pin method resolved to none (pin: {audit.get('pin')})"))
     return out
 
 
@@ -246,7 +257,7 @@ def metrics_text(results: Sequence[Mapping[str, Any]], kind: str, timestamp: Opt
     counts = [(r, _counts(r)) for r in results]
     for name in ("wanted", "present", "pinned", "missing", "unpinned"):
         metric = f"pinned_images_node_{name}"
-        out.append(f"# HELP {metric} Images {name} on the node, as the last {kind} run saw them.")
+        out.append(f"# HELP {metric} Images {name} on the node, as the last run of its label run saw them.")
         out.append(f"# TYPE {metric} gauge")
         out.extend(f'{metric}{{node="{_label(r["host"])}",run="{kind}"}} {c[name]}' for r, c in counts)
     out.append("# HELP pinned_images_node_failed 1 when the node drifted or failed in the last run, else 0.")

@@ -111,7 +111,10 @@ def resolved_host_path(root: Optional[str], path: str) -> str:
         links += 1
         if links > _MAX_LINKS:
             return host_path(root, path)
-        target = os.readlink(candidate)
+        try:
+            target = os.readlink(candidate)
+        except OSError:  # removed since islink: resolve no further
+            return host_path(root, path)
         if os.path.isabs(target):
             done = []
         pending = [item for item in target.split("/") if item and item != "."] + pending

@@ -30,9 +30,10 @@ _LISTENING = 0x10000
 
 def listening_inodes(proc_dir: str, socket: str, root: Optional[str] = None) -> Set[int]:
     """The inodes of the listening unix sockets bound at the host path ``socket`` (its links resolved in ``root``,
-    as the host resolves them: ``/var/run`` is ``/run`` on Debian), over the namespaces of ``/proc/net/unix`` and
+    or on this host without one, as the host resolves them: ``/var/run`` is ``/run`` on Debian), over the namespaces of ``/proc/net/unix`` and
     ``/proc/1/net/unix``."""
-    wanted = resolved_host_path(root, socket)
+    resolve = (lambda path: resolved_host_path(root, path)) if root else os.path.realpath
+    wanted = resolve(socket)
     name = os.path.basename(socket)
     found: Set[int] = set()
     for table in (os.path.join(proc_dir, "net", "unix"), os.path.join(proc_dir, "1", "net", "unix")):
@@ -50,7 +51,7 @@ def listening_inodes(proc_dir: str, socket: str, root: Optional[str] = None) -> 
                 flags, inode = int(fields[3], 16), int(fields[6])
             except ValueError:
                 continue
-            if flags & _LISTENING and resolved_host_path(root, fields[7]) == wanted:
+            if flags & _LISTENING and resolve(fields[7]) == wanted:
                 found.add(inode)
     return found
 

@@ -142,6 +142,12 @@ def _under(root: Optional[str], path: str) -> str:
     return resolved_host_path(root, path) if root else path
 
 
+def _resolved(root: Optional[str], path: str) -> str:
+    """``path`` with its links resolved, on the node itself too (``/var/run/crio/crio.sock`` is
+    ``/run/crio/crio.sock`` on most hosts), to compare two names of one file."""
+    return resolved_host_path(root, path) if root else os.path.realpath(path)
+
+
 def find_socket(root: Optional[str] = None) -> Tuple[Optional[SocketLayout], Tuple[str, ...]]:
     """(the first layout whose socket exists under ``root``, every socket path looked for, under ``root``)."""
     looked = tuple(_under(root, layout.socket) for layout in SOCKET_LAYOUTS)
@@ -153,8 +159,8 @@ def find_socket(root: Optional[str] = None) -> Tuple[Optional[SocketLayout], Tup
 
 def layout_of_socket(socket: str, root: Optional[str] = None) -> Optional[SocketLayout]:
     """The known layout whose socket is the host path ``socket`` (links resolved), or None."""
-    wanted = _under(root, socket)
-    return next((layout for layout in SOCKET_LAYOUTS if _under(root, layout.socket) == wanted), None)
+    wanted = _resolved(root, socket)
+    return next((layout for layout in SOCKET_LAYOUTS if _resolved(root, layout.socket) == wanted), None)
 
 
 def _process_name(argv: Tuple[str, ...], pid: int) -> str:

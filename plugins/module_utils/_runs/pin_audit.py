@@ -92,7 +92,9 @@ def run_audit(
         )
         audit = audit_node(client, settings)
     warnings = warnings + audit.pop("warnings")
-    return dict(changed=False, runtime=runtime, method=method, mco_managed=mco_sign, warnings=warnings, **audit)
+    return dict(
+        changed=False, runtime=runtime, pin=request.pin, method=method, mco_managed=mco_sign, warnings=warnings, **audit
+    )
 
 
 def run(invocation: Invocation) -> Outcome:

@@ -70,8 +70,11 @@ def test_containerd_unlabelled_records_and_no_pin_method():
         containerd=dict(unlabelled=[A, "sha256:1"], records=3),
     )
     assert kinds(result) == [("unlabelled", [A])]
-    # Where nothing pins (containerd 1.6, node_pin false), an unpinned image is listed, not drift.
-    assert kinds(dict(result, method="none", containerd=None)) == []
+    # With no pin asked for (node_pin false), an unpinned image is listed, not drift.
+    assert kinds(dict(result, pin="none", method="none", containerd=None)) == []
+    # Asked to pin where nothing can (containerd 1.6, an MCO node): the kubelet's GC may collect it.
+    for pin in ("auto", "label"):
+        assert kinds(dict(result, pin=pin, method="none", containerd=None)) == [("cannot_pin", [A])]
 
 
 def test_a_failed_call_fails_the_node_with_its_message():

@@ -49,6 +49,16 @@ def test_the_test_process_is_found_serving_its_own_socket(tmp_path):
     assert serving_pid("/proc", path) is None
 
 
+def test_on_the_node_a_socket_named_through_a_link_is_found_serving(tmp_path):
+    # As /var/run/crio/crio.sock names /run/crio/crio.sock: the kernel's table holds the name it was bound at.
+    (tmp_path / "run").mkdir()
+    os.symlink(tmp_path / "run", tmp_path / "var-run")
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(tmp_path / "run" / "served.sock"))
+        listener.listen(1)
+        assert serving_pid("/proc", str(tmp_path / "var-run" / "served.sock")) == os.getpid()
+
+
 def test_under_a_host_root_the_hosts_listener_is_found_by_its_host_path(tmp_path):
     root = tmp_path / "host"
     # Debian's /var/run is /run: CRI-O bound /run/crio/crio.sock, the default names /var/run/crio/crio.sock.
