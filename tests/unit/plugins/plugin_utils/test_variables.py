@@ -3,11 +3,22 @@
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.pinned.images.plugins.plugin_utils._variables import (
     known_variables,
     unknown_variables,
     variable_problems,
 )
+
+
+def ansible_neutral(line):
+    """Ansible's own conversion message, whose wording differs between ansible-core versions, in one form."""
+    return re.sub(
+        r"is of type .* and we were unable to convert to (\w+): .* (\(on [^)]*\))$",
+        r"cannot be converted to \1 \2",
+        line,
+    )
 
 
 def test_the_known_names_are_the_options_of_every_entry_point_and_the_documented_host_variables():
@@ -100,11 +111,10 @@ def test_every_problem_of_every_kind_is_listed_at_once():
         },
     }
     errors = variable_problems(hostvars, ["localhost", "cp-0"])["errors"]
-    assert sorted(line for line in errors if "node_prune'" not in line) == sorted(
+    assert sorted(ansible_neutral(line) for line in errors if "node_prune'" not in line) == sorted(
         [
             "value of node_pin must be one of: auto, true, false, label, got: maybe (on cp-0)",
-            "argument 'node_retries' is of type str and we were unable to convert to int: \"'abc'\" cannot be "
-            "converted to an int (on cp-0)",
+            "argument 'node_retries' cannot be converted to int (on cp-0)",
             "node_worker_concurrency must be at least 1, got 0 (on cp-0)",
             "node_control_plane_pull_pause must be at least 0, got -1.0 (on cp-0)",
             "node_prune_min_age: '3 weeks' is not a duration; give a number with an optional unit s, m, h or d "
@@ -117,16 +127,15 @@ def test_every_problem_of_every_kind_is_listed_at_once():
     )
     # Ansible lists the valid booleans in no fixed order.
     (boolean,) = [line for line in errors if "node_prune'" in line]
-    assert boolean.startswith("argument 'node_prune' is of type str and we were unable to convert to bool")
+    assert ansible_neutral(boolean) == "argument 'node_prune' cannot be converted to bool (on cp-0)"
 
 
 def test_node_prefetch_options_takes_only_the_modules_options_with_their_types_and_bounds():
     options = {"min_fre": "1Gi", "retries": "x", "pace_percentile": 200, "concurrency": 0, "throttle": 1.5}
     errors = variable_problems({"cp-0": {"node_prefetch_options": options}}, ["cp-0"])["errors"]
-    assert errors == [
+    assert [ansible_neutral(line) for line in errors] == [
         "node_prefetch_options.min_fre is not an option of pinned.images.prefetch: did you mean min_free? (on cp-0)",
-        "node_prefetch_options: argument 'retries' is of type str and we were unable to convert to int: \"'x'\" "
-        "cannot be converted to an int (on cp-0)",
+        "node_prefetch_options: argument 'retries' cannot be converted to int (on cp-0)",
         "node_prefetch_options.concurrency must be at least 1, got 0 (on cp-0)",
         "node_prefetch_options.pace_percentile must be above 0 and at most 100, got 200.0 (on cp-0)",
     ]
