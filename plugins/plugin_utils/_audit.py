@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.pinned.images.plugins.plugin_utils._hostvars import HostVars, host_var, node_name
+from ansible_collections.pinned.images.plugins.plugin_utils._results import total_label
 
 __all__ = [
     "DRIFTS",
@@ -181,7 +182,7 @@ def audit_lines(results: Sequence[Mapping[str, Any]], totals: Mapping[str, Any])
         counts = [len(r.get(name) or []) for name in _LISTS]
         lines.append(_ROW % (r["host"], r["runtime"] or "-", r["method"] or "-", *counts, r["status"]))
     counts = [totals[name] for name in _LISTS]
-    lines.append(_ROW % ("total (%d nodes)" % totals["nodes"], "", "", *counts, "%d clean" % totals["clean"]))
+    lines.append(_ROW % (total_label(totals["nodes"]), "", "", *counts, "%d clean" % totals["clean"]))
     if totals.get("excluded"):
         lines.append("excluded by --limit, not audited: " + ", ".join(totals["excluded"]))
     for r in results:

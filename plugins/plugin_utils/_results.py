@@ -29,6 +29,7 @@ __all__ = [
     "report_paths",
     "run_parameters",
     "summary",
+    "total_label",
 ]
 
 _NOT_RUN = "not attempted: the run stopped before this node (failure percentage) or the node was unreachable"
@@ -44,6 +45,11 @@ _COUNTERS: Dict[str, Any] = {
     "bytes": 0,
     "seconds": 0.0,
 }
+
+
+def total_label(nodes: int) -> str:
+    """The first cell of a report's total row: "total (1 node)", "total (3 nodes)"."""
+    return "total (%d %s)" % (nodes, "node" if nodes == 1 else "nodes")
 
 
 def progressing_statuses(plan: Sequence[Mapping[str, Any]], hostvars: HostVars) -> List[Dict[str, Any]]:
@@ -219,7 +225,7 @@ def report_lines(
         )
         lines.append(row(values, human_size(int(r.get("freed_bytes") or 0)) if r.get("pruned") is not None else "-"))
     total_values = (
-        "total (%d %s)" % (totals["nodes"], "node" if totals["nodes"] == 1 else "nodes"),
+        total_label(totals["nodes"]),
         "%d ok" % totals["ok"],
         totals["pulled"] + totals["would_pull"],
         totals["present"],

@@ -332,7 +332,7 @@ def test_the_prefetch_playbook_with_cluster_prune_frees_the_dropped_images_on_ev
         assert set(left) == {small, outside}, (entry["name"], left)
         assert rows[entry["name"]]["freed_bytes"] == before[entry["name"]][dropped][1] > 0
     freed = sum(before[name][dropped][1] for name in names)
-    assert re.search(r'"total \(%d nodes\).* %s  "' % (len(names), re.escape(human_size(freed))), proc.stdout), (
+    assert re.search(r'"total \(%d nodes\).* %s"' % (len(names), re.escape(human_size(freed))), proc.stdout), (
         proc.stdout
     )
 

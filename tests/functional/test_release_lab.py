@@ -14,7 +14,7 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.client import C
 from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import is_loopback
 from ansible_collections.pinned.images.plugins.module_utils._registry.platforms import host_platform
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import validate_set
-from fixtures.ansible_runs import adhoc, node_socket, playbook, remove_all_images, warnings_in
+from fixtures.ansible_runs import ROOT, adhoc, node_socket, playbook, remove_all_images, warnings_in
 from support.lab import started_lab
 from support.ports import free_port
 
@@ -252,3 +252,25 @@ def test_one_playbook_run_stages_the_release_on_every_node_and_a_rerun_changes_n
     lines = [line for line in recap.splitlines() if " : ok=" in line]
     assert len(lines) == len(nodes) + 1, recap
     assert all("changed=0" in line and "failed=0" in line for line in lines), recap
+
+
+def test_stage_release_options_takes_every_option_of_the_module_and_a_misspelt_one_fails_before_any_node(
+    lab, release, tmp_path
+):
+    from ansible_collections.pinned.images.plugins.modules import release_image_set
+
+    tasks = yaml.safe_load((ROOT / "playbooks" / "stage_release.yml").read_text())[0]["tasks"]
+    call = next(task for task in tasks if MODULE in task)
+    check = next(task for task in tasks if task["name"] == "Check the release options")
+    documented = set(yaml.safe_load(release_image_set.DOCUMENTATION)["options"])
+    documented |= {"auth_file", "registries_conf", "registry_mirrors", "registry_certs_dirs", "registry_timeout"}
+    assert set(call[MODULE]) == documented
+    assert set(check["vars"]["stage_release_known_options"]) == documented - {"release", "pools"}
+
+    inventory = lab.write_inventory(tmp_path / "lab.yml")
+    extra = {"stage_release_image": release["tag_reference"], "stage_release_options": {"auth_fil": "x.json"}}
+    proc = _run_stage(inventory, extra)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "stage_release_options takes these options of pinned.images.release_image_set" in proc.stdout
+    assert "got ['auth_fil']" in proc.stdout
+    assert "Read the release image" not in proc.stdout

@@ -226,7 +226,7 @@ def test_an_inventory_without_the_groups_fails_and_naming_them_works_with_a_limi
     assert rc == 0, output
     others = sorted(name for name in hosts if name != "worker-1")
     assert "excluded by --limit, not run and not counted: " + ", ".join(others) in output
-    assert "total (1 nodes)" in output and "not_run" not in output
+    assert "total (1 node)" in output and "not_run" not in output
     after = snapshot(lab)
     assert work["image"].encode() in after["worker-1"][0]
     assert {name: state for name, state in after.items() if name != "worker-1"} == {

@@ -95,6 +95,9 @@ def test_rows_summary_lines_and_a_host_never_reached():
     lines = _audit.audit_lines(rows, totals)
     assert any(line.startswith("n2: not_applied: ") and "reloads CRI-O" in line for line in lines)
     assert any(line.startswith("n3: failed: not audited") for line in lines)
+    assert any(line.startswith("total (3 nodes) ") for line in lines)
+    one = _audit.audit_results(["n1"], hostvars, [])
+    assert any(line.startswith("total (1 node) ") for line in _audit.audit_lines(one, _audit.audit_summary(one)))
 
 
 def test_junit_has_a_testcase_per_node_and_a_failure_per_drifted_one():
