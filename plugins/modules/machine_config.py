@@ -376,8 +376,8 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_c
     DEFAULT_NAME_TEMPLATE,
     SUPPORTED_IGNITION_VERSIONS,
 )
+from ansible_collections.pinned.images.plugins.module_utils._runs.k8s_options import K8S_AUTH_ARG_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._runs.machine_config import run
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 
 

@@ -160,8 +160,8 @@ from typing import Any, Dict
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.pinned.images.plugins.module_utils._runs.k8s_options import K8S_AUTH_ARG_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._runs.node_access_pod import run
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 
 

@@ -190,7 +190,7 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.node_stat
     STATE_DONE,
     STATES,
 )
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.k8s_options import K8S_AUTH_ARG_SPEC
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import end_module
 from ansible_collections.pinned.images.plugins.module_utils._runs.pinned_image_status import run
 

@@ -25,7 +25,7 @@ __all__ = [
     "resolve_path",
 ]
 
-# The path options of the Kubernetes connection (the k8s_auth doc fragment, K8S_AUTH_ARG_SPEC of _runs/options),
+# The path options of the Kubernetes connection (the k8s_auth doc fragment, K8S_AUTH_ARG_SPEC of _runs/k8s_options),
 # under their names and aliases: the kubeconfig (a path or a dict) and the certificate and key files.
 K8S_AUTH_PATH_OPTIONS = ("kubeconfig", "ca_cert", "ssl_ca_cert", "client_cert", "cert_file", "client_key", "key_file")
 

@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 # The cluster modules' connection options: kubernetes.core's names, their aliases, and the K8S_AUTH_* variables
-# the modules fall back to (K8S_AUTH_ARG_SPEC of _runs/options), resolved here the same way for kubectl.
+# the modules fall back to (K8S_AUTH_ARG_SPEC of _runs/k8s_options), resolved here the same way for kubectl.
 _K8S_AUTH_OPTIONS = {
     "kubeconfig": ((), "K8S_AUTH_KUBECONFIG"),
     "context": ((), "K8S_AUTH_CONTEXT"),

@@ -89,7 +89,7 @@ def kubeconfig_secrets(data: object) -> Set[str]:
 @dataclass(frozen=True)
 class K8sConnection:
     """How to reach the API server: kubernetes.core's connection options (``K8S_AUTH_ARG_SPEC`` of
-    ``_runs/options``), each None when not given."""
+    ``_runs/k8s_options``), each None when not given."""
 
     kubeconfig: Union[str, Dict[str, Any], None] = None
     context: Optional[str] = None

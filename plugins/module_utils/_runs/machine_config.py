@@ -32,7 +32,7 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.machine_c
     sync_files,
 )
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import validate_pinned_images
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
+from ansible_collections.pinned.images.plugins.module_utils._runs.k8s_options import k8s_connection
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, hiding
 from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import MachineConfigPool, PinnedImageSet

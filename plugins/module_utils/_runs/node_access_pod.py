@@ -17,7 +17,8 @@ from ansible_collections.pinned.images.plugins.module_utils._node_access.pods im
     remove_pods,
     selector,
 )
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import Problems, k8s_connection
+from ansible_collections.pinned.images.plugins.module_utils._runs.k8s_options import k8s_connection
+from ansible_collections.pinned.images.plugins.module_utils._runs.options import Problems
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
 __all__ = ["pod_settings", "run"]

@@ -6,8 +6,7 @@
 
 ``CRI_CLIENT_ARGUMENT_SPEC`` -> ``RuntimeOptions.from_params(params)``, for ``cri_client(options)`` and
 ``containerd_client(options)``;
-``REGISTRY_ARGUMENT_SPEC`` -> ``RegistryOptions.from_params(params)``; ``K8S_AUTH_ARG_SPEC`` (kubernetes.core's
-names, aliases and ``K8S_AUTH_*`` variables) -> ``k8s_connection(params)``; ``SELECTION_ARGUMENT_SPEC`` (with
+``REGISTRY_ARGUMENT_SPEC`` -> ``RegistryOptions.from_params(params)``; ``SELECTION_ARGUMENT_SPEC`` (with
 ``SELECTION_MUTUALLY_EXCLUSIVE``, ``SELECTION_REQUIRED_BY``) -> ``selected_images(params, validate, emptied)``; ``HOST_ROOT_ARGUMENT_SPEC`` (every node
 module's) -> ``node_params(params, paths)``, the parameters with their node paths under ``host_root``, and
 ``cri_socket(options)``, the default sockets looked for under it.
@@ -36,8 +35,6 @@ from ansible_collections.pinned.images.plugins.module_utils._common.node_state i
     STATE_DIR,
     ensure_state_dir,
 )
-from ansible_collections.pinned.images.plugins.module_utils._k8s.client import DEFAULT_TIMEOUT
-from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
 from ansible_collections.pinned.images.plugins.module_utils._prune.record import adopt_former, default_record_file
 from ansible_collections.pinned.images.plugins.module_utils._registry.auth import (
     DEFAULT_AUTH_FILE,
@@ -73,7 +70,6 @@ __all__ = [
     "DEFAULT_CRI_TIMEOUT",
     "ENV_CRI_SOCKET",
     "HOST_ROOT_ARGUMENT_SPEC",
-    "K8S_AUTH_ARG_SPEC",
     "NODE_STATE_ARGUMENT_SPEC",
     "REGISTRY_ARGUMENT_SPEC",
     "SELECTION_ARGUMENT_SPEC",
@@ -87,7 +83,6 @@ __all__ = [
     "cri_client",
     "cri_socket",
     "dropin_settings",
-    "k8s_connection",
     "node_params",
     "selected_images",
     "socket_source",
@@ -396,36 +391,3 @@ def selected_images(
             "allow_empty=true to empty the pins, or state=absent to remove them"
         )
     return images, set_names
-
-
-K8S_AUTH_ARG_SPEC = {
-    # A dict kubeconfig carries tokens and keys; Ansible then hides every string in it from results and logs.
-    # Not no_log: that would mask every value of a dict kubeconfig ("v1", "Config") in all output. Modules mask
-    # its credentials and a proxy password instead, with connection_secrets().
-    "kubeconfig": {"type": "raw", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_KUBECONFIG"])},
-    "context": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_CONTEXT"])},
-    "host": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_HOST"])},
-    "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
-    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"], "fallback": (env_fallback, ["K8S_AUTH_VERIFY_SSL"])},
-    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"], "fallback": (env_fallback, ["K8S_AUTH_SSL_CA_CERT"])},
-    "client_cert": {"type": "path", "aliases": ["cert_file"], "fallback": (env_fallback, ["K8S_AUTH_CERT_FILE"])},
-    # A path to the key, not the key itself: nothing to hide from the logs.
-    "client_key": {
-        "type": "path",
-        "aliases": ["key_file"],
-        "no_log": False,
-        "fallback": (env_fallback, ["K8S_AUTH_KEY_FILE"]),
-    },
-    # May carry user:password@ (SOCKS proxies use it); hidden from results and logs as a whole.
-    "proxy": {"type": "str", "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_PROXY"])},
-    "request_timeout": {
-        "type": "float",
-        "default": DEFAULT_TIMEOUT,
-        "fallback": (env_fallback, ["K8S_AUTH_REQUEST_TIMEOUT"]),
-    },
-}
-
-
-def k8s_connection(params: Mapping[str, Any]) -> K8sConnection:
-    """The connection options of the module parameters (K8S_AUTH_ARG_SPEC)."""
-    return K8sConnection(**{name: params.get(name) for name in K8S_AUTH_ARG_SPEC})

@@ -26,7 +26,7 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s.client import (
 )
 from ansible_collections.pinned.images.plugins.module_utils._k8s.config import K8sConnection
 from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import KubeObject
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
+from ansible_collections.pinned.images.plugins.module_utils._runs.k8s_options import k8s_connection
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome, hiding
 from ansible_collections.pinned.images.plugins.module_utils._sets.loading import load_sets, pool_fields, set_fields
 from ansible_collections.pinned.images.plugins.module_utils._sets.model import (

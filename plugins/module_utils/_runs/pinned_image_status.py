@@ -27,7 +27,7 @@ from ansible_collections.pinned.images.plugins.module_utils._openshift.node_stat
     summarise,
     write_node_status,
 )
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
+from ansible_collections.pinned.images.plugins.module_utils._runs.k8s_options import k8s_connection
 from ansible_collections.pinned.images.plugins.module_utils._runs.outcome import Invocation, Outcome
 
 __all__ = ["StatusRequest", "publish_statuses", "run"]

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The import graph of plugins/: absolute imports only, and module_utils never imports a higher layer; only
-``_runs/`` reads a module's parameters, no run imports another (only ``_runs/options`` and ``_runs/outcome`` are
-shared), and the runs build their requests by keyword.
+``_runs/`` reads a module's parameters, no run imports another (only ``_runs/options``, ``_runs/k8s_options`` and
+``_runs/outcome`` are shared), and the runs build their requests by keyword.
 
 module_utils holds only packages, and LAYERS is the one declaration of each package's layer (CONTRIBUTING.md
 describes them): a file may import files of its own layer or a lower one. A new package fails here until it is
@@ -157,7 +157,7 @@ def test_the_checks_see_upward_and_relative_imports(tmp_path):
 
 
 # The files of _runs/ that every run may use; any other run file is one module's, and no run imports another's.
-SHARED_RUN_FILES = ("options", "outcome")
+SHARED_RUN_FILES = ("options", "k8s_options", "outcome")
 
 
 def _imports_of_other_runs(path: Path) -> list:
@@ -179,6 +179,46 @@ RUN_FILES = [p for p in _module_utils_files() if _layer_of(p) == "_runs"]
 @pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: str(p.relative_to(MODULE_UTILS)))
 def test_no_run_imports_another_run(path):
     assert _imports_of_other_runs(path) == [], "move what two runs share into the domain, or into _runs/options"
+
+
+# The modules that run on a node (over SSH or in a node access pod).
+NODE_MODULES = (
+    "containerd_pinned_images",
+    "cri_image_info",
+    "crio_pinned_images",
+    "node_python_deps",
+    "pin_audit",
+    "prefetch",
+    "prune",
+)
+
+
+def _reached(path: Path) -> set:
+    """The module_utils files ``path`` imports, directly or through others (AnsiballZ ships each of them)."""
+    seen: set = set()
+    todo = [path]
+    while todo:
+        for _line, module in _imports(todo.pop()):
+            if not module or not module.startswith(PREFIX + "module_utils."):
+                continue
+            target = PLUGINS.joinpath(*module[len(PREFIX) :].split(".")).with_suffix(".py")
+            if target.is_file() and target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+@pytest.mark.parametrize("name", NODE_MODULES)
+def test_no_node_module_ships_the_kubernetes_client(name):
+    """A node module's payload and start stay free of the Kubernetes client: the cluster modules take its options
+    from _runs/k8s_options, which no node module imports."""
+    reached = _reached(PLUGINS / "modules" / f"{name}.py")
+    assert sorted(str(p.relative_to(MODULE_UTILS)) for p in reached if _layer_of(p) == "_k8s") == []
+
+
+def test_the_walk_reaches_the_kubernetes_client_from_a_cluster_module():
+    reached = _reached(PLUGINS / "modules" / "pinned_image_set.py")
+    assert MODULE_UTILS / "_k8s" / "client.py" in reached
 
 
 def test_the_run_check_sees_another_run_and_the_package(tmp_path):

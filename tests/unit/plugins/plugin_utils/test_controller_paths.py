@@ -6,7 +6,7 @@ from __future__ import annotations
 import yaml
 
 from ansible_collections.pinned.images.plugins.doc_fragments.k8s_auth import ModuleDocFragment
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.k8s_options import K8S_AUTH_ARG_SPEC
 from ansible_collections.pinned.images.plugins.plugin_utils._controller_paths import (
     K8S_AUTH_PATH_OPTIONS,
     resolve_options,

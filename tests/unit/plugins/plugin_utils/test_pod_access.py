@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import K8S_AUTH_ARG_SPEC
+from ansible_collections.pinned.images.plugins.module_utils._runs.k8s_options import K8S_AUTH_ARG_SPEC
 from ansible_collections.pinned.images.plugins.plugin_utils._pod_access import (
     node_pods,
     pod_access_problem,

@@ -16,7 +16,7 @@ from ansible_collections.pinned.images.plugins.module_utils._k8s import client a
 from ansible_collections.pinned.images.plugins.module_utils._k8s.client import K8sClient
 from ansible_collections.pinned.images.plugins.module_utils._k8s.errors import K8sError
 from ansible_collections.pinned.images.plugins.module_utils._k8s.objects import clean_object
-from ansible_collections.pinned.images.plugins.module_utils._runs.options import k8s_connection
+from ansible_collections.pinned.images.plugins.module_utils._runs.k8s_options import k8s_connection
 from fixtures.openshift_objects import MCO_API_VERSION as MCO
 from fixtures.openshift_objects import pinned_image_set
 from support.ports import free_port
