@@ -49,14 +49,21 @@ _STATUS_KEYS = (
 
 
 def progress_line(progress: t.Mapping[str, t.Any]) -> str:
-    """``12/40 images, 0.035 GiB, 3 s elapsed`` for a progress file's content, and ``, waiting for the disk (35.2
-    ms)`` while the pace holds a pull back."""
+    """``12/40 images, 0.035 GiB, 3 s elapsed`` for a progress file's content; while pulls run, how much the image
+    filesystem grew (``, 2 pulling, image filesystem +1.250 GiB``: a pull says nothing until its image is complete),
+    and ``, waiting for the disk (35.2 ms)`` while the pace holds a pull back."""
     line = "%d/%d images, %.3f GiB, %d s elapsed" % (
         progress["done"],
         progress["total"],
         progress.get("bytes", 0) / 1073741824,
         progress.get("elapsed", 0),
     )
+    pulling = len(progress.get("current") or [])
+    if pulling:
+        line += ", %d pulling" % pulling
+        growth = progress.get("image_fs_growth")
+        if isinstance(growth, int):
+            line += ", image filesystem +%.3f GiB" % (growth / 1073741824)
     waiting = (progress.get("pace") or {}).get("waiting") or []
     if waiting:
         level = waiting[0].get("latency_ms")

@@ -210,6 +210,10 @@ options:
       - A JSON file the module rewrites after each image with counts, bytes and elapsed seconds, so a long run can
         be watched (the C(pinned.images.node) role polls it). Its directory must exist. A failed write (a full disk)
         stops the updates with a warning; it never stops the pulls.
+      - CRI's PullImage says nothing until its image is complete, so while a pull runs the file is also rewritten
+        every 2 seconds, with the images being pulled (C(current)) and, in C(image_fs_growth), how many bytes the
+        image filesystem's use grew since the prefetch began (what the runtime wrote so far, and anything else that
+        wrote there).
       - The file also holds O(run_id), so that a reader can tell this run's progress from an earlier one's.
     type: path
   lock_file:

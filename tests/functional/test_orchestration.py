@@ -35,7 +35,7 @@ SPEED = {
     "node_worker_concurrency": 2,
     "node_worker_pull_pause": 0.5,
 }
-PROGRESS_LINE = re.compile(r"\n[\w-]+: \d+/\d+ images, \d+\.\d+ GiB, \d+ s elapsed\n")
+PROGRESS_LINE = re.compile(r"\n[\w-]+: \d+/\d+ images, \d+\.\d+ GiB, \d+ s elapsed(, \d+ pulling[^\n]*)?\n")
 
 
 class Run:

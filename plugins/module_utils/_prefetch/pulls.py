@@ -25,6 +25,7 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.client import C
 
 __all__ = [
     "FAILED",
+    "HEARTBEAT_SECONDS",
     "PRESENT",
     "PULLED",
     "SKIPPED",
@@ -50,6 +51,8 @@ SKIPPED = "skipped"
 WOULD_PULL = "would_pull"
 STATUSES = (PRESENT, PULLED, FAILED, SKIPPED, WOULD_PULL)
 
+# Seconds between two writes of the progress file while a pull runs (one large image can take minutes).
+HEARTBEAT_SECONDS = 2.0
 # One entry of the module's ``images`` result (JSON): image, status, image_id, size, attempts, seconds, error,
 # error_kind, started, finished, waited (seconds the pace held the pull back, just before ``started``).
 ImageResult = Dict[str, Any]
@@ -158,8 +161,24 @@ def _new_result(image: str) -> ImageResult:
     )
 
 
+def _used_bytes(path: Optional[str]) -> Optional[int]:
+    """Bytes in use on the filesystem holding ``path`` (None: no path, or unreadable)."""
+    if not path:
+        return None
+    try:
+        stats = os.statvfs(path)
+    except OSError:
+        return None
+    return (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+
+
 class _Progress:
-    """Counts shared by the workers; optionally mirrored to a JSON file that a poller can read."""
+    """Counts shared by the workers; optionally mirrored to a JSON file that a poller can read.
+
+    CRI's PullImage reports nothing until the image is complete, so while a pull runs the file is rewritten every
+    ``HEARTBEAT_SECONDS`` (a thread, between ``start`` and ``stop``): its ``elapsed`` moves, and
+    ``image_fs_growth`` gives how much the image filesystem's use grew since the prefetch began (what the runtime
+    has written so far, and whatever else wrote there)."""
 
     def __init__(
         self,
@@ -167,29 +186,56 @@ class _Progress:
         path: Optional[str],
         run_id: Optional[str] = None,
         gate: Optional[PullGate] = None,
+        image_fs: Optional[str] = None,
     ) -> None:
         self.results = results
         self.path = path
         self.run_id = run_id
         self.gate = gate
+        self.image_fs = image_fs
         self.lock = threading.Lock()
         self.started = time.time()
         self.error: str | None = None
+        self._used_at_start = _used_bytes(image_fs) if path else None
+        self._stopped = threading.Event()
+        self._beat: Optional[threading.Thread] = None
+
+    def _in_flight(self) -> List[str]:
+        return [r["image"] for r in self.results if r["started"] and r["status"] is None]
+
+    def start(self) -> None:
+        """Rewrite the file every ``HEARTBEAT_SECONDS`` while a pull runs, until ``stop``."""
+        if self.path and self._beat is None:
+            self._beat = threading.Thread(target=self._beating, daemon=True)
+            self._beat.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._beat is not None:
+            self._beat.join()
+
+    def _beating(self) -> None:
+        while not self._stopped.wait(HEARTBEAT_SECONDS):
+            if self._in_flight():
+                self.update()
 
     def update(self) -> None:
         if not self.path or self.error:
             return
         with self.lock:
             counts, pulled_bytes = _tally(self.results)
-            snapshot = dict(
+            snapshot: Dict[str, Any] = dict(
                 run_id=self.run_id,
                 total=len(self.results),
                 done=sum(counts.values()),
                 counts=counts,
                 bytes=pulled_bytes,
                 elapsed=round(time.time() - self.started, 3),
-                current=[r["image"] for r in self.results if r["started"] and r["status"] is None],
+                current=self._in_flight(),
             )
+            used = _used_bytes(self.image_fs) if self._used_at_start is not None else None
+            if used is not None and self._used_at_start is not None:
+                snapshot["image_fs_growth"] = max(0, used - self._used_at_start)
             if self.gate is not None:
                 snapshot["pace"] = self.gate.progress()
             tmp = None
@@ -225,7 +271,9 @@ def prefetch(
     failed = failed or {}
     results = [_new_result(str(ref)) for ref in refs]
     # Check mode changes nothing, the progress file included.
-    progress = _Progress(results, None if options.check_mode else options.progress_file, options.run_id, gate)
+    progress = _Progress(
+        results, None if options.check_mode else options.progress_file, options.run_id, gate, options.image_fs
+    )
     pending: queue.Queue[Tuple[ImageRef, ImageResult]] = queue.Queue()
     for ref, result in zip(refs, results):
         image = present.get(result["image"])
@@ -276,10 +324,14 @@ def prefetch(
 
     worker_count = max(1, min(options.concurrency, pending.qsize()))
     workers = [threading.Thread(target=worker, daemon=True) for _index in range(worker_count)]
-    for thread in workers:
-        thread.start()
-    for thread in workers:
-        thread.join()
+    progress.start()
+    try:
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join()
+    finally:
+        progress.stop()
     progress.update()
 
     counts, pulled_bytes = _tally(results)

@@ -78,6 +78,14 @@ def test_progress_line(prefetch_job):
         prefetch_job.progress_line(dict(done=2, total=4, bytes=0, elapsed=9, pace=dict(waiting=[])))
         == "2/4 images, 0.000 GiB, 9 s elapsed"
     )
+    pulling = dict(done=0, total=1, bytes=0, elapsed=35.2, current=["a"], image_fs_growth=3 * 1073741824 // 2)
+    assert prefetch_job.progress_line(pulling) == (
+        "0/1 images, 0.000 GiB, 35 s elapsed, 1 pulling, image filesystem +1.500 GiB"
+    )
+    # No image filesystem read: the count alone.
+    assert prefetch_job.progress_line(dict(done=0, total=2, bytes=0, elapsed=1, current=["a", "b"])) == (
+        "0/2 images, 0.000 GiB, 1 s elapsed, 2 pulling"
+    )
 
 
 def test_follows_until_the_job_ends_prints_changes_once_and_cleans_up(prefetch_job, monkeypatch):

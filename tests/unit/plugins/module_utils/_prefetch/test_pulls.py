@@ -16,6 +16,7 @@ import pytest
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import AUTH, NO_SPACE, NOT_FOUND, UNKNOWN
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import parse_image_ref
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError
+from ansible_collections.pinned.images.plugins.module_utils._prefetch import pulls
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.pulls import (
     PrefetchOptions,
     failure_message,
@@ -376,3 +377,45 @@ def test_a_gate_that_holds_writes_its_state_to_the_progress_file(tmp_path):
         ("pulling", {"waiting": []}),
     ]
     assert json.loads(progress.read_text())["pace"] == {"waiting": []}
+
+
+def test_the_progress_file_moves_while_one_long_pull_runs(tmp_path, monkeypatch):
+    """PullImage says nothing until the image is complete: the file is rewritten meanwhile, with the image being
+    pulled and how much the image filesystem's use grew since the prefetch began."""
+    monkeypatch.setattr(pulls, "HEARTBEAT_SECONDS", 0.02)
+    used = iter(range(1000, 10**9, 4096))
+    monkeypatch.setattr(pulls, "_used_bytes", lambda path: next(used) if path == str(tmp_path) else None)
+    progress = tmp_path / "progress.json"
+    seen = []
+    release = threading.Event()
+
+    class SlowRuntime(ScriptedRuntime):
+        def pull_image(self, image, auth=None, timeout=None):
+            deadline = time.monotonic() + 10
+            while len(seen) < 3 and time.monotonic() < deadline:
+                data = json.loads(progress.read_text())
+                if data["current"] and (not seen or data["elapsed"] > seen[-1]["elapsed"]):
+                    seen.append(data)
+                time.sleep(0.01)
+            release.set()
+            return super().pull_image(image, auth, timeout)
+
+    report, _sleeps = run(SlowRuntime(), [ref(1)], progress_file=str(progress), image_fs=str(tmp_path))
+    assert release.is_set() and report["totals"]["pulled"] == 1
+    # Three writes during the one pull, each later than the last, each growing.
+    assert len(seen) == 3, seen
+    assert [data["current"] for data in seen] == [[str(ref(1))]] * 3
+    assert seen[0]["image_fs_growth"] < seen[1]["image_fs_growth"] < seen[2]["image_fs_growth"]
+    final = json.loads(progress.read_text())
+    assert final["current"] == [] and final["done"] == 1
+
+
+def test_no_image_filesystem_no_growth_and_no_heartbeat_without_a_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(pulls, "HEARTBEAT_SECONDS", 0.01)
+    progress = tmp_path / "progress.json"
+    run(ScriptedRuntime(pull_seconds=0.05), [ref(1)], progress_file=str(progress))
+    assert "image_fs_growth" not in json.loads(progress.read_text())
+    # No file: no thread either.
+    before = threading.active_count()
+    run(ScriptedRuntime(pull_seconds=0.05), [ref(1)])
+    assert threading.active_count() == before
