@@ -437,6 +437,7 @@ class Lab(Supervisor):
         runtime: str = DEFAULT_RUNTIME,
         config_path: str | None = None,
         workloads: bool = False,
+        snapshotter: str = "native",
     ) -> dict[str, Any]:
         if not NODE_NAME.match(name):
             raise LabError("bad node name %r: lower-case letters, digits and '-'" % name)
@@ -492,7 +493,7 @@ class Lab(Supervisor):
             entry.update(config=str(base / "config.toml"), certs_d=config_path or str(base / "certs.d"))
             write_file(
                 base / "config.toml",
-                containerd_config(base, sock, stream_port, self.path / "cni", version, config_path, pause),
+                containerd_config(base, sock, stream_port, self.path / "cni", version, config_path, pause, snapshotter),
             )
             entry["argv"] = [runtime_binary(runtime), "--config", entry["config"]]
         self.state["nodes"][name] = entry
@@ -664,11 +665,13 @@ class Lab(Supervisor):
         runtime: str = DEFAULT_RUNTIME,
         config_path: str | None = None,
         workloads: bool = False,
+        snapshotter: str = "native",
     ) -> dict[str, Any]:
         """Start one more node (running `runtime`, a key of RUNTIMES) on the running lab; returns its state
         entry. ``config_path`` (containerd): the node's registry hosts directory (or ``:``-separated list) instead
         of its own ``certs.d``. ``workloads``: the node runs pod sandboxes and containers (support.cri_workloads)
-        with the lab's pause image (``workload_images``) and runc, every runc and pod log path its own."""
+        with the lab's pause image (``workload_images``) and runc, every runc and pod log path its own.
+        ``snapshotter`` (containerd): "native" or "overlayfs" (support.node.containerd_config)."""
         if not self.running():
             raise LabError("the lab at %s is not running" % self.path)
         if name in self.state["nodes"]:
@@ -676,7 +679,7 @@ class Lab(Supervisor):
         if tmpfs_size:
             check_tmpfs_size(tmpfs_size)
         runtime_binary(runtime)
-        entry = self._configure_node(name, free_ports(1)[0], tmpfs_size, runtime, config_path, workloads)
+        entry = self._configure_node(name, free_ports(1)[0], tmpfs_size, runtime, config_path, workloads, snapshotter)
         self._launch(entry, "node-" + name)
         self._save()
         try:

@@ -37,6 +37,8 @@ DISABLED_PLUGINS = (
     "io.containerd.tracing.processor.v1.otlp",
     "io.containerd.internal.v1.tracing",
 )
+# The snapshotters a lab node may use (containerd_config).
+SNAPSHOTTERS = ("native", "overlayfs")
 # containerd 2.x enables NRI by default, whose socket is a system path (/var/run/nri).
 DISABLED_PLUGINS_V3 = DISABLED_PLUGINS + ("io.containerd.nri.v1.nri",)
 NODE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
@@ -169,13 +171,23 @@ def containerd_config(
     version: int = 2,
     config_path: str | None = None,
     sandbox_image: str | None = None,
+    snapshotter: str = "native",
 ) -> str:
     """The config.toml of a node whose files live under ``base``, serving CRI on ``sock``; ``cni`` holds the
     shared ``bin`` and ``net.d`` directories. ``version`` 3 is containerd 2.x's layout (CRI split into the
     cri.v1.images and cri.v1.runtime plugins; pulls unpack through the transfer service). ``config_path`` is the
     CRI registry's hosts directory (default ``base/certs.d``, which the lab fills with its registries' hosts.toml).
-    ``sandbox_image`` (a workload node's) is the pause image, and runc keeps its state under ``base/state/runc``."""
+    ``sandbox_image`` (a workload node's) is the pause image, and runc keeps its state under ``base/state/runc``.
+    ``snapshotter``: "native" (the lab's: a full copy per layer, works on any filesystem) or "overlayfs" (what
+    nodes run: each layer stored once; needs a root on a filesystem overlayfs takes as upper, such as ext4)."""
+    if snapshotter not in SNAPSHOTTERS:
+        raise LabError("snapshotter %r: the lab runs %s" % (snapshotter, " or ".join(SNAPSHOTTERS)))
     q = json.dumps  # TOML basic strings take JSON's escapes
+    disabled = [
+        plugin
+        for plugin in (DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLUGINS)
+        if plugin != "io.containerd.snapshotter.v1." + snapshotter
+    ]
     runc = sandbox_v2 = sandbox_v3 = oom = ""
     if sandbox_image:
         # This machine's root lacks CAP_SYS_RESOURCE: runc cannot lower oom_score_adj (the sandbox's -998).
@@ -195,7 +207,7 @@ def containerd_config(
 root = {q(str(base / "root"))}
 state = {q(str(base / "state"))}
 temp = {q(str(base / "tmp"))}
-disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLUGINS))}
+disabled_plugins = {q(disabled)}
 
 [grpc]
   address = {q(str(sock))}
@@ -225,7 +237,7 @@ disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLU
   stream_server_port = "{stream_port}"
 
 [plugins."io.containerd.cri.v1.images"]
-  snapshotter = "native"
+  snapshotter = {q(snapshotter)}
 
 [plugins."io.containerd.cri.v1.images".registry]
   config_path = {q(config_path or str(base / "certs.d"))}
@@ -238,10 +250,10 @@ disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLU
   bin_dirs = {q([str(cni / "bin")])}
   conf_dir = {q(str(cni / "net.d"))}
 
-# CRI pulls unpack only for the snapshotters named here (default overlayfs, disabled in the lab).
+# CRI pulls unpack only for the snapshotters named here (default overlayfs).
 [[plugins."io.containerd.transfer.v1.local".unpack_config]]
   platform = {q(HOST_PLATFORM)}
-  snapshotter = "native"
+  snapshotter = {q(snapshotter)}
 """
             + runc
         )
@@ -256,7 +268,7 @@ disabled_plugins = {q(list(DISABLED_PLUGINS_V3 if version == 3 else DISABLED_PLU
   stream_server_port = "{stream_port}"{sandbox_v2}
 
 [plugins."io.containerd.grpc.v1.cri".containerd]
-  snapshotter = "native"
+  snapshotter = {q(snapshotter)}
 
 [plugins."io.containerd.grpc.v1.cri".cni]
   bin_dir = {q(str(cni / "bin"))}
