@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
+
 __all__ = [
     "ERROR",
     "INFO",
@@ -275,16 +277,34 @@ def _duration_seconds(value: Any) -> Optional[float]:
     return sum(float(number) * scale[unit] for number, unit in parts)
 
 
+def _gc_high_percent(kubelet: Mapping[str, Any]) -> int:
+    try:
+        return int(kubelet.get("imageGCHighThresholdPercent", _GC_HIGH_DEFAULT))
+    except (TypeError, ValueError):
+        return _GC_HIGH_DEFAULT
+
+
+def _not_counted(missing: int) -> str:
+    return (
+        f"; {missing} wanted images not on the node are not counted (the doctor reads no registry: "
+        "pinned.images.prefetch in check mode has its disk guard estimate them)"
+        if missing
+        else ""
+    )
+
+
 def check_gc(
     kubelet: Mapping[str, Any],
     source: str,
-    wanted_bytes: int,
     fs_total: Optional[int],
     fs_used: Optional[int],
+    missing: int,
     pinned: bool,
 ) -> List[Finding]:
     """The kubelet's image GC against what the node wants: ``imageMaximumGCAge`` removes unused unpinned images
-    after that age; once the image filesystem passes the high threshold the kubelet removes unpinned ones."""
+    after that age; once the image filesystem's use (``fs_used``: its total less its available bytes, as the
+    kubelet measures it; the wanted images the node has are in it) reaches the high threshold the kubelet removes
+    unpinned ones. ``missing`` wanted images are not on the node, their sizes unknown here."""
     findings: List[Finding] = []
     age = _duration_seconds(kubelet.get("imageMaximumGCAge"))
     if age and not pinned:
@@ -299,19 +319,15 @@ def check_gc(
             )
         )
     if fs_total and fs_used is not None:
-        high = kubelet.get("imageGCHighThresholdPercent", _GC_HIGH_DEFAULT)
-        try:
-            high = int(high)
-        except (TypeError, ValueError):
-            high = _GC_HIGH_DEFAULT
-        after = 100.0 * (fs_used + wanted_bytes) / fs_total
-        if after >= high:
+        high = _gc_high_percent(kubelet)
+        used = 100.0 * fs_used / fs_total
+        if used >= high:
             findings.append(
                 finding(
                     "gc_threshold",
                     WARNING if pinned else ERROR,
-                    f"with the wanted images the image filesystem would be {after:.0f}% full; the kubelet's "
-                    f"imageGCHighThresholdPercent is {high} ({source})",
+                    f"the image filesystem is {used:.0f}% full; the kubelet's imageGCHighThresholdPercent is {high} "
+                    f"({source})" + _not_counted(missing),
                     "past the threshold the kubelet removes unused unpinned images until it is below the low one"
                     + ("; pinned images stay, but every other image goes" if pinned else ", prefetched ones too"),
                     "give the image filesystem more room, or prefetch fewer images at a time",
@@ -320,17 +336,32 @@ def check_gc(
     return findings
 
 
-def check_image_filesystem(wanted_bytes: int, fs_total: Optional[int], mountpoint: str, unknown: int) -> List[Finding]:
-    """The node's sets do not fit on its image filesystem at all."""
-    if not fs_total or wanted_bytes <= fs_total:
+def check_image_filesystem(
+    kubelet: Mapping[str, Any],
+    source: str,
+    wanted_present_bytes: int,
+    fs_total: Optional[int],
+    mountpoint: str,
+    missing: int,
+) -> List[Finding]:
+    """The wanted images the node holds (``wanted_present_bytes``: their CRI sizes, once per image) take the
+    kubelet's high threshold share of the image filesystem or more: pinned, they alone keep it past the GC
+    threshold. A lower bound when ``missing`` wanted images are not on the node."""
+    if not fs_total:
+        return []
+    high = _gc_high_percent(kubelet)
+    share = 100.0 * wanted_present_bytes / fs_total
+    if share < high:
         return []
     return [
         finding(
             "image_filesystem_size",
             ERROR,
-            f"the wanted images take {wanted_bytes} bytes, more than the {fs_total} bytes of the image filesystem "
-            f"{mountpoint}" + (f" ({unknown} more images not on the node, not counted)" if unknown else ""),
-            "the prefetch cannot pull every image: the disk guard refuses, or the pulls fail with no space left",
+            f"the wanted images on the node take {human_size(wanted_present_bytes)}, {share:.0f}% of the "
+            f"{human_size(fs_total)} image filesystem {mountpoint}; the kubelet's imageGCHighThresholdPercent is "
+            f"{high} ({source})" + _not_counted(missing),
+            "the pins alone keep the image filesystem past the kubelet's GC threshold: the kubelet keeps removing "
+            "every other unpinned image, and the node has no room for more",
             "split the node's sets, or give the image filesystem more room",
         )
     ]
@@ -349,13 +380,14 @@ def no_python_finding(host: str) -> Finding:
 
 @dataclass(frozen=True)
 class NodeFacts:
-    """What the doctor read on one node (``_doctor/facts``), for ``diagnose``."""
+    """What the doctor read on one node (``_doctor/facts``, and ``cri_image_info``'s images and image filesystem),
+    for ``diagnose``."""
 
     runtime_name: str
     runtime_version: str
     wanted: Tuple[str, ...] = ()
-    # The CRI sizes of the wanted images the node has, and how many it lacks (their sizes unknown).
-    wanted_bytes: int = 0
+    # The CRI sizes of the wanted images the node has (once per image id), and how many it lacks (sizes unknown).
+    wanted_present_bytes: int = 0
     wanted_missing: int = 0
     # Whether every wanted image the node has is pinned.
     wanted_pinned: bool = False
@@ -369,6 +401,7 @@ class NodeFacts:
     dropin_listed: Tuple[str, ...] = ()
     dropin_source: Optional[str] = None
     dropin_kept: Tuple[str, ...] = ()
+    # The image filesystem from statvfs: its size, and its use as the kubelet measures it (total less available).
     fs_mountpoint: str = ""
     fs_total: Optional[int] = None
     fs_used: Optional[int] = None
@@ -380,9 +413,16 @@ def diagnose(facts: NodeFacts) -> List[Finding]:
     found += check_credential_policy(facts.kubelet, facts.kubelet_source, facts.wanted)
     found += check_kubelet_version(facts.kubelet_version)
     found += check_gc(
-        facts.kubelet, facts.kubelet_source, facts.wanted_bytes, facts.fs_total, facts.fs_used, facts.wanted_pinned
+        facts.kubelet, facts.kubelet_source, facts.fs_total, facts.fs_used, facts.wanted_missing, facts.wanted_pinned
     )
-    found += check_image_filesystem(facts.wanted_bytes, facts.fs_total, facts.fs_mountpoint, facts.wanted_missing)
+    found += check_image_filesystem(
+        facts.kubelet,
+        facts.kubelet_source,
+        facts.wanted_present_bytes,
+        facts.fs_total,
+        facts.fs_mountpoint,
+        facts.wanted_missing,
+    )
     if facts.runtime_name == "containerd":
         found += check_old_containerd(facts.runtime_name, facts.runtime_version)
         found += check_transfer_mode(facts.runtime_version, facts.containerd_config, facts.containerd_config_source)
