@@ -44,7 +44,7 @@ options:
         which hold the wanted images the node has); C(image_filesystem_size) weighs the wanted images the node has
         (their CRI sizes, once per image) against the kubelet's high threshold share of it. Neither counts the
         wanted images the node lacks, since the doctor reads no registry (C(pinned.images.prefetch) in check mode
-        estimates them).
+        estimates them). C(transfer_mode_config_path) reads RV(layout.hosts), as the prefetch's disk guard does.
       - The C(pinned.images.doctor) playbook runs it on every node (docs/doctor.md).
     type: bool
     default: false

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
+from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import split_config_path
 
 __all__ = [
     "ERROR",
@@ -46,16 +47,12 @@ INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)
 # The snapshotters that pull lazily: a finished pull does not mean the layers are on disk.
 LAZY_SNAPSHOTTERS = ("stargz", "soci", "overlaybd", "nydus")
-# containerd's CRI honours io.cri-containerd.pinned from 1.7.3; 2.1 brought the transfer service's pulls.
+# containerd's CRI honours io.cri-containerd.pinned from 1.7.3.
 _LABELS_FROM = (1, 7, 3)
-_TRANSFER_FROM = (2, 1)
-_DEFAULT_CONFIG_PATH_FROM = (2, 2)
 # kubernetes #119986 (1.29, cherry-picked to 1.28 by #120054): before it the kubelet's GC ignored runtime pins.
 _KUBELET_HONOURS_PINS_FROM = (1, 29)
 # The kubelet's default high threshold, in percent of the image filesystem.
 _GC_HIGH_DEFAULT = 85
-# What containerd's CheckLocalImagePullConfigs names: any of them makes the CRI pull locally, as 1.x and 2.0 did.
-_LOCAL_PULL_KEYS = ("use_local_image_pull", "discard_unpacked_layers", "image_pull_with_sync_fs")
 
 Finding = Dict[str, str]
 
@@ -137,28 +134,22 @@ def _images_table(config: Mapping[str, Any]) -> Tuple[Mapping[str, Any], str]:
     return {}, "io.containerd.cri.v1.images"
 
 
-def check_transfer_mode(version: str, config: Optional[Mapping[str, Any]], source: str) -> List[Finding]:
+def check_transfer_mode(version: str, hosts: Mapping[str, Any]) -> List[Finding]:
     """containerd 2.1+ pulls through its transfer service, which takes a multi-entry ``config_path`` as one
     directory: the mirrors, CAs and headers of hosts.toml are silently ignored (containerd #12415, no fixed
-    release)."""
-    parsed = _version(version)
-    if parsed is None or parsed[:2] < _TRANSFER_FROM:
+    release). ``hosts``: ``cri_image_info``'s ``layout.hosts``, read with its imports by the code the disk guard
+    uses (``_registry/containerd_hosts``), which keeps such a list as one root in transfer mode."""
+    if hosts.get("pull_mode") != "transfer":
         return []
-    images, _key = _images_table(config or {})
-    if any(images.get(key) for key in _LOCAL_PULL_KEYS):
-        return []
-    registry = images.get("registry") or {}
-    value = registry.get("config_path") or ""
-    if not value and not registry.get("mirrors") and parsed[:2] >= _DEFAULT_CONFIG_PATH_FROM:
-        value = "/etc/containerd/certs.d:/etc/docker/certs.d"
-    if ":" not in str(value):
+    lists = [value for value in hosts.get("config_path") or [] if len(split_config_path(value)) > 1]
+    if not lists:
         return []
     return [
         finding(
             "transfer_mode_config_path",
             ERROR,
-            f"containerd {version} pulls through its transfer service and {source} gives config_path {value!r}, "
-            "a list of directories",
+            f"containerd {version} pulls through its transfer service, and config_path is {lists[0]!r}, a list of "
+            f"directories (from {hosts.get('source')})",
             "containerd takes the list as one directory name, so it reads none of the hosts.toml files: every pull, "
             "the prefetch's too, goes to the upstream registry, without the mirrors, CAs or headers",
             "set config_path to one directory, or set use_local_image_pull = true in the "
@@ -380,8 +371,8 @@ def no_python_finding(host: str) -> Finding:
 
 @dataclass(frozen=True)
 class NodeFacts:
-    """What the doctor read on one node (``_doctor/facts``, and ``cri_image_info``'s images and image filesystem),
-    for ``diagnose``."""
+    """What the doctor read on one node (``_doctor/facts``, and ``cri_image_info``'s images, image filesystem and
+    layout), for ``diagnose``."""
 
     runtime_name: str
     runtime_version: str
@@ -396,6 +387,8 @@ class NodeFacts:
     kubelet_version: Optional[str] = None
     containerd_config: Optional[Mapping[str, Any]] = None
     containerd_config_source: str = ""
+    # cri_image_info's layout.hosts: containerd's config_path and pull mode, as the disk guard reads them.
+    registry_hosts: Mapping[str, Any] = field(default_factory=dict)
     both_labels: Tuple[str, ...] = ()
     dropin_path: str = ""
     dropin_listed: Tuple[str, ...] = ()
@@ -425,7 +418,7 @@ def diagnose(facts: NodeFacts) -> List[Finding]:
     )
     if facts.runtime_name == "containerd":
         found += check_old_containerd(facts.runtime_name, facts.runtime_version)
-        found += check_transfer_mode(facts.runtime_version, facts.containerd_config, facts.containerd_config_source)
+        found += check_transfer_mode(facts.runtime_version, facts.registry_hosts)
         found += check_lazy_pulling(facts.containerd_config, facts.containerd_config_source)
         found += check_k3s_labels(facts.both_labels)
     elif facts.runtime_name == "cri-o":

@@ -127,6 +127,9 @@ def _doctor(
     config_file = params["containerd_config"] or (host_path(options.host_root, found["path"]) if found else None)
     containerd_config, config_notes = read_containerd_config(config_file)
     notes += config_notes
+    hosts = (result["layout"] or {}).get("hosts") or {}
+    if "error" in hosts:
+        notes.append(f"containerd's registry hosts not read: {hosts['error']}")
     both: List[str] = []
     if runtime["runtime_name"] == "containerd":
         try:
@@ -149,6 +152,7 @@ def _doctor(
         kubelet_version=version,
         containerd_config=containerd_config,
         containerd_config_source=config_file or "containerd's defaults (no config file)",
+        registry_hosts=hosts,
         both_labels=tuple(both),
         dropin_path=params["dropin_path"],
         dropin_listed=crio.listed,

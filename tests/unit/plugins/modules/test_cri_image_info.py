@@ -128,3 +128,20 @@ def test_wanted_images_that_fill_the_gc_threshold_s_share_alone(tmp_path, capsys
     found = checks_on(tmp_path, capsys, monkeypatch, SizedRuntime(85 * GIB, store_bytes=85 * GIB), 10 * GIB, TWO_NAMES)
     assert list(found) == ["image_filesystem_size", "gc_threshold"]
     assert found["image_filesystem_size"]["detail"].startswith("the wanted images on the node take 85.0 GiB, 85% of")
+
+
+def test_registry_hosts_it_cannot_read_are_a_note(tmp_path, capsys, monkeypatch):
+    from ansible_collections.pinned.images.plugins.module_utils._runs import cri_image_info as info_run
+
+    runtime = FakeRuntime(version="2.1.4")
+    monkeypatch.setattr(info_run, "cri_client", lambda options: runtime)
+    monkeypatch.setattr(info_run, "containerd_client", lambda options: runtime)
+    config = tmp_path / "etc/containerd/config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('version = 3\nimports = "not a list"\n')
+    args = dict(host_root=str(tmp_path), checks=True, kubelet_config=["/none"], kubelet_binary=[])
+    result = run_module(cri_image_info, args, capsys)
+    assert result["rc"] == 0, result
+    assert result["notes"] == [
+        f"containerd's registry hosts not read: containerd config file {config}: imports must be a list of paths"
+    ]

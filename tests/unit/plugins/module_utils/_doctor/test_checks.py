@@ -8,6 +8,8 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._doctor import checks
 from ansible_collections.pinned.images.plugins.module_utils._doctor.checks import NodeFacts, diagnose
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.preflight import SourceSettings, layout_report
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf
 
 A = "quay.io/org/a@sha256:" + "a" * 64
 B = "registry.example.com/team/b:1.0"
@@ -46,32 +48,87 @@ def test_the_default_policies_are_fine(policy):
 
 
 V3 = "io.containerd.cri.v1.images"
+V2 = "io.containerd.grpc.v1.cri"
+TWO_DIRS = "/etc/containerd/certs.d:/etc/docker/certs.d"
 
 
-def test_transfer_mode_with_a_list_config_path_pulls_from_upstream():
-    config = {
-        "version": 3,
-        "plugins": {V3: {"registry": {"config_path": "/etc/containerd/certs.d:/etc/docker/certs.d"}}},
-    }
-    item = only(checks.check_transfer_mode("2.1.4", config, "/etc/containerd/config.toml"))
+def hosts_report(tmp_path, version, files):
+    """cri_image_info's layout.hosts for a containerd ``version`` node whose host root holds ``files``
+    ({host path: text}; no /etc/containerd/config.toml: containerd's defaults), read by the disk guard's code."""
+    root = tmp_path / "host"
+    root.mkdir(parents=True)
+    for path, text in files.items():
+        (root / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (root / path.lstrip("/")).write_text(text)
+    runtime = {"runtime_name": "containerd", "runtime_version": version, "endpoint": f"{root}/run/containerd.sock"}
+    settings = SourceSettings(registries=RegistriesConf(), overrides=RegistriesConf(), host_root=str(root))
+    return layout_report(settings, runtime, dict)["hosts"]
+
+
+CONFIG = "/etc/containerd/config.toml"
+# Talos 2.2+: config_path and use_local_image_pull are in an imported file, not in the config the flag names.
+TALOS_MAIN = 'version = 3\nimports = ["/etc/cri/conf.d/cri.toml"]\n'
+TALOS_CRI = f"""version = 3
+[plugins."{V3}"]
+  use_local_image_pull = true
+[plugins."{V3}".registry]
+  config_path = "{TWO_DIRS}"
+"""
+
+
+def test_transfer_mode_with_a_list_config_path_pulls_from_upstream(tmp_path):
+    v3 = f'version = 3\n[plugins."{V3}".registry]\n  config_path = "{TWO_DIRS}"\n'
+    item = only(checks.check_transfer_mode("2.1.4", hosts_report(tmp_path, "2.1.4", {CONFIG: v3})))
     assert (item["check"], item["severity"]) == ("transfer_mode_config_path", "error")
+    assert item["detail"] == (
+        f"containerd 2.1.4 pulls through its transfer service, and config_path is '{TWO_DIRS}', a list of "
+        f"directories (from {CONFIG}, containerd's default path (no process found that serves the socket))"
+    )
     assert "use_local_image_pull = true" in item["fix"]
-    # containerd 2.2's default is that list.
-    assert only(checks.check_transfer_mode("v2.2.1", {}, "defaults"))["check"] == "transfer_mode_config_path"
+
+
+def test_a_version_2_config_s_list_and_its_local_pull_settings_are_read_as_containerd_migrates_them(tmp_path):
+    v2 = f'version = 2\n[plugins."{V2}".registry]\n  config_path = "/a:/b"\n'
+    assert only(checks.check_transfer_mode("2.1.4", hosts_report(tmp_path / "list", "2.1.4", {CONFIG: v2})))
+    # discard_unpacked_layers is under .containerd in version 2: containerd pulls locally and reads the list.
+    local = v2 + f'[plugins."{V2}".containerd]\n  discard_unpacked_layers = true\n'
+    hosts = hosts_report(tmp_path / "local", "2.1.4", {CONFIG: local})
+    assert hosts["pull_mode"] == "local" and checks.check_transfer_mode("2.1.4", hosts) == []
+
+
+def test_an_imported_file_s_use_local_image_pull_counts_as_on_talos(tmp_path):
+    hosts = hosts_report(tmp_path / "talos", "2.2.1", {CONFIG: TALOS_MAIN, "/etc/cri/conf.d/cri.toml": TALOS_CRI})
+    assert hosts["config_path"] == TWO_DIRS.split(":") and hosts["pull_mode"] == "local"
+    assert checks.check_transfer_mode("2.2.1", hosts) == []
+    # The same import without use_local_image_pull: its list is taken as one directory.
+    transfer = TALOS_CRI.replace("use_local_image_pull = true", "")
+    hosts = hosts_report(tmp_path / "transfer", "2.2.1", {CONFIG: TALOS_MAIN, "/etc/cri/conf.d/cri.toml": transfer})
+    assert f"config_path is '{TWO_DIRS}'" in only(checks.check_transfer_mode("2.2.1", hosts))["detail"]
+
+
+def test_containerd_2_2_s_default_list_without_a_config_file(tmp_path):
+    item = only(checks.check_transfer_mode("v2.2.1", hosts_report(tmp_path, "v2.2.1", {})))
+    assert item["detail"].endswith(
+        f"config_path is '{TWO_DIRS}', a list of directories (from containerd's built-in defaults)"
+    )
 
 
 @pytest.mark.parametrize(
-    "version, images",
+    "version, config",
     [
-        ("2.0.5", {"registry": {"config_path": "/a:/b"}}),
-        ("2.1.4", {"registry": {"config_path": "/etc/containerd/certs.d"}}),
-        ("2.1.4", {"registry": {"config_path": "/a:/b"}, "use_local_image_pull": True}),
-        ("2.2.0", {"registry": {"config_path": "/a:/b"}, "discard_unpacked_layers": True}),
-        ("2.1.4", {}),
+        ("2.0.5", f'version = 3\n[plugins."{V3}".registry]\n  config_path = "/a:/b"\n'),
+        ("2.1.4", f'version = 3\n[plugins."{V3}".registry]\n  config_path = "/etc/containerd/certs.d"\n'),
+        ("2.2.0", f'version = 3\n[plugins."{V3}"]\n  image_pull_with_sync_fs = true\n'),
+        ("2.1.4", "version = 3\n"),
     ],
 )
-def test_local_pulls_one_directory_or_before_2_1_are_fine(version, images):
-    assert checks.check_transfer_mode(version, {"version": 3, "plugins": {V3: images}}, "c") == []
+def test_local_pulls_one_directory_or_before_2_1_are_fine(tmp_path, version, config):
+    assert checks.check_transfer_mode(version, hosts_report(tmp_path, version, {CONFIG: config})) == []
+
+
+def test_containerd_1_x_s_hosts_from_cri_status_or_an_unreadable_config_name_no_pull_mode():
+    assert checks.check_transfer_mode("1.7.24", {"config_path": ["/a:/b"], "pull_mode": None}) == []
+    assert checks.check_transfer_mode("2.1.4", {"error": "containerd config file /c: not valid TOML"}) == []
 
 
 def test_a_lazy_snapshotter_or_a_snapshot_proxy_plugin_is_named():
