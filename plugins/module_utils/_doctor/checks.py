@@ -365,7 +365,8 @@ def no_python_finding(host: str) -> Finding:
         ERROR,
         f"{host} has no python3",
         "no module of the collection runs on it over SSH, the doctor's checks included",
-        "use the pod mode (-e cluster_node_access=pod), which runs the modules in a pod with its own Python",
+        "the prefetch and audit playbooks reach such a node in pod mode (-e cluster_node_access=pod), which runs "
+        "the modules in a pod with its own Python; the doctor has no pod mode: its checks need python3 on the node",
     )
 
 
