@@ -80,6 +80,7 @@ def test_the_doctor_names_what_voids_the_pins_on_each_node(lab, tmp_path):
             f"replaces the whole list: 1 of the 1 images of {ours} are not pinned"
         )
         assert found["no-python"][:2] == ["no-python: 1 error", "  error no_python: no-python has no python3"]
+        assert found["no-python"][3].endswith("the doctor has no pod mode: its checks need python3 on the node")
         # Read-only: the drop-ins and the labels as they were.
         assert {p.name: p.read_text() for p in dropins.iterdir()} == before
         with containerd:

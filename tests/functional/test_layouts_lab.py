@@ -6,7 +6,8 @@ layout's socket, config file, hosts directory and flags, in a host root of its o
 mirror-only image where containerd pulls it; ``cri_image_info`` says what it found and where from.
 
 And the pull mode on a containerd 2.1 node: with a ``config_path`` list in transfer mode, containerd pulls from the
-image's own registry whatever hosts.toml says, and the guard reads there too and says why.
+image's own registry whatever hosts.toml says, and the guard reads there too and says why, as the doctor's
+``transfer_mode_config_path`` does.
 """
 
 from __future__ import annotations
@@ -112,3 +113,10 @@ def test_transfer_mode_with_a_config_path_list_pulls_upstream_and_the_guard_says
     assert f"(from {entry['config']}, the --config flag of containerd" in guard["sources_from"]
     # The module's warning (ansible prints it, wrapped, on stderr).
     assert "containerd #12415" in " ".join(output.split())
+    # The doctor reads the same pull mode and config_path, and names the list.
+    rc, result, output = adhoc("pinned.images.cri_image_info", dict(cri_socket=entry["endpoint"], checks=True))
+    assert rc == 0, output
+    assert result["layout"]["hosts"]["config_path"] == [f"{first}:{second}"]
+    (found,) = [item for item in result["checks"] if item["check"] == "transfer_mode_config_path"]
+    assert found["severity"] == "error"
+    assert f"config_path is '{first}:{second}', a list of directories (from {entry['config']}, " in found["detail"]

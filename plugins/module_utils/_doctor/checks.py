@@ -16,6 +16,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import human_size
+from ansible_collections.pinned.images.plugins.module_utils._registry.containerd_hosts import split_config_path
+
 __all__ = [
     "ERROR",
     "INFO",
@@ -44,16 +47,12 @@ INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)
 # The snapshotters that pull lazily: a finished pull does not mean the layers are on disk.
 LAZY_SNAPSHOTTERS = ("stargz", "soci", "overlaybd", "nydus")
-# containerd's CRI honours io.cri-containerd.pinned from 1.7.3; 2.1 brought the transfer service's pulls.
+# containerd's CRI honours io.cri-containerd.pinned from 1.7.3.
 _LABELS_FROM = (1, 7, 3)
-_TRANSFER_FROM = (2, 1)
-_DEFAULT_CONFIG_PATH_FROM = (2, 2)
 # kubernetes #119986 (1.29, cherry-picked to 1.28 by #120054): before it the kubelet's GC ignored runtime pins.
 _KUBELET_HONOURS_PINS_FROM = (1, 29)
 # The kubelet's default high threshold, in percent of the image filesystem.
 _GC_HIGH_DEFAULT = 85
-# What containerd's CheckLocalImagePullConfigs names: any of them makes the CRI pull locally, as 1.x and 2.0 did.
-_LOCAL_PULL_KEYS = ("use_local_image_pull", "discard_unpacked_layers", "image_pull_with_sync_fs")
 
 Finding = Dict[str, str]
 
@@ -135,28 +134,22 @@ def _images_table(config: Mapping[str, Any]) -> Tuple[Mapping[str, Any], str]:
     return {}, "io.containerd.cri.v1.images"
 
 
-def check_transfer_mode(version: str, config: Optional[Mapping[str, Any]], source: str) -> List[Finding]:
+def check_transfer_mode(version: str, hosts: Mapping[str, Any]) -> List[Finding]:
     """containerd 2.1+ pulls through its transfer service, which takes a multi-entry ``config_path`` as one
     directory: the mirrors, CAs and headers of hosts.toml are silently ignored (containerd #12415, no fixed
-    release)."""
-    parsed = _version(version)
-    if parsed is None or parsed[:2] < _TRANSFER_FROM:
+    release). ``hosts``: ``cri_image_info``'s ``layout.hosts``, read with its imports by the code the disk guard
+    uses (``_registry/containerd_hosts``), which keeps such a list as one root in transfer mode."""
+    if hosts.get("pull_mode") != "transfer":
         return []
-    images, _key = _images_table(config or {})
-    if any(images.get(key) for key in _LOCAL_PULL_KEYS):
-        return []
-    registry = images.get("registry") or {}
-    value = registry.get("config_path") or ""
-    if not value and not registry.get("mirrors") and parsed[:2] >= _DEFAULT_CONFIG_PATH_FROM:
-        value = "/etc/containerd/certs.d:/etc/docker/certs.d"
-    if ":" not in str(value):
+    lists = [value for value in hosts.get("config_path") or [] if len(split_config_path(value)) > 1]
+    if not lists:
         return []
     return [
         finding(
             "transfer_mode_config_path",
             ERROR,
-            f"containerd {version} pulls through its transfer service and {source} gives config_path {value!r}, "
-            "a list of directories",
+            f"containerd {version} pulls through its transfer service, and config_path is {lists[0]!r}, a list of "
+            f"directories (from {hosts.get('source')})",
             "containerd takes the list as one directory name, so it reads none of the hosts.toml files: every pull, "
             "the prefetch's too, goes to the upstream registry, without the mirrors, CAs or headers",
             "set config_path to one directory, or set use_local_image_pull = true in the "
@@ -275,16 +268,34 @@ def _duration_seconds(value: Any) -> Optional[float]:
     return sum(float(number) * scale[unit] for number, unit in parts)
 
 
+def _gc_high_percent(kubelet: Mapping[str, Any]) -> int:
+    try:
+        return int(kubelet.get("imageGCHighThresholdPercent", _GC_HIGH_DEFAULT))
+    except (TypeError, ValueError):
+        return _GC_HIGH_DEFAULT
+
+
+def _not_counted(missing: int) -> str:
+    return (
+        f"; {missing} wanted images not on the node are not counted (the doctor reads no registry: "
+        "pinned.images.prefetch in check mode has its disk guard estimate them)"
+        if missing
+        else ""
+    )
+
+
 def check_gc(
     kubelet: Mapping[str, Any],
     source: str,
-    wanted_bytes: int,
     fs_total: Optional[int],
     fs_used: Optional[int],
+    missing: int,
     pinned: bool,
 ) -> List[Finding]:
     """The kubelet's image GC against what the node wants: ``imageMaximumGCAge`` removes unused unpinned images
-    after that age; once the image filesystem passes the high threshold the kubelet removes unpinned ones."""
+    after that age; once the image filesystem's use (``fs_used``: its total less its available bytes, as the
+    kubelet measures it; the wanted images the node has are in it) reaches the high threshold the kubelet removes
+    unpinned ones. ``missing`` wanted images are not on the node, their sizes unknown here."""
     findings: List[Finding] = []
     age = _duration_seconds(kubelet.get("imageMaximumGCAge"))
     if age and not pinned:
@@ -299,19 +310,15 @@ def check_gc(
             )
         )
     if fs_total and fs_used is not None:
-        high = kubelet.get("imageGCHighThresholdPercent", _GC_HIGH_DEFAULT)
-        try:
-            high = int(high)
-        except (TypeError, ValueError):
-            high = _GC_HIGH_DEFAULT
-        after = 100.0 * (fs_used + wanted_bytes) / fs_total
-        if after >= high:
+        high = _gc_high_percent(kubelet)
+        used = 100.0 * fs_used / fs_total
+        if used >= high:
             findings.append(
                 finding(
                     "gc_threshold",
                     WARNING if pinned else ERROR,
-                    f"with the wanted images the image filesystem would be {after:.0f}% full; the kubelet's "
-                    f"imageGCHighThresholdPercent is {high} ({source})",
+                    f"the image filesystem is {used:.0f}% full; the kubelet's imageGCHighThresholdPercent is {high} "
+                    f"({source})" + _not_counted(missing),
                     "past the threshold the kubelet removes unused unpinned images until it is below the low one"
                     + ("; pinned images stay, but every other image goes" if pinned else ", prefetched ones too"),
                     "give the image filesystem more room, or prefetch fewer images at a time",
@@ -320,17 +327,32 @@ def check_gc(
     return findings
 
 
-def check_image_filesystem(wanted_bytes: int, fs_total: Optional[int], mountpoint: str, unknown: int) -> List[Finding]:
-    """The node's sets do not fit on its image filesystem at all."""
-    if not fs_total or wanted_bytes <= fs_total:
+def check_image_filesystem(
+    kubelet: Mapping[str, Any],
+    source: str,
+    wanted_present_bytes: int,
+    fs_total: Optional[int],
+    mountpoint: str,
+    missing: int,
+) -> List[Finding]:
+    """The wanted images the node holds (``wanted_present_bytes``: their CRI sizes, once per image) take the
+    kubelet's high threshold share of the image filesystem or more: pinned, they alone keep it past the GC
+    threshold. A lower bound when ``missing`` wanted images are not on the node."""
+    if not fs_total:
+        return []
+    high = _gc_high_percent(kubelet)
+    share = 100.0 * wanted_present_bytes / fs_total
+    if share < high:
         return []
     return [
         finding(
             "image_filesystem_size",
             ERROR,
-            f"the wanted images take {wanted_bytes} bytes, more than the {fs_total} bytes of the image filesystem "
-            f"{mountpoint}" + (f" ({unknown} more images not on the node, not counted)" if unknown else ""),
-            "the prefetch cannot pull every image: the disk guard refuses, or the pulls fail with no space left",
+            f"the wanted images on the node take {human_size(wanted_present_bytes)}, {share:.0f}% of the "
+            f"{human_size(fs_total)} image filesystem {mountpoint}; the kubelet's imageGCHighThresholdPercent is "
+            f"{high} ({source})" + _not_counted(missing),
+            "the pins alone keep the image filesystem past the kubelet's GC threshold: the kubelet keeps removing "
+            "every other unpinned image, and the node has no room for more",
             "split the node's sets, or give the image filesystem more room",
         )
     ]
@@ -343,19 +365,21 @@ def no_python_finding(host: str) -> Finding:
         ERROR,
         f"{host} has no python3",
         "no module of the collection runs on it over SSH, the doctor's checks included",
-        "use the pod mode (-e cluster_node_access=pod), which runs the modules in a pod with its own Python",
+        "the prefetch and audit playbooks reach such a node in pod mode (-e cluster_node_access=pod), which runs "
+        "the modules in a pod with its own Python; the doctor has no pod mode: its checks need python3 on the node",
     )
 
 
 @dataclass(frozen=True)
 class NodeFacts:
-    """What the doctor read on one node (``_doctor/facts``), for ``diagnose``."""
+    """What the doctor read on one node (``_doctor/facts``, and ``cri_image_info``'s images, image filesystem and
+    layout), for ``diagnose``."""
 
     runtime_name: str
     runtime_version: str
     wanted: Tuple[str, ...] = ()
-    # The CRI sizes of the wanted images the node has, and how many it lacks (their sizes unknown).
-    wanted_bytes: int = 0
+    # The CRI sizes of the wanted images the node has (once per image id), and how many it lacks (sizes unknown).
+    wanted_present_bytes: int = 0
     wanted_missing: int = 0
     # Whether every wanted image the node has is pinned.
     wanted_pinned: bool = False
@@ -364,11 +388,14 @@ class NodeFacts:
     kubelet_version: Optional[str] = None
     containerd_config: Optional[Mapping[str, Any]] = None
     containerd_config_source: str = ""
+    # cri_image_info's layout.hosts: containerd's config_path and pull mode, as the disk guard reads them.
+    registry_hosts: Mapping[str, Any] = field(default_factory=dict)
     both_labels: Tuple[str, ...] = ()
     dropin_path: str = ""
     dropin_listed: Tuple[str, ...] = ()
     dropin_source: Optional[str] = None
     dropin_kept: Tuple[str, ...] = ()
+    # The image filesystem from statvfs: its size, and its use as the kubelet measures it (total less available).
     fs_mountpoint: str = ""
     fs_total: Optional[int] = None
     fs_used: Optional[int] = None
@@ -380,12 +407,19 @@ def diagnose(facts: NodeFacts) -> List[Finding]:
     found += check_credential_policy(facts.kubelet, facts.kubelet_source, facts.wanted)
     found += check_kubelet_version(facts.kubelet_version)
     found += check_gc(
-        facts.kubelet, facts.kubelet_source, facts.wanted_bytes, facts.fs_total, facts.fs_used, facts.wanted_pinned
+        facts.kubelet, facts.kubelet_source, facts.fs_total, facts.fs_used, facts.wanted_missing, facts.wanted_pinned
     )
-    found += check_image_filesystem(facts.wanted_bytes, facts.fs_total, facts.fs_mountpoint, facts.wanted_missing)
+    found += check_image_filesystem(
+        facts.kubelet,
+        facts.kubelet_source,
+        facts.wanted_present_bytes,
+        facts.fs_total,
+        facts.fs_mountpoint,
+        facts.wanted_missing,
+    )
     if facts.runtime_name == "containerd":
         found += check_old_containerd(facts.runtime_name, facts.runtime_version)
-        found += check_transfer_mode(facts.runtime_version, facts.containerd_config, facts.containerd_config_source)
+        found += check_transfer_mode(facts.runtime_version, facts.registry_hosts)
         found += check_lazy_pulling(facts.containerd_config, facts.containerd_config_source)
         found += check_k3s_labels(facts.both_labels)
     elif facts.runtime_name == "cri-o":

@@ -8,7 +8,7 @@ findings (``_doctor``)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import CollectionError
 from ansible_collections.pinned.images.plugins.module_utils._common.host_root import host_path
@@ -96,6 +96,18 @@ def describe_runtime(params: Mapping[str, Any], run_command: Optional[RunCommand
     return result
 
 
+def _present_bytes(images: Sequence[Mapping[str, Any]]) -> int:
+    """The CRI sizes of ``images``, once per image id: names of one image share its bytes."""
+    return sum({image["id"]: int(image["size"]) for image in images}.values())
+
+
+def _filesystem_use(filesystem: Mapping[str, Any]) -> Optional[int]:
+    """The image filesystem's use as the kubelet measures it against its GC thresholds: capacity less available
+    (statvfs), not the runtime's ``used_bytes``, which counts only its image store."""
+    total, free = filesystem.get("total_bytes"), filesystem.get("free_bytes")
+    return None if total is None or free is None else int(total) - int(free)
+
+
 def _labelled_both(options: RuntimeOptions) -> List[str]:
     client = containerd_client(options)
     with client:
@@ -115,6 +127,9 @@ def _doctor(
     config_file = params["containerd_config"] or (host_path(options.host_root, found["path"]) if found else None)
     containerd_config, config_notes = read_containerd_config(config_file)
     notes += config_notes
+    hosts = (result["layout"] or {}).get("hosts") or {}
+    if "error" in hosts:
+        notes.append(f"containerd's registry hosts not read: {hosts['error']}")
     both: List[str] = []
     if runtime["runtime_name"] == "containerd":
         try:
@@ -129,7 +144,7 @@ def _doctor(
         runtime_name=runtime["runtime_name"],
         runtime_version=runtime["runtime_version"],
         wanted=tuple(params["images"] or ()),
-        wanted_bytes=sum(int(image["size"]) for image in wanted),
+        wanted_present_bytes=_present_bytes(wanted),
         wanted_missing=len(result["missing"]),
         wanted_pinned=bool(wanted) and all(image["pinned"] for image in wanted),
         kubelet=kubelet.settings,
@@ -137,6 +152,7 @@ def _doctor(
         kubelet_version=version,
         containerd_config=containerd_config,
         containerd_config_source=config_file or "containerd's defaults (no config file)",
+        registry_hosts=hosts,
         both_labels=tuple(both),
         dropin_path=params["dropin_path"],
         dropin_listed=crio.listed,
@@ -144,7 +160,7 @@ def _doctor(
         dropin_kept=crio.kept,
         fs_mountpoint=str(filesystem.get("mountpoint", "")),
         fs_total=filesystem.get("total_bytes"),
-        fs_used=filesystem.get("used_bytes"),
+        fs_used=_filesystem_use(filesystem),
     )
     return diagnose(facts), notes
 

@@ -81,3 +81,67 @@ def test_checks_report_the_doctor_s_findings_from_the_node_paths_given(tmp_path,
     assert [f["check"] for f in result["checks"]] == ["kubelet_credential_policy", "old_containerd", "k3s_pin_label"]
     assert result["checks"][0]["detail"].startswith(f"{kubelet}: ")
     assert result["notes"] == []
+
+
+class SizedRuntime(FakeRuntime):
+    """CRI-O whose image store reports ``store_bytes`` used, with one image of ``size`` bytes under every name but
+    those with "missing"."""
+
+    def __init__(self, size, store_bytes):
+        super().__init__("cri-o", "1.33.2")
+        self.size, self.store_bytes = size, store_bytes
+
+    def image_fs_info(self):
+        return [dict(mountpoint="/var/lib/containers/storage", used_bytes=self.store_bytes, inodes_used=1)]
+
+    def image_status(self, name):
+        return None if "missing" in name else dict(FakeRuntime.image_status(self, name), size=self.size)
+
+
+GIB = 1024**3
+TWO_NAMES = ["quay.io/org/a:1", "quay.io/org/a@sha256:" + "a" * 64]
+
+
+def checks_on(tmp_path, capsys, monkeypatch, runtime, free, images):
+    """The checks of ``runtime`` on a 100 GiB image filesystem with ``free`` bytes available (statvfs)."""
+    from ansible_collections.pinned.images.plugins.module_utils._runs import cri_image_info as info_run
+
+    monkeypatch.setattr(info_run, "cri_client", lambda options: runtime)
+    monkeypatch.setattr(info_run, "filesystem_stats", lambda path: (100 * GIB, free))
+    args = dict(images=images, host_root=str(tmp_path), checks=True, kubelet_config=["/none"], kubelet_binary=[])
+    result = run_module(cri_image_info, args, capsys)
+    assert result["rc"] == 0, result
+    return {item["check"]: item for item in result["checks"]}
+
+
+def test_the_image_filesystem_s_use_is_statvfs_s_and_holds_the_wanted_images_once(tmp_path, capsys, monkeypatch):
+    # 70% used (statvfs), 20 GiB of it the wanted image under two names; the image store's own figure is not it.
+    runtime = SizedRuntime(20 * GIB, store_bytes=95 * GIB)
+    assert checks_on(tmp_path, capsys, monkeypatch, runtime, 30 * GIB, TWO_NAMES) == {}
+    found = checks_on(tmp_path, capsys, monkeypatch, runtime, 10 * GIB, TWO_NAMES + ["quay.io/org/missing:1"])
+    assert list(found) == ["gc_threshold"] and found["gc_threshold"]["severity"] == "warning"
+    assert found["gc_threshold"]["detail"].startswith("the image filesystem is 90% full;")
+    assert "; 1 wanted images not on the node are not counted" in found["gc_threshold"]["detail"]
+
+
+def test_wanted_images_that_fill_the_gc_threshold_s_share_alone(tmp_path, capsys, monkeypatch):
+    found = checks_on(tmp_path, capsys, monkeypatch, SizedRuntime(85 * GIB, store_bytes=85 * GIB), 10 * GIB, TWO_NAMES)
+    assert list(found) == ["image_filesystem_size", "gc_threshold"]
+    assert found["image_filesystem_size"]["detail"].startswith("the wanted images on the node take 85.0 GiB, 85% of")
+
+
+def test_registry_hosts_it_cannot_read_are_a_note(tmp_path, capsys, monkeypatch):
+    from ansible_collections.pinned.images.plugins.module_utils._runs import cri_image_info as info_run
+
+    runtime = FakeRuntime(version="2.1.4")
+    monkeypatch.setattr(info_run, "cri_client", lambda options: runtime)
+    monkeypatch.setattr(info_run, "containerd_client", lambda options: runtime)
+    config = tmp_path / "etc/containerd/config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('version = 3\nimports = "not a list"\n')
+    args = dict(host_root=str(tmp_path), checks=True, kubelet_config=["/none"], kubelet_binary=[])
+    result = run_module(cri_image_info, args, capsys)
+    assert result["rc"] == 0, result
+    assert result["notes"] == [
+        f"containerd's registry hosts not read: containerd config file {config}: imports must be a list of paths"
+    ]

@@ -8,6 +8,8 @@ import pytest
 
 from ansible_collections.pinned.images.plugins.module_utils._doctor import checks
 from ansible_collections.pinned.images.plugins.module_utils._doctor.checks import NodeFacts, diagnose
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.preflight import SourceSettings, layout_report
+from ansible_collections.pinned.images.plugins.module_utils._registry.registries_conf import RegistriesConf
 
 A = "quay.io/org/a@sha256:" + "a" * 64
 B = "registry.example.com/team/b:1.0"
@@ -46,32 +48,87 @@ def test_the_default_policies_are_fine(policy):
 
 
 V3 = "io.containerd.cri.v1.images"
+V2 = "io.containerd.grpc.v1.cri"
+TWO_DIRS = "/etc/containerd/certs.d:/etc/docker/certs.d"
 
 
-def test_transfer_mode_with_a_list_config_path_pulls_from_upstream():
-    config = {
-        "version": 3,
-        "plugins": {V3: {"registry": {"config_path": "/etc/containerd/certs.d:/etc/docker/certs.d"}}},
-    }
-    item = only(checks.check_transfer_mode("2.1.4", config, "/etc/containerd/config.toml"))
+def hosts_report(tmp_path, version, files):
+    """cri_image_info's layout.hosts for a containerd ``version`` node whose host root holds ``files``
+    ({host path: text}; no /etc/containerd/config.toml: containerd's defaults), read by the disk guard's code."""
+    root = tmp_path / "host"
+    root.mkdir(parents=True)
+    for path, text in files.items():
+        (root / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (root / path.lstrip("/")).write_text(text)
+    runtime = {"runtime_name": "containerd", "runtime_version": version, "endpoint": f"{root}/run/containerd.sock"}
+    settings = SourceSettings(registries=RegistriesConf(), overrides=RegistriesConf(), host_root=str(root))
+    return layout_report(settings, runtime, dict)["hosts"]
+
+
+CONFIG = "/etc/containerd/config.toml"
+# Talos 2.2+: config_path and use_local_image_pull are in an imported file, not in the config the flag names.
+TALOS_MAIN = 'version = 3\nimports = ["/etc/cri/conf.d/cri.toml"]\n'
+TALOS_CRI = f"""version = 3
+[plugins."{V3}"]
+  use_local_image_pull = true
+[plugins."{V3}".registry]
+  config_path = "{TWO_DIRS}"
+"""
+
+
+def test_transfer_mode_with_a_list_config_path_pulls_from_upstream(tmp_path):
+    v3 = f'version = 3\n[plugins."{V3}".registry]\n  config_path = "{TWO_DIRS}"\n'
+    item = only(checks.check_transfer_mode("2.1.4", hosts_report(tmp_path, "2.1.4", {CONFIG: v3})))
     assert (item["check"], item["severity"]) == ("transfer_mode_config_path", "error")
+    assert item["detail"] == (
+        f"containerd 2.1.4 pulls through its transfer service, and config_path is '{TWO_DIRS}', a list of "
+        f"directories (from {CONFIG}, containerd's default path (no process found that serves the socket))"
+    )
     assert "use_local_image_pull = true" in item["fix"]
-    # containerd 2.2's default is that list.
-    assert only(checks.check_transfer_mode("v2.2.1", {}, "defaults"))["check"] == "transfer_mode_config_path"
+
+
+def test_a_version_2_config_s_list_and_its_local_pull_settings_are_read_as_containerd_migrates_them(tmp_path):
+    v2 = f'version = 2\n[plugins."{V2}".registry]\n  config_path = "/a:/b"\n'
+    assert only(checks.check_transfer_mode("2.1.4", hosts_report(tmp_path / "list", "2.1.4", {CONFIG: v2})))
+    # discard_unpacked_layers is under .containerd in version 2: containerd pulls locally and reads the list.
+    local = v2 + f'[plugins."{V2}".containerd]\n  discard_unpacked_layers = true\n'
+    hosts = hosts_report(tmp_path / "local", "2.1.4", {CONFIG: local})
+    assert hosts["pull_mode"] == "local" and checks.check_transfer_mode("2.1.4", hosts) == []
+
+
+def test_an_imported_file_s_use_local_image_pull_counts_as_on_talos(tmp_path):
+    hosts = hosts_report(tmp_path / "talos", "2.2.1", {CONFIG: TALOS_MAIN, "/etc/cri/conf.d/cri.toml": TALOS_CRI})
+    assert hosts["config_path"] == TWO_DIRS.split(":") and hosts["pull_mode"] == "local"
+    assert checks.check_transfer_mode("2.2.1", hosts) == []
+    # The same import without use_local_image_pull: its list is taken as one directory.
+    transfer = TALOS_CRI.replace("use_local_image_pull = true", "")
+    hosts = hosts_report(tmp_path / "transfer", "2.2.1", {CONFIG: TALOS_MAIN, "/etc/cri/conf.d/cri.toml": transfer})
+    assert f"config_path is '{TWO_DIRS}'" in only(checks.check_transfer_mode("2.2.1", hosts))["detail"]
+
+
+def test_containerd_2_2_s_default_list_without_a_config_file(tmp_path):
+    item = only(checks.check_transfer_mode("v2.2.1", hosts_report(tmp_path, "v2.2.1", {})))
+    assert item["detail"].endswith(
+        f"config_path is '{TWO_DIRS}', a list of directories (from containerd's built-in defaults)"
+    )
 
 
 @pytest.mark.parametrize(
-    "version, images",
+    "version, config",
     [
-        ("2.0.5", {"registry": {"config_path": "/a:/b"}}),
-        ("2.1.4", {"registry": {"config_path": "/etc/containerd/certs.d"}}),
-        ("2.1.4", {"registry": {"config_path": "/a:/b"}, "use_local_image_pull": True}),
-        ("2.2.0", {"registry": {"config_path": "/a:/b"}, "discard_unpacked_layers": True}),
-        ("2.1.4", {}),
+        ("2.0.5", f'version = 3\n[plugins."{V3}".registry]\n  config_path = "/a:/b"\n'),
+        ("2.1.4", f'version = 3\n[plugins."{V3}".registry]\n  config_path = "/etc/containerd/certs.d"\n'),
+        ("2.2.0", f'version = 3\n[plugins."{V3}"]\n  image_pull_with_sync_fs = true\n'),
+        ("2.1.4", "version = 3\n"),
     ],
 )
-def test_local_pulls_one_directory_or_before_2_1_are_fine(version, images):
-    assert checks.check_transfer_mode(version, {"version": 3, "plugins": {V3: images}}, "c") == []
+def test_local_pulls_one_directory_or_before_2_1_are_fine(tmp_path, version, config):
+    assert checks.check_transfer_mode(version, hosts_report(tmp_path, version, {CONFIG: config})) == []
+
+
+def test_containerd_1_x_s_hosts_from_cri_status_or_an_unreadable_config_name_no_pull_mode():
+    assert checks.check_transfer_mode("1.7.24", {"config_path": ["/a:/b"], "pull_mode": None}) == []
+    assert checks.check_transfer_mode("2.1.4", {"error": "containerd config file /c: not valid TOML"}) == []
 
 
 def test_a_lazy_snapshotter_or_a_snapshot_proxy_plugin_is_named():
@@ -118,29 +175,63 @@ def test_a_kubelet_before_the_fix_ignores_runtime_pins():
     assert checks.check_kubelet_version(None) == []
 
 
-def test_gc_maximum_age_and_thresholds_against_the_wanted_bytes():
+def test_gc_maximum_age_and_the_threshold_against_the_filesystem_s_use():
     kubelet = {"imageMaximumGCAge": "72h", "imageGCHighThresholdPercent": 80}
-    found = checks.check_gc(kubelet, "k.yaml", 30 * GIB, fs_total=100 * GIB, fs_used=60 * GIB, pinned=False)
+    found = checks.check_gc(kubelet, "k.yaml", fs_total=100 * GIB, fs_used=80 * GIB, missing=0, pinned=False)
     assert [(f["check"], f["severity"]) for f in found] == [("gc_maximum_age", "warning"), ("gc_threshold", "error")]
-    assert "would be 90% full; the kubelet's imageGCHighThresholdPercent is 80" in found[1]["detail"]
+    assert (
+        found[1]["detail"]
+        == "the image filesystem is 80% full; the kubelet's imageGCHighThresholdPercent is 80 (k.yaml)"
+    )
     # Pinned: the age removes nothing of ours, the threshold still every other image.
-    found = checks.check_gc(kubelet, "k.yaml", 30 * GIB, fs_total=100 * GIB, fs_used=60 * GIB, pinned=True)
+    found = checks.check_gc(kubelet, "k.yaml", fs_total=100 * GIB, fs_used=90 * GIB, missing=0, pinned=True)
     assert [(f["check"], f["severity"]) for f in found] == [("gc_threshold", "warning")]
     # The defaults: age off, 85%.
-    assert checks.check_gc({}, "k", 10 * GIB, fs_total=100 * GIB, fs_used=60 * GIB, pinned=False) == []
-    assert checks.check_gc({"imageMaximumGCAge": "0s"}, "k", 0, fs_total=None, fs_used=None, pinned=False) == []
+    assert checks.check_gc({}, "k", fs_total=100 * GIB, fs_used=84 * GIB, missing=0, pinned=False) == []
+    assert checks.check_gc({"imageMaximumGCAge": "0s"}, "k", fs_total=None, fs_used=None, missing=0, pinned=False) == []
 
 
-def test_an_image_filesystem_smaller_than_the_sets():
-    item = only(checks.check_image_filesystem(120 * GIB, 100 * GIB, "/var/lib/containerd", 2))
-    assert item["severity"] == "error" and "(2 more images not on the node, not counted)" in item["detail"]
-    assert checks.check_image_filesystem(10 * GIB, 100 * GIB, "/x", 0) == []
-    assert checks.check_image_filesystem(10 * GIB, None, "/x", 0) == []
+def test_gc_threshold_names_the_missing_images_it_cannot_weigh():
+    (item,) = checks.check_gc({}, "k", fs_total=100 * GIB, fs_used=86 * GIB, missing=2, pinned=False)
+    assert item["detail"].endswith(
+        "; 2 wanted images not on the node are not counted (the doctor reads no registry: pinned.images.prefetch "
+        "in check mode has its disk guard estimate them)"
+    )
 
 
-def test_no_python_suggests_the_pod_mode():
+def test_the_wanted_images_on_the_node_are_counted_once_inside_the_filesystem_s_use():
+    """70% used, of which the 20 GiB of wanted images the node has: not 90%."""
+    facts = NodeFacts(
+        runtime_name="cri-o",
+        runtime_version="1.33.2",
+        wanted=(A,),
+        wanted_present_bytes=20 * GIB,
+        fs_total=100 * GIB,
+        fs_used=70 * GIB,
+    )
+    assert diagnose(facts) == []
+
+
+def test_wanted_images_that_take_the_gc_threshold_s_share_of_the_image_filesystem():
+    item = only(checks.check_image_filesystem({}, "k", 85 * GIB, 100 * GIB, "/var/lib/containerd", 0))
+    assert (item["check"], item["severity"]) == ("image_filesystem_size", "error")
+    assert item["detail"] == (
+        "the wanted images on the node take 85.0 GiB, 85% of the 100.0 GiB image filesystem /var/lib/containerd; "
+        "the kubelet's imageGCHighThresholdPercent is 85 (k)"
+    )
+    item = only(checks.check_image_filesystem({"imageGCHighThresholdPercent": 50}, "k", 60 * GIB, 100 * GIB, "/x", 2))
+    assert "; 2 wanted images not on the node are not counted" in item["detail"]
+    assert checks.check_image_filesystem({}, "k", 84 * GIB, 100 * GIB, "/x", 3) == []
+    assert checks.check_image_filesystem({}, "k", 10 * GIB, None, "/x", 0) == []
+
+
+def test_no_python_names_the_playbooks_with_a_pod_mode_and_not_the_doctor():
     item = checks.no_python_finding("talos-1")
-    assert item["check"] == "no_python" and "cluster_node_access=pod" in item["fix"]
+    assert item["check"] == "no_python"
+    assert item["fix"].startswith(
+        "the prefetch and audit playbooks reach such a node in pod mode (-e cluster_node_access=pod)"
+    )
+    assert item["fix"].endswith("the doctor has no pod mode: its checks need python3 on the node")
 
 
 def test_diagnose_runs_the_runtime_s_checks_errors_first():
