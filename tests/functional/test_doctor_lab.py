@@ -59,7 +59,19 @@ def test_the_doctor_names_what_voids_the_pins_on_each_node(lab, tmp_path):
             ansible_connection="local", ansible_become=False, ansible_python_interpreter="/nonexistent/bin/python3"
         )
         (tmp_path / "inventory").write_text(yaml.safe_dump(inventory))
-        (tmp_path / "vars.yml").write_text(yaml.safe_dump({"doctor_images": [small]}))
+        # The test's own kubelet files, never the machine's: a threshold this machine's disk cannot reach, and no
+        # kubelet binary.
+        kubelet = tmp_path / "kubelet.yaml"
+        kubelet.write_text(yaml.safe_dump({"kind": "KubeletConfiguration", "imageGCHighThresholdPercent": 100}))
+        (tmp_path / "vars.yml").write_text(
+            yaml.safe_dump(
+                {
+                    "doctor_images": [small],
+                    "doctor_kubelet_config": [str(kubelet)],
+                    "doctor_kubelet_binary": [str(tmp_path / "no-kubelet")],
+                }
+            )
+        )
         before = {p.name: p.read_text() for p in dropins.iterdir()}
         # docs/doctor.md's command (README's too), as written, where its inventory and vars.yml are.
         for doc in (DOCS, README):
