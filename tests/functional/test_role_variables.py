@@ -18,8 +18,18 @@ PLAY = """\
   vars_files: [{defaults}]
   tasks:
     - ansible.builtin.debug:
-        msg: "PAUSE={{{{ {{'pause': node_pull_pause | float}} | to_json }}}}"
+        msg: "SHOWN={{{{ {shown} | to_json }}}}"
 """
+
+
+def shown(tmp_path, expression: str, extra_vars: dict):
+    """The value of the Jinja ``expression`` over the node role's defaults and ``extra_vars``."""
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY.format(defaults=ROOT / "roles" / "node" / "defaults" / "main.yml", shown=expression))
+    proc = playbook(play, extra_vars=extra_vars, options=["-i", "localhost,"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    value = proc.stdout.split("SHOWN=", 1)[1].split("\n", 1)[0].rstrip('"')
+    return json.loads(value.replace('\\"', '"'))
 
 
 @pytest.mark.parametrize(
@@ -36,23 +46,8 @@ PLAY = """\
     ],
 )
 def test_the_former_throttle_names_set_the_pull_pause(tmp_path, given, control_plane, expected):
-    play = tmp_path / "play.yml"
-    play.write_text(PLAY.format(defaults=ROOT / "roles" / "node" / "defaults" / "main.yml"))
-    proc = playbook(play, extra_vars=dict(given, node_control_plane=control_plane), options=["-i", "localhost,"])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    shown = proc.stdout.split("PAUSE=", 1)[1].split("\n", 1)[0].rstrip('"')
-    assert json.loads(shown.replace('\\"', '"')) == {"pause": expected}
-
-
-PYTHON_PLAY = """\
-- hosts: localhost
-  gather_facts: false
-  connection: local
-  vars_files: [{defaults}]
-  tasks:
-    - ansible.builtin.debug:
-        msg: "PYTHON={{{{ {{'dir': node_python_deps_dir, 'env': node_python_env}} | to_json }}}}"
-"""
+    pause = shown(tmp_path, "{'pause': node_pull_pause | float}", dict(given, node_control_plane=control_plane))
+    assert pause == {"pause": expected}
 
 
 @pytest.mark.parametrize(
@@ -68,9 +63,5 @@ PYTHON_PLAY = """\
     ],
 )
 def test_the_private_python_directory_is_the_hosts_unless_given(tmp_path, given, expected):
-    play = tmp_path / "play.yml"
-    play.write_text(PYTHON_PLAY.format(defaults=ROOT / "roles" / "node" / "defaults" / "main.yml"))
-    proc = playbook(play, extra_vars=given, options=["-i", "localhost,"])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    shown = proc.stdout.split("PYTHON=", 1)[1].split("\n", 1)[0].rstrip('"')
-    assert json.loads(shown.replace('\\"', '"')) == {"dir": expected, "env": {"PINNED_IMAGES_PYTHON_DIR": expected}}
+    python = shown(tmp_path, "{'dir': node_python_deps_dir, 'env': node_python_env}", given)
+    assert python == {"dir": expected, "env": {"PINNED_IMAGES_PYTHON_DIR": expected}}
