@@ -75,6 +75,11 @@ def node_host_path(path: str, host_root: Any = None) -> str:
     return _node.node_host_path(path, str(host_root) if host_root else None)
 
 
+def node_python_default_dir(host_root: Any = None) -> str:
+    """The default private Python directory: the node's, under the host's root in a pod."""
+    return _node.python_deps_dir(str(host_root) if host_root else None)
+
+
 def node_failure_line(failed: Mapping[str, Any]) -> str:
     """The one line of a failed task of the role."""
     return _node.failure_line(failed)
@@ -100,4 +105,5 @@ class FilterModule:
             "node_prune_files": node_prune_files,
             "node_prune_blocker": node_prune_blocker,
             "node_host_path": node_host_path,
+            "node_python_default_dir": node_python_default_dir,
         }

@@ -11,6 +11,7 @@ whether the pins would change), then either the background prefetch (its start a
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -31,6 +32,7 @@ __all__ = [
     "prefetch_args",
     "prune_blocker",
     "prune_files",
+    "python_deps_dir",
     "python_dir_env",
     "result_line",
     "wanted_images",
@@ -344,8 +346,17 @@ def prefetch_args(options: Mapping[str, Any]) -> Dict[str, Any]:
 
 def node_host_path(path: str, host_root: Optional[str]) -> str:
     """A node path as the role's own tasks (copy, cat, rm) see it from a pod with the host's root at ``host_root``:
-    the one mapping the node modules apply to their options."""
-    return host_path(host_root or None, path)
+    the one mapping the node modules apply to their options, with the root normalised as they take it (``/host/``
+    as ``/host``; ``/`` or empty: none)."""
+    root = os.path.normpath(host_root) if host_root else None
+    return host_path(None if root == "/" else root, path)
+
+
+def python_deps_dir(host_root: Optional[str]) -> str:
+    """The node role's default private Python directory: the node's own, under ``host_root`` in pod mode, so that
+    it stays on the host and the next run's new pod finds it (one copy per interpreter tag, so the pod image's and
+    the host's Python each have their own)."""
+    return node_host_path(DEFAULT_DIR, host_root)
 
 
 def failure_line(failed: Mapping[str, Any]) -> str:

@@ -9,7 +9,8 @@ node's own tree is bind-mounted at the one ``host_root`` all pods share, as ever
 ``/host``. The tree holds the node's paths where a real node has them (the CRI socket, CRI-O's drop-in directory,
 pid file and registries.conf), as symlinks to the lab node's, and the lab directory, so the paths CRI Status and
 containerd's config name resolve too: the modules find the node only through ``host_root``. The pods' Python is
-Debian's, without grpcio and protobuf: the node role gives them their private copy through the pod.
+Debian's, without grpcio and protobuf: the node role gives them their private copy through the pod, by default on
+the host (the node's tree), where the next run's new pods find it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import re
 import shlex
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -27,7 +29,7 @@ import pytest
 import yaml
 
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriClient
-from fixtures.ansible_runs import VENV_BIN, ansible_env, playbook_command
+from fixtures.ansible_runs import NO_PRIVATE_PYTHON, VENV_BIN, ansible_env, playbook_command
 from fixtures.openshift_objects import ROLE_LABEL as ROLE
 from fixtures.openshift_objects import pinned_image_set
 from fixtures.reference import reference_path
@@ -120,8 +122,6 @@ class PodLab:
             cluster_node_pod_python=SYSTEM_PYTHON,
             cluster_node_pod_host_root=str(self.host_root),
             cluster_node_pod_start_timeout=10,
-            # In each pod's own mount of its node: the node keeps its copy from one run to the next.
-            node_python_deps_dir=str(self.host_root / "var/lib/pinned-images/python"),
             node_wheelhouse=str(self.wheelhouse),
             node_auth_file=self.lab.state["registries"]["auth"]["docker_config"],
             node_crio_reload="signal",
@@ -174,6 +174,41 @@ def cri_pinned(plab, node: str) -> dict:
         return {digest: image["pinned"] for image in client.list_images() for digest in image["repo_digests"]}
 
 
+# The node role's default private Python directory, relative to a node's host root.
+PYTHON_COPY = "var/lib/pinned-images/python"
+
+
+def pod_python_tag() -> str:
+    """The interpreter tag of the pods' Python: the subdirectory of its private copy."""
+    code = (
+        "from ansible_collections.pinned.images.plugins.module_utils._node_python.deps import interpreter; "
+        "print(interpreter()['tag'])"
+    )
+    # Its import probes a private directory: one that does not exist, never the machine's.
+    env = dict(PATH=os.environ["PATH"], PYTHONPATH=str(REPO / ".build" / "collections"))
+    env["PINNED_IMAGES_PYTHON_DIR"] = str(NO_PRIVATE_PYTHON)
+    return subprocess.run(
+        [SYSTEM_PYTHON, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True
+    ).stdout.strip()
+
+
+def python_copy(tree: Path) -> dict:
+    """Each file of a node's private Python copy, with its mode and modification time (ns)."""
+    base = tree / PYTHON_COPY
+    return {
+        str(path.relative_to(base)): (stat.S_IMODE(path.lstat().st_mode), path.lstat().st_mtime_ns)
+        for path in sorted(base.rglob("*"))
+    }
+
+
+def created_pods(plab) -> list[str]:
+    return [
+        record.body["metadata"]["name"]
+        for record in plab.api.requests
+        if record.method == "POST" and record.path.endswith("/pods") and isinstance(record.body, dict)
+    ]
+
+
 # As docs/nodes.md shows it: the settings in an inventory of localhost's variables only (cluster.yml).
 DOCS_COMMAND = "ansible-playbook -i cluster.yml pinned.images.prefetch -e cluster_node_access=pod"
 
@@ -218,6 +253,62 @@ def test_pod_mode_pulls_pins_and_reports_each_node_and_leaves_no_pod(plab, first
     assert plab.api.kubeconfig_path.read_text().count(plab.api.token) == 1
     assert plab.api.token not in output
     print(f"pod mode, 2 nodes, 4 images pulled: {first_run['seconds']:.1f} s")
+
+
+def test_the_first_run_leaves_each_nodes_python_copy_on_its_host(plab, first_run):
+    assert first_run["proc"].returncode == 0, first_run["proc"].stdout[-3000:]
+    tag = pod_python_tag()
+    assert re.fullmatch(r"cp3\d+-manylinux-\w+", tag), tag
+    for name, tree in plab.trees.items():
+        base = tree / PYTHON_COPY
+        # The node role's default: the host's directory under node_host_root, one subdirectory per interpreter tag.
+        assert sorted(path.name for path in base.iterdir()) == [tag], name
+        assert stat.S_IMODE(base.stat().st_mode) == 0o700
+        assert (base / tag / "manifest.json").is_file()
+        assert {"grpcio", "protobuf"} <= {path.name.split("-")[0] for path in (base / tag / "wheels").glob("*.whl")}
+        assert (base / tag / "site" / "grpc" / "__init__.py").is_file()
+    # Written in each pod's mount of its node, not at the mount point on this machine.
+    assert list(plab.host_root.iterdir()) == []
+
+
+def test_a_later_run_through_new_pods_copies_no_wheel(plab, first_run):
+    before = {name: python_copy(tree) for name, tree in plab.trees.items()}
+    pods_before = created_pods(plab)
+    proc, report, seconds = plab.run(plab.extra(sets_file(plab, "sets", first_run["images"])))
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-4000:]
+    new_pods = created_pods(plab)[len(pods_before) :]
+    assert len(new_pods) == 2 and not set(new_pods) & set(pods_before), new_pods
+    assert {node["status"] for node in report["nodes"]} == {"ok"}
+    assert {image["status"] for node in report["nodes"] for image in node["images"]} == {"present"}
+    # The first module call in each new pod finds the host's intact copy: the role never provides the libraries.
+    assert "Provide grpcio and protobuf" not in output, output[-4000:]
+    assert "TASK [pinned.images.node : Copy the wheels]" not in output
+    assert {name: python_copy(tree) for name, tree in plab.trees.items()} == before
+    assert plab.pods() == []
+    print(f"pod mode, 2 nodes, nothing to do, new pods, the hosts' Python copy: {seconds:.1f} s")
+
+
+def test_the_same_rerun_over_the_lab_connection_for_comparison(plab, first_run, tmp_path):
+    # SSH mode's figure for the same two nodes and sets: the lab's inventory (local connection, the venv's Python,
+    # which has grpcio and protobuf).
+    inventory = plab.lab.write_inventory(tmp_path / "lab.yml")
+    report = tmp_path / "report.json"
+    extra = dict(
+        node_progress_interval=1,
+        node_control_plane_pull_pause=0.0,
+        cluster_sets=[str(sets_file(plab, "sets", first_run["images"]))],
+        cluster_report_file=str(report),
+    )
+    command = playbook_command("pinned.images.prefetch", inventory, extra)
+    started = time.monotonic()
+    proc = subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=400, check=False)
+    seconds = time.monotonic() - started
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    nodes = json.loads(report.read_text())["nodes"]
+    assert sorted(node["host"] for node in nodes) == sorted(ROLES)
+    assert {image["status"] for node in nodes for image in node["images"]} == {"present"}
+    print(f"ssh mode (local connection), 2 nodes, nothing to do: {seconds:.1f} s")
 
 
 def test_check_mode_goes_through_the_pods_and_pulls_nothing(plab, first_run):

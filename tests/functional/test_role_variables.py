@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Renamed variables of the node role: the former names still set the new ones, and the control plane pauses 1 s
-between pulls only when it does not pace (no lab: the role's defaults only)."""
+between pulls only when it does not pace; the private Python directory is the host's, under the host root in pod
+mode, unless given (no lab: the role's defaults only)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,18 @@ PLAY = """\
   vars_files: [{defaults}]
   tasks:
     - ansible.builtin.debug:
-        msg: "PAUSE={{{{ {{'pause': node_pull_pause | float}} | to_json }}}}"
+        msg: "SHOWN={{{{ {shown} | to_json }}}}"
 """
+
+
+def shown(tmp_path, expression: str, extra_vars: dict):
+    """The value of the Jinja ``expression`` over the node role's defaults and ``extra_vars``."""
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY.format(defaults=ROOT / "roles" / "node" / "defaults" / "main.yml", shown=expression))
+    proc = playbook(play, extra_vars=extra_vars, options=["-i", "localhost,"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    value = proc.stdout.split("SHOWN=", 1)[1].split("\n", 1)[0].rstrip('"')
+    return json.loads(value.replace('\\"', '"'))
 
 
 @pytest.mark.parametrize(
@@ -35,9 +46,22 @@ PLAY = """\
     ],
 )
 def test_the_former_throttle_names_set_the_pull_pause(tmp_path, given, control_plane, expected):
-    play = tmp_path / "play.yml"
-    play.write_text(PLAY.format(defaults=ROOT / "roles" / "node" / "defaults" / "main.yml"))
-    proc = playbook(play, extra_vars=dict(given, node_control_plane=control_plane), options=["-i", "localhost,"])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    shown = proc.stdout.split("PAUSE=", 1)[1].split("\n", 1)[0].rstrip('"')
-    assert json.loads(shown.replace('\\"', '"')) == {"pause": expected}
+    pause = shown(tmp_path, "{'pause': node_pull_pause | float}", dict(given, node_control_plane=control_plane))
+    assert pause == {"pause": expected}
+
+
+@pytest.mark.parametrize(
+    "given,expected",
+    [
+        # SSH: the node's own directory, which the node modules also use without the variable.
+        ({}, "/var/lib/pinned-images/python"),
+        # Pod mode: the host's, seen under the host root, so the next run's pod finds the copy.
+        ({"node_host_root": "/host"}, "/host/var/lib/pinned-images/python"),
+        ({"node_host_root": "/host/"}, "/host/var/lib/pinned-images/python"),
+        # A directory given is taken as it is, also in pod mode.
+        ({"node_host_root": "/host", "node_python_deps_dir": "/opt/py"}, "/opt/py"),
+    ],
+)
+def test_the_private_python_directory_is_the_hosts_unless_given(tmp_path, given, expected):
+    python = shown(tmp_path, "{'dir': node_python_deps_dir, 'env': node_python_env}", given)
+    assert python == {"dir": expected, "env": {"PINNED_IMAGES_PYTHON_DIR": expected}}

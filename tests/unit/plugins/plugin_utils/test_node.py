@@ -17,6 +17,7 @@ from ansible_collections.pinned.images.plugins.plugin_utils._node import (
     prefetch_args,
     prune_blocker,
     prune_files,
+    python_deps_dir,
     python_dir_env,
     result_line,
     wanted_images,
@@ -347,6 +348,18 @@ def test_the_role_takes_its_own_node_paths_under_the_host_root():
         "/host/run/pinned-images-pull-secret.json"
     )
     assert node_host_path("/var/tmp/p.json", None) == "/var/tmp/p.json"
+    # As the modules take the root: a trailing slash, and / (no root at all).
+    assert node_host_path("/var/tmp/p.json", "/host/") == "/host/var/tmp/p.json"
+    assert node_host_path("/var/tmp/p.json", "/") == "/var/tmp/p.json"
+
+
+def test_the_default_private_python_directory_is_the_hosts_under_the_host_root():
+    # SSH: the node's own, exactly the directory the modules use without PINNED_IMAGES_PYTHON_DIR.
+    assert python_deps_dir(None) == python_deps_dir("") == python_deps_dir("/") == DEFAULT_DIR
+    assert python_dir_env(python_deps_dir("")) == {}
+    # Pod mode: the host's directory, so a later pod on the node finds the copy; the modules need the variable.
+    assert python_deps_dir("/host") == python_deps_dir("/host/") == "/host" + DEFAULT_DIR
+    assert python_dir_env(python_deps_dir("/host")) == {ENV_DIR: "/host" + DEFAULT_DIR}
 
 
 def test_the_prune_waits_for_a_complete_prefetch():
