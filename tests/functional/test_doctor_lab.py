@@ -19,7 +19,7 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.containerd impo
 from ansible_collections.pinned.images.plugins.module_utils._doctor.facts import K3S_PIN_LABEL_KEY
 from ansible_collections.pinned.images.plugins.module_utils._pins.containerd_label import PIN_LABEL_KEY, PIN_VALUE
 from ansible_collections.pinned.images.plugins.module_utils._pins.crio_dropin import render_pinned_images
-from fixtures.ansible_runs import playbook, remove_all_images
+from fixtures.ansible_runs import playbook, remove_all_images, warnings_in
 from fixtures.reference import reference_path
 
 pytestmark = pytest.mark.lab
@@ -79,6 +79,8 @@ def test_the_doctor_names_what_voids_the_pins_on_each_node(lab, tmp_path):
         argv = shlex.split(COMMAND)
         proc = playbook(argv[3], options=argv[1:3] + argv[4:], cwd=tmp_path)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+        # Findings are the report's, not Ansible's: a clean run prints no warning.
+        assert warnings_in(proc.stdout + proc.stderr) == [], proc.stdout + proc.stderr
         found = reports(proc.stdout)
         assert re.fullmatch(r"%s: containerd 1\.6\.20\S* at \S+: 1 error" % old["name"], found[old["name"]][0])
         assert found[old["name"]][1].startswith("  error old_containerd: containerd 1.6.20")
