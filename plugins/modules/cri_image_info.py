@@ -42,7 +42,8 @@ options:
         severity, what it means and the fix. Read-only; off by default, which keeps the module to its few CRI calls.
       - C(gc_threshold) weighs the image filesystem's use as the kubelet does (its size less its available bytes,
         which hold the wanted images the node has); C(image_filesystem_size) weighs the wanted images the node has
-        (their CRI sizes, once per image) against the kubelet's high threshold share of it. Neither counts the
+        (their CRI sizes, once per image) against the kubelet's high threshold share of it; a threshold of 100
+        turns the kubelet's image GC off, and both checks with it. Neither counts the
         wanted images the node lacks, since the doctor reads no registry (C(pinned.images.prefetch) in check mode
         estimates them). C(transfer_mode_config_path) reads RV(layout.hosts), as the prefetch's disk guard does.
       - The C(pinned.images.doctor) playbook runs it on every node (docs/doctor.md).

@@ -13,7 +13,8 @@ description:
   - Waits for a P(pinned.images.prefetch#module) job started with C(async) and C(poll=0), and returns that job's
     result once it ends, within about O(poll) seconds of its end.
   - Every O(interval) seconds it reads the job's O(progress_file) and prints a line (images done of total, GiB,
-    seconds elapsed) whenever the progress changed.
+    seconds elapsed; while pulls run, how many and how much the image filesystem grew) whenever the progress
+    changed.
   - Removes the job's result file from the node once it has read it.
   - This module is implemented by an action plugin on the controller; it reads the job's result file (as
     C(ansible.builtin.async_status) does) and the progress file with one C(cat) command each over the connection,

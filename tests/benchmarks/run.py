@@ -365,6 +365,8 @@ class Bench:
             if step == "raw":
                 raw = self.raw_pull([image], socket)
                 stored = _disk_usage(root) - before
+                if stored <= 0:
+                    raise SystemExit(f"B11: du sees nothing stored under {root}")
                 continue
             watch.path.unlink(missing_ok=True)
             with watch:

@@ -59,8 +59,8 @@ def test_the_doctor_names_what_voids_the_pins_on_each_node(lab, tmp_path):
             ansible_connection="local", ansible_become=False, ansible_python_interpreter="/nonexistent/bin/python3"
         )
         (tmp_path / "inventory").write_text(yaml.safe_dump(inventory))
-        # The test's own kubelet files, never the machine's: a threshold this machine's disk cannot reach, and no
-        # kubelet binary.
+        # The test's own kubelet files, never the machine's: its image GC off (a high threshold of 100), so that no
+        # finding depends on this machine's disk, and no kubelet binary.
         kubelet = tmp_path / "kubelet.yaml"
         kubelet.write_text(yaml.safe_dump({"kind": "KubeletConfiguration", "imageGCHighThresholdPercent": 100}))
         (tmp_path / "vars.yml").write_text(

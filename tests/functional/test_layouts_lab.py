@@ -114,7 +114,13 @@ def test_transfer_mode_with_a_config_path_list_pulls_upstream_and_the_guard_says
     # The module's warning (ansible prints it, wrapped, on stderr).
     assert "containerd #12415" in " ".join(output.split())
     # The doctor reads the same pull mode and config_path, and names the list.
-    rc, result, output = adhoc("pinned.images.cri_image_info", dict(cri_socket=entry["endpoint"], checks=True))
+    # Every other file the doctor reads is the test's own (none there), never the machine's.
+    own = dict(
+        kubelet_config=[str(tmp_path / "kubelet.yaml")],
+        kubelet_binary=[str(tmp_path / "kubelet")],
+        dropin_path=str(tmp_path / "50-pinned-images"),
+    )
+    rc, result, output = adhoc("pinned.images.cri_image_info", dict(cri_socket=entry["endpoint"], checks=True, **own))
     assert rc == 0, output
     assert result["layout"]["hosts"]["config_path"] == [f"{first}:{second}"]
     (found,) = [item for item in result["checks"] if item["check"] == "transfer_mode_config_path"]

@@ -442,6 +442,8 @@ class Lab(Supervisor):
         if not NODE_NAME.match(name):
             raise LabError("bad node name %r: lower-case letters, digits and '-'" % name)
         kind = RUNTIMES[runtime].kind
+        if kind != "containerd" and snapshotter != "native":
+            raise LabError("snapshotter %r is containerd's; node %s runs %s" % (snapshotter, name, runtime))
         base = self.path / "nodes" / name
         sock = base / ("crio.sock" if kind == "cri-o" else "containerd.sock")
         if len(str(sock) + ".ttrpc") > MAX_SOCKET_PATH:

@@ -51,8 +51,9 @@ LAZY_SNAPSHOTTERS = ("stargz", "soci", "overlaybd", "nydus")
 _LABELS_FROM = (1, 7, 3)
 # kubernetes #119986 (1.29, cherry-picked to 1.28 by #120054): before it the kubelet's GC ignored runtime pins.
 _KUBELET_HONOURS_PINS_FROM = (1, 29)
-# The kubelet's default high threshold, in percent of the image filesystem.
+# The kubelet's default high threshold, in percent of the image filesystem; at 100 its image GC is off.
 _GC_HIGH_DEFAULT = 85
+_GC_OFF = 100
 
 Finding = Dict[str, str]
 
@@ -268,11 +269,13 @@ def _duration_seconds(value: Any) -> Optional[float]:
     return sum(float(number) * scale[unit] for number, unit in parts)
 
 
-def _gc_high_percent(kubelet: Mapping[str, Any]) -> int:
+def _gc_high_percent(kubelet: Mapping[str, Any]) -> Optional[int]:
+    """The kubelet's high threshold, or None when it is 100: that turns its image GC off."""
     try:
-        return int(kubelet.get("imageGCHighThresholdPercent", _GC_HIGH_DEFAULT))
+        high = int(kubelet.get("imageGCHighThresholdPercent", _GC_HIGH_DEFAULT))
     except (TypeError, ValueError):
-        return _GC_HIGH_DEFAULT
+        high = _GC_HIGH_DEFAULT
+    return None if high >= _GC_OFF else high
 
 
 def _not_counted(missing: int) -> str:
@@ -312,7 +315,7 @@ def check_gc(
     if fs_total and fs_used is not None:
         high = _gc_high_percent(kubelet)
         used = 100.0 * fs_used / fs_total
-        if used >= high:
+        if high is not None and used >= high:
             findings.append(
                 finding(
                     "gc_threshold",
@@ -334,13 +337,14 @@ def check_image_filesystem(
     fs_total: Optional[int],
     mountpoint: str,
     missing: int,
+    pinned: bool = True,
 ) -> List[Finding]:
     """The wanted images the node holds (``wanted_present_bytes``: their CRI sizes, once per image) take the
     kubelet's high threshold share of the image filesystem or more: pinned, they alone keep it past the GC
-    threshold. A lower bound when ``missing`` wanted images are not on the node."""
-    if not fs_total:
-        return []
+    threshold; unpinned, the GC removes them. A lower bound when ``missing`` wanted images are not on the node."""
     high = _gc_high_percent(kubelet)
+    if not fs_total or high is None:
+        return []
     share = 100.0 * wanted_present_bytes / fs_total
     if share < high:
         return []
@@ -352,7 +356,10 @@ def check_image_filesystem(
             f"{human_size(fs_total)} image filesystem {mountpoint}; the kubelet's imageGCHighThresholdPercent is "
             f"{high} ({source})" + _not_counted(missing),
             "the pins alone keep the image filesystem past the kubelet's GC threshold: the kubelet keeps removing "
-            "every other unpinned image, and the node has no room for more",
+            "every other unpinned image, and the node has no room for more"
+            if pinned
+            else "past the kubelet's GC threshold the kubelet removes unused unpinned images, these among them, until "
+            "the image filesystem is below the low threshold",
             "split the node's sets, or give the image filesystem more room",
         )
     ]
@@ -416,6 +423,7 @@ def diagnose(facts: NodeFacts) -> List[Finding]:
         facts.fs_total,
         facts.fs_mountpoint,
         facts.wanted_missing,
+        facts.wanted_pinned,
     )
     if facts.runtime_name == "containerd":
         found += check_old_containerd(facts.runtime_name, facts.runtime_version)

@@ -26,6 +26,7 @@ from ansible_collections.pinned.images.plugins.module_utils._cri.client import C
 __all__ = [
     "FAILED",
     "HEARTBEAT_SECONDS",
+    "HEARTBEAT_THREAD",
     "PRESENT",
     "PULLED",
     "SKIPPED",
@@ -53,6 +54,7 @@ STATUSES = (PRESENT, PULLED, FAILED, SKIPPED, WOULD_PULL)
 
 # Seconds between two writes of the progress file while a pull runs (one large image can take minutes).
 HEARTBEAT_SECONDS = 2.0
+HEARTBEAT_THREAD = "pinned-images-progress"
 # One entry of the module's ``images`` result (JSON): image, status, image_id, size, attempts, seconds, error,
 # error_kind, started, finished, waited (seconds the pace held the pull back, just before ``started``).
 ImageResult = Dict[str, Any]
@@ -206,7 +208,7 @@ class _Progress:
     def start(self) -> None:
         """Rewrite the file every ``HEARTBEAT_SECONDS`` while a pull runs, until ``stop``."""
         if self.path and self._beat is None:
-            self._beat = threading.Thread(target=self._beating, daemon=True)
+            self._beat = threading.Thread(target=self._beating, name=HEARTBEAT_THREAD, daemon=True)
             self._beat.start()
 
     def stop(self) -> None:
@@ -222,6 +224,8 @@ class _Progress:
     def update(self) -> None:
         if not self.path or self.error:
             return
+        # Outside the lock: a slow filesystem must not hold up the workers.
+        used = _used_bytes(self.image_fs) if self._used_at_start is not None else None
         with self.lock:
             counts, pulled_bytes = _tally(self.results)
             snapshot: Dict[str, Any] = dict(
@@ -233,7 +237,6 @@ class _Progress:
                 elapsed=round(time.time() - self.started, 3),
                 current=self._in_flight(),
             )
-            used = _used_bytes(self.image_fs) if self._used_at_start is not None else None
             if used is not None and self._used_at_start is not None:
                 snapshot["image_fs_growth"] = max(0, used - self._used_at_start)
             if self.gate is not None:

@@ -193,19 +193,42 @@ NODE_MODULES = (
 )
 
 
+def _imported_files(path: Path) -> set:
+    """The module_utils files ``path`` imports itself: ``from pkg.file import name`` and ``from pkg import file``
+    (with the package's ``__init__``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+            continue
+        if not node.module.startswith(PREFIX + "module_utils."):
+            continue
+        base = PLUGINS.joinpath(*node.module[len(PREFIX) :].split("."))
+        candidates = [base.with_suffix(".py"), base / "__init__.py"]
+        candidates += [base / f"{alias.name}.py" for alias in node.names]
+        found |= {candidate for candidate in candidates if candidate.is_file()}
+    return found
+
+
 def _reached(path: Path) -> set:
     """The module_utils files ``path`` imports, directly or through others (AnsiballZ ships each of them)."""
     seen: set = set()
     todo = [path]
     while todo:
-        for _line, module in _imports(todo.pop()):
-            if not module or not module.startswith(PREFIX + "module_utils."):
-                continue
-            target = PLUGINS.joinpath(*module[len(PREFIX) :].split(".")).with_suffix(".py")
-            if target.is_file() and target not in seen:
-                seen.add(target)
-                todo.append(target)
+        for target in _imported_files(todo.pop()) - seen:
+            seen.add(target)
+            todo.append(target)
     return seen
+
+
+def test_the_node_modules_are_every_module_that_takes_a_host_root():
+    takes = {p.stem for p in (PLUGINS / "modules").glob("*.py") if "HOST_ROOT_ARGUMENT_SPEC" in p.read_text()}
+    assert takes <= set(NODE_MODULES)
+
+
+def test_the_walk_follows_a_package_import(tmp_path):
+    user = tmp_path / "user.py"
+    user.write_text(f"from {PREFIX}module_utils._k8s import client\n")
+    assert MODULE_UTILS / "_k8s" / "client.py" in _imported_files(user)
 
 
 @pytest.mark.parametrize("name", NODE_MODULES)

@@ -223,6 +223,18 @@ def test_wanted_images_that_take_the_gc_threshold_s_share_of_the_image_filesyste
     assert "; 2 wanted images not on the node are not counted" in item["detail"]
     assert checks.check_image_filesystem({}, "k", 84 * GIB, 100 * GIB, "/x", 3) == []
     assert checks.check_image_filesystem({}, "k", 10 * GIB, None, "/x", 0) == []
+    # Not pinned: the GC removes them, rather than everything else.
+    unpinned = only(checks.check_image_filesystem({}, "k", 90 * GIB, 100 * GIB, "/x", 0, pinned=False))
+    assert "removes unused unpinned images, these among them" in unpinned["meaning"]
+
+
+def test_a_high_threshold_of_100_turns_the_kubelet_s_image_gc_off():
+    off = {"imageGCHighThresholdPercent": 100}
+    assert checks.check_gc(off, "k", fs_total=100 * GIB, fs_used=100 * GIB, missing=0, pinned=False) == []
+    assert checks.check_image_filesystem(off, "k", 100 * GIB, 100 * GIB, "/x", 0) == []
+    # 99 still collects.
+    near = {"imageGCHighThresholdPercent": 99}
+    assert only(checks.check_gc(near, "k", fs_total=100 * GIB, fs_used=99 * GIB, missing=0, pinned=True))
 
 
 def test_no_python_names_the_playbooks_with_a_pod_mode_and_not_the_doctor():

@@ -410,12 +410,27 @@ def test_the_progress_file_moves_while_one_long_pull_runs(tmp_path, monkeypatch)
     assert final["current"] == [] and final["done"] == 1
 
 
+class ThreadsSeen(ScriptedRuntime):
+    """Notes the names of the threads that run while each image is pulled."""
+
+    def __init__(self):
+        super().__init__()
+        self.threads = set()
+
+    def pull_image(self, image, auth=None, timeout=None):
+        self.threads |= {thread.name for thread in threading.enumerate()}
+        return super().pull_image(image, auth, timeout)
+
+
 def test_no_image_filesystem_no_growth_and_no_heartbeat_without_a_file(tmp_path, monkeypatch):
     monkeypatch.setattr(pulls, "HEARTBEAT_SECONDS", 0.01)
     progress = tmp_path / "progress.json"
-    run(ScriptedRuntime(pull_seconds=0.05), [ref(1)], progress_file=str(progress))
+    with_file = ThreadsSeen()
+    run(with_file, [ref(1)], progress_file=str(progress))
     assert "image_fs_growth" not in json.loads(progress.read_text())
-    # No file: no thread either.
-    before = threading.active_count()
-    run(ScriptedRuntime(pull_seconds=0.05), [ref(1)])
-    assert threading.active_count() == before
+    assert pulls.HEARTBEAT_THREAD in with_file.threads
+    # No file: no heartbeat thread either, and none left after a run.
+    without = ThreadsSeen()
+    run(without, [ref(1)])
+    assert pulls.HEARTBEAT_THREAD not in without.threads
+    assert pulls.HEARTBEAT_THREAD not in {thread.name for thread in threading.enumerate()}
