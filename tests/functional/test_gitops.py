@@ -16,7 +16,7 @@ import yaml
 
 from fixtures.ansible_runs import ROOT, VENV_BIN, adhoc, ansible_env, playbook, warnings_in
 from fixtures.openshift_objects import ROLE_LABEL as ROLE
-from fixtures.openshift_objects import pinned_image_set
+from fixtures.openshift_objects import USER_MACHINE_CONFIG, pinned_image_set
 
 DOC = ROOT / "docs" / "gitops.md"
 REPORT = "pinned-images-report.json"
@@ -184,22 +184,6 @@ def test_the_documented_step_passes_without_drift_and_lists_exactly_what_differs
     pools = {p["pool"]: p for p in report["pools"]}
     assert (pools["worker"]["added"], pools["worker"]["removed"]) == ([C], [B])
     assert (pools["master"]["added"], pools["master"]["removed"]) == ([], [])
-
-
-USER_MACHINE_CONFIG = """\
-# Our own: the SSH key of the control plane.
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 99-master-ssh
-  labels:
-    machineconfiguration.openshift.io/role: master
-spec:
-  config:
-    ignition: {version: 3.2.0}
-    passwd:
-      users: [{name: core, sshAuthorizedKeys: ["ssh-ed25519 AAAA"]}]
-"""
 
 
 def test_the_render_changes_only_its_own_files_and_leaves_the_users_in_both_folders(repo):

@@ -23,6 +23,7 @@ from ansible_collections.pinned.images.plugins.plugin_utils._render import (
     render_report,
     render_written,
 )
+from fixtures.openshift_objects import USER_MACHINE_CONFIG
 
 BASE = "/repo"
 MC = "/repo/out/machineconfigs"
@@ -188,19 +189,6 @@ def test_render_objects_are_valid_api_objects_that_load_back_the_same():
 
 OUT = "/repo/out"
 IMAGE = "quay.io/org/app@sha256:" + "a" * 64
-USER_MACHINE_CONFIG = """\
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 99-master-ssh
-  labels:
-    machineconfiguration.openshift.io/role: master
-spec:
-  config:
-    ignition: {version: 3.2.0}
-    passwd:
-      users: [{name: core, sshAuthorizedKeys: ["ssh-ed25519 AAAA"]}]
-"""
 
 
 SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}

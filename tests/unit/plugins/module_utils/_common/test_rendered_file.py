@@ -18,6 +18,7 @@ from ansible_collections.pinned.images.plugins.module_utils._common.rendered_fil
     rendered_text,
 )
 from ansible_collections.pinned.images.plugins.module_utils._common.yaml_io import dump_yaml, load_yaml
+from fixtures.openshift_objects import USER_MACHINE_CONFIG
 
 SET = {
     "apiVersion": "machineconfiguration.openshift.io/v1",
@@ -25,19 +26,6 @@ SET = {
     "metadata": {"name": "worker-images", "annotations": {"team": "a"}},
     "spec": {"pinnedImages": [{"name": "quay.io/org/app@sha256:" + "a" * 64}]},
 }
-USER_MACHINE_CONFIG = """\
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 99-master-ssh
-  labels:
-    machineconfiguration.openshift.io/role: master
-spec:
-  config:
-    ignition: {version: 3.2.0}
-    passwd:
-      users: [{name: core, sshAuthorizedKeys: ["ssh-ed25519 AAAA"]}]
-"""
 
 
 def test_a_rendered_file_starts_with_the_header_and_its_object_carries_the_annotation():
