@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 from ansible_collections.pinned.images.plugins.module_utils._common.errors import AUTH, NO_SPACE, UNKNOWN
 from ansible_collections.pinned.images.plugins.module_utils._common.image_ref import ImageRef
 from ansible_collections.pinned.images.plugins.module_utils._cri.client import CriError, CriImage
+from ansible_collections.pinned.images.plugins.module_utils._prefetch.disk_guard import filesystem_stats
 
 __all__ = [
     "FAILED",
@@ -163,15 +164,15 @@ def _new_result(image: str) -> ImageResult:
     )
 
 
-def _used_bytes(path: Optional[str]) -> Optional[int]:
-    """Bytes in use on the filesystem holding ``path`` (None: no path, or unreadable)."""
+def _free_bytes(path: Optional[str]) -> Optional[int]:
+    """The free bytes of the filesystem holding ``path``, as the disk guard reads them (None: no path, or
+    unreadable)."""
     if not path:
         return None
     try:
-        stats = os.statvfs(path)
+        return filesystem_stats(path)[1]
     except OSError:
         return None
-    return (stats.f_blocks - stats.f_bfree) * stats.f_frsize
 
 
 class _Progress:
@@ -198,7 +199,7 @@ class _Progress:
         self.lock = threading.Lock()
         self.started = time.time()
         self.error: str | None = None
-        self._used_at_start = _used_bytes(image_fs) if path else None
+        self._free_at_start = _free_bytes(image_fs) if path else None
         self._stopped = threading.Event()
         self._beat: Optional[threading.Thread] = None
 
@@ -225,7 +226,7 @@ class _Progress:
         if not self.path or self.error:
             return
         # Outside the lock: a slow filesystem must not hold up the workers.
-        used = _used_bytes(self.image_fs) if self._used_at_start is not None else None
+        free = _free_bytes(self.image_fs) if self._free_at_start is not None else None
         with self.lock:
             counts, pulled_bytes = _tally(self.results)
             snapshot: Dict[str, Any] = dict(
@@ -237,8 +238,8 @@ class _Progress:
                 elapsed=round(time.time() - self.started, 3),
                 current=self._in_flight(),
             )
-            if used is not None and self._used_at_start is not None:
-                snapshot["image_fs_growth"] = max(0, used - self._used_at_start)
+            if free is not None and self._free_at_start is not None:
+                snapshot["image_fs_growth"] = max(0, self._free_at_start - free)
             if self.gate is not None:
                 snapshot["pace"] = self.gate.progress()
             tmp = None

@@ -383,8 +383,9 @@ def test_the_progress_file_moves_while_one_long_pull_runs(tmp_path, monkeypatch)
     """PullImage says nothing until the image is complete: the file is rewritten meanwhile, with the image being
     pulled and how much the image filesystem's use grew since the prefetch began."""
     monkeypatch.setattr(pulls, "HEARTBEAT_SECONDS", 0.02)
-    used = iter(range(1000, 10**9, 4096))
-    monkeypatch.setattr(pulls, "_used_bytes", lambda path: next(used) if path == str(tmp_path) else None)
+    # The image filesystem's free bytes fall by 4 KiB at each read.
+    free = iter(range(10**9, 0, -4096))
+    monkeypatch.setattr(pulls, "filesystem_stats", lambda path: (2 * 10**9, next(free)))
     progress = tmp_path / "progress.json"
     seen = []
     release = threading.Event()
